@@ -1,0 +1,106 @@
+package cli
+
+import (
+	"fmt"
+	"os"
+	"strings"
+
+	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
+	"github.com/spf13/viper"
+)
+
+// config layers settings onto the flags of the command that is running:
+// flag > FUSEE_<FLAG> environment variable > config file > default.
+//
+// It binds only when a command runs, and only that command's flags, with a
+// fresh viper each time: binding in init() would make two commands that
+// share a flag name overwrite each other, and viper's AutomaticEnv only sees
+// keys it already knows, so every key is bound to its variable explicitly.
+//
+// In the config file a setting may sit at the top level (json: true) or
+// under the command's path (ring: {plan: {weights: "a=2,b=1"}}); the more
+// specific one wins.
+type config struct {
+	file string
+	env  []string
+}
+
+// notConfigurable are flags that only make sense on the command line.
+var notConfigurable = map[string]bool{"help": true, "version": true, "config": true}
+
+func (c *config) apply(cmd *cobra.Command) error {
+	v := viper.New()
+	file := c.file
+	if file == "" {
+		file = os.Getenv("FUSEE_CONFIG")
+	}
+	if file != "" {
+		v.SetConfigFile(file)
+		if err := v.ReadInConfig(); err != nil {
+			return usagef("reading config file %s: %v (fix the file or drop --config/FUSEE_CONFIG)", file, err)
+		}
+	}
+	path := commandPath(cmd)
+	var firstErr error
+	cmd.Flags().VisitAll(func(f *pflag.Flag) {
+		if firstErr != nil || notConfigurable[f.Name] {
+			return
+		}
+		key := strings.ReplaceAll(f.Name, "-", "_")
+		envName := "FUSEE_" + strings.ToUpper(key)
+		_ = v.BindEnv(key, envName)
+		if err := v.BindPFlag(key, f); err != nil {
+			firstErr = err
+			return
+		}
+		if f.Changed {
+			return
+		}
+		source := ""
+		var val any
+		if _, ok := os.LookupEnv(envName); ok {
+			val, source = v.Get(key), "environment variable "+envName
+		} else if scoped := path + "." + f.Name; path != "" && v.InConfig(scoped) {
+			val, source = v.Get(scoped), fmt.Sprintf("%s in %s", scoped, file)
+		} else if v.InConfig(f.Name) {
+			val, source = v.Get(f.Name), fmt.Sprintf("%s in %s", f.Name, file)
+		} else {
+			return
+		}
+		if err := setFlag(cmd, f, val); err != nil {
+			firstErr = usagef("%s: %v", source, err)
+		}
+	})
+	return firstErr
+}
+
+// commandPath is the command's path below the root, dot-separated
+// ("ring.plan").
+func commandPath(cmd *cobra.Command) string {
+	parts := strings.Fields(cmd.CommandPath())
+	if len(parts) <= 1 {
+		return ""
+	}
+	return strings.Join(parts[1:], ".")
+}
+
+func setFlag(cmd *cobra.Command, f *pflag.Flag, val any) error {
+	var s string
+	switch x := val.(type) {
+	case []any:
+		items := make([]string, len(x))
+		for i, it := range x {
+			items[i] = fmt.Sprint(it)
+		}
+		s = strings.Join(items, ",")
+	case []string:
+		s = strings.Join(x, ",")
+	default:
+		s = fmt.Sprint(x)
+	}
+	if err := cmd.Flags().Set(f.Name, s); err != nil {
+		return fmt.Errorf("invalid value %q for --%s: %v", s, f.Name, err)
+	}
+	return nil
+}
