@@ -1,0 +1,59 @@
+// Package meta owns the two files that make a directory a fusee data
+// directory: fusee.meta, its identity, and LOCK, the lock that keeps two
+// processes out of it at once.
+//
+// # fusee.meta
+//
+// fusee.meta is a short text file of key=value lines, for example
+//
+//	# fusee data directory: written by fusee, do not edit while it is open
+//	format=local
+//	log=3
+//	shards=8
+//
+// The parser is strict, because a misread identity file would open a
+// directory with the wrong shard count and scatter data:
+//
+//   - every line ends with a newline, so a file cut short is noticed rather
+//     than read as a smaller number (shards=1 from shards=16);
+//   - a line is a comment (starting with '#'), empty, or key=value with
+//     nothing trimmed: no spaces around '=', no trailing spaces, no CR;
+//   - a key is [a-z_]+, known, and appears once; numbers are plain decimal
+//     without sign or leading zeros;
+//   - format is "local", or Switching ("reshard") while a reshard swaps the
+//     directory's files; in that state old_shards and new_shards say what
+//     the switch must finish and shards equals new_shards; outside it both
+//     are forbidden;
+//   - log is 3 (one write-ahead log shared by the shards) or 2 (the older
+//     log per shard, which `fusee upgrade` converts);
+//   - shards is 1..MaxShards.
+//
+// Every parse error is a *FileError naming the file, the line and the fix.
+// Writes produce canonical bytes (fixed key order, one header comment) and
+// replace the file atomically and durably: a temporary file in the same
+// directory, fsync, rename, then fsync of the directory so the rename
+// itself survives a crash.
+//
+// # Opening
+//
+// Every program that opens a data directory goes through Open: it takes the
+// lock, reads fusee.meta and refuses a directory whose reshard was
+// interrupted (ErrSwitching) or whose log format the caller cannot read
+// (ErrOldLog). Only reshard, which finishes an interrupted switch, opens
+// with Options.AllowSwitching.
+//
+// # LOCK
+//
+// LOCK is an empty file held with an exclusive flock(2) for as long as
+// anything has the directory open: the engine, reshard, inspect. The kernel
+// drops the lock when the holder exits, however it exits, so a crash never
+// leaves a stale lock behind. Another process that cannot take it gets
+// ErrInUse; `flock -n <dir>/LOCK true` fails while it is held.
+//
+// # What this package must never do
+//
+// It knows nothing of what the shards contain (that is journal's and
+// reshard's business) and nothing of cobra, terminals or colour: it returns
+// values and typed errors, and the command layer turns them into messages
+// and exit codes.
+package meta

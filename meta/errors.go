@@ -1,0 +1,74 @@
+package meta
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+)
+
+// Sentinels for errors.Is; the typed errors below carry the details.
+var (
+	// ErrInUse: another process holds the directory's lock.
+	ErrInUse = errors.New("data directory in use")
+	// ErrSwitching: the directory's reshard was interrupted after its
+	// switch began; only reshard may open it, to finish the switch.
+	ErrSwitching = errors.New("data directory has an interrupted reshard")
+	// ErrOldLog: the directory's log format is older than the caller
+	// reads; `fusee upgrade` converts it.
+	ErrOldLog = errors.New("data directory has an older log format")
+)
+
+// InUseError is returned when the lock is held by someone else.
+type InUseError struct{ Dir string }
+
+func (e *InUseError) Error() string {
+	return fmt.Sprintf("%s is in use by another process (engine, reshard or inspect); stop it and retry", e.Dir)
+}
+
+func (e *InUseError) Is(target error) bool { return target == ErrInUse }
+
+// SwitchingError is returned when an opener finds format=reshard.
+type SwitchingError struct {
+	Dir                  string
+	OldShards, NewShards int
+}
+
+func (e *SwitchingError) Error() string {
+	return fmt.Sprintf("%s is in the middle of a reshard from %d to %d shards that was interrupted; nothing can open it until the reshard is finished: run `fusee reshard %s` to finish the interrupted reshard",
+		e.Dir, e.OldShards, e.NewShards, shellQuote(e.Dir))
+}
+
+func (e *SwitchingError) Is(target error) bool { return target == ErrSwitching }
+
+// LogError is returned when the directory's log format is not the one the
+// caller reads. Only an older format (Have < Want) is ErrOldLog.
+type LogError struct {
+	Dir        string
+	Have, Want int
+}
+
+func (e *LogError) Error() string {
+	if e.Have < e.Want {
+		return fmt.Sprintf("%s uses log format %d, older than the format %d this command reads: run `fusee upgrade %s` to convert it (offline)",
+			e.Dir, e.Have, e.Want, shellQuote(e.Dir))
+	}
+	return fmt.Sprintf("%s uses log format %d, but this command reads only log format %d", e.Dir, e.Have, e.Want)
+}
+
+func (e *LogError) Is(target error) bool { return target == ErrOldLog && e.Have < e.Want }
+
+// shellQuote quotes s for a POSIX shell when it needs it, so the command
+// in a message can be pasted as it is.
+func shellQuote(s string) string {
+	safe := s != ""
+	for _, r := range s {
+		if !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || strings.ContainsRune("/._-+,:@%=", r)) {
+			safe = false
+			break
+		}
+	}
+	if safe {
+		return s
+	}
+	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
+}
