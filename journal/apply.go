@@ -1,0 +1,279 @@
+package journal
+
+import "fmt"
+
+// OpKind says what a log entry does to its shard.
+type OpKind uint8
+
+// Log entry kinds. Every change to a shard's state is one of these; the
+// write-ahead log holds them and recovery replays them through Apply.
+const (
+	OpStart     OpKind = 1 // a new run numbered Run begins with Rec (a Start record)
+	OpAppend    OpKind = 2 // Rec is appended to Run's journal
+	OpPark      OpKind = 3 // Run is suspended into the run store
+	OpLoad      OpKind = 4 // Run is loaded back into memory
+	OpAck       OpKind = 5 // the receiver has outbox message MsgID: drop it
+	OpSeen      OpKind = 6 // message MsgID was delivered here (receiver dedup)
+	OpTombstone OpKind = 7 // Run's retention ended: archive its history
+	opMax              = OpTombstone
+)
+
+var opNames = [...]string{"", "start", "append", "park", "load", "ack", "seen", "tombstone"}
+
+func (k OpKind) String() string {
+	if k >= 1 && k <= opMax {
+		return opNames[k]
+	}
+	return fmt.Sprintf("op(%d)", uint8(k))
+}
+
+// Op is one log entry for one shard.
+type Op struct {
+	Kind  OpKind
+	Run   RunNo
+	MsgID string
+	Rec   Record
+}
+
+// EncodeOp appends the encoding of op to dst.
+func EncodeOp(dst []byte, op *Op) []byte {
+	e := enc{b: dst}
+	e.b = append(e.b, byte(op.Kind))
+	switch op.Kind {
+	case OpStart, OpAppend:
+		e.uv(uint64(op.Run))
+		e.record(&op.Rec)
+	case OpPark, OpLoad, OpTombstone:
+		e.uv(uint64(op.Run))
+	case OpAck, OpSeen:
+		e.str(op.MsgID)
+	}
+	return e.b
+}
+
+// DecodeOp decodes one log entry.
+func DecodeOp(p []byte) (Op, error) {
+	var op Op
+	if len(p) == 0 {
+		return op, errShort
+	}
+	op.Kind = OpKind(p[0])
+	d := dec{b: p[1:]}
+	switch op.Kind {
+	case OpStart, OpAppend:
+		op.Run = RunNo(d.uv())
+		d.record(&op.Rec)
+	case OpPark, OpLoad, OpTombstone:
+		op.Run = RunNo(d.uv())
+	case OpAck, OpSeen:
+		op.MsgID = d.str()
+	default:
+		return op, fmt.Errorf("unknown log entry kind %d", op.Kind)
+	}
+	if d.err == nil && len(d.b) != 0 {
+		d.err = fmt.Errorf("%d trailing bytes", len(d.b))
+	}
+	return op, d.err
+}
+
+// Apply performs one log entry on the shard and regenerates its outputs
+// (index entries, timers, outbox messages). It refuses an entry that does
+// not fit the state (a sign of a damaged log or store) and then leaves the
+// shard unchanged.
+func (s *Shard) Apply(op *Op) error {
+	switch op.Kind {
+	case OpStart:
+		return s.applyStart(op)
+	case OpAppend:
+		return s.applyAppend(op)
+	case OpPark, OpLoad:
+		r, err := s.run(op)
+		if err != nil {
+			return err
+		}
+		from, to := StateRunning, StateParked
+		if op.Kind == OpLoad {
+			from, to = StateParked, StateRunning
+		}
+		if r.State != from {
+			return fmt.Errorf("%s of run %d: run is %s, want %s", op.Kind, op.Run, r.State, from)
+		}
+		r.State = to
+	case OpAck:
+		if _, ok := s.Outbox[op.MsgID]; !ok {
+			return fmt.Errorf("ack of message %q: not in the outbox", op.MsgID)
+		}
+		delete(s.Outbox, op.MsgID)
+	case OpSeen:
+		s.Seen[op.MsgID] = struct{}{}
+	case OpTombstone:
+		r, err := s.run(op)
+		if err != nil {
+			return err
+		}
+		if r.State != StateFinished {
+			return fmt.Errorf("tombstone of run %d: run is %s, want finished", op.Run, r.State)
+		}
+		s.Archive[r.No] = r.Journal
+		r.Journal = nil
+		r.State = StateTombstone
+	default:
+		return fmt.Errorf("unknown log entry kind %d", op.Kind)
+	}
+	return nil
+}
+
+func (s *Shard) run(op *Op) (*Run, error) {
+	r, ok := s.Runs[op.Run]
+	if !ok {
+		return nil, fmt.Errorf("%s of run %d: no such run on shard %d", op.Kind, op.Run, s.Index)
+	}
+	return r, nil
+}
+
+func (s *Shard) applyStart(op *Op) error {
+	rec := &op.Rec
+	switch {
+	case op.Run != s.NextRun:
+		return fmt.Errorf("start of run %d: shard %d's next run number is %d", op.Run, s.Index, s.NextRun)
+	case rec.Kind != KindStart || rec.Pos != 0:
+		return fmt.Errorf("start of run %d: first record is %s at %d, want start at 0", op.Run, rec.Kind, rec.Pos)
+	case rec.WorkflowID == "":
+		return fmt.Errorf("start of run %d: empty workflow ID", op.Run)
+	case op.Run > MaxRunNo:
+		return fmt.Errorf("start of run %d: over the largest run number %d", op.Run, MaxRunNo)
+	}
+	s.Runs[op.Run] = &Run{
+		No: op.Run, WorkflowID: rec.WorkflowID, Gen: rec.Gen, Type: rec.Type,
+		State: StateRunning, Started: rec.Time, Journal: []Record{*rec},
+	}
+	s.ByID[rec.WorkflowID] = op.Run
+	s.NextRun = op.Run + 1
+	return nil
+}
+
+func (s *Shard) applyAppend(op *Op) error {
+	r, err := s.run(op)
+	if err != nil {
+		return err
+	}
+	rec := &op.Rec
+	if r.State != StateRunning {
+		return fmt.Errorf("append %s to run %d: run is %s, want running", rec.Kind, r.No, r.State)
+	}
+	if int(rec.Pos) != len(r.Journal) || rec.Kind == KindStart {
+		return fmt.Errorf("append %s at %d to run %d: journal has %d records", rec.Kind, rec.Pos, r.No, len(r.Journal))
+	}
+	if completes(rec.Kind) && int(rec.Ref) >= len(r.Journal) {
+		return fmt.Errorf("append %s to run %d: it completes position %d, past the journal's end", rec.Kind, r.No, rec.Ref)
+	}
+	r.Journal = append(r.Journal, *rec)
+	s.regenerate(r, rec)
+	return nil
+}
+
+// completes reports whether records of kind k finish an earlier position.
+func completes(k Kind) bool {
+	switch k {
+	case KindFired, KindWaited, KindChildDone, KindUpdateDone, KindAsyncDone:
+		return true
+	}
+	return false
+}
+
+// regenerate derives the outputs of one appended record.
+func (s *Shard) regenerate(r *Run, rec *Record) {
+	from := RunRef{Shard: s.Index, Run: r.No}
+	switch rec.Kind {
+	case KindTimer, KindAttempt:
+		if rec.Time != 0 {
+			s.Timers[TimerKey{At: rec.Time, Run: r.No, Pos: rec.Pos}] = struct{}{}
+		}
+	case KindWait:
+		if rec.Deadline != 0 {
+			s.Timers[TimerKey{At: rec.Deadline, Run: r.No, Pos: rec.Pos}] = struct{}{}
+		}
+	case KindFired, KindWaited:
+		if k, ok := timerOf(r, rec.Ref); ok {
+			delete(s.Timers, k)
+		}
+	case KindChild:
+		s.send(&Message{ID: rec.MsgID, Kind: MsgStartChild, From: from, Target: rec.WorkflowID,
+			Parent: ParentRef{Shard: s.Index, Run: r.No, Pos: rec.Pos}, Type: rec.Type,
+			Deadline: rec.Deadline, Payload: rec.Payload})
+	case KindSend:
+		kind := MsgSignal
+		if rec.Attempt == SendCancel {
+			kind = MsgCancel
+		}
+		s.send(&Message{ID: rec.MsgID, Kind: kind, From: from, Target: rec.WorkflowID,
+			Name: rec.Name, Payload: rec.Payload})
+	case KindUpdateDone:
+		if u := r.Journal[rec.Ref]; !u.Parent.IsZero() {
+			s.send(&Message{ID: fmt.Sprintf("%s/%d/u%d", r.WorkflowID, r.Gen, rec.Ref), Kind: MsgUpdateResult,
+				From: from, Target: u.ParentID, Parent: u.Parent, Status: rec.Status, Payload: rec.Payload})
+		}
+	case KindDone:
+		for _, k := range pendingTimers(r) {
+			delete(s.Timers, k)
+		}
+		r.State, r.Status, r.Finished = StateFinished, rec.Status, rec.Time
+		if st := r.Start(); !st.Parent.IsZero() {
+			s.send(&Message{ID: fmt.Sprintf("%s/%d/r", r.WorkflowID, r.Gen), Kind: MsgChildResult,
+				From: from, Target: st.ParentID, Parent: st.Parent, Status: rec.Status, Payload: rec.Payload})
+		}
+	}
+}
+
+func (s *Shard) send(m *Message) {
+	m.Seq = s.NextSeq
+	s.NextSeq++
+	s.Outbox[m.ID] = m
+}
+
+// timerOf is the timer that the record at pos set, if any.
+func timerOf(r *Run, pos uint32) (TimerKey, bool) {
+	if int(pos) >= len(r.Journal) {
+		return TimerKey{}, false
+	}
+	rec := &r.Journal[pos]
+	switch {
+	case (rec.Kind == KindTimer || rec.Kind == KindAttempt) && rec.Time != 0:
+		return TimerKey{At: rec.Time, Run: r.No, Pos: pos}, true
+	case rec.Kind == KindWait && rec.Deadline != 0:
+		return TimerKey{At: rec.Deadline, Run: r.No, Pos: pos}, true
+	}
+	return TimerKey{}, false
+}
+
+// pendingTimers lists the run's timers that have not fired or been
+// satisfied.
+func pendingTimers(r *Run) []TimerKey {
+	done := map[uint32]bool{}
+	for i := range r.Journal {
+		if rec := &r.Journal[i]; rec.Kind == KindFired || rec.Kind == KindWaited {
+			done[rec.Ref] = true
+		}
+	}
+	var out []TimerKey
+	if r.State == StateFinished || r.State == StateTombstone {
+		return nil
+	}
+	for i := range r.Journal {
+		if k, ok := timerOf(r, uint32(i)); ok && !done[uint32(i)] {
+			out = append(out, k)
+		}
+	}
+	return out
+}
+
+// RebuildTimers recomputes the timer index from the journals, as recovery
+// does when a store's derived index is missing or suspect.
+func (s *Shard) RebuildTimers() {
+	s.Timers = map[TimerKey]struct{}{}
+	for _, r := range s.Runs {
+		for _, k := range pendingTimers(r) {
+			s.Timers[k] = struct{}{}
+		}
+	}
+}
