@@ -1,0 +1,18 @@
+// Package reshard will change the shard count of a closed local data
+// directory, offline: every run moves to the shard its workflow ID hashes
+// to under the new count, with its whole journal; runs are renumbered by
+// documented rules and every reference to a run is rewritten; outboxes and
+// history archives move with the runs. New shards are built under
+// <dir>/reshard.new and the switch goes through fusee.meta's format=reshard
+// state, so a crash at any point leaves a directory that opens as before or
+// that a rerun finishes. The design is in docs/reshard.md.
+//
+// It owns the renumbering plan, the rewrite of references, the build of the
+// new shards and the switch. It reads old shards only through the journal
+// package's read-only recovery and must never tick a run, append to an old
+// log or change an old shard's files before the switch; it knows nothing
+// about terminals or commands.
+//
+// Status: not built yet. The data directory it reads (package journal)
+// comes first; this package lands with its own issue.
+package reshard
