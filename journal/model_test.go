@@ -1,0 +1,215 @@
+package journal
+
+import (
+	"bytes"
+	"reflect"
+	"testing"
+
+	"pgregory.net/rapid"
+)
+
+func genRecord() *rapid.Generator[Record] {
+	return rapid.Custom(func(t *rapid.T) Record {
+		ref := func(label string) RunRef {
+			return RunRef{Shard: rapid.IntRange(0, 1023).Draw(t, label+"s"), Run: RunNo(rapid.Uint64Range(0, uint64(MaxRunNo)).Draw(t, label+"r"))}
+		}
+		r := Record{
+			Kind:       Kind(rapid.IntRange(1, int(kindMax)).Draw(t, "kind")),
+			Pos:        rapid.Uint32().Draw(t, "pos"),
+			Time:       rapid.Int64().Draw(t, "time"),
+			Deadline:   rapid.Int64().Draw(t, "deadline"),
+			Ref:        rapid.Uint32().Draw(t, "ref"),
+			WorkflowID: rapid.String().Draw(t, "wf"),
+			Type:       rapid.String().Draw(t, "type"),
+			Name:       rapid.String().Draw(t, "name"),
+			MsgID:      rapid.String().Draw(t, "msg"),
+			Status:     Status(rapid.IntRange(0, int(statusMax)).Draw(t, "status")),
+			Attempt:    rapid.Uint32().Draw(t, "attempt"),
+			Origin:     Origin(rapid.IntRange(0, 4).Draw(t, "origin")),
+			Gen:        rapid.Uint32().Draw(t, "gen"),
+			Pred:       ref("pred"),
+			Next:       ref("next"),
+			By:         ref("by"),
+			ParentID:   rapid.String().Draw(t, "parentID"),
+		}
+		p := ref("parent")
+		r.Parent = ParentRef{Shard: p.Shard, Run: p.Run, Pos: rapid.Uint32().Draw(t, "ppos")}
+		if rapid.Bool().Draw(t, "hasKey") {
+			r.Key = CtxKey{WorkflowID: rapid.StringN(1, 20, -1).Draw(t, "kwf"), Run: ref("key").Run, Pos: rapid.Uint32().Draw(t, "kpos")}
+		}
+		tk := ref("token")
+		r.Token = Token{Shard: tk.Shard, Run: tk.Run, Pos: rapid.Uint32().Draw(t, "tpos")}
+		if r.Token.Run == 0 {
+			r.Token = Token{}
+		}
+		// Zero refs encode as absent, so their other fields must be zero too.
+		if r.Pred.Run == 0 {
+			r.Pred = RunRef{}
+		}
+		if r.Next.Run == 0 {
+			r.Next = RunRef{}
+		}
+		if r.By.Run == 0 {
+			r.By = RunRef{}
+		}
+		if r.Parent.Run == 0 {
+			r.Parent = ParentRef{}
+		}
+		if pl := rapid.SliceOf(rapid.Byte()).Draw(t, "payload"); len(pl) > 0 {
+			r.Payload = pl
+		}
+		return r
+	})
+}
+
+func TestRecordRoundTrip(t *testing.T) {
+	rapid.Check(t, func(t *rapid.T) {
+		r := genRecord().Draw(t, "rec")
+		enc := EncodeRecord(nil, &r)
+		got, err := DecodeRecord(enc)
+		if err != nil {
+			t.Fatalf("decode: %v", err)
+		}
+		if !reflect.DeepEqual(got, r) {
+			t.Fatalf("round trip:\n got %+v\nwant %+v", got, r)
+		}
+		// Every strict prefix must fail to decode rather than yield a record.
+		for i := 0; i < len(enc); i++ {
+			if _, err := DecodeRecord(enc[:i]); err == nil {
+				t.Fatalf("prefix of %d/%d bytes decoded without error", i, len(enc))
+			}
+		}
+	})
+}
+
+func TestOpRoundTrip(t *testing.T) {
+	rapid.Check(t, func(t *rapid.T) {
+		op := Op{Kind: OpKind(rapid.IntRange(1, int(opMax)).Draw(t, "kind"))}
+		switch op.Kind {
+		case OpStart, OpAppend:
+			op.Run = RunNo(rapid.Uint64Range(1, uint64(MaxRunNo)).Draw(t, "run"))
+			op.Rec = genRecord().Draw(t, "rec")
+		case OpPark, OpLoad, OpTombstone:
+			op.Run = RunNo(rapid.Uint64Range(1, uint64(MaxRunNo)).Draw(t, "run"))
+		default:
+			op.MsgID = rapid.String().Draw(t, "msg")
+		}
+		got, err := DecodeOp(EncodeOp(nil, &op))
+		if err != nil {
+			t.Fatalf("decode: %v", err)
+		}
+		if !reflect.DeepEqual(got, op) {
+			t.Fatalf("round trip:\n got %+v\nwant %+v", got, op)
+		}
+	})
+}
+
+func TestTokenRoundTrip(t *testing.T) {
+	rapid.Check(t, func(t *rapid.T) {
+		tk := Token{
+			Shard: rapid.IntRange(0, 1023).Draw(t, "shard"),
+			Run:   RunNo(rapid.Uint64Range(0, uint64(MaxRunNo)).Draw(t, "run")),
+			Pos:   rapid.Uint32().Draw(t, "pos"),
+		}
+		got, err := ParseToken(tk.String())
+		if err != nil || got != tk {
+			t.Fatalf("ParseToken(%s) = %+v, %v; want %+v", tk, got, err, tk)
+		}
+	})
+	for _, bad := range []string{"", "tk", "tk00", "xx000000000000000000000000", "tkzz0000000000000000000000", "tkff0000000000000000000000"} {
+		if _, err := ParseToken(bad); err == nil {
+			t.Errorf("ParseToken(%q) accepted a bad token", bad)
+		}
+	}
+	if got := (Token{Shard: 1023, Run: MaxRunNo, Pos: 0xffffffff}).String(); got != "tk03ffffffffffffffffffffff" {
+		t.Errorf("max token = %s", got)
+	}
+}
+
+// TestShardOfGolden pins the placement of workflow IDs on shards: a change
+// here strands every data directory ever written.
+func TestShardOfGolden(t *testing.T) {
+	cases := []struct {
+		id   string
+		n    int
+		want int
+	}{
+		{"order-1", 1, 0},
+		{"order-1", 4, shardOfGolden["order-1/4"]},
+		{"order-1", 1024, shardOfGolden["order-1/1024"]},
+		{"payment-7f3a", 7, shardOfGolden["payment-7f3a/7"]},
+		{"über-ünïcode", 16, shardOfGolden["über-ünïcode/16"]},
+	}
+	for _, c := range cases {
+		if got := ShardOf(c.id, c.n); got != c.want {
+			t.Errorf("ShardOf(%q, %d) = %d, want %d", c.id, c.n, got, c.want)
+		}
+	}
+}
+
+// Values computed with the Java reference (Math.floorMod over the FNV-1a +
+// fmix64 hash of String.charAt code units) and frozen here.
+var shardOfGolden = map[string]int{
+	"order-1/4":       1,   // Java: hash 5267876955464718757
+	"order-1/1024":    421, //
+	"payment-7f3a/7":  4,   // Java: hash -369369600258764290 (negative: floorMod matters)
+	"über-ünïcode/16": 8,   // Java: hash -8586561234384632440
+}
+
+func TestShardOfCongruentWhenGrowingByMultiple(t *testing.T) {
+	rapid.Check(t, func(t *rapid.T) {
+		id := rapid.String().Draw(t, "id")
+		n := rapid.IntRange(1, 128).Draw(t, "n")
+		k := rapid.IntRange(1, 1024/n).Draw(t, "k")
+		if got, want := ShardOf(id, k*n)%n, ShardOf(id, n); got != want {
+			t.Fatalf("ShardOf(%q, %d) mod %d = %d, want ShardOf(%q, %d) = %d", id, k*n, n, got, id, n, want)
+		}
+	})
+}
+
+func TestApplyRefusesAndLeavesStateUnchanged(t *testing.T) {
+	s := NewShard(0, 1)
+	start := Op{Kind: OpStart, Run: 1, Rec: Record{Kind: KindStart, WorkflowID: "wf", Gen: 1, Time: 5}}
+	if err := s.Apply(&start); err != nil {
+		t.Fatal(err)
+	}
+	before := snapshot(t, s)
+	bad := []Op{
+		{Kind: OpStart, Run: 5, Rec: Record{Kind: KindStart, WorkflowID: "x"}}, // wrong number
+		{Kind: OpStart, Run: 2, Rec: Record{Kind: KindStep, WorkflowID: "x"}},  // not a start
+		{Kind: OpAppend, Run: 9, Rec: Record{Kind: KindStep, Pos: 1}},          // no such run
+		{Kind: OpAppend, Run: 1, Rec: Record{Kind: KindStep, Pos: 3}},          // position gap
+		{Kind: OpAppend, Run: 1, Rec: Record{Kind: KindFired, Pos: 1, Ref: 7}}, // completes the future
+		{Kind: OpLoad, Run: 1},       // not parked
+		{Kind: OpAck, MsgID: "nope"}, // not in outbox
+		{Kind: OpTombstone, Run: 1},  // not finished
+		{Kind: OpKind(99)},           // unknown
+	}
+	for i := range bad {
+		if err := s.Apply(&bad[i]); err == nil {
+			t.Errorf("op %d (%s) accepted", i, bad[i].Kind)
+		}
+		if after := snapshot(t, s); !bytes.Equal(before, after) {
+			t.Fatalf("op %d (%s) changed the shard although refused", i, bad[i].Kind)
+		}
+	}
+}
+
+// snapshot is a crude, order-stable rendering of a shard's state.
+func snapshot(t *testing.T, s *Shard) []byte {
+	t.Helper()
+	var b bytes.Buffer
+	for _, r := range s.SortedRuns() {
+		b.WriteString(r.WorkflowID)
+		b.WriteByte(byte(r.State))
+		for i := range r.Journal {
+			b.Write(EncodeRecord(nil, &r.Journal[i]))
+		}
+	}
+	for _, m := range s.SortedOutbox() {
+		b.WriteString(m.ID)
+	}
+	b.WriteByte(byte(s.NextRun))
+	b.WriteByte(byte(len(s.Timers)))
+	return b.Bytes()
+}
