@@ -1,0 +1,34 @@
+// Package ringfile owns a namespace's placement policy as an operator holds
+// it in a file: the model (shard count, epochs, their sealed rings, declared
+// cells, the revision), the file format, validation, the planner that
+// computes the next ring, resolution of ids to cells, import and export of
+// the reference coordinator's stored JSON, and the census that gates
+// retirement.
+//
+// The invariants it keeps, on every path that writes:
+//
+//   - A published ring is sealed. No function edits an epoch's ring in place;
+//     OpenEpoch is the only way to change placement, and Store.Update checks
+//     every write against the file it replaces (CheckTransition): no epoch
+//     disappears, no ring changes, no status moves backwards, the current
+//     epoch never goes back and the revision always goes up.
+//   - Exactly one epoch is OPEN and it is the current one.
+//   - Every ring places each shard 0..S-1 on exactly one declared cell, so an
+//     id resolves through its own epoch's ring to one cell, or to an error;
+//     never by a modulo wrap onto some other cell.
+//   - Two declarations of one cell id with different storage fingerprints
+//     are refused: they would conflate two databases into one cell.
+//   - Every write is a compare-and-set on the revision, serialised across
+//     processes by an exclusive lock on a sidecar file, written atomically
+//     (renameio) and durably (the directory is synced after the rename).
+//
+// Parsing is split from checking on purpose: Parse rejects only what it
+// cannot represent (syntax, unknown keys, duplicates, malformed values),
+// and Validate reports every semantic problem at once, so a broken policy
+// can be loaded and all its faults shown. Commands other than validation
+// refuse to act on a policy that has error findings.
+//
+// This package must never know about cobra, terminals or colour, and does
+// no I/O beyond reading and writing its own files (the ring file, its lock,
+// plan and census files, and the JSON it imports or exports).
+package ringfile

@@ -1,0 +1,105 @@
+package ringfile
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+)
+
+// Sentinel errors; the typed errors below wrap them so callers can test
+// with errors.Is and map them to exit codes.
+var (
+	// ErrConflict: a compare-and-set lost, the file moved on.
+	ErrConflict = errors.New("revision conflict")
+	// ErrInvalid: the policy has error findings.
+	ErrInvalid = errors.New("invalid policy")
+	// ErrNotReady: no epoch places the namespace's instances; resolution
+	// fails closed rather than guess a cell.
+	ErrNotReady = errors.New("namespace not ready")
+	// ErrUnplaced: the id's epoch does not place its shard on exactly one
+	// cell. Never answered by wrapping onto another slot.
+	ErrUnplaced = errors.New("shard not placed")
+	// ErrOtherNamespace: the id belongs to another namespace.
+	ErrOtherNamespace = errors.New("id of another namespace")
+	// ErrSealed: a write would change published history (a ring, an
+	// epoch's existence, a status going backwards).
+	ErrSealed = errors.New("published history is sealed")
+	// ErrLocked: another process held the file's lock for too long.
+	ErrLocked = errors.New("ring file is locked by another process")
+)
+
+// ConflictError reports a lost compare-and-set.
+type ConflictError struct {
+	File     string
+	Expected int64
+	Actual   int64
+	What     string // what carried the expectation: "--expect-revision", "the plan"
+}
+
+func (e *ConflictError) Error() string {
+	return fmt.Sprintf("%s: %s expects revision %d but the file is at revision %d: it moved on; re-read it and retry",
+		e.File, e.What, e.Expected, e.Actual)
+}
+
+func (e *ConflictError) Unwrap() error { return ErrConflict }
+
+// InvalidError carries every finding of a policy that may not be acted on.
+type InvalidError struct {
+	File     string
+	Findings []Finding
+}
+
+func (e *InvalidError) Error() string {
+	errs := 0
+	var first string
+	for _, f := range e.Findings {
+		if f.Severity == SeverityError {
+			if errs == 0 {
+				first = f.String()
+			}
+			errs++
+		}
+	}
+	name := e.File
+	if name == "" {
+		name = "policy"
+	}
+	msg := fmt.Sprintf("%s is invalid (%d problem%s); first: %s", name, errs, plural(errs), first)
+	return msg
+}
+
+func (e *InvalidError) Unwrap() error { return ErrInvalid }
+
+// SyntaxError is one line the parser could not accept.
+type SyntaxError struct {
+	File string
+	Line int
+	Msg  string
+}
+
+func (e *SyntaxError) Error() string { return position(e.File, e.Line) + e.Msg }
+
+// position formats "file:line: ", leaving out what is unknown.
+func position(file string, line int) string {
+	switch {
+	case file != "" && line > 0:
+		return fmt.Sprintf("%s:%d: ", file, line)
+	case file != "":
+		return file + ": "
+	case line > 0:
+		return fmt.Sprintf("line %d: ", line)
+	}
+	return ""
+}
+
+func plural(n int) string {
+	if n == 1 {
+		return ""
+	}
+	return "s"
+}
+
+// joinLines lists messages one per line, indented, for multi-part errors.
+func joinLines(msgs []string) string {
+	return "\n  " + strings.Join(msgs, "\n  ")
+}

@@ -1,0 +1,168 @@
+package ringfile
+
+import (
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/google/renameio/v2"
+	"golang.org/x/sys/unix"
+)
+
+// AnyRevision means a write carries no expectation about the revision.
+const AnyRevision int64 = -1
+
+// WriteOptions control one write of a ring file.
+type WriteOptions struct {
+	// ExpectRevision refuses the write (a *ConflictError) unless the file
+	// is at this revision when the lock is held. AnyRevision skips it.
+	ExpectRevision int64
+	// ExpectedBy names what carried the expectation, for the message.
+	ExpectedBy string
+	// DryRun computes and checks the new policy but writes nothing.
+	DryRun bool
+	// LockWait bounds the wait for another writer; 10s when zero.
+	LockWait time.Duration
+}
+
+// Load reads and parses a ring file. On a syntax error it returns what it
+// could read along with every error; it does not validate.
+func Load(path string) (*Policy, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("reading ring file: %w", err)
+	}
+	return Parse(path, data)
+}
+
+// LoadValid loads a ring file and refuses it (an *InvalidError) if
+// Validate finds an error: commands must not act on an invalid policy.
+func LoadValid(path string) (*Policy, error) {
+	p, err := Load(path)
+	if err != nil {
+		return nil, err
+	}
+	if err := Check(p); err != nil {
+		return nil, err
+	}
+	return p, nil
+}
+
+// Create writes a new ring file, refusing to replace one that exists (the
+// compare-and-set of a create: expected revision "none").
+func Create(path string, p *Policy, opt WriteOptions) error {
+	if err := Check(p); err != nil {
+		return err
+	}
+	return withLock(path, opt.LockWait, func() error {
+		if _, err := os.Stat(path); err == nil {
+			return fmt.Errorf("%s already exists: refusing to overwrite a ring file (%w)", path, fs.ErrExist)
+		} else if !errors.Is(err, fs.ErrNotExist) {
+			return err
+		}
+		if opt.DryRun {
+			return nil
+		}
+		return writeDurably(path, Format(p))
+	})
+}
+
+// Update is the one read-modify-write of a ring file. Holding an exclusive
+// lock on the sidecar file <path>.lock, it re-reads the file, refuses an
+// invalid one, checks the expected revision, asks change for the new
+// policy, checks that it only moves history forward (CheckTransition) and
+// is valid, then replaces the file atomically and durably. Two processes
+// updating one file are serialised by the lock, so one of two writers that
+// expected the same revision loses with a *ConflictError.
+func Update(path string, opt WriteOptions, change func(cur *Policy) (*Policy, error)) (*Policy, error) {
+	var next *Policy
+	err := withLock(path, opt.LockWait, func() error {
+		cur, err := LoadValid(path)
+		if err != nil {
+			return err
+		}
+		if opt.ExpectRevision != AnyRevision && cur.Revision != opt.ExpectRevision {
+			by := opt.ExpectedBy
+			if by == "" {
+				by = "the write"
+			}
+			return &ConflictError{File: path, Expected: opt.ExpectRevision, Actual: cur.Revision, What: by}
+		}
+		if next, err = change(cur.Clone()); err != nil {
+			return err
+		}
+		next.File = path
+		if err := CheckTransition(cur, next); err != nil {
+			return err
+		}
+		if err := Check(next); err != nil {
+			return err
+		}
+		if opt.DryRun {
+			return nil
+		}
+		return writeDurably(path, Format(next))
+	})
+	if err != nil {
+		return nil, err
+	}
+	return next, nil
+}
+
+// withLock runs fn holding an exclusive flock on <path>.lock. The lock
+// file is left in place: removing it would let a waiter lock a file that a
+// third process can no longer see.
+func withLock(path string, wait time.Duration, fn func() error) error {
+	if wait == 0 {
+		wait = 10 * time.Second
+	}
+	f, err := os.OpenFile(path+".lock", os.O_CREATE|os.O_RDWR, 0o644)
+	if err != nil {
+		return fmt.Errorf("opening lock file: %w", err)
+	}
+	defer f.Close()
+	deadline := time.Now().Add(wait)
+	for {
+		err := unix.Flock(int(f.Fd()), unix.LOCK_EX|unix.LOCK_NB)
+		if err == nil {
+			break
+		}
+		if !errors.Is(err, unix.EWOULDBLOCK) {
+			return fmt.Errorf("locking %s.lock: %w", path, err)
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("%s: %w (waited %s)", path, ErrLocked, wait)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	defer unix.Flock(int(f.Fd()), unix.LOCK_UN) //nolint:errcheck // closing releases it anyway
+	return fn()
+}
+
+// WriteFile writes data to path atomically and durably; used for plan
+// files and exports, which are not compare-and-set.
+func WriteFile(path string, data []byte) error {
+	return writeDurably(path, data)
+}
+
+// writeDurably replaces path with data: renameio writes a temporary file
+// beside it, syncs and renames it over path; then the directory is synced
+// so the rename itself survives a crash.
+func writeDurably(path string, data []byte) error {
+	dir := filepath.Dir(path)
+	if err := renameio.WriteFile(path, data, 0o644, renameio.WithTempDir(dir)); err != nil {
+		return fmt.Errorf("writing %s: %w", path, err)
+	}
+	d, err := os.Open(dir)
+	if err != nil {
+		return fmt.Errorf("syncing directory of %s: %w", path, err)
+	}
+	defer d.Close()
+	if err := d.Sync(); err != nil {
+		return fmt.Errorf("syncing directory of %s: %w", path, err)
+	}
+	return nil
+}

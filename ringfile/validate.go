@@ -1,0 +1,285 @@
+package ringfile
+
+import (
+	"fmt"
+	"slices"
+	"sort"
+	"strconv"
+	"strings"
+
+	"github.com/fusee-dev/fusee/idcodec"
+)
+
+// Severity says whether a finding forbids acting on the policy.
+type Severity uint8
+
+const (
+	SeverityError Severity = iota + 1
+	SeverityWarning
+)
+
+func (s Severity) String() string {
+	if s == SeverityWarning {
+		return "warning"
+	}
+	return "error"
+}
+
+// MarshalText makes a severity print as its name in JSON.
+func (s Severity) MarshalText() ([]byte, error) { return []byte(s.String()), nil }
+
+// Finding is one problem Validate found. Line is 0 when the policy was not
+// parsed from a file or the problem has no single line.
+type Finding struct {
+	Severity Severity `json:"severity"`
+	File     string   `json:"file,omitempty"`
+	Line     int      `json:"line,omitempty"`
+	Msg      string   `json:"message"`
+}
+
+func (f Finding) String() string {
+	return position(f.File, f.Line) + f.Severity.String() + ": " + f.Msg
+}
+
+// HasErrors reports whether any finding is an error.
+func HasErrors(fs []Finding) bool {
+	return slices.ContainsFunc(fs, func(f Finding) bool { return f.Severity == SeverityError })
+}
+
+// findings collects what Validate reports.
+type findings struct {
+	file string
+	list []Finding
+}
+
+func (fs *findings) errorf(line int, format string, args ...any) {
+	fs.list = append(fs.list, Finding{SeverityError, fs.file, line, fmt.Sprintf(format, args...)})
+}
+
+func (fs *findings) warnf(line int, format string, args ...any) {
+	fs.list = append(fs.list, Finding{SeverityWarning, fs.file, line, fmt.Sprintf(format, args...)})
+}
+
+// Validate checks every rule of the model and returns all findings: errors
+// (the policy must not be acted on) and warnings. It never stops at the
+// first problem.
+func Validate(p *Policy) []Finding {
+	fs := &findings{file: p.File}
+	validateHeader(fs, p)
+	validateCells(fs, p)
+	validateEpochs(fs, p)
+	for i := range p.Epochs {
+		validateRing(fs, p, &p.Epochs[i])
+	}
+	warnStandby(fs, p)
+	return fs.list
+}
+
+// Check returns an *InvalidError when Validate finds an error.
+func Check(p *Policy) error {
+	fs := Validate(p)
+	if HasErrors(fs) {
+		return &InvalidError{File: p.File, Findings: fs}
+	}
+	return nil
+}
+
+// sampleULID stands in for a ulid when checking id lengths.
+const sampleULID = "01ARZ3NDEKTSV4RRFFQ69G5FAV"
+
+func validateHeader(fs *findings, p *Policy) {
+	if !validName(p.Namespace) {
+		fs.errorf(p.Lines.Namespace, "namespace %q is not a valid name (%s)", p.Namespace, nameRule)
+	} else if _, err := idcodec.Format(p.Namespace, "", 0, 0, sampleULID); err != nil {
+		fs.errorf(p.Lines.Namespace, "namespace %q cannot form ids: %v", p.Namespace, err)
+	}
+	if p.Shards < 1 || p.Shards > MaxShards {
+		fs.errorf(p.Lines.Shards, "shards %d is outside 1..%d", p.Shards, MaxShards)
+	}
+	if p.Revision < 0 {
+		fs.errorf(p.Lines.Revision, "revision %d is negative", p.Revision)
+	}
+}
+
+// validateCells reports bad names and fingerprint conflicts: one cell id
+// declared with two fingerprints would conflate two databases.
+func validateCells(fs *findings, p *Policy) {
+	first := map[string]CellDecl{} // first declaration with a fingerprint
+	for _, c := range p.Cells {
+		if !validName(c.ID) {
+			fs.errorf(c.Line, "cell id %q is not a valid name (%s)", c.ID, nameRule)
+			continue
+		}
+		if c.Fingerprint == "" {
+			continue
+		}
+		f, ok := first[c.ID]
+		if !ok {
+			first[c.ID] = c
+			continue
+		}
+		if f.Fingerprint != c.Fingerprint {
+			fs.errorf(c.Line, "cell %s is declared with fingerprint %s here and %s%s: two databases would be conflated into one cell; give one of them a distinct cell id",
+				c.ID, c.Fingerprint, f.Fingerprint, atLine(f.Line))
+		}
+	}
+}
+
+func atLine(line int) string {
+	if line == 0 {
+		return ""
+	}
+	return fmt.Sprintf(" on line %d", line)
+}
+
+func validateEpochs(fs *findings, p *Policy) {
+	if len(p.Epochs) == 0 {
+		if p.Current != NoEpoch {
+			fs.errorf(p.Lines.Current, "current epoch %d does not exist (the policy has no epoch)", p.Current)
+			return
+		}
+		fs.warnf(p.Lines.Current, "no epoch: the namespace is not ready (resolve fails closed, no cell mints) until an epoch is opened")
+		return
+	}
+	cur := p.CurrentEpoch()
+	switch {
+	case p.Current == NoEpoch:
+		fs.errorf(p.Lines.Current, "the policy has epochs but no current epoch")
+	case cur == nil:
+		fs.errorf(p.Lines.Current, "current epoch %d does not exist", p.Current)
+	case cur.Status != StatusOpen:
+		fs.errorf(cur.Line, "current epoch %d is %s: the current epoch must be open", p.Current, cur.Status)
+	}
+	for i, e := range p.Epochs {
+		if i > 0 && e.Number <= p.Epochs[i-1].Number {
+			fs.errorf(e.Line, "epoch %d is out of order or repeated", e.Number)
+		}
+		if e.Number < 0 {
+			fs.errorf(e.Line, "epoch %d is negative", e.Number)
+		}
+		if p.Current != NoEpoch && e.Number > p.Current {
+			fs.errorf(e.Line, "epoch %d is newer than the current epoch %d", e.Number, p.Current)
+		}
+		if e.Status == StatusOpen && e.Number != p.Current {
+			fs.errorf(e.Line, "epoch %d is open but the current epoch is %d: exactly one epoch is open, the current one", e.Number, p.Current)
+		}
+	}
+}
+
+// validateRing reports every way an id stamped in epoch e could resolve to
+// the wrong cell or to none.
+func validateRing(fs *findings, p *Policy, e *Epoch) {
+	if len(e.Ring) == 0 {
+		fs.errorf(e.Line, "epoch %d has an empty ring: no id of it can resolve", e.Number)
+		return
+	}
+	byShard := map[int][]Slot{}
+	outside := map[int][]int{} // line -> shards outside 0..S-1
+	undeclared := map[string]int{}
+	for _, s := range e.Ring {
+		if s.Shard < 0 || s.Shard >= p.Shards {
+			outside[s.Line] = append(outside[s.Line], s.Shard)
+			continue
+		}
+		byShard[s.Shard] = append(byShard[s.Shard], s)
+		if !validName(s.Cell) {
+			fs.errorf(s.Line, "epoch %d: cell id %q is not a valid name (%s)", e.Number, s.Cell, nameRule)
+		} else if _, seen := undeclared[s.Cell]; !seen && !p.IsDeclared(s.Cell) {
+			undeclared[s.Cell] = s.Line
+			fs.errorf(s.Line, "epoch %d: cell %s is not declared (add a line `cell %s`)", e.Number, s.Cell, s.Cell)
+		}
+		if s.Region != "" && !validName(s.Region) {
+			fs.errorf(s.Line, "epoch %d: region %q is not a valid name (%s)", e.Number, s.Region, nameRule)
+		}
+	}
+	for _, line := range sortedKeys(outside) {
+		fs.errorf(line, "epoch %d: shards %s are outside 0..%d", e.Number, FormatShardSet(outside[line]), p.Shards-1)
+	}
+	reportCoverage(fs, p, e, byShard)
+}
+
+// reportCoverage reports shards placed on no cell and shards placed more
+// than once, grouped into ranges so one bad line gives one finding.
+func reportCoverage(fs *findings, p *Policy, e *Epoch, byShard map[int][]Slot) {
+	var missing []int
+	dups := map[string][]int{} // "line:cell,line:cell" -> shards
+	dupLine := map[string]int{}
+	for sh := 0; sh < p.Shards; sh++ {
+		slots := byShard[sh]
+		if len(slots) == 0 {
+			missing = append(missing, sh)
+			continue
+		}
+		if len(slots) > 1 {
+			parts := make([]string, len(slots))
+			for i, s := range slots {
+				parts[i] = fmt.Sprintf("%s%s", s.Cell, atLine(s.Line))
+			}
+			key := strings.Join(parts, ", ")
+			dups[key] = append(dups[key], sh)
+			dupLine[key] = slots[1].Line
+		}
+	}
+	if len(missing) > 0 {
+		fs.errorf(e.Line, "epoch %d: shards %s are placed on no cell: ids stamped with them would not resolve", e.Number, FormatShardSet(missing))
+	}
+	keys := make([]string, 0, len(dups))
+	for k := range dups {
+		keys = append(keys, k)
+	}
+	sort.Slice(keys, func(i, j int) bool { return dups[keys[i]][0] < dups[keys[j]][0] })
+	for _, k := range keys {
+		fs.errorf(dupLine[k], "epoch %d: shards %s are placed more than once (%s): their ids would resolve ambiguously", e.Number, FormatShardSet(dups[k]), k)
+	}
+}
+
+// warnStandby warns about declared cells that own no shard in the current
+// ring: they mint nothing. Not an error: a cell is declared before it is
+// placed, and stays declared while older epochs still route to it.
+func warnStandby(fs *findings, p *Policy) {
+	cur := p.CurrentEpoch()
+	if cur == nil {
+		return
+	}
+	owns := cur.Ring.Counts()
+	seen := map[string]bool{}
+	for _, c := range p.Cells {
+		if seen[c.ID] || owns[c.ID] > 0 {
+			continue
+		}
+		seen[c.ID] = true
+		also := servingEpochs(p, c.ID)
+		fs.warnf(c.Line, "cell %s owns no shard in the current epoch %d: standby, it mints nothing%s", c.ID, p.Current, also)
+	}
+	for _, cell := range cur.Ring.Cells() {
+		if validName(cell) {
+			if _, err := idcodec.Format(p.Namespace, cell, p.Current, int64(p.Shards-1), sampleULID); err != nil {
+				fs.errorf(cur.Line, "cell %s cannot mint ids: %v", cell, err)
+			}
+		}
+	}
+}
+
+// servingEpochs describes the other non-retired epochs that still place
+// shards on cell.
+func servingEpochs(p *Policy, cell string) string {
+	var nums []string
+	for _, e := range p.Epochs {
+		if e.Number != p.Current && e.Status != StatusRetired && len(e.Ring.Owned(cell)) > 0 {
+			nums = append(nums, strconv.FormatInt(e.Number, 10))
+		}
+	}
+	if len(nums) == 0 {
+		return ""
+	}
+	return "; it still serves draining epoch " + strings.Join(nums, ", ")
+}
+
+func sortedKeys[V any](m map[int]V) []int {
+	keys := make([]int, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Ints(keys)
+	return keys
+}
