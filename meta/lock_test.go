@@ -1,0 +1,180 @@
+package meta
+
+import (
+	"bufio"
+	"errors"
+	"io/fs"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"testing"
+
+	"golang.org/x/sys/unix"
+)
+
+func TestLockExcludes(t *testing.T) {
+	dir := t.TempDir()
+	l, err := Lock(dir)
+	if err != nil {
+		t.Fatalf("Lock: %v", err)
+	}
+	if l.Dir() != dir {
+		t.Errorf("Dir() = %s, want %s", l.Dir(), dir)
+	}
+	_, err = Lock(dir)
+	if !errors.Is(err, ErrInUse) {
+		t.Fatalf("second Lock = %v, want ErrInUse", err)
+	}
+	want := dir + " is in use by another process (engine, reshard or inspect); stop it and retry"
+	if err.Error() != want {
+		t.Errorf("error:\n got %s\nwant %s", err, want)
+	}
+	var iu *InUseError
+	if !errors.As(err, &iu) || iu.Dir != dir {
+		t.Errorf("error %#v is not an *InUseError for %s", err, dir)
+	}
+	// Every opener is kept out too.
+	if _, err := Create(dir, local8); !errors.Is(err, ErrInUse) {
+		t.Errorf("Create while locked = %v, want ErrInUse", err)
+	}
+	if err := l.Unlock(); err != nil {
+		t.Fatalf("Unlock: %v", err)
+	}
+	if err := l.Unlock(); err != nil {
+		t.Errorf("second Unlock: %v", err)
+	}
+	l2, err := Lock(dir)
+	if err != nil {
+		t.Fatalf("Lock after Unlock: %v", err)
+	}
+	l2.Unlock()
+}
+
+func TestOpenHoldsLock(t *testing.T) {
+	dir := newDir(t, local8)
+	d, err := Open(dir, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Open(dir, Options{}); !errors.Is(err, ErrInUse) {
+		t.Errorf("second Open = %v, want ErrInUse", err)
+	}
+	d.Close()
+	d, err = Open(dir, Options{})
+	if err != nil {
+		t.Fatalf("Open after Close: %v", err)
+	}
+	d.Close()
+}
+
+func TestLockCreatesFile(t *testing.T) {
+	dir := t.TempDir()
+	old := unix.Umask(0o022)
+	defer unix.Umask(old)
+	l, err := Lock(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Unlock()
+	fi, err := os.Stat(filepath.Join(dir, LockName))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if fi.Mode() != 0o644 {
+		t.Errorf("LOCK mode = %v, want -rw-r--r--", fi.Mode())
+	}
+}
+
+func TestLockMissingDir(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "gone")
+	_, err := Lock(dir)
+	if !errors.Is(err, fs.ErrNotExist) {
+		t.Fatalf("Lock(missing) = %v, want fs.ErrNotExist", err)
+	}
+	if want := "data directory " + dir + ": stat " + dir + ": no such file or directory"; err.Error() != want {
+		t.Errorf("error:\n got %s\nwant %s", err, want)
+	}
+	if _, err := Open(dir, Options{}); !errors.Is(err, fs.ErrNotExist) {
+		t.Errorf("Open(missing) = %v, want fs.ErrNotExist", err)
+	}
+}
+
+func TestLockNotADir(t *testing.T) {
+	file := filepath.Join(t.TempDir(), "file")
+	if err := os.WriteFile(file, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	_, err := Lock(file)
+	if want := "data directory " + file + " is not a directory"; err == nil || err.Error() != want {
+		t.Errorf("Lock(file) = %v, want %s", err, want)
+	}
+}
+
+func flockPath(t *testing.T) string {
+	t.Helper()
+	p, err := exec.LookPath("flock")
+	if err != nil {
+		t.Skip("flock(1) not installed")
+	}
+	return p
+}
+
+// TestLockSeenByOtherProcess: while the lock is held, `flock -n LOCK true`
+// in another process fails; after Unlock it succeeds.
+func TestLockSeenByOtherProcess(t *testing.T) {
+	flock := flockPath(t)
+	dir := newDir(t, local8)
+	lockFile := filepath.Join(dir, LockName)
+	d, err := Open(dir, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = exec.Command(flock, "-n", lockFile, "true").Run()
+	var ee *exec.ExitError
+	if !errors.As(err, &ee) || ee.ExitCode() != 1 {
+		t.Errorf("flock -n while held: %v, want exit status 1", err)
+	}
+	d.Close()
+	if err := exec.Command(flock, "-n", lockFile, "true").Run(); err != nil {
+		t.Errorf("flock -n after Close: %v, want success", err)
+	}
+}
+
+// TestLockHeldByOtherProcess: a lock another process holds keeps every
+// opener out until that process lets go.
+func TestLockHeldByOtherProcess(t *testing.T) {
+	flock := flockPath(t)
+	dir := newDir(t, local8)
+	cmd := exec.Command(flock, "-n", filepath.Join(dir, LockName), "sh", "-c", "echo held; exec cat")
+	stdin, err := cmd.StdinPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer cmd.Wait()
+	defer stdin.Close()
+	if line, err := bufio.NewReader(stdout).ReadString('\n'); err != nil || line != "held\n" {
+		t.Fatalf("flock holder said %q, %v", line, err)
+	}
+	if _, err := Open(dir, Options{}); !errors.Is(err, ErrInUse) {
+		t.Errorf("Open while another process holds the lock = %v, want ErrInUse", err)
+	}
+	if _, err := Lock(dir); !errors.Is(err, ErrInUse) {
+		t.Errorf("Lock while another process holds the lock = %v, want ErrInUse", err)
+	}
+	stdin.Close()
+	if err := cmd.Wait(); err != nil {
+		t.Fatalf("flock holder: %v", err)
+	}
+	d, err := Open(dir, Options{})
+	if err != nil {
+		t.Fatalf("Open after the other process exited: %v", err)
+	}
+	d.Close()
+}

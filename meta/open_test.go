@@ -1,0 +1,118 @@
+package meta
+
+import (
+	"errors"
+	"testing"
+)
+
+// TestSwitchingRefused: a directory whose reshard was interrupted is
+// refused by every opener, and readable only on reshard's path.
+func TestSwitchingRefused(t *testing.T) {
+	dir := newDir(t, switching)
+	want := dir + " is in the middle of a reshard from 8 to 16 shards that was interrupted; nothing can open it until the reshard is finished: run `fusee reshard " + dir + "` to finish the interrupted reshard"
+
+	check := func(what string, err error) {
+		t.Helper()
+		if !errors.Is(err, ErrSwitching) {
+			t.Fatalf("%s = %v, want ErrSwitching", what, err)
+		}
+		if err.Error() != want {
+			t.Errorf("%s:\n got %s\nwant %s", what, err, want)
+		}
+		var se *SwitchingError
+		if !errors.As(err, &se) || se.OldShards != 8 || se.NewShards != 16 || se.Dir != dir {
+			t.Errorf("%s: %#v", what, err)
+		}
+	}
+	_, err := Open(dir, Options{})
+	check("Open", err)
+	_, err = Open(dir, Options{Log: LogShared})
+	check("Open(log=3)", err)
+	_, err = Read(dir)
+	check("Read", err)
+	check("Check", Check(dir, switching, Options{}))
+
+	// A refused Open released the lock.
+	l, err := Lock(dir)
+	if err != nil {
+		t.Fatalf("Lock after refused Open: %v", err)
+	}
+	l.Unlock()
+
+	if m, err := ReadAny(dir); err != nil || m != switching {
+		t.Errorf("ReadAny = %+v, %v; want %+v", m, err, switching)
+	}
+	d, err := Open(dir, Options{Log: LogShared, AllowSwitching: true})
+	if err != nil {
+		t.Fatalf("Open(AllowSwitching): %v", err)
+	}
+	defer d.Close()
+	if d.Meta() != switching {
+		t.Errorf("Meta() = %+v", d.Meta())
+	}
+	// Reshard finishes the switch: the directory opens normally again.
+	done := Meta{Format: FormatLocal, Log: LogShared, Shards: 16}
+	if err := d.Write(done); err != nil {
+		t.Fatal(err)
+	}
+	d.Close()
+	if m, err := Read(dir); err != nil || m != done {
+		t.Errorf("Read after the switch = %+v, %v", m, err)
+	}
+}
+
+func TestSwitchingMessageQuotes(t *testing.T) {
+	err := &SwitchingError{Dir: "/data/my dir", OldShards: 4, NewShards: 2}
+	want := "/data/my dir is in the middle of a reshard from 4 to 2 shards that was interrupted; nothing can open it until the reshard is finished: run `fusee reshard '/data/my dir'` to finish the interrupted reshard"
+	if err.Error() != want {
+		t.Errorf("got  %s\nwant %s", err, want)
+	}
+}
+
+func TestOldLogRefused(t *testing.T) {
+	dir := newDir(t, Meta{Format: FormatLocal, Log: LogPerShard, Shards: 4})
+	_, err := Open(dir, Options{Log: LogShared})
+	if !errors.Is(err, ErrOldLog) {
+		t.Fatalf("Open(log=3) of a log=2 directory = %v, want ErrOldLog", err)
+	}
+	want := dir + " uses log format 2, older than the format 3 this command reads: run `fusee upgrade " + dir + "` to convert it (offline)"
+	if err.Error() != want {
+		t.Errorf("error:\n got %s\nwant %s", err, want)
+	}
+	// Without a log requirement (upgrade's own path), it opens.
+	d, err := Open(dir, Options{})
+	if err != nil {
+		t.Fatalf("Open(any log): %v", err)
+	}
+	d.Close()
+	d, err = Open(dir, Options{Log: LogPerShard})
+	if err != nil {
+		t.Fatalf("Open(log=2): %v", err)
+	}
+	d.Close()
+}
+
+func TestNewerLogIsNotOld(t *testing.T) {
+	err := Check("/d", local8, Options{Log: LogPerShard})
+	if err == nil || errors.Is(err, ErrOldLog) {
+		t.Fatalf("Check(log=3 dir, want 2) = %v, want a non-ErrOldLog error", err)
+	}
+	if want := "/d uses log format 3, but this command reads only log format 2"; err.Error() != want {
+		t.Errorf("got %s, want %s", err, want)
+	}
+}
+
+func TestShellQuote(t *testing.T) {
+	for in, want := range map[string]string{
+		"/var/lib/fusee": "/var/lib/fusee",
+		"data-1.2":       "data-1.2",
+		"my dir":         "'my dir'",
+		"it's":           `'it'\''s'`,
+		"":               "''",
+		"$HOME":          "'$HOME'",
+	} {
+		if got := shellQuote(in); got != want {
+			t.Errorf("shellQuote(%q) = %s, want %s", in, got, want)
+		}
+	}
+}
