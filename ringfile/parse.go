@@ -34,14 +34,13 @@ func Parse(file string, data []byte) (*Policy, error) {
 }
 
 type parser struct {
-	file   string
-	p      *Policy
-	errs   []error
-	seen   map[string]int // header key -> line
-	magic  bool
-	body   bool   // a cell or epoch line has been read
-	epoch  *Epoch // the epoch slot lines belong to
-	inRing bool
+	file  string
+	p     *Policy
+	errs  []error
+	seen  map[string]int // header key -> line
+	magic bool
+	body  bool   // a cell or epoch line has been read
+	epoch *Epoch // the epoch slot lines belong to
 }
 
 func (ps *parser) errorf(line int, format string, args ...any) {
