@@ -68,7 +68,7 @@ func parseTail(s string) (ID, bool) {
 		return ID{}, false
 	}
 	// The reference's ".+" does not cross a line terminator.
-	if s == "" || strings.ContainsAny(s, "\n\r\u0085\u2028\u2029") {
+	if s == "" || strings.ContainsAny(s, lineTerminators) {
 		return ID{}, false
 	}
 	return ID{Epoch: epoch, Shard: shard, ULID: s}, true
@@ -104,13 +104,18 @@ func Format(namespace, cell string, epoch, shard int64, ulid string) (string, er
 	if err := checkSegment(namespace, "namespace"); err != nil {
 		return "", err
 	}
-	if strings.TrimFunc(cell, unicode.IsSpace) == "" {
+	if isBlank(cell) {
 		cell = ""
 	} else if err := checkSegment(cell, "cell id"); err != nil {
 		return "", err
 	}
 	if epoch < 0 || shard < 0 {
 		return "", fmt.Errorf("epoch and shard must not be negative (epoch %d, shard %d)", epoch, shard)
+	}
+	// The reference would build these, but Parse would call the result
+	// legacy: an id must survive its own round trip.
+	if ulid == "" || strings.ContainsAny(ulid, lineTerminators) {
+		return "", fmt.Errorf("the ulid (the rest of the id) must be non-empty and on one line: %q", ulid)
 	}
 	var b strings.Builder
 	b.WriteString(namespace)
@@ -124,6 +129,33 @@ func Format(namespace, cell string, epoch, shard int64, ulid string) (string, er
 		return "", fmt.Errorf("id would be %d characters, over the %d an id may have: %q; shorten the namespace or the cell id", n, MaxLength, id)
 	}
 	return id, nil
+}
+
+// lineTerminators are the characters Java's regex '.' does not match.
+const lineTerminators = "\n\r\u0085\u2028\u2029"
+
+// isBlank is Java's String.isBlank: empty or only characters
+// Character.isWhitespace accepts. That is not unicode.IsSpace: Java counts
+// U+001C..U+001F and not the no-break spaces (U+00A0, U+2007, U+202F) or
+// U+0085, so a cell of a single no-break space is a cell, as in the
+// reference.
+func isBlank(s string) bool {
+	for _, r := range s {
+		if !javaIsWhitespace(r) {
+			return false
+		}
+	}
+	return true
+}
+
+func javaIsWhitespace(r rune) bool {
+	switch {
+	case r >= '\t' && r <= '\r', r >= 0x1c && r <= 0x1f:
+		return true
+	case r == 0xa0 || r == 0x2007 || r == 0x202f:
+		return false
+	}
+	return unicode.In(r, unicode.Zs, unicode.Zl, unicode.Zp)
 }
 
 func checkSegment(v, what string) error {
