@@ -1,0 +1,380 @@
+package ringfile
+
+import (
+	"errors"
+	"fmt"
+	"slices"
+	"sort"
+	"strings"
+)
+
+// GoalKind is what a plan is for.
+type GoalKind uint8
+
+const (
+	GoalAddCell GoalKind = iota + 1
+	GoalRemoveCell
+	GoalSplit
+	GoalRebalance
+)
+
+// Goal says what the next ring should achieve.
+type Goal struct {
+	Kind GoalKind
+	// Cell is the cell added or removed, or the cell split.
+	Cell string
+	// To is the new cell a split hands half of Cell's shards to.
+	To string
+	// Weights give cells a share proportional to their weight; a cell not
+	// named weighs 1. Not used by a split.
+	Weights map[string]int
+	// Fingerprint and Region describe a cell the plan adds (add-cell, or
+	// the new cell of a split): its storage fingerprint, its slots' region.
+	Fingerprint string
+	Region      string
+}
+
+// String is the goal as the plan file records it.
+func (g Goal) String() string {
+	var s string
+	switch g.Kind {
+	case GoalAddCell:
+		s = "add-cell " + g.Cell
+	case GoalRemoveCell:
+		s = "remove-cell " + g.Cell
+	case GoalSplit:
+		s = "split " + g.Cell + ":" + g.To
+	case GoalRebalance:
+		s = "rebalance"
+	}
+	if len(g.Weights) > 0 {
+		s += " weights=" + FormatWeights(g.Weights)
+	}
+	return s
+}
+
+// FormatWeights writes weights sorted by cell: "a=2,b=1".
+func FormatWeights(w map[string]int) string {
+	cells := make([]string, 0, len(w))
+	for c := range w {
+		cells = append(cells, c)
+	}
+	sort.Strings(cells)
+	parts := make([]string, len(cells))
+	for i, c := range cells {
+		parts[i] = fmt.Sprintf("%s=%d", c, w[c])
+	}
+	return strings.Join(parts, ",")
+}
+
+// Plan is a computed next ring, tied to the revision it was computed from:
+// opening it against any other revision is a conflict.
+type Plan struct {
+	Namespace    string
+	Shards       int
+	BaseRevision int64
+	BaseEpoch    int64
+	Goal         string
+	Declare      []CellDecl // cells the plan introduces
+	Ring         Ring
+}
+
+// CellChange is one cell's share before and after a plan.
+type CellChange struct {
+	Cell   string `json:"cell"`
+	Before int    `json:"before"`
+	After  int    `json:"after"`
+	Target int    `json:"target"`
+	Weight int    `json:"weight"`
+}
+
+// Move is a run of consecutive shards that change cell.
+type Move struct {
+	First int    `json:"first"`
+	Last  int    `json:"last"`
+	From  string `json:"from"`
+	To    string `json:"to"`
+}
+
+// Count is how many shards the move covers.
+func (m Move) Count() int { return m.Last - m.First + 1 }
+
+// Diff lists the shards whose cell differs between two rings, as runs of
+// consecutive shards with the same from and to. A shard missing from one
+// side shows an empty cell there.
+func Diff(from, to Ring) []Move {
+	owner := func(r Ring) map[int]string {
+		m := map[int]string{}
+		for _, s := range r {
+			m[s.Shard] = s.Cell
+		}
+		return m
+	}
+	a, b := owner(from), owner(to)
+	var shards []int
+	for sh := range a {
+		shards = append(shards, sh)
+	}
+	for sh := range b {
+		if _, ok := a[sh]; !ok {
+			shards = append(shards, sh)
+		}
+	}
+	sort.Ints(shards)
+	var moves []Move
+	for _, sh := range shards {
+		if a[sh] == b[sh] {
+			continue
+		}
+		if k := len(moves) - 1; k >= 0 && moves[k].Last == sh-1 && moves[k].From == a[sh] && moves[k].To == b[sh] {
+			moves[k].Last = sh
+			continue
+		}
+		moves = append(moves, Move{First: sh, Last: sh, From: a[sh], To: b[sh]})
+	}
+	return moves
+}
+
+// Moved counts the shards in moves.
+func Moved(moves []Move) int {
+	n := 0
+	for _, m := range moves {
+		n += m.Count()
+	}
+	return n
+}
+
+// ErrNothingToMove: the goal is already met; an epoch would be needless.
+var ErrNothingToMove = errors.New("the current ring already meets the goal: no shard would move, so no epoch is needed")
+
+// PlanResult is a plan with what an operator reviews before opening it.
+type PlanResult struct {
+	Plan     *Plan
+	Moves    []Move
+	Changes  []CellChange
+	Draining []int64 // the epochs that will be draining once it is opened
+}
+
+// MakePlan computes the next ring for a goal from the current epoch's ring,
+// moving the fewest shards: each cell gets an integer target (its weighted
+// share by largest remainder; for a split, the two halves of the split
+// cell), keeps its lowest-numbered shards up to its target, and only the
+// shards above target move, to the cells below theirs. So the number moved
+// is exactly the lower bound, the sum over cells of max(0, before-target).
+// It refuses a plan that leaves a kept cell with no shard, needs more cells
+// than shards, or moves nothing.
+func MakePlan(p *Policy, g Goal) (*PlanResult, error) {
+	if err := Check(p); err != nil {
+		return nil, err
+	}
+	cur := p.CurrentEpoch()
+	if cur == nil {
+		return nil, fmt.Errorf("%w: there is no current ring to plan from; open the first epoch with explicit slots", ErrNotReady)
+	}
+	cells, err := goalCells(cur, g)
+	if err != nil {
+		return nil, err
+	}
+	if len(cells) > p.Shards {
+		return nil, fmt.Errorf("the goal needs %d cells but there are only %d shards: a cell needs at least one shard", len(cells), p.Shards)
+	}
+	targets, err := goalTargets(p.Shards, cur.Ring, cells, g)
+	if err != nil {
+		return nil, err
+	}
+	ring := reassign(cur.Ring, cells, targets, g)
+	moves := Diff(cur.Ring, ring)
+	if len(moves) == 0 {
+		return nil, ErrNothingToMove
+	}
+	plan := &Plan{Namespace: p.Namespace, Shards: p.Shards, BaseRevision: p.Revision,
+		BaseEpoch: p.Current, Goal: g.String(), Ring: ring}
+	if added := addedCell(g); added != "" {
+		plan.Declare = []CellDecl{{ID: added, Fingerprint: g.Fingerprint}}
+	}
+	next, err := OpenEpoch(p, ring, plan.Declare...)
+	if err != nil {
+		return nil, err
+	}
+	return &PlanResult{Plan: plan, Moves: moves, Changes: changes(cur.Ring, ring, targets, g), Draining: next.Draining()}, nil
+}
+
+// addedCell is the cell a goal introduces, if any.
+func addedCell(g Goal) string {
+	switch g.Kind {
+	case GoalAddCell:
+		return g.Cell
+	case GoalSplit:
+		return g.To
+	}
+	return ""
+}
+
+// goalCells lists the cells of the next ring: the current ring's cells in
+// order of appearance, with the goal's cell added or removed.
+func goalCells(cur *Epoch, g Goal) ([]string, error) {
+	base := cur.Ring.Cells()
+	has := func(c string) bool { return slices.Contains(base, c) }
+	var cells []string
+	switch g.Kind {
+	case GoalAddCell:
+		if has(g.Cell) {
+			return nil, fmt.Errorf("cell %s already owns shards in epoch %d (use --rebalance to change its share)", g.Cell, cur.Number)
+		}
+		cells = append(slices.Clone(base), g.Cell)
+	case GoalRemoveCell:
+		if !has(g.Cell) {
+			return nil, fmt.Errorf("cell %s owns no shard in epoch %d: nothing to remove", g.Cell, cur.Number)
+		}
+		cells = slices.DeleteFunc(slices.Clone(base), func(c string) bool { return c == g.Cell })
+		if len(cells) == 0 {
+			return nil, fmt.Errorf("cell %s is the only cell of epoch %d: removing it would leave no cell", g.Cell, cur.Number)
+		}
+	case GoalSplit:
+		switch {
+		case !has(g.Cell):
+			return nil, fmt.Errorf("cell %s owns no shard in epoch %d: nothing to split", g.Cell, cur.Number)
+		case g.Cell == g.To || has(g.To):
+			return nil, fmt.Errorf("split %s:%s: the second cell must be new (it already owns shards in epoch %d)", g.Cell, g.To, cur.Number)
+		case len(g.Weights) > 0:
+			return nil, fmt.Errorf("split hands over exactly half a cell's shards: weights do not apply")
+		}
+		cells = append(slices.Clone(base), g.To)
+	case GoalRebalance:
+		cells = base
+	default:
+		return nil, fmt.Errorf("no goal given")
+	}
+	if added := addedCell(g); !validName(added) && added != "" {
+		return nil, fmt.Errorf("cell id %q: want %s", added, nameRule)
+	}
+	for c, w := range g.Weights {
+		if !slices.Contains(cells, c) {
+			return nil, fmt.Errorf("weight for %s, which is not a cell of the next ring", c)
+		}
+		if w < 1 {
+			return nil, fmt.Errorf("weight %s=%d: weights are whole numbers of at least 1 (remove a cell with --remove-cell)", c, w)
+		}
+	}
+	return cells, nil
+}
+
+// goalTargets gives each cell of the next ring its number of shards.
+func goalTargets(n int, ring Ring, cells []string, g Goal) (map[string]int, error) {
+	counts := ring.Counts()
+	if g.Kind == GoalSplit {
+		have := counts[g.Cell]
+		if have < 2 {
+			return nil, fmt.Errorf("cell %s owns %d shard: it cannot be split", g.Cell, have)
+		}
+		targets := counts
+		targets[g.Cell], targets[g.To] = have-have/2, have/2
+		return targets, nil
+	}
+	targets := WeightedTargets(n, cells, g.Weights, counts)
+	for _, c := range cells {
+		if targets[c] == 0 {
+			return nil, fmt.Errorf("cell %s would own no shard: its weighted share of %d shards rounds to zero (raise its weight or remove it)", c, n)
+		}
+	}
+	return targets, nil
+}
+
+// WeightedTargets splits n shards among cells in proportion to their
+// weights (1 when not given) by largest remainder: each cell gets the floor
+// of its exact share, and the shards left over go to the largest
+// remainders, ties going to the cell that holds more shards now (fewer
+// moves), then to the earlier cell. Every target is within one shard of the
+// exact weighted share.
+func WeightedTargets(n int, cells []string, weights map[string]int, current map[string]int) map[string]int {
+	w := func(c string) int {
+		if x, ok := weights[c]; ok {
+			return x
+		}
+		return 1
+	}
+	total := 0
+	for _, c := range cells {
+		total += w(c)
+	}
+	targets := map[string]int{}
+	rem := map[string]int{}
+	left := n
+	for _, c := range cells {
+		targets[c] = n * w(c) / total
+		rem[c] = n * w(c) % total
+		left -= targets[c]
+	}
+	order := slices.Clone(cells)
+	sort.SliceStable(order, func(i, j int) bool {
+		a, b := order[i], order[j]
+		if rem[a] != rem[b] {
+			return rem[a] > rem[b]
+		}
+		return current[a] > current[b]
+	})
+	for _, c := range order[:left] {
+		targets[c]++
+	}
+	return targets
+}
+
+// reassign builds the next ring in shard order: every cell keeps its
+// lowest-numbered shards up to its target; the rest are freed and handed,
+// in ascending order, to the cells below target, in cell order. Kept
+// shards keep their region; a moved shard takes its new cell's region.
+func reassign(base Ring, cells []string, targets map[string]int, g Goal) Ring {
+	sorted := slices.Clone(base)
+	slices.SortStableFunc(sorted, func(a, b Slot) int { return a.Shard - b.Shard })
+	region := map[string]string{}
+	for _, s := range sorted {
+		if _, ok := region[s.Cell]; !ok {
+			region[s.Cell] = s.Region
+		}
+	}
+	if added := addedCell(g); added != "" {
+		region[added] = g.Region
+	}
+	kept := map[string]int{}
+	next := make(Ring, 0, len(sorted))
+	var freed []int
+	for _, s := range sorted {
+		if kept[s.Cell] < targets[s.Cell] {
+			kept[s.Cell]++
+			next = append(next, Slot{Shard: s.Shard, Cell: s.Cell, Region: s.Region})
+			continue
+		}
+		freed = append(freed, s.Shard)
+	}
+	for _, c := range cells {
+		for ; kept[c] < targets[c] && len(freed) > 0; kept[c]++ {
+			next = append(next, Slot{Shard: freed[0], Cell: c, Region: region[c]})
+			freed = freed[1:]
+		}
+	}
+	slices.SortStableFunc(next, func(a, b Slot) int { return a.Shard - b.Shard })
+	return next
+}
+
+// changes tabulates every cell of either ring: before, after, target.
+func changes(from, to Ring, targets map[string]int, g Goal) []CellChange {
+	before, after := from.Counts(), to.Counts()
+	cells := from.Cells()
+	for _, c := range to.Cells() {
+		if !slices.Contains(cells, c) {
+			cells = append(cells, c)
+		}
+	}
+	out := make([]CellChange, len(cells))
+	for i, c := range cells {
+		w := 0
+		if targets[c] > 0 && g.Kind != GoalSplit {
+			w = 1
+			if x, ok := g.Weights[c]; ok {
+				w = x
+			}
+		}
+		out[i] = CellChange{Cell: c, Before: before[c], After: after[c], Target: targets[c], Weight: w}
+	}
+	return out
+}
