@@ -193,7 +193,7 @@ func validateRing(fs *findings, p *Policy, e *Epoch) {
 		}
 	}
 	for _, line := range sortedKeys(outside) {
-		fs.errorf(line, "epoch %d: shards %s are outside 0..%d", e.Number, FormatShardSet(outside[line]), p.Shards-1)
+		fs.errorf(line, "epoch %d: %s outside 0..%d", e.Number, shardsAre(outside[line]), p.Shards-1)
 	}
 	reportCoverage(fs, p, e, byShard)
 }
@@ -221,7 +221,7 @@ func reportCoverage(fs *findings, p *Policy, e *Epoch, byShard map[int][]Slot) {
 		}
 	}
 	if len(missing) > 0 {
-		fs.errorf(e.Line, "epoch %d: shards %s are placed on no cell: ids stamped with them would not resolve", e.Number, FormatShardSet(missing))
+		fs.errorf(e.Line, "epoch %d: %s placed on no cell: ids stamped with them would not resolve", e.Number, shardsAre(missing))
 	}
 	keys := make([]string, 0, len(dups))
 	for k := range dups {
@@ -229,7 +229,7 @@ func reportCoverage(fs *findings, p *Policy, e *Epoch, byShard map[int][]Slot) {
 	}
 	sort.Slice(keys, func(i, j int) bool { return dups[keys[i]][0] < dups[keys[j]][0] })
 	for _, k := range keys {
-		fs.errorf(dupLine[k], "epoch %d: shards %s are placed more than once (%s): their ids would resolve ambiguously", e.Number, FormatShardSet(dups[k]), k)
+		fs.errorf(dupLine[k], "epoch %d: %s placed more than once (%s): their ids would resolve ambiguously", e.Number, shardsAre(dups[k]), k)
 	}
 }
 
@@ -282,4 +282,12 @@ func sortedKeys[V any](m map[int]V) []int {
 	}
 	sort.Ints(keys)
 	return keys
+}
+
+// shardsAre phrases a shard set as the subject of a sentence.
+func shardsAre(shards []int) string {
+	if len(shards) == 1 {
+		return fmt.Sprintf("shard %d is", shards[0])
+	}
+	return "shards " + FormatShardSet(shards) + " are"
 }
