@@ -34,7 +34,7 @@ type SwitchingError struct {
 }
 
 func (e *SwitchingError) Error() string {
-	return fmt.Sprintf("%s is in the middle of a reshard from %d to %d shards that was interrupted; nothing can open it until the reshard is finished: run `fusee reshard %s` to finish the interrupted reshard",
+	return fmt.Sprintf("%s: an interrupted reshard (from %d to %d shards) must be finished before anything can open the directory: run `fusee reshard %s` to finish the interrupted reshard",
 		e.Dir, e.OldShards, e.NewShards, shellQuote(e.Dir))
 }
 

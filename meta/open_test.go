@@ -9,7 +9,7 @@ import (
 // refused by every opener, and readable only on reshard's path.
 func TestSwitchingRefused(t *testing.T) {
 	dir := newDir(t, switching)
-	want := dir + " is in the middle of a reshard from 8 to 16 shards that was interrupted; nothing can open it until the reshard is finished: run `fusee reshard " + dir + "` to finish the interrupted reshard"
+	want := dir + ": an interrupted reshard (from 8 to 16 shards) must be finished before anything can open the directory: run `fusee reshard " + dir + "` to finish the interrupted reshard"
 
 	check := func(what string, err error) {
 		t.Helper()
@@ -63,7 +63,7 @@ func TestSwitchingRefused(t *testing.T) {
 
 func TestSwitchingMessageQuotes(t *testing.T) {
 	err := &SwitchingError{Dir: "/data/my dir", OldShards: 4, NewShards: 2}
-	want := "/data/my dir is in the middle of a reshard from 4 to 2 shards that was interrupted; nothing can open it until the reshard is finished: run `fusee reshard '/data/my dir'` to finish the interrupted reshard"
+	want := "/data/my dir: an interrupted reshard (from 4 to 2 shards) must be finished before anything can open the directory: run `fusee reshard '/data/my dir'` to finish the interrupted reshard"
 	if err.Error() != want {
 		t.Errorf("got  %s\nwant %s", err, want)
 	}
