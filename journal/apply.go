@@ -99,13 +99,16 @@ func (s *Shard) Apply(op *Op) error {
 			return fmt.Errorf("%s of run %d: run is %s, want %s", op.Kind, op.Run, r.State, from)
 		}
 		r.State = to
+		s.touchRun(r.No, uint32(len(r.Journal)))
 	case OpAck:
-		if _, ok := s.Outbox[op.MsgID]; !ok {
+		m, ok := s.Outbox[op.MsgID]
+		if !ok {
 			return fmt.Errorf("ack of message %q: not in the outbox", op.MsgID)
 		}
 		delete(s.Outbox, op.MsgID)
+		s.touchOutbox(m)
 	case OpSeen:
-		s.Seen[op.MsgID] = struct{}{}
+		s.addSeen(op.MsgID)
 	case OpTombstone:
 		r, err := s.run(op)
 		if err != nil {
@@ -114,9 +117,11 @@ func (s *Shard) Apply(op *Op) error {
 		if r.State != StateFinished {
 			return fmt.Errorf("tombstone of run %d: run is %s, want finished", op.Run, r.State)
 		}
+		s.touchRun(r.No, uint32(len(r.Journal)))
 		s.Archive[r.No] = r.Journal
 		r.Journal = nil
 		r.State = StateTombstone
+		s.touchArchive(r.No)
 	default:
 		return fmt.Errorf("unknown log entry kind %d", op.Kind)
 	}
@@ -147,8 +152,9 @@ func (s *Shard) applyStart(op *Op) error {
 		No: op.Run, WorkflowID: rec.WorkflowID, Gen: rec.Gen, Type: rec.Type,
 		State: StateRunning, Started: rec.Time, Journal: []Record{*rec},
 	}
-	s.ByID[rec.WorkflowID] = op.Run
+	s.setLatest(rec.WorkflowID, op.Run)
 	s.NextRun = op.Run + 1
+	s.touchRun(op.Run, 0)
 	return nil
 }
 
@@ -168,6 +174,7 @@ func (s *Shard) applyAppend(op *Op) error {
 		return fmt.Errorf("append %s to run %d: it completes position %d, past the journal's end", rec.Kind, r.No, rec.Ref)
 	}
 	r.Journal = append(r.Journal, *rec)
+	s.touchRun(r.No, rec.Pos)
 	s.regenerate(r, rec)
 	return nil
 }
@@ -187,15 +194,15 @@ func (s *Shard) regenerate(r *Run, rec *Record) {
 	switch rec.Kind {
 	case KindTimer, KindAttempt:
 		if rec.Time != 0 {
-			s.Timers[TimerKey{At: rec.Time, Run: r.No, Pos: rec.Pos}] = struct{}{}
+			s.addTimer(TimerKey{At: rec.Time, Run: r.No, Pos: rec.Pos})
 		}
 	case KindWait:
 		if rec.Deadline != 0 {
-			s.Timers[TimerKey{At: rec.Deadline, Run: r.No, Pos: rec.Pos}] = struct{}{}
+			s.addTimer(TimerKey{At: rec.Deadline, Run: r.No, Pos: rec.Pos})
 		}
 	case KindFired, KindWaited:
 		if k, ok := timerOf(r, rec.Ref); ok {
-			delete(s.Timers, k)
+			s.deleteTimer(k)
 		}
 	case KindChild:
 		s.send(&Message{ID: rec.MsgID, Kind: MsgStartChild, From: from, Target: rec.WorkflowID,
@@ -215,7 +222,7 @@ func (s *Shard) regenerate(r *Run, rec *Record) {
 		}
 	case KindDone:
 		for _, k := range pendingTimers(r) {
-			delete(s.Timers, k)
+			s.deleteTimer(k)
 		}
 		r.State, r.Status, r.Finished = StateFinished, rec.Status, rec.Time
 		if st := r.Start(); !st.Parent.IsZero() {
@@ -228,7 +235,11 @@ func (s *Shard) regenerate(r *Run, rec *Record) {
 func (s *Shard) send(m *Message) {
 	m.Seq = s.NextSeq
 	s.NextSeq++
+	if old, ok := s.Outbox[m.ID]; ok {
+		s.touchOutbox(old) // replaced: its key goes
+	}
 	s.Outbox[m.ID] = m
+	s.touchOutbox(m)
 }
 
 // timerOf is the timer that the record at pos set, if any.
@@ -270,10 +281,19 @@ func pendingTimers(r *Run) []TimerKey {
 // RebuildTimers recomputes the timer index from the journals, as recovery
 // does when a store's derived index is missing or suspect.
 func (s *Shard) RebuildTimers() {
+	old := s.Timers
 	s.Timers = map[TimerKey]struct{}{}
 	for _, r := range s.Runs {
 		for _, k := range pendingTimers(r) {
 			s.Timers[k] = struct{}{}
+		}
+	}
+	if c := s.changed; c != nil {
+		for k := range old {
+			c.timers[k] = struct{}{}
+		}
+		for k := range s.Timers {
+			c.timers[k] = struct{}{}
 		}
 	}
 }

@@ -127,6 +127,11 @@ type Shard struct {
 	Seen    map[string]struct{} // message IDs this shard has received
 	Archive map[RunNo][]Record  // histories of runs whose retention ended
 	Timers  map[TimerKey]struct{}
+
+	// changed tracks what Apply changed since the store last reflected
+	// this state (nil: not tracked). It is bookkeeping, not state: compare
+	// shards with DiffShards, not reflect.DeepEqual.
+	changed *changes
 }
 
 // TimerKey is one pending durable timer: a timer record, a retry of a

@@ -1,0 +1,381 @@
+package journal
+
+import (
+	"errors"
+	"fmt"
+	"maps"
+	"slices"
+
+	"github.com/cockroachdb/pebble/v2"
+	"github.com/cockroachdb/pebble/v2/vfs"
+)
+
+// A shard store is a pebble database holding one shard's checkpointed
+// state under the key layout of storekey.go. It is written only by
+// checkpoints (one atomic, synced batch each) and by WriteShardStore (a
+// fresh store built from sorted sstables).
+
+// StoreError is a problem with a shard store's content: a key that does
+// not decode, or a store that contradicts itself. The store is damaged.
+type StoreError struct {
+	Path string // the store directory
+	Key  string // the key, as StoreKey.String renders it ("" for the store as a whole)
+	Err  error
+}
+
+func (e *StoreError) Error() string {
+	where := e.Path
+	if e.Key != "" {
+		where += ": key " + e.Key
+	}
+	return fmt.Sprintf("shard store %s: %v; the store is damaged: restore the directory from a backup (fusee verify names every damaged part)", where, e.Err)
+}
+
+func (e *StoreError) Unwrap() error { return e.Err }
+
+// quietLogger keeps pebble from printing to stderr: a store's problems
+// reach the caller as errors. Fatalf, which pebble calls when it cannot go
+// on, still stops the program.
+type quietLogger struct{}
+
+func (quietLogger) Infof(string, ...any)         {}
+func (quietLogger) Errorf(string, ...any)        {}
+func (quietLogger) Fatalf(f string, args ...any) { panic(fmt.Sprintf("pebble: "+f, args...)) }
+
+// storeFormat is the pebble format major version new stores are created
+// with. Existing stores are opened at whatever version they have (never
+// ratcheted), so that a read-only open writes nothing.
+const storeFormat = pebble.FormatNewest
+
+// storeOptions are the pebble options of a shard store. cache is shared by
+// every store of a directory (nil: each store gets a small one).
+func storeOptions(fs vfs.FS, cache *pebble.Cache, readOnly, create bool) *pebble.Options {
+	o := &pebble.Options{
+		FS:     fs,
+		Cache:  cache,
+		Logger: quietLogger{},
+		// Many shards open at once: keep each store's memtable small.
+		// Checkpoint batches are the only writes.
+		MemTableSize:       1 << 20,
+		ReadOnly:           readOnly,
+		ErrorIfNotExists:   !create,
+		ErrorIfExists:      create,
+		MaxOpenFiles:       64,
+		FormatMajorVersion: pebble.FormatDefault,
+	}
+	if create {
+		o.FormatMajorVersion = storeFormat
+	}
+	o.EventListener = &pebble.EventListener{}
+	return o
+}
+
+// openStore opens (or, with create, creates) the pebble store at path.
+func openStore(fs vfs.FS, path string, cache *pebble.Cache, readOnly, create bool) (*pebble.DB, error) {
+	db, err := pebble.Open(path, storeOptions(fs, cache, readOnly, create))
+	if err != nil {
+		if !create && errors.Is(err, pebble.ErrDBDoesNotExist) {
+			return nil, fmt.Errorf("shard store %s is missing: the directory is incomplete; restore it from a backup: %w", path, err)
+		}
+		return nil, fmt.Errorf("opening shard store %s: %w", path, err)
+	}
+	return db, nil
+}
+
+// loadShard reads a whole shard store into memory: the checkpoint header
+// and the state it describes. It checks that the store agrees with itself:
+// every run's records are all there, the derived ID index and timers match
+// what the journals say, numbers are below the header's counters.
+func loadShard(db *pebble.DB, path string, index, count int) (*Shard, CheckpointHeader, error) {
+	s := NewShard(index, count)
+	var hdr CheckpointHeader
+	haveHeader := false
+	storedIDs := map[string]RunNo{}
+	storedTimers := map[TimerKey]struct{}{}
+	var cur *Run // the run whose records follow
+	var curWant uint32
+
+	fail := func(key []byte, err error) error {
+		ks := fmt.Sprintf("%q", key)
+		if k, perr := ParseStoreKey(key); perr == nil {
+			ks = k.String()
+		}
+		if key == nil {
+			ks = ""
+		}
+		return &StoreError{Path: path, Key: ks, Err: err}
+	}
+	endRun := func() error {
+		if cur != nil && uint32(len(cur.Journal)) != curWant {
+			return fail(RunKey(cur.No), fmt.Errorf("the run entry says %d journal records, the store has %d", curWant, len(cur.Journal)))
+		}
+		cur = nil
+		return nil
+	}
+
+	it, err := db.NewIter(nil)
+	if err != nil {
+		return nil, hdr, fmt.Errorf("reading shard store %s: %w", path, err)
+	}
+	for ok := it.First(); ok; ok = it.Next() {
+		key, val := it.Key(), it.Value()
+		k, err := ParseStoreKey(key)
+		if err != nil {
+			it.Close()
+			return nil, hdr, fail(nil, err)
+		}
+		if k.Kind != KeyRun || !k.IsRecord {
+			if err := endRun(); err != nil {
+				it.Close()
+				return nil, hdr, err
+			}
+		}
+		if err := loadKey(s, k, val, &hdr, &haveHeader, storedIDs, storedTimers, &cur, &curWant); err != nil {
+			it.Close()
+			return nil, hdr, fail(key, err)
+		}
+	}
+	err = errors.Join(it.Error(), it.Close())
+	if err != nil {
+		return nil, hdr, fmt.Errorf("reading shard store %s: %w", path, err)
+	}
+	if err := endRun(); err != nil {
+		return nil, hdr, err
+	}
+	if !haveHeader {
+		return nil, hdr, fail(nil, errors.New("no checkpoint header (key \"H\")"))
+	}
+	if err := checkLoaded(s, &hdr, index, count, storedIDs, storedTimers); err != nil {
+		return nil, hdr, fail(nil, err)
+	}
+	return s, hdr, nil
+}
+
+// loadKey adds one store key to the shard being loaded.
+func loadKey(s *Shard, k StoreKey, val []byte, hdr *CheckpointHeader, haveHeader *bool,
+	ids map[string]RunNo, timers map[TimerKey]struct{}, cur **Run, curWant *uint32) error {
+	switch k.Kind {
+	case KeyHeader:
+		h, err := DecodeHeader(val)
+		if err != nil {
+			return err
+		}
+		*hdr, *haveHeader = h, true
+	case KeyArchive:
+		recs, err := DecodeHistory(val)
+		if err != nil {
+			return err
+		}
+		s.Archive[k.Run] = recs
+	case KeyIndex:
+		no, err := DecodeIndexValue(val)
+		if err != nil {
+			return err
+		}
+		ids[k.ID] = no
+	case KeyOutbox:
+		m, err := DecodeMessage(val, k.Seq)
+		if err != nil {
+			return err
+		}
+		if _, dup := s.Outbox[m.ID]; dup {
+			return fmt.Errorf("message ID %q is in the outbox twice", m.ID)
+		}
+		s.Outbox[m.ID] = m
+	case KeySeen:
+		if len(val) != 0 {
+			return fmt.Errorf("seen value of %d bytes, want none", len(val))
+		}
+		s.Seen[k.ID] = struct{}{}
+	case KeyTimer:
+		if len(val) != 0 {
+			return fmt.Errorf("timer value of %d bytes, want none", len(val))
+		}
+		timers[TimerKey{At: k.At, Run: k.Run, Pos: k.Pos}] = struct{}{}
+	case KeyRun:
+		return loadRunKey(s, k, val, cur, curWant)
+	}
+	return nil
+}
+
+func loadRunKey(s *Shard, k StoreKey, val []byte, cur **Run, curWant *uint32) error {
+	if !k.IsRecord {
+		e, err := DecodeRunEntry(val)
+		if err != nil {
+			return err
+		}
+		if e.WorkflowID == "" {
+			return errors.New("run entry without a workflow ID")
+		}
+		if (e.State == StateTombstone) != (e.Records == 0) {
+			return fmt.Errorf("a %s run with %d journal records", e.State, e.Records)
+		}
+		r := &Run{No: k.Run, WorkflowID: e.WorkflowID, Gen: e.Gen, Type: e.Type, State: e.State,
+			Status: e.Status, Started: e.Started, Finished: e.Finished, Renumbered: e.Renumbered}
+		if e.Records > 0 {
+			r.Journal = make([]Record, 0, e.Records)
+		}
+		s.Runs[k.Run] = r
+		*cur, *curWant = r, e.Records
+		return nil
+	}
+	r := *cur
+	if r == nil || r.No != k.Run {
+		return errors.New("a journal record without its run entry")
+	}
+	if int(k.Pos) != len(r.Journal) || k.Pos >= *curWant {
+		return fmt.Errorf("journal record at position %d, want position %d of %d", k.Pos, len(r.Journal), *curWant)
+	}
+	rec, err := DecodeRecord(val)
+	if err != nil {
+		return err
+	}
+	if rec.Pos != k.Pos {
+		return fmt.Errorf("record says position %d", rec.Pos)
+	}
+	r.Journal = append(r.Journal, rec)
+	return nil
+}
+
+// checkLoaded checks a loaded shard against its header and rebuilds the
+// derived indexes, refusing a store whose stored copies differ.
+func checkLoaded(s *Shard, hdr *CheckpointHeader, index, count int, ids map[string]RunNo, timers map[TimerKey]struct{}) error {
+	switch {
+	case hdr.Shard != index:
+		return fmt.Errorf("the checkpoint header says shard %d, but the store is shard %d's", hdr.Shard, index)
+	case hdr.Count != count:
+		return fmt.Errorf("the checkpoint header says %d shards, but fusee.meta says %d", hdr.Count, count)
+	case hdr.NextRun == 0 || hdr.NextRun > MaxRunNo+1 || hdr.NextSeq == 0:
+		return fmt.Errorf("the checkpoint header has next run %d and next outbox seq %d", hdr.NextRun, hdr.NextSeq)
+	}
+	s.LSN, s.NextRun, s.NextSeq = hdr.LSN, hdr.NextRun, hdr.NextSeq
+	for no, r := range s.Runs {
+		if no >= s.NextRun {
+			return fmt.Errorf("run %d is not below the header's next run number %d", no, s.NextRun)
+		}
+		if r.State == StateTombstone {
+			if _, ok := s.Archive[no]; !ok {
+				return fmt.Errorf("tombstoned run %d has no archived history", no)
+			}
+		} else if st := r.Start(); st == nil || st.Kind != KindStart || st.WorkflowID != r.WorkflowID {
+			return fmt.Errorf("run %d's journal does not begin with its start record", no)
+		}
+		if latest, ok := s.ByID[r.WorkflowID]; !ok || latest < no {
+			s.ByID[r.WorkflowID] = no
+		}
+	}
+	for no := range s.Archive {
+		if r, ok := s.Runs[no]; !ok || r.State != StateTombstone {
+			return fmt.Errorf("archived history of run %d, which is not a tombstone", no)
+		}
+	}
+	for _, m := range s.Outbox {
+		if m.Seq >= s.NextSeq {
+			return fmt.Errorf("outbox message %d is not below the header's next seq %d", m.Seq, s.NextSeq)
+		}
+	}
+	if !maps.Equal(ids, s.ByID) {
+		return fmt.Errorf("the ID index (%d entries) differs from the runs' workflow IDs (%d latest runs): %s",
+			len(ids), len(s.ByID), firstIDDiff(ids, s.ByID))
+	}
+	s.RebuildTimers()
+	if !maps.Equal(timers, s.Timers) {
+		return fmt.Errorf("the stored timers (%d) differ from the journals' pending timers (%d)", len(timers), len(s.Timers))
+	}
+	return nil
+}
+
+func firstIDDiff(stored, derived map[string]RunNo) string {
+	ids := slices.Sorted(maps.Keys(stored))
+	for id := range derived {
+		if _, ok := stored[id]; !ok {
+			ids = append(ids, id)
+		}
+	}
+	slices.Sort(ids)
+	for _, id := range ids {
+		a, aok := stored[id]
+		b, bok := derived[id]
+		if a != b || aok != bok {
+			return fmt.Sprintf("workflow ID %q: index says run %d, runs say %d", id, a, b)
+		}
+	}
+	return "?"
+}
+
+// writeChanges adds to b every key the shard changed since its store last
+// reflected it, then the new header. Committing b (synced) is the
+// checkpoint.
+func writeChanges(b *pebble.Batch, s *Shard, hdr *CheckpointHeader) error {
+	c := s.changed
+	if c == nil {
+		return errors.New("shard has no change tracking")
+	}
+	var buf []byte
+	for no, from := range c.runs {
+		r, ok := s.Runs[no]
+		if !ok {
+			return fmt.Errorf("changed run %d is gone", no)
+		}
+		e := entryOf(r)
+		if err := b.Set(RunKey(no), EncodeRunEntry(buf[:0], &e), nil); err != nil {
+			return err
+		}
+		if r.State == StateTombstone {
+			if err := b.DeleteRange(RecordKey(no, 0), RunKey(no+1), nil); err != nil {
+				return err
+			}
+			continue
+		}
+		for pos := int(from); pos < len(r.Journal); pos++ {
+			buf = EncodeRecord(buf[:0], &r.Journal[pos])
+			if err := b.Set(RecordKey(no, uint32(pos)), buf, nil); err != nil {
+				return err
+			}
+		}
+	}
+	for id := range c.ids {
+		var err error
+		if no, ok := s.ByID[id]; ok {
+			err = b.Set(IndexKey(id), encodeRunNo(no), nil)
+		} else {
+			err = b.Delete(IndexKey(id), nil)
+		}
+		if err != nil {
+			return err
+		}
+	}
+	for k := range c.timers {
+		var err error
+		if _, ok := s.Timers[k]; ok {
+			err = b.Set(TimerKeyBytes(k), nil, nil)
+		} else {
+			err = b.Delete(TimerKeyBytes(k), nil)
+		}
+		if err != nil {
+			return err
+		}
+	}
+	for seq, id := range c.outbox {
+		var err error
+		if m, ok := s.Outbox[id]; ok && m.Seq == seq {
+			err = b.Set(OutboxKey(seq), EncodeMessage(buf[:0], m), nil)
+		} else {
+			err = b.Delete(OutboxKey(seq), nil)
+		}
+		if err != nil {
+			return err
+		}
+	}
+	for id := range c.seen {
+		if err := b.Set(SeenKey(id), nil, nil); err != nil {
+			return err
+		}
+	}
+	for no := range c.archive {
+		if err := b.Set(ArchiveKey(no), EncodeHistory(buf[:0], s.Archive[no]), nil); err != nil {
+			return err
+		}
+	}
+	return b.Set(headerKey, EncodeHeader(nil, hdr), nil)
+}

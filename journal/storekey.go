@@ -1,0 +1,158 @@
+package journal
+
+import (
+	"encoding/binary"
+	"fmt"
+)
+
+// Store keys. Every key of a shard store starts with one ASCII letter that
+// says what it holds; the rest is fixed-width big-endian numbers or a raw
+// string, so that pebble's byte order is the order the engine wants
+// (runs by number, timers by fire time). docs/format.md is the reference.
+//
+//	"A" run:8                      archived history of a tombstoned run
+//	"H"                            the checkpoint header
+//	"I" workflowID                 ID index: latest run of the ID (value: run:8)
+//	"O" seq:8                      outbox message
+//	"R" run:8                      run entry (state, flags, identity, times)
+//	"R" run:8 pos:4                journal record pos of the run
+//	"S" messageID                  receiver dedup: a message this shard received
+//	"T" at:8 run:8 pos:4           pending timer (at with its sign bit flipped)
+//
+// The I and T keys are derived from the run entries and journals; recovery
+// rebuilds them and refuses a store whose copy differs.
+const (
+	KeyArchive byte = 'A'
+	KeyHeader  byte = 'H'
+	KeyIndex   byte = 'I'
+	KeyOutbox  byte = 'O'
+	KeyRun     byte = 'R'
+	KeySeen    byte = 'S'
+	KeyTimer   byte = 'T'
+)
+
+// StoreKey is a parsed store key. Which fields are set depends on Kind.
+type StoreKey struct {
+	Kind     byte
+	Run      RunNo  // A, R, T
+	Pos      uint32 // R (with IsRecord), T
+	IsRecord bool   // R: a journal record, not the run entry
+	Seq      uint64 // O
+	At       int64  // T
+	ID       string // I: workflow ID; S: message ID
+}
+
+func (k StoreKey) String() string {
+	switch k.Kind {
+	case KeyArchive:
+		return fmt.Sprintf("archive/%d", k.Run)
+	case KeyHeader:
+		return "header"
+	case KeyIndex:
+		return fmt.Sprintf("index/%q", k.ID)
+	case KeyOutbox:
+		return fmt.Sprintf("outbox/%d", k.Seq)
+	case KeyRun:
+		if k.IsRecord {
+			return fmt.Sprintf("run/%d/record/%d", k.Run, k.Pos)
+		}
+		return fmt.Sprintf("run/%d", k.Run)
+	case KeySeen:
+		return fmt.Sprintf("seen/%q", k.ID)
+	case KeyTimer:
+		return fmt.Sprintf("timer/%d/%d/%d", k.At, k.Run, k.Pos)
+	}
+	return fmt.Sprintf("key(%q)", k.Kind)
+}
+
+// headerKey is the one key of the checkpoint header.
+var headerKey = []byte{KeyHeader}
+
+// ArchiveKey is the key of run no's archived history.
+func ArchiveKey(no RunNo) []byte { return be64Key(KeyArchive, uint64(no)) }
+
+// IndexKey is the ID-index key of a workflow ID.
+func IndexKey(workflowID string) []byte { return append([]byte{KeyIndex}, workflowID...) }
+
+// OutboxKey is the key of the outbox message with sequence number seq.
+func OutboxKey(seq uint64) []byte { return be64Key(KeyOutbox, seq) }
+
+// RunKey is the key of run no's entry.
+func RunKey(no RunNo) []byte { return be64Key(KeyRun, uint64(no)) }
+
+// RecordKey is the key of journal record pos of run no.
+func RecordKey(no RunNo, pos uint32) []byte {
+	return binary.BigEndian.AppendUint32(RunKey(no), pos)
+}
+
+// SeenKey is the receiver-dedup key of a message ID.
+func SeenKey(msgID string) []byte { return append([]byte{KeySeen}, msgID...) }
+
+// TimerKeyBytes is the store key of a pending timer. The fire time's sign
+// bit is flipped so that negative times sort before positive ones.
+func TimerKeyBytes(k TimerKey) []byte {
+	b := be64Key(KeyTimer, uint64(k.At)^1<<63)
+	b = binary.BigEndian.AppendUint64(b, uint64(k.Run))
+	return binary.BigEndian.AppendUint32(b, k.Pos)
+}
+
+func be64Key(kind byte, v uint64) []byte {
+	b := make([]byte, 1, 21)
+	b[0] = kind
+	return binary.BigEndian.AppendUint64(b, v)
+}
+
+// ParseStoreKey parses a store key; it fails on a key no layout allows.
+func ParseStoreKey(key []byte) (StoreKey, error) {
+	if len(key) == 0 {
+		return StoreKey{}, fmt.Errorf("empty store key")
+	}
+	k := StoreKey{Kind: key[0]}
+	rest := key[1:]
+	bad := func() (StoreKey, error) {
+		return StoreKey{}, fmt.Errorf("store key %q: not a valid %q key", key, k.Kind)
+	}
+	switch k.Kind {
+	case KeyHeader:
+		if len(rest) != 0 {
+			return bad()
+		}
+	case KeyIndex, KeySeen:
+		if len(rest) == 0 && k.Kind == KeyIndex { // a message ID may be empty; a workflow ID may not
+			return bad()
+		}
+		k.ID = string(rest)
+	case KeyArchive, KeyOutbox:
+		if len(rest) != 8 {
+			return bad()
+		}
+		v := binary.BigEndian.Uint64(rest)
+		if k.Kind == KeyOutbox {
+			k.Seq = v
+		} else {
+			k.Run = RunNo(v)
+		}
+	case KeyRun:
+		if len(rest) != 8 && len(rest) != 12 {
+			return bad()
+		}
+		k.Run = RunNo(binary.BigEndian.Uint64(rest))
+		if len(rest) == 12 {
+			k.IsRecord = true
+			k.Pos = binary.BigEndian.Uint32(rest[8:])
+		}
+	case KeyTimer:
+		if len(rest) != 20 {
+			return bad()
+		}
+		k.At = int64(binary.BigEndian.Uint64(rest) ^ 1<<63)
+		k.Run = RunNo(binary.BigEndian.Uint64(rest[8:]))
+		k.Pos = binary.BigEndian.Uint32(rest[16:])
+	default:
+		return StoreKey{}, fmt.Errorf("store key %q: unknown kind %q", key, k.Kind)
+	}
+	if (k.Kind == KeyArchive || k.Kind == KeyRun || k.Kind == KeyTimer) && (k.Run == 0 || k.Run > MaxRunNo) {
+		return StoreKey{}, fmt.Errorf("store key %q: run number %d out of range 1..%d", key, k.Run, MaxRunNo)
+	}
+	return k, nil
+}
