@@ -1,0 +1,61 @@
+// Package check reads a data directory's recovered state and reports on it:
+// Inspect summarises it, Verify checks it for consistency (fsck), and
+// WriteLogicalDump writes it in a canonical form that does not depend on
+// shard count or run numbers, so two directories can be compared with diff.
+//
+// # What it works on
+//
+// Everything here works on the in-memory model that recovery produces: a
+// State holding one *journal.Shard per shard plus the directory's meta and
+// the recovery report. Load builds one from a directory through the
+// engine's own read-only recovery (journal.Open with ReadOnly); tests build
+// one by applying ops to journal.NewShard values and plant damage by
+// mutating the structs directly.
+//
+// # Verify
+//
+// Verify returns every finding, never stopping at the first. A Finding has
+// a stable Kind (a short string id such as "wrong-shard"; see the Kind
+// constants and docs/operations.md), a Severity, the shard and run it is
+// about, a detail and a hint. Severity error means the state breaks an
+// invariant the engine relies on; warning means a heuristic saw something
+// that should not happen (run numbers inside message IDs); info is a fact
+// an operator may want to know that is not a problem: a reference to a run
+// that no longer exists (KindRefDangling) and a torn log tail that recovery
+// dropped (KindTornTail). Only errors and warnings make `fusee verify`
+// exit 1.
+//
+// A reference is dangling when it names a shard that exists and a run
+// number that shard has handed out (below its NextRun) but no longer
+// holds. A reference to a run number the shard never handed out, or to a
+// shard that does not exist, is an error: no sequence of engine steps
+// makes one. A reference that resolves must name the right run: a child's
+// parent reference must land on a Child record naming the child's ID, a
+// predecessor must be the previous generation of the same workflow ID, and
+// so on (see the Kind constants).
+//
+// # The logical dump
+//
+// WriteLogicalDump writes one JSON object per line: every run with its
+// journal records (or archived history), pending timers, outbox messages
+// and receiver dedup entries. A run is named by its workflow ID and its
+// generation among that ID's runs ("wf-17#2"), never by shard or run
+// number, and every typed reference (parent, predecessor, next run, sender,
+// Ctx::key value, completion token) is rendered through that identity, with
+// a journal position where it has one ("wf-17#2@5"), or as "dangling".
+// Run numbers, shard numbers, outbox sequence numbers and the renumbered
+// flag are physical: WriteDump with Physical set puts them under a "phys"
+// member of each line, and the logical dump omits them. Two directories
+// holding the same workflows therefore dump byte for byte the same
+// whatever their shard counts; that is the oracle the simulator and
+// reshard tests compare against. Dump lines are documented on WriteDump.
+//
+// # What it must never do
+//
+// It never writes to a data directory and never ticks a shard: Load opens
+// read-only (no log append, no checkpoint, no truncation, nothing expires)
+// and everything else only reads the structs it is given. Verify copies a
+// shard before regenerating its timers rather than touching the original.
+// It knows nothing of cobra, terminals or colour; the commands in
+// cmd/internal/cli print what it returns.
+package check

@@ -1,0 +1,295 @@
+package check
+
+import (
+	"fmt"
+
+	"github.com/fusee-dev/fusee/journal"
+)
+
+// Verify checks st and returns every finding, sorted by shard, run and
+// kind. A state that recovery produced from a healthy directory has no
+// findings of severity error or warning. Verify only reads st.
+func Verify(st *State) []Finding {
+	v := &verifier{st: st, u: newUniverse(st.Shards)}
+	v.directory()
+	for i, s := range st.Shards {
+		if s == nil {
+			v.addf(KindShardCount, -1, 0, "slot %d holds no shard", i)
+			continue
+		}
+		v.shard(s)
+	}
+	v.outboxIDsAcrossShards()
+	sortFindings(v.out)
+	return v.out
+}
+
+// Problems counts the findings that make verify fail.
+func Problems(fs []Finding) int {
+	n := 0
+	for _, f := range fs {
+		if f.Problem() {
+			n++
+		}
+	}
+	return n
+}
+
+type verifier struct {
+	st  *State
+	u   *universe
+	out []Finding
+}
+
+func (v *verifier) addf(k Kind, shard int, run journal.RunNo, format string, args ...any) {
+	info, ok := kinds[k]
+	if !ok {
+		panic("check: finding kind without a kinds entry: " + string(k))
+	}
+	v.out = append(v.out, Finding{Kind: k, Severity: info.sev, Shard: shard, Run: run,
+		Detail: fmt.Sprintf(format, args...), Hint: info.hint})
+}
+
+// directory checks the shard set against fusee.meta and the recovery
+// report.
+func (v *verifier) directory() {
+	st := v.st
+	if len(st.Shards) != st.ShardCount {
+		v.addf(KindShardCount, -1, 0, "fusee.meta says %d shards, recovery produced %d", st.ShardCount, len(st.Shards))
+	}
+	for i, s := range st.Shards {
+		if s == nil {
+			continue
+		}
+		if s.Index != i {
+			v.addf(KindShardIndex, i, 0, "slot %d holds a shard that says it is shard %d", i, s.Index)
+		}
+		if s.Count != st.ShardCount {
+			v.addf(KindShardCount, i, 0, "its checkpoint says %d shards, fusee.meta says %d", s.Count, st.ShardCount)
+		}
+		if s.NextRun == 0 || s.NextRun > journal.MaxRunNo+1 {
+			v.addf(KindNextRunInvalid, i, 0, "next run number is %d", s.NextRun)
+		}
+	}
+	rep := st.Recovery
+	if rep == nil {
+		return
+	}
+	if rep.TornTail != "" {
+		v.addf(KindTornTail, -1, 0, "recovery dropped a torn log tail: %s", rep.TornTail)
+	}
+	seen := map[int]bool{}
+	for _, sr := range rep.Shards {
+		s, ok := v.u.byIndex[sr.Shard]
+		if !ok || seen[sr.Shard] {
+			v.addf(KindRecovery, -1, 0, "the recovery report lists shard %d twice or for a shard the state does not have", sr.Shard)
+			continue
+		}
+		seen[sr.Shard] = true
+		if sr.CheckpointLSN > sr.LSN {
+			v.addf(KindCheckpointLSN, sr.Shard, 0, "checkpoint LSN %d is past the shard's LSN %d", sr.CheckpointLSN, sr.LSN)
+		}
+		if sr.LSN != s.LSN {
+			v.addf(KindRecovery, sr.Shard, 0, "recovery reports LSN %d, the shard holds %d", sr.LSN, s.LSN)
+		}
+	}
+	for _, s := range st.Shards {
+		if s != nil && !seen[s.Index] {
+			v.addf(KindRecovery, s.Index, 0, "the recovery report does not mention this shard")
+		}
+	}
+}
+
+// shard runs every per-shard check.
+func (v *verifier) shard(s *journal.Shard) {
+	for _, r := range s.SortedRuns() {
+		v.runEntry(s, r)
+	}
+	// Map keys in order, so that a run whose entry says another number
+	// is still checked under the key it is stored at.
+	for _, no := range sortedKeys(s.Runs) {
+		r := s.Runs[no]
+		if r.No != no {
+			v.addf(KindRunKeyMismatch, s.Index, no, "stored as run %d, the entry says run %d", no, r.No)
+		}
+	}
+	for _, no := range sortedKeys(s.Archive) {
+		if r, ok := s.Runs[no]; !ok {
+			v.addf(KindArchiveOrphan, s.Index, no, "archived history of a run the shard does not have")
+		} else if r.State != journal.StateTombstone {
+			v.addf(KindArchiveOrphan, s.Index, no, "archived history of a run that is %s", r.State)
+		}
+	}
+	v.index(s)
+	v.timers(s)
+	v.outbox(s)
+}
+
+// runEntry checks one run: its number, placement, state and journal.
+func (v *verifier) runEntry(s *journal.Shard, r *journal.Run) {
+	add := func(k Kind, format string, args ...any) { v.addf(k, s.Index, r.No, format, args...) }
+	switch {
+	case r.No == 0 || r.No > journal.MaxRunNo:
+		add(KindRunNumberInvalid, "run number %d is outside 1..%d", r.No, journal.MaxRunNo)
+	case r.No >= s.NextRun:
+		add(KindRunNumberUnissued, "run number %d is not below the shard's next run number %d", r.No, s.NextRun)
+	}
+	if want := journal.ShardOf(r.WorkflowID, v.st.ShardCount); want != s.Index {
+		add(KindWrongShard, "workflow %q belongs on shard %d of %d", r.WorkflowID, want, v.st.ShardCount)
+	}
+	if r.State < journal.StateRunning || r.State > journal.StateTombstone {
+		add(KindRunState, "unknown state %d", uint8(r.State))
+	}
+	j := r.Journal
+	if r.State == journal.StateTombstone {
+		if len(r.Journal) != 0 {
+			add(KindStateJournal, "a tombstone still holds %d journal records", len(r.Journal))
+		}
+		a, ok := s.Archive[r.No]
+		if !ok {
+			add(KindStateJournal, "a tombstone without an archived history")
+			return
+		}
+		j = a
+	}
+	if len(j) == 0 {
+		add(KindJournalEmpty, "the run has no records")
+		return
+	}
+	v.journalShape(s, r, j)
+	v.header(s, r, j)
+	v.references(s, r, j)
+}
+
+// journalShape checks positions, kinds, completions and where Done sits.
+func (v *verifier) journalShape(s *journal.Shard, r *journal.Run, j []journal.Record) {
+	add := func(k Kind, format string, args ...any) { v.addf(k, s.Index, r.No, format, args...) }
+	if j[0].Kind != journal.KindStart {
+		add(KindJournalStart, "the first record is %s, want start", j[0].Kind)
+	}
+	completedBy := map[uint32]int{}
+	for i := range j {
+		rec := &j[i]
+		if int(rec.Pos) != i {
+			add(KindJournalPos, "record %d (%s) says it is at position %d", i, rec.Kind, rec.Pos)
+		}
+		if rec.Kind == 0 || rec.Kind > journal.KindDone {
+			add(KindJournalKind, "record %d has unknown kind %d", i, uint8(rec.Kind))
+			continue
+		}
+		if rec.Kind == journal.KindStart && i > 0 {
+			add(KindJournalStart, "a second start record at %d", i)
+		}
+		if rec.Kind == journal.KindDone && i != len(j)-1 {
+			add(KindJournalDone, "done at %d is not the last record (%d records)", i, len(j))
+		}
+		if want, ok := completes[rec.Kind]; ok {
+			switch {
+			case int(rec.Ref) >= i:
+				add(KindCompletion, "%s at %d completes position %d, not an earlier one", rec.Kind, i, rec.Ref)
+			case !want[j[rec.Ref].Kind]:
+				add(KindCompletion, "%s at %d completes %s at %d", rec.Kind, i, j[rec.Ref].Kind, rec.Ref)
+			default:
+				if prev, dup := completedBy[rec.Ref]; dup {
+					add(KindCompletionDup, "position %d is completed at %d and again at %d", rec.Ref, prev, i)
+				} else {
+					completedBy[rec.Ref] = i
+				}
+			}
+		}
+		v.recordFields(s, r, rec)
+	}
+	last := j[len(j)-1].Kind == journal.KindDone
+	switch r.State {
+	case journal.StateFinished, journal.StateTombstone:
+		if !last {
+			add(KindStateJournal, "the run is %s but its last record is %s, not done", r.State, j[len(j)-1].Kind)
+		}
+	case journal.StateRunning, journal.StateParked:
+		if last {
+			add(KindStateJournal, "the run is %s but its journal ends with done", r.State)
+		}
+	}
+}
+
+// completes maps each completion kind to the kinds it may complete.
+var completes = map[journal.Kind]map[journal.Kind]bool{
+	journal.KindFired:      {journal.KindTimer: true, journal.KindAttempt: true},
+	journal.KindWaited:     {journal.KindWait: true},
+	journal.KindChildDone:  {journal.KindChild: true},
+	journal.KindUpdateDone: {journal.KindUpdate: true},
+	journal.KindAsyncDone:  {journal.KindAsync: true},
+}
+
+// recordFields checks fields a record's kind requires.
+func (v *verifier) recordFields(s *journal.Shard, r *journal.Run, rec *journal.Record) {
+	add := func(format string, args ...any) {
+		v.addf(KindRecordFields, s.Index, r.No, "%s at %d: %s", rec.Kind, rec.Pos, fmt.Sprintf(format, args...))
+	}
+	if rec.Status > journal.StatusReset {
+		add("unknown status %d", uint8(rec.Status))
+	}
+	switch rec.Kind {
+	case journal.KindStart:
+		if rec.WorkflowID == "" {
+			add("empty workflow ID")
+		}
+		if rec.Gen == 0 {
+			add("generation 0")
+		}
+		if rec.Origin > journal.OriginRestart {
+			add("unknown origin %d", uint8(rec.Origin))
+		}
+		if !rec.Parent.IsZero() && rec.ParentID == "" {
+			add("a parent reference without the parent's workflow ID")
+		}
+	case journal.KindChild, journal.KindSend:
+		if rec.WorkflowID == "" {
+			add("empty target workflow ID")
+		}
+		if rec.MsgID == "" {
+			add("empty message ID")
+		}
+		if rec.Kind == journal.KindSend && rec.Attempt != journal.SendSignal && rec.Attempt != journal.SendCancel {
+			add("unknown send flags %d", rec.Attempt)
+		}
+	case journal.KindUpdate:
+		if !rec.Parent.IsZero() && rec.ParentID == "" {
+			add("a caller reference without the caller's workflow ID")
+		}
+	case journal.KindAsync:
+		if rec.Token.Run == 0 {
+			add("no completion token")
+		}
+	case journal.KindDone:
+		if rec.Status == journal.StatusNone {
+			add("no status")
+		}
+	}
+}
+
+// header checks the run entry against its Start and Done records.
+func (v *verifier) header(s *journal.Shard, r *journal.Run, j []journal.Record) {
+	add := func(format string, args ...any) { v.addf(KindRunHeader, s.Index, r.No, format, args...) }
+	if st := &j[0]; st.Kind == journal.KindStart {
+		if r.WorkflowID != st.WorkflowID {
+			add("entry says workflow %q, start says %q", r.WorkflowID, st.WorkflowID)
+		}
+		if r.Gen != st.Gen {
+			add("entry says generation %d, start says %d", r.Gen, st.Gen)
+		}
+		if r.Type != st.Type {
+			add("entry says type %q, start says %q", r.Type, st.Type)
+		}
+		if r.Started != st.Time {
+			add("entry says started at %d, start says %d", r.Started, st.Time)
+		}
+	}
+	if d := &j[len(j)-1]; d.Kind == journal.KindDone {
+		if r.Status != d.Status || r.Finished != d.Time {
+			add("entry says %s at %d, done says %s at %d", r.Status, r.Finished, d.Status, d.Time)
+		}
+	} else if r.Status != journal.StatusNone || r.Finished != 0 {
+		add("an unfinished run with status %s finished at %d", r.Status, r.Finished)
+	}
+}

@@ -1,0 +1,197 @@
+package check
+
+import (
+	"github.com/fusee-dev/fusee/journal"
+)
+
+// references checks every typed reference in a run's records.
+func (v *verifier) references(s *journal.Shard, r *journal.Run, j []journal.Record) {
+	add := func(k Kind, format string, args ...any) { v.addf(k, s.Index, r.No, format, args...) }
+	for i := range j {
+		rec := &j[i]
+		switch rec.Kind {
+		case journal.KindStart:
+			if i == 0 {
+				v.startRefs(s, r, rec)
+			}
+		case journal.KindDone:
+			v.nextRef(s, r, rec)
+		case journal.KindSignal, journal.KindCancel:
+			if !rec.By.IsZero() {
+				v.resolve(s, r, rec, "sender", rec.By)
+			}
+		case journal.KindStep:
+			if k := rec.Key; k.WorkflowID != "" && (k.WorkflowID != r.WorkflowID || k.Run != r.No) {
+				add(KindKey, "step at %d ran with key %s, this run's keys are %s", rec.Pos, k, r.Key(k.Pos))
+			}
+		case journal.KindAsync:
+			want := journal.Token{Shard: s.Index, Run: r.No, Pos: rec.Pos}
+			if t := rec.Token; t.Run != 0 && t != want {
+				add(KindToken, "async at %d has token %s (shard %d run %d position %d), want %s",
+					rec.Pos, t, t.Shard, t.Run, t.Pos, want)
+			}
+		case journal.KindUpdate:
+			if rec.Parent.IsZero() {
+				continue
+			}
+			if c := v.located(s, r, rec, "caller", rec.Parent.RunRef(), rec.ParentID); c != nil && c.WorkflowID != rec.ParentID {
+				add(KindCaller, "update at %d names caller %s, a run of %q, but says the caller is %q",
+					rec.Pos, rec.Parent, c.WorkflowID, rec.ParentID)
+			}
+		}
+	}
+}
+
+// startRefs checks a Start record's origin, parent and predecessor.
+func (v *verifier) startRefs(s *journal.Shard, r *journal.Run, st *journal.Record) {
+	add := func(k Kind, format string, args ...any) { v.addf(k, s.Index, r.No, format, args...) }
+	hasParent, hasPred := !st.Parent.IsZero(), !st.Pred.IsZero()
+	switch st.Origin {
+	case journal.OriginChild:
+		if !hasParent {
+			add(KindOrigin, "origin child without a parent reference")
+		}
+	case journal.OriginContinued, journal.OriginReset, journal.OriginRestart:
+		if !hasPred {
+			add(KindOrigin, "origin %s without a predecessor", st.Origin)
+		}
+		if st.Gen < 2 {
+			add(KindOrigin, "origin %s in generation %d: a predecessor needs a generation before it", st.Origin, st.Gen)
+		}
+	}
+	if hasParent && st.Origin != journal.OriginChild {
+		add(KindOrigin, "a parent reference with origin %s", st.Origin)
+	}
+	if hasPred && st.Origin != journal.OriginContinued && st.Origin != journal.OriginReset && st.Origin != journal.OriginRestart {
+		add(KindOrigin, "a predecessor with origin %s", st.Origin)
+	}
+	if hasParent {
+		if p, ps := v.locatedShard(s, r, st, "parent", st.Parent.RunRef(), st.ParentID); p != nil {
+			v.parentLanding(s, r, st, ps, p)
+		}
+	}
+	if hasPred {
+		if st.Pred.Shard != s.Index {
+			add(KindRefWrongShard, "predecessor %s is on another shard than its own workflow %q", st.Pred, r.WorkflowID)
+		} else if p := v.resolve(s, r, st, "predecessor", st.Pred); p != nil {
+			v.predecessor(s, r, st, p)
+		}
+	}
+}
+
+// parentLanding checks that a child's parent reference lands on the
+// parent's Child record for this child.
+func (v *verifier) parentLanding(s *journal.Shard, r *journal.Run, st *journal.Record, ps *journal.Shard, p *journal.Run) {
+	add := func(format string, args ...any) { v.addf(KindParent, s.Index, r.No, format, args...) }
+	if p.WorkflowID != st.ParentID {
+		add("parent %s is a run of %q, the start says the parent is %q", st.Parent, p.WorkflowID, st.ParentID)
+		return
+	}
+	pj := history(ps, p)
+	if pj == nil {
+		return // reported on the parent itself
+	}
+	switch pos := st.Parent.Pos; {
+	case int(pos) >= len(pj):
+		add("parent %s: the parent's journal has %d records", st.Parent, len(pj))
+	case pj[pos].Kind != journal.KindChild:
+		add("parent %s is a %s record, not child", st.Parent, pj[pos].Kind)
+	case pj[pos].WorkflowID != r.WorkflowID:
+		add("parent %s requested a child %q, not %q", st.Parent, pj[pos].WorkflowID, r.WorkflowID)
+	}
+}
+
+// predecessor checks that Pred is the previous generation of this run's
+// ID and ended the way the origin says.
+func (v *verifier) predecessor(s *journal.Shard, r *journal.Run, st *journal.Record, p *journal.Run) {
+	add := func(format string, args ...any) { v.addf(KindPred, s.Index, r.No, format, args...) }
+	if p.WorkflowID != r.WorkflowID || p.Gen+1 != r.Gen {
+		add("predecessor %s is %q generation %d, want %q generation %d", st.Pred, p.WorkflowID, p.Gen, r.WorkflowID, r.Gen-1)
+		return
+	}
+	var want journal.Status
+	switch st.Origin {
+	case journal.OriginContinued:
+		want = journal.StatusContinuedAsNew
+	case journal.OriginReset:
+		want = journal.StatusReset
+	}
+	switch {
+	case p.State != journal.StateFinished && p.State != journal.StateTombstone:
+		add("predecessor %s is %s, not finished", st.Pred, p.State)
+	case want != journal.StatusNone && p.Status != want:
+		add("origin %s but predecessor %s ended %s", st.Origin, st.Pred, p.Status)
+	}
+}
+
+// nextRef checks a Done record's next run.
+func (v *verifier) nextRef(s *journal.Shard, r *journal.Run, d *journal.Record) {
+	add := func(format string, args ...any) { v.addf(KindNext, s.Index, r.No, format, args...) }
+	starts := d.Status == journal.StatusContinuedAsNew || d.Status == journal.StatusReset
+	switch {
+	case starts && d.Next.IsZero():
+		add("ended %s without naming the next run", d.Status)
+		return
+	case !starts && !d.Next.IsZero():
+		add("ended %s but names a next run %s", d.Status, d.Next)
+		return
+	case d.Next.IsZero():
+		return
+	case d.Next.Shard != s.Index:
+		v.addf(KindRefWrongShard, s.Index, r.No, "next run %s is on another shard than its own workflow %q", d.Next, r.WorkflowID)
+		return
+	}
+	n := v.resolve(s, r, d, "next run", d.Next)
+	if n == nil {
+		return
+	}
+	if n.WorkflowID != r.WorkflowID || n.Gen != r.Gen+1 {
+		add("next run %s is %q generation %d, want %q generation %d", d.Next, n.WorkflowID, n.Gen, r.WorkflowID, r.Gen+1)
+		return
+	}
+	if nj := history(s, n); len(nj) > 0 && nj[0].Kind == journal.KindStart {
+		back := journal.RunRef{Shard: s.Index, Run: r.No}
+		if nj[0].Pred != back {
+			add("next run %s names predecessor %s, not this run", d.Next, nj[0].Pred)
+		}
+	}
+}
+
+// resolve looks a reference up, reporting a bad shard, an unissued number
+// or a dangling reference; it returns the run when there is one.
+func (v *verifier) resolve(s *journal.Shard, r *journal.Run, rec *journal.Record, what string, ref journal.RunRef) *journal.Run {
+	t, _ := v.resolveShard(s, r, rec, what, ref)
+	return t
+}
+
+func (v *verifier) resolveShard(s *journal.Shard, r *journal.Run, rec *journal.Record, what string, ref journal.RunRef) (*journal.Run, *journal.Shard) {
+	ts, t, res := v.u.run(ref.Shard, ref.Run)
+	switch res {
+	case badShard:
+		v.addf(KindRefBadShard, s.Index, r.No, "%s at %d: %s %s names shard %d of %d", rec.Kind, rec.Pos, what, ref, ref.Shard, v.u.count)
+	case unissued:
+		v.addf(KindRefUnissued, s.Index, r.No, "%s at %d: %s %s, but shard %d's next run number is %d",
+			rec.Kind, rec.Pos, what, ref, ref.Shard, ts.NextRun)
+	case dangling:
+		v.addf(KindRefDangling, s.Index, r.No, "%s at %d: %s %s no longer exists", rec.Kind, rec.Pos, what, ref)
+	}
+	return t, ts
+}
+
+// located resolves a reference that comes with the workflow ID of its
+// target, checking the target's shard against that ID first.
+func (v *verifier) located(s *journal.Shard, r *journal.Run, rec *journal.Record, what string, ref journal.RunRef, id string) *journal.Run {
+	t, _ := v.locatedShard(s, r, rec, what, ref, id)
+	return t
+}
+
+func (v *verifier) locatedShard(s *journal.Shard, r *journal.Run, rec *journal.Record, what string, ref journal.RunRef, id string) (*journal.Run, *journal.Shard) {
+	if id != "" {
+		if want := journal.ShardOf(id, v.st.ShardCount); want != ref.Shard {
+			v.addf(KindRefWrongShard, s.Index, r.No, "%s at %d: %s %s is on shard %d, but %q lives on shard %d",
+				rec.Kind, rec.Pos, what, ref, ref.Shard, id, want)
+			return nil, nil
+		}
+	}
+	return v.resolveShard(s, r, rec, what, ref)
+}
