@@ -87,8 +87,8 @@ const (
 	KindMsgIDDuplicate Kind = "msg-id-duplicate"  // one message ID produced twice, or in two outboxes
 	KindMsgIDRunNumber Kind = "msg-id-run-number" // (warning) a message ID contains text derived from a run number
 
-	// Store level (needs the persistence layer's raw iterator).
-	KindRunDuplicate Kind = "run-duplicate" // two store entries for one run number (not checked yet)
+	// Reading.
+	KindUnreadable Kind = "unreadable" // recovery refused the directory (a damaged store or log); nothing else was checked
 )
 
 type kindInfo struct {
@@ -160,7 +160,7 @@ var kinds = map[Kind]kindInfo{
 	KindMsgIDDuplicate: {SeverityError, "receivers would drop one of the messages as a repeat; " + hintEngine},
 	KindMsgIDRunNumber: {SeverityWarning, "receivers dedup by message ID, so an ID with a run number breaks after a renumbering reshard; report this as an engine bug"},
 
-	KindRunDuplicate: {SeverityError, hintRestore},
+	KindUnreadable: {SeverityError, "recovery refused the directory, so nothing else could be checked; " + hintRestore},
 }
 
 // Severity returns the severity of findings of kind k.

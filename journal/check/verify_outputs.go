@@ -10,10 +10,12 @@ import (
 )
 
 // timers compares the timer index with the one the journals imply. It
-// regenerates on a shallow copy: RebuildTimers replaces the copy's map and
-// only reads the runs, so the shard itself is untouched.
+// regenerates on a fresh shard that shares only the runs: RebuildTimers
+// reads the runs and replaces the copy's timer map, and a fresh shard
+// tracks no changes, so the shard itself (and its change bookkeeping) is
+// untouched.
 func (v *verifier) timers(s *journal.Shard) {
-	cp := *s
+	cp := &journal.Shard{Index: s.Index, Count: s.Count, Runs: s.Runs}
 	cp.RebuildTimers()
 	var missing, stale []journal.TimerKey
 	for k := range cp.Timers {
