@@ -1,0 +1,142 @@
+package check
+
+import (
+	"sort"
+
+	"github.com/fusee-dev/fusee/journal"
+)
+
+// Summary is what `fusee inspect` shows. Its JSON field names are stable:
+// scripts read them.
+type Summary struct {
+	Dir        string `json:"dir,omitempty"`
+	Format     string `json:"format"`     // fusee.meta format=
+	LogFormat  int    `json:"log_format"` // fusee.meta log=
+	ShardCount int    `json:"shards"`     // fusee.meta shards=
+	// TornTail describes a torn, never-acknowledged log tail recovery
+	// dropped; empty when there was none.
+	TornTail string         `json:"torn_tail,omitempty"`
+	Total    ShardSummary   `json:"total"` // sums over the shards (Shard is -1, LSNs are 0)
+	Shards   []ShardSummary `json:"per_shard"`
+	// Oldest and Newest are the runs with the earliest and latest start
+	// time (ties: workflow ID, then generation); nil without runs.
+	Oldest *RunSummary `json:"oldest_run,omitempty"`
+	Newest *RunSummary `json:"newest_run,omitempty"`
+}
+
+// ShardSummary counts one shard's content.
+type ShardSummary struct {
+	Shard         int    `json:"shard"`
+	LSN           uint64 `json:"lsn"`
+	CheckpointLSN uint64 `json:"checkpoint_lsn"`
+	// TailEntries is the number of log entries after the checkpoint that
+	// recovery replayed (the log tail). -1 when no recovery report says.
+	TailEntries int `json:"tail_entries"`
+	// TailBytes is the size of that tail in the log. -1: not known (the
+	// recovery report does not expose it yet).
+	TailBytes int64         `json:"tail_bytes"`
+	NextRun   journal.RunNo `json:"next_run"`
+
+	Runs      int `json:"runs"`
+	Running   int `json:"running"`
+	Parked    int `json:"parked"`
+	Finished  int `json:"finished"`
+	Tombstone int `json:"tombstone"`
+
+	Outbox         int `json:"outbox"`          // unacknowledged messages
+	Archives       int `json:"archives"`        // archived histories
+	ArchiveRecords int `json:"archive_records"` // records in them
+	Seen           int `json:"dedup_entries"`   // receiver dedup entries
+	Timers         int `json:"pending_timers"`
+}
+
+// RunSummary names one run both ways: logically and physically.
+type RunSummary struct {
+	WorkflowID string        `json:"workflow_id"`
+	Gen        uint32        `json:"gen"`
+	Shard      int           `json:"shard"`
+	Run        journal.RunNo `json:"run"`
+	State      string        `json:"state"`
+	Started    int64         `json:"started"`
+}
+
+// Inspect summarises st. It only reads.
+func Inspect(st *State) Summary {
+	sum := Summary{Dir: st.Dir, Format: st.Format, LogFormat: st.LogFormat, ShardCount: st.ShardCount,
+		Total: ShardSummary{Shard: -1}}
+	recov := map[int]journal.ShardRecovery{}
+	if st.Recovery != nil {
+		sum.TornTail = st.Recovery.TornTail
+		for _, sr := range st.Recovery.Shards {
+			recov[sr.Shard] = sr
+		}
+	}
+	var runs []RunSummary
+	for _, s := range st.Shards {
+		if s == nil {
+			continue
+		}
+		ss := ShardSummary{Shard: s.Index, LSN: s.LSN, CheckpointLSN: s.LSN, TailEntries: -1, TailBytes: -1, NextRun: s.NextRun,
+			Runs: len(s.Runs), Outbox: len(s.Outbox), Archives: len(s.Archive), Seen: len(s.Seen), Timers: len(s.Timers)}
+		if sr, ok := recov[s.Index]; ok {
+			ss.CheckpointLSN, ss.TailEntries = sr.CheckpointLSN, sr.Replayed
+		}
+		for _, r := range s.Runs {
+			switch r.State {
+			case journal.StateRunning:
+				ss.Running++
+			case journal.StateParked:
+				ss.Parked++
+			case journal.StateFinished:
+				ss.Finished++
+			case journal.StateTombstone:
+				ss.Tombstone++
+			}
+			runs = append(runs, RunSummary{WorkflowID: r.WorkflowID, Gen: r.Gen, Shard: s.Index, Run: r.No,
+				State: r.State.String(), Started: r.Started})
+		}
+		for _, a := range s.Archive {
+			ss.ArchiveRecords += len(a)
+		}
+		sum.Shards = append(sum.Shards, ss)
+		sum.Total.add(ss)
+	}
+	if len(runs) > 0 {
+		sort.Slice(runs, func(i, j int) bool {
+			a, b := runs[i], runs[j]
+			if a.Started != b.Started {
+				return a.Started < b.Started
+			}
+			if a.WorkflowID != b.WorkflowID {
+				return a.WorkflowID < b.WorkflowID
+			}
+			return a.Gen < b.Gen
+		})
+		sum.Oldest, sum.Newest = &runs[0], &runs[len(runs)-1]
+	}
+	return sum
+}
+
+// add sums a shard into a total. Tail sizes stay -1 if any shard's is
+// unknown.
+func (t *ShardSummary) add(s ShardSummary) {
+	t.Runs += s.Runs
+	t.Running += s.Running
+	t.Parked += s.Parked
+	t.Finished += s.Finished
+	t.Tombstone += s.Tombstone
+	t.Outbox += s.Outbox
+	t.Archives += s.Archives
+	t.ArchiveRecords += s.ArchiveRecords
+	t.Seen += s.Seen
+	t.Timers += s.Timers
+	t.TailEntries = addKnown(t.TailEntries, s.TailEntries)
+	t.TailBytes = int64(addKnown(int(t.TailBytes), int(s.TailBytes)))
+}
+
+func addKnown(a, b int) int {
+	if a < 0 || b < 0 {
+		return -1
+	}
+	return a + b
+}
