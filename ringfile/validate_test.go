@@ -72,12 +72,13 @@ func TestValidateFingerprintRules(t *testing.T) {
 			}
 		})
 	}
-	// Declaring a conflicting fingerprint through the API is refused too.
-	p := mustParse(t, strings.Replace(base, "%s", "cell a fingerprint=db-1\n", 1))
-	if _, err := Declare(p, CellDecl{ID: "a", Fingerprint: "db-9"}); err == nil {
-		t.Error("Declare accepted a second fingerprint for cell a")
+	// Declaring a conflicting fingerprint with a new epoch is refused too.
+	p := mustParse(t, strings.Replace(base, "%s", "cell a fingerprint=db-1\ncell b\n", 1))
+	ring := EvenRing(2, []string{"b", "a"})
+	if _, err := OpenEpoch(p, ring, CellDecl{ID: "a", Fingerprint: "db-9"}); err == nil {
+		t.Error("OpenEpoch accepted a second fingerprint for cell a")
 	}
-	if next, err := Declare(p, CellDecl{ID: "a", Fingerprint: "db-1"}); err != nil || len(next.Cells) != 1 {
+	if next, err := OpenEpoch(p, ring, CellDecl{ID: "a", Fingerprint: "db-1"}); err != nil || len(next.Cells) != 2 {
 		t.Errorf("a replica declaration: %v, %d cells", err, len(next.Cells))
 	}
 }
