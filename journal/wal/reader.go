@@ -170,11 +170,19 @@ func (r *logReader) readSegment(seg uint64, first bool, from, declaredEnd int64)
 			reached = off == from
 		}
 		p, err := r.readRecord(rr)
-		if err == io.EOF {
-			break
-		}
 		var reason string
+		if err == io.EOF {
+			extra, err := r.bytesAfterEnd(f, path, off, declaredEnd)
+			if err != nil {
+				return 0, nil, err
+			}
+			if extra == 0 {
+				break
+			}
+			reason = fmt.Sprintf("the record reader found the end of the log, but %d bytes follow", extra)
+		}
 		switch {
+		case reason != "":
 		case err != nil && !isRecordDamage(err):
 			return 0, nil, fmt.Errorf("wal: reading %s: %w", path, err)
 		case err != nil:
@@ -211,6 +219,25 @@ func (r *logReader) readSegment(seg uint64, first bool, from, declaredEnd int64)
 		return 0, nil, notABatch(path, from)
 	}
 	return off, nil, nil
+}
+
+// bytesAfterEnd checks the end of the last segment, where pebble's reader
+// stopped cleanly at off: either the file ends there, or pebble's
+// end-of-log trailer (a bare chunk header) ends it. Pebble recognises the
+// trailer by its log number alone, so a damaged log number can pass a
+// record off as one; bytes beyond a trailer's length return how many.
+func (r *logReader) bytesAfterEnd(f vfs.File, path string, off, declaredEnd int64) (int64, error) {
+	if declaredEnd >= 0 {
+		return 0, nil // the next segment's header says where this one ends
+	}
+	st, err := f.Stat()
+	if err != nil {
+		return 0, fmt.Errorf("wal: %s: %w", path, err)
+	}
+	if rest := st.Size() - off; rest > recyclableHeaderSize {
+		return rest, nil
+	}
+	return 0, nil
 }
 
 // classify decides what a bad record at off is. In a segment that a later

@@ -176,8 +176,13 @@ type segmentLog struct {
 }
 
 // buffer returns an empty buffer to encode the next batch into; pass it to
-// append.
-func (l *segmentLog) buffer() []byte { return l.spare[:0] }
+// append. The log gives up the buffer: in NoSync mode it may be the pending
+// batch's next time round.
+func (l *segmentLog) buffer() []byte {
+	b := l.spare[:0]
+	l.spare = nil
+	return b
+}
 
 func (l *segmentLog) fail(err error) error {
 	if l.err == nil {
