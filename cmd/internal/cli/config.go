@@ -2,7 +2,6 @@ package cli
 
 import (
 	"fmt"
-	"os"
 	"strings"
 
 	"github.com/spf13/cobra"
@@ -13,10 +12,12 @@ import (
 // config layers settings onto the flags of the command that is running:
 // flag > FUSEE_<FLAG> environment variable > config file > default.
 //
-// It binds only when a command runs, and only that command's flags, with a
-// fresh viper each time: binding in init() would make two commands that
-// share a flag name overwrite each other, and viper's AutomaticEnv only sees
-// keys it already knows, so every key is bound to its variable explicitly.
+// It applies only when a command runs, and only to that command's flags,
+// with a fresh viper each time: binding in init() would make two commands
+// that share a flag name overwrite each other. Environment variables come
+// from the env given to Run (os.Environ() in Main), not from the process,
+// so tests can run commands in-process with their own environment; an
+// empty variable counts as unset, as viper would treat it.
 //
 // In the config file a setting may sit at the top level (json: true) or
 // under the command's path (ring: {plan: {weights: "a=2,b=1"}}); the more
@@ -33,7 +34,7 @@ func (c *config) apply(cmd *cobra.Command) error {
 	v := viper.New()
 	file := c.file
 	if file == "" {
-		file = os.Getenv("FUSEE_CONFIG")
+		file, _ = c.getenv("FUSEE_CONFIG")
 	}
 	if file != "" {
 		v.SetConfigFile(file)
@@ -47,20 +48,14 @@ func (c *config) apply(cmd *cobra.Command) error {
 		if firstErr != nil || notConfigurable[f.Name] {
 			return
 		}
-		key := strings.ReplaceAll(f.Name, "-", "_")
-		envName := "FUSEE_" + strings.ToUpper(key)
-		_ = v.BindEnv(key, envName)
-		if err := v.BindPFlag(key, f); err != nil {
-			firstErr = err
-			return
-		}
 		if f.Changed {
 			return
 		}
+		envName := "FUSEE_" + strings.ToUpper(strings.ReplaceAll(f.Name, "-", "_"))
 		source := ""
 		var val any
-		if _, ok := os.LookupEnv(envName); ok {
-			val, source = v.Get(key), "environment variable "+envName
+		if s, ok := c.getenv(envName); ok {
+			val, source = s, "environment variable "+envName
 		} else if scoped := path + "." + f.Name; path != "" && v.InConfig(scoped) {
 			val, source = v.Get(scoped), fmt.Sprintf("%s in %s", scoped, file)
 		} else if v.InConfig(f.Name) {
@@ -73,6 +68,17 @@ func (c *config) apply(cmd *cobra.Command) error {
 		}
 	})
 	return firstErr
+}
+
+// getenv looks name up in c.env; the last entry wins, as in os/exec. An
+// empty value counts as unset.
+func (c *config) getenv(name string) (string, bool) {
+	for i := len(c.env) - 1; i >= 0; i-- {
+		if k, v, ok := strings.Cut(c.env[i], "="); ok && k == name {
+			return v, v != ""
+		}
+	}
+	return "", false
 }
 
 // commandPath is the command's path below the root, dot-separated
