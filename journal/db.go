@@ -2,15 +2,24 @@ package journal
 
 import (
 	"errors"
+	"fmt"
+	"sync"
 
+	"github.com/cockroachdb/pebble/v2"
 	"github.com/cockroachdb/pebble/v2/vfs"
+	"github.com/fusee-dev/fusee/journal/wal"
+	"github.com/fusee-dev/fusee/meta"
 )
 
 // This file is the contract between the engine (the simulator under
 // journal/sim), the checks (inspect, verify, dump) and the persistence
-// layer. Bodies marked "not implemented" are being written.
+// layer: a data directory opened as a DB. Recovery is in recover.go, the
+// stores in store*.go, the layout in dir.go; docs/format.md describes the
+// bytes.
 
-var errNotImplemented = errors.New("not implemented yet")
+// ErrReadOnly is returned by Commit and Checkpoint on a DB opened
+// read-only.
+var ErrReadOnly = errors.New("the data directory is open read-only")
 
 // ShardOp is one log entry addressed to a shard.
 type ShardOp struct {
@@ -23,6 +32,8 @@ type CreateOptions struct {
 	Shards int
 	Now    int64 // virtual creation time (ms), recorded in checkpoints
 	NoSync bool  // bulk generation: skip per-commit fsyncs; Close syncs everything
+	// SegmentSize is the log's segment size target (0: wal's default).
+	SegmentSize int64
 }
 
 // OpenOptions configure how an existing directory is opened.
@@ -31,6 +42,8 @@ type OpenOptions struct {
 	// no truncation, nothing expires; the directory's bytes do not change.
 	ReadOnly bool
 	NoSync   bool
+	// SegmentSize is the log's segment size target (0: wal's default).
+	SegmentSize int64
 }
 
 // RecoveryReport says what recovery found.
@@ -38,6 +51,11 @@ type RecoveryReport struct {
 	Shards []ShardRecovery
 	// TornTail describes a dropped, never-acknowledged log tail ("" none).
 	TornTail string
+	// LogFrom is where the log was read from (the earliest checkpoint's
+	// position) and LogEnd where its last good batch ends.
+	LogFrom, LogEnd wal.Position
+	// Batches is how many log batches were read from LogFrom.
+	Batches int
 }
 
 // ShardRecovery is one shard's recovery.
@@ -46,35 +64,325 @@ type ShardRecovery struct {
 	CheckpointLSN uint64
 	Replayed      int // log entries applied after the checkpoint
 	LSN           uint64
+	// Skipped counts entries read at or below the checkpoint LSN: already
+	// in the store.
+	Skipped int
 }
 
 // DB is an open data directory: its lock, its meta file, its shared log
 // and one store per shard, with every shard's state recovered in memory.
+// Memory is O(directory size): every run's journal is loaded. A DB is not
+// safe for concurrent use.
 type DB struct {
 	Dir    string
 	FS     vfs.FS
 	Shards []*Shard
-	Now    int64 // the virtual clock as last checkpointed or logged
+	Now    int64 // the virtual clock as last checkpointed or set
+
+	lock     *lockedDir
+	readOnly bool
+	noSync   bool
+	cache    *pebble.Cache
+	stores   []*pebble.DB
+	headers  []CheckpointHeader // each shard's current checkpoint
+	tails    []tailStats        // each shard's log entries after its checkpoint
+	log      *wal.Writer        // nil when read-only
+	created  int64
+	err      error // set once the in-memory state may be ahead of the log
+	closed   bool
 }
 
-// Create makes a new, empty data directory and opens it.
-func Create(fs vfs.FS, dir string, opts CreateOptions) (*DB, error) { return nil, errNotImplemented }
-
-// Open takes the directory's lock and recovers every shard.
-func Open(fs vfs.FS, dir string, opts OpenOptions) (*DB, *RecoveryReport, error) {
-	return nil, nil, errNotImplemented
+// tailStats counts one shard's log entries after its checkpoint.
+type tailStats struct {
+	entries int
+	bytes   int64
 }
 
-// Commit appends ops to the log as one batch (one section per shard),
-// syncs it (unless NoSync) and then applies them to the shards' states.
-func (db *DB) Commit(ops []ShardOp) error { return errNotImplemented }
+// cacheSize is the block cache shared by a directory's stores.
+const cacheSize = 32 << 20
+
+// Create makes a new, empty data directory and opens it: fusee.meta
+// (format=local, log=3, shards=N), LOCK, an empty shared log and one empty
+// store per shard whose checkpoint is at LSN 0. dir must not exist or be
+// empty. Everything is synced; fusee.meta is written last, so a crash
+// during Create leaves no data directory (only files to delete).
+func Create(fs vfs.FS, dir string, opts CreateOptions) (*DB, error) {
+	if opts.Shards < 1 || opts.Shards > meta.MaxShards {
+		return nil, fmt.Errorf("creating %s: %d shards: a data directory has 1 to %d", dir, opts.Shards, meta.MaxShards)
+	}
+	m := meta.Meta{Format: meta.FormatLocal, Log: meta.LogShared, Shards: opts.Shards}
+	walOpts := wal.Options{NoSync: opts.NoSync, SegmentSize: opts.SegmentSize}
+	var w *wal.Writer
+	build := func() error {
+		var err error
+		if w, err = wal.Create(fs, wal.Dir(fs, dir), walOpts); err != nil {
+			return err
+		}
+		if err := w.Sync(); err != nil {
+			return err
+		}
+		pos, err := w.NextPosition()
+		if err != nil {
+			return err
+		}
+		if err := fs.MkdirAll(fs.PathJoin(dir, "shards"), 0o755); err != nil {
+			return err
+		}
+		for i := range opts.Shards {
+			if err := fs.MkdirAll(ShardDir(fs, dir, i), 0o755); err != nil {
+				return err
+			}
+			hdr := CheckpointHeader{Log: pos, Now: opts.Now, Created: opts.Now, Gen: 1}
+			if err := WriteShardStore(fs, StoreDir(fs, dir, i), NewShard(i, opts.Shards), hdr); err != nil {
+				return err
+			}
+			if err := syncDir(fs, ShardDir(fs, dir, i)); err != nil {
+				return err
+			}
+		}
+		if err := syncDir(fs, fs.PathJoin(dir, "shards")); err != nil {
+			return err
+		}
+		return syncDir(fs, dir)
+	}
+	lock, err := createDir(fs, dir, m, build)
+	if err != nil {
+		if w != nil {
+			_ = w.Close()
+		}
+		return nil, fmt.Errorf("creating %s: %w", dir, err)
+	}
+	db := &DB{Dir: dir, FS: fs, Now: opts.Now, lock: lock, noSync: opts.NoSync, created: opts.Now, log: w}
+	if err := db.openStores(opts.Shards); err != nil {
+		db.closeAll()
+		return nil, err
+	}
+	for i := range db.Shards {
+		s, hdr, err := loadShard(db.stores[i], StoreDir(fs, dir, i), i, opts.Shards)
+		if err != nil {
+			db.closeAll()
+			return nil, err
+		}
+		s.trackChanges()
+		db.Shards[i], db.headers[i] = s, hdr
+	}
+	return db, nil
+}
+
+// openStores opens every shard's store.
+func (db *DB) openStores(n int) error {
+	db.cache = pebble.NewCache(cacheSize)
+	db.Shards = make([]*Shard, n)
+	db.stores = make([]*pebble.DB, n)
+	db.headers = make([]CheckpointHeader, n)
+	db.tails = make([]tailStats, n)
+	for i := range n {
+		st, err := openStore(db.FS, StoreDir(db.FS, db.Dir, i), db.cache, db.readOnly, false)
+		if err != nil {
+			return err
+		}
+		db.stores[i] = st
+	}
+	return nil
+}
+
+// Meta is the directory's fusee.meta as read when it was opened.
+func (db *DB) Meta() meta.Meta { return db.lock.meta }
+
+// ReadOnly reports whether the DB was opened read-only.
+func (db *DB) ReadOnly() bool { return db.readOnly }
+
+// Commit appends ops to the log as one batch (one section per shard) and
+// applies them to the shards' states; it returns once the batch is synced
+// (in NoSync mode, at the next Checkpoint or Close). Each op is applied
+// first, in order, so that an op that does not fit its shard never reaches
+// the log, where it would stop every later recovery. Such an op, or a
+// failed log write, leaves the memory ahead of the log: the DB then
+// refuses everything but Close, and the directory reopens to the state of
+// the last acknowledged Commit.
+func (db *DB) Commit(ops []ShardOp) error {
+	if err := db.writable(); err != nil {
+		return err
+	}
+	if len(ops) == 0 {
+		return nil
+	}
+	entries := make([]wal.Entry, len(ops))
+	for i := range ops {
+		sop := &ops[i]
+		if sop.Shard < 0 || sop.Shard >= len(db.Shards) {
+			return fmt.Errorf("commit: op %d is for shard %d, but the directory has %d shards", i, sop.Shard, len(db.Shards))
+		}
+	}
+	for i := range ops {
+		sop := &ops[i]
+		s := db.Shards[sop.Shard]
+		if err := s.Apply(&sop.Op); err != nil {
+			db.err = fmt.Errorf("commit refused op %d (%s on shard %d): %w; the in-memory state is now ahead of the log: close and reopen the directory", i, sop.Op.Kind, sop.Shard, err)
+			return db.err
+		}
+		s.LSN++
+		entries[i] = wal.Entry{Shard: sop.Shard, Data: EncodeOp(nil, &sop.Op)}
+	}
+	if _, err := db.log.Append(entries); err != nil {
+		db.err = fmt.Errorf("commit: writing the log: %w; the in-memory state is now ahead of the log: close and reopen the directory", err)
+		return db.err
+	}
+	for i := range entries {
+		e := &entries[i]
+		t := &db.tails[e.Shard]
+		t.entries++
+		t.bytes += int64(len(e.Data))
+		// The log numbers each shard's entries in the order given, as
+		// Commit counted them above; the last of each shard's must agree.
+		if s := db.Shards[e.Shard]; db.log.NextLSN(e.Shard) != s.LSN+1 {
+			db.err = fmt.Errorf("commit: shard %d is at LSN %d but its log entries reach %d: close and reopen the directory",
+				e.Shard, s.LSN, db.log.NextLSN(e.Shard)-1)
+			return db.err
+		}
+	}
+	return nil
+}
+
+func (db *DB) writable() error {
+	switch {
+	case db.closed:
+		return errors.New("the data directory is closed")
+	case db.readOnly:
+		return ErrReadOnly
+	}
+	return db.err
+}
 
 // SetNow records the engine's virtual clock (persisted at checkpoints).
 func (db *DB) SetNow(now int64) { db.Now = now }
 
-// Checkpoint makes every shard's store reflect its state up to its LSN and
-// lets the log drop what no checkpoint still needs.
-func (db *DB) Checkpoint() error { return errNotImplemented }
+// checkpointParallelism bounds how many stores commit at once: each commit
+// waits for an fsync, so a few in flight overlap them.
+const checkpointParallelism = 8
 
-// Close releases the lock; it does not checkpoint.
-func (db *DB) Close() error { return errNotImplemented }
+// Checkpoint makes every shard's store reflect its state up to its LSN and
+// lets the log drop what no checkpoint still needs. It first syncs the log
+// (so no checkpoint can point past its durable end), then writes each
+// changed shard's store in one atomic, synced pebble batch: the changed
+// keys and the new header. A shard with no change since its checkpoint is
+// rewritten only if its header pins a log segment that could otherwise be
+// removed. Last, the log's segments before every header's position are
+// deleted. A crash at any point leaves each store at its old or its new
+// checkpoint, and the log holds what both need.
+func (db *DB) Checkpoint() error {
+	if err := db.writable(); err != nil {
+		return err
+	}
+	if err := db.log.Sync(); err != nil {
+		db.err = fmt.Errorf("checkpoint: syncing the log: %w", err)
+		return db.err
+	}
+	pos, err := db.log.NextPosition()
+	if err != nil {
+		return fmt.Errorf("checkpoint: %w", err)
+	}
+	var (
+		wg   sync.WaitGroup
+		sem  = make(chan struct{}, checkpointParallelism)
+		errs = make([]error, len(db.Shards))
+	)
+	for i, s := range db.Shards {
+		old := db.headers[i]
+		if s.pendingChanges() == 0 && old.LSN == s.LSN && old.Log.Segment == pos.Segment {
+			continue
+		}
+		hdr := headerFor(s, CheckpointHeader{Log: pos, Now: db.Now, Created: db.created, Gen: old.Gen, Seq: old.Seq + 1})
+		wg.Add(1)
+		sem <- struct{}{}
+		go func() {
+			defer func() { <-sem; wg.Done() }()
+			errs[i] = db.checkpointShard(i, &hdr)
+		}()
+	}
+	wg.Wait()
+	if err := errors.Join(errs...); err != nil {
+		// A store that failed may or may not have its new checkpoint; its
+		// change tracking no longer says what it lacks.
+		db.err = fmt.Errorf("checkpoint: %w", err)
+		return db.err
+	}
+	oldest := pos
+	for _, h := range db.headers {
+		if comparePos(h.Log, oldest) < 0 {
+			oldest = h.Log
+		}
+	}
+	if err := wal.RemoveBefore(db.FS, wal.Dir(db.FS, db.Dir), oldest); err != nil {
+		return fmt.Errorf("checkpoint: truncating the log: %w", err)
+	}
+	return nil
+}
+
+// checkpointShard writes shard i's changes and header hdr in one synced
+// batch.
+func (db *DB) checkpointShard(i int, hdr *CheckpointHeader) error {
+	s := db.Shards[i]
+	b := db.stores[i].NewBatch()
+	defer b.Close()
+	if err := writeChanges(b, s, hdr); err != nil {
+		return fmt.Errorf("shard %d: %w", i, err)
+	}
+	if err := b.Commit(pebble.Sync); err != nil {
+		return fmt.Errorf("shard store %s: %w", StoreDir(db.FS, db.Dir, i), err)
+	}
+	s.trackChanges()
+	db.headers[i] = *hdr
+	db.tails[i] = tailStats{}
+	return nil
+}
+
+// comparePos orders log positions.
+func comparePos(a, b wal.Position) int {
+	switch {
+	case a.Segment != b.Segment:
+		if a.Segment < b.Segment {
+			return -1
+		}
+		return 1
+	case a.Offset < b.Offset:
+		return -1
+	case a.Offset > b.Offset:
+		return 1
+	}
+	return 0
+}
+
+// Close syncs and closes the log (a read-write DB), closes the stores and
+// releases the lock; it does not checkpoint. Calling it again does nothing.
+func (db *DB) Close() error {
+	if db.closed {
+		return nil
+	}
+	return db.closeAll()
+}
+
+func (db *DB) closeAll() error {
+	db.closed = true
+	var errs []error
+	if db.log != nil {
+		errs = append(errs, db.log.Close())
+		db.log = nil
+	}
+	for i, st := range db.stores {
+		if st != nil {
+			if err := st.Close(); err != nil {
+				errs = append(errs, fmt.Errorf("closing shard store %s: %w", StoreDir(db.FS, db.Dir, i), err))
+			}
+		}
+	}
+	db.stores = nil
+	if db.cache != nil {
+		db.cache.Unref()
+		db.cache = nil
+	}
+	if db.lock != nil {
+		errs = append(errs, db.lock.Close())
+	}
+	return errors.Join(errs...)
+}

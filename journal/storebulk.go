@@ -138,7 +138,9 @@ func WriteShardStore(fs vfs.FS, dir string, s *Shard, hdr CheckpointHeader) erro
 // writeTables writes s's keys into sstables under tmp, starting a new table
 // every bulkTableSize bytes, and returns their paths.
 func writeTables(fs vfs.FS, tmp string, db *pebble.DB, s *Shard, hdr *CheckpointHeader) ([]string, error) {
-	wopts := storeOptions(fs, nil, false, true).MakeWriterOptions(6, db.FormatMajorVersion().MaxTableFormat())
+	o := storeOptions(fs, nil, false, true)
+	o.EnsureDefaults()
+	wopts := o.MakeWriterOptions(6, db.FormatMajorVersion().MaxTableFormat())
 	var (
 		paths []string
 		w     *sstable.Writer

@@ -3,6 +3,8 @@ package journal
 import (
 	"encoding/binary"
 	"fmt"
+
+	"github.com/fusee-dev/fusee/journal/wal"
 )
 
 // Store values. Each is a fixed sequence of fields (uvarints, zigzag
@@ -23,21 +25,15 @@ type CheckpointHeader struct {
 	NextRun RunNo  // the number the next run started here gets
 	NextSeq uint64 // the next outbox sequence number
 	// Log is the position in the shared log of the first batch that can
-	// hold this shard's entries after LSN: recovery reads from there.
-	Log     LogPos
+	// hold this shard's entries after LSN: recovery reads from there. In a
+	// log format 2 directory it is unused (zero): a shard's own log is
+	// read from its first segment.
+	Log     wal.Position
 	Now     int64  // the engine's virtual clock at the checkpoint (ms)
 	Created int64  // the directory's creation time (virtual ms)
 	Gen     uint64 // store generation: 1 when created; each rebuild (reshard, upgrade) adds one
 	Seq     uint64 // checkpoints written into this store generation (0: the initial one)
 }
-
-// LogPos is a position in the write-ahead log.
-type LogPos struct {
-	Segment uint64 // log segment number
-	Offset  int64  // byte offset of a batch in the segment
-}
-
-func (p LogPos) String() string { return fmt.Sprintf("%06d@%d", p.Segment, p.Offset) }
 
 // EncodeHeader appends the encoding of h to dst.
 func EncodeHeader(dst []byte, h *CheckpointHeader) []byte {

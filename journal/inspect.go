@@ -1,0 +1,97 @@
+package journal
+
+import (
+	"errors"
+	"fmt"
+
+	"github.com/fusee-dev/fusee/journal/wal"
+)
+
+// What inspect and verify read cheaply from an open DB, without walking
+// the shards' states.
+
+// ShardStats describes one shard's persistence.
+type ShardStats struct {
+	Shard      int
+	Checkpoint CheckpointHeader // the store's current checkpoint header
+	LSN        uint64           // the shard's LSN in memory (checkpoint + log tail)
+	// TailEntries and TailBytes count the log entries after the checkpoint
+	// (replayed at open or committed since) and their encoded size.
+	TailEntries int
+	TailBytes   int64
+	// StoreBytes is the disk space the store uses (pebble's estimate:
+	// tables, its own log, manifest).
+	StoreBytes uint64
+}
+
+// Stats describes a directory's persistence.
+type Stats struct {
+	Shards []ShardStats
+	// LogSegments and LogBytes count the shared log's segment files.
+	LogSegments int
+	LogBytes    int64
+}
+
+// Stats reports per-shard store sizes, checkpoints and log tails, and the
+// log's size.
+func (db *DB) Stats() (Stats, error) {
+	if db.closed {
+		return Stats{}, errors.New("the data directory is closed")
+	}
+	var st Stats
+	for i, s := range db.Shards {
+		st.Shards = append(st.Shards, ShardStats{
+			Shard: i, Checkpoint: db.headers[i], LSN: s.LSN,
+			TailEntries: db.tails[i].entries, TailBytes: db.tails[i].bytes,
+			StoreBytes: db.stores[i].Metrics().DiskSpaceUsage(),
+		})
+	}
+	dir := wal.Dir(db.FS, db.Dir)
+	names, err := db.FS.List(dir)
+	if err != nil {
+		return st, fmt.Errorf("listing %s: %w", dir, err)
+	}
+	for _, name := range names {
+		if len(name) != len("0000000000000001.log") || name[len(name)-4:] != ".log" {
+			continue
+		}
+		fi, err := db.FS.Stat(db.FS.PathJoin(dir, name))
+		if err != nil {
+			return st, err
+		}
+		st.LogSegments++
+		st.LogBytes += fi.Size()
+	}
+	return st, nil
+}
+
+// Header is shard's current checkpoint header.
+func (db *DB) Header(shard int) (CheckpointHeader, error) {
+	if err := db.checkShard(shard); err != nil {
+		return CheckpointHeader{}, err
+	}
+	return db.headers[shard], nil
+}
+
+// StoreKeys calls fn for every key of shard's store in key order, as the
+// store holds them at its checkpoint (the log tail is not in the store).
+// Keys follow the layout of storekey.go (ParseStoreKey, DecodeRunEntry, …);
+// verify uses it to cross-check the stored index and timers against the
+// runs. key and value are valid only during the call. An error from fn
+// stops the walk and is returned.
+func (db *DB) StoreKeys(shard int, fn func(key, value []byte) error) error {
+	if err := db.checkShard(shard); err != nil {
+		return err
+	}
+	it, err := db.stores[shard].NewIter(nil)
+	if err != nil {
+		return err
+	}
+	for ok := it.First(); ok; ok = it.Next() {
+		if err := fn(it.Key(), it.Value()); err != nil {
+			it.Close()
+			return err
+		}
+	}
+	return errors.Join(it.Error(), it.Close())
+}

@@ -1,0 +1,154 @@
+package journal
+
+import (
+	"errors"
+	"fmt"
+
+	"github.com/cockroachdb/pebble/v2/vfs"
+	"github.com/fusee-dev/fusee/journal/wal"
+	"github.com/fusee-dev/fusee/meta"
+)
+
+// LogError is a log entry that recovery cannot use although the log's
+// framing and chain are intact: it does not decode, it does not fit its
+// shard's state, or its shard's LSNs have a gap. The log or a store is
+// damaged.
+type LogError struct {
+	Pos   wal.Position // the batch holding the entry
+	Shard int
+	LSN   uint64
+	Err   error
+}
+
+func (e *LogError) Error() string {
+	return fmt.Sprintf("log batch at %s, shard %d, LSN %d: %v; the log and the shard's store disagree: restore the data directory from a backup",
+		e.Pos, e.Shard, e.LSN, e.Err)
+}
+
+func (e *LogError) Unwrap() error { return e.Err }
+
+// Open takes the directory's lock and recovers every shard: it reads
+// fusee.meta (refusing an interrupted reshard, meta.ErrSwitching, and log
+// format 2, meta.ErrOldLog, which `fusee upgrade` converts), loads each
+// shard's store (its checkpoint) into memory and checks it, then reads the
+// shared log from the earliest checkpoint's position and applies each
+// shard's entries above its checkpoint's LSN. A torn, never-acknowledged
+// log tail is dropped and reported; damage anywhere is an error naming the
+// file and offset or the store and key.
+//
+// Read-write, the log then continues after its last good batch. Read-only,
+// nothing is written: stores are opened read-only, the log is only read,
+// and the directory's bytes do not change.
+func Open(fs vfs.FS, dir string, opts OpenOptions) (*DB, *RecoveryReport, error) {
+	lock, err := openDir(fs, dir, meta.Options{Log: meta.LogShared})
+	if err != nil {
+		return nil, nil, err
+	}
+	db := &DB{Dir: dir, FS: fs, lock: lock, readOnly: opts.ReadOnly, noSync: opts.NoSync}
+	rep, err := db.recover(opts)
+	if err != nil {
+		db.closeAll()
+		return nil, nil, err
+	}
+	return db, rep, nil
+}
+
+func (db *DB) recover(opts OpenOptions) (*RecoveryReport, error) {
+	fs, n := db.FS, db.lock.meta.Shards
+	if err := db.openStores(n); err != nil {
+		return nil, err
+	}
+	rep := &RecoveryReport{Shards: make([]ShardRecovery, n)}
+	for i := range n {
+		s, hdr, err := loadShard(db.stores[i], StoreDir(fs, db.Dir, i), i, n)
+		if err != nil {
+			return nil, err
+		}
+		s.trackChanges()
+		db.Shards[i], db.headers[i] = s, hdr
+		rep.Shards[i] = ShardRecovery{Shard: i, CheckpointLSN: hdr.LSN, LSN: hdr.LSN}
+		if i == 0 || comparePos(hdr.Log, rep.LogFrom) < 0 {
+			rep.LogFrom = hdr.Log
+		}
+		db.Now = max(db.Now, hdr.Now)
+		db.created = hdr.Created
+	}
+	walDir := wal.Dir(fs, db.Dir)
+	tail, err := wal.Read(fs, walDir, rep.LogFrom, func(b wal.Batch) error {
+		rep.Batches++
+		return db.replay(&b, rep)
+	})
+	if err != nil {
+		return nil, fmt.Errorf("recovering %s: %w", db.Dir, err)
+	}
+	rep.LogEnd = tail.End
+	rep.TornTail = tail.Torn.String()
+	for i, s := range db.Shards {
+		if next := tail.NextLSN[i]; next != s.LSN+1 {
+			return nil, fmt.Errorf("recovering %s: shard %d's checkpoint and log disagree: the store reflects LSN %d, the log's entries for it end at LSN %d; restore the data directory from a backup",
+				db.Dir, i, db.headers[i].LSN, next-1)
+		}
+		rep.Shards[i].LSN = s.LSN
+	}
+	for k := n; k < len(tail.NextLSN); k++ {
+		if tail.NextLSN[k] != 1 {
+			return nil, fmt.Errorf("recovering %s: the log has entries for shard %d, but the directory has %d shards; restore the data directory from a backup", db.Dir, k, n)
+		}
+	}
+	if !opts.ReadOnly {
+		w, err := wal.OpenAppend(fs, walDir, tail, wal.Options{NoSync: opts.NoSync, SegmentSize: opts.SegmentSize})
+		if err != nil {
+			return nil, fmt.Errorf("recovering %s: continuing the log: %w", db.Dir, err)
+		}
+		db.log = w
+	}
+	return rep, nil
+}
+
+// replay applies one log batch's entries above each shard's LSN.
+func (db *DB) replay(b *wal.Batch, rep *RecoveryReport) error {
+	for si := range b.Sections {
+		sec := &b.Sections[si]
+		if sec.Shard >= len(db.Shards) {
+			return &LogError{Pos: b.Pos, Shard: sec.Shard, LSN: sec.FirstLSN,
+				Err: fmt.Errorf("an entry for shard %d, but the directory has %d shards", sec.Shard, len(db.Shards))}
+		}
+		s := db.Shards[sec.Shard]
+		sr := &rep.Shards[sec.Shard]
+		for j, data := range sec.Entries {
+			lsn := sec.FirstLSN + uint64(j)
+			if lsn <= s.LSN {
+				sr.Skipped++
+				continue
+			}
+			fail := func(err error) error { return &LogError{Pos: b.Pos, Shard: sec.Shard, LSN: lsn, Err: err} }
+			if lsn != s.LSN+1 {
+				return fail(fmt.Errorf("a gap: the shard is at LSN %d", s.LSN))
+			}
+			op, err := DecodeOp(data)
+			if err != nil {
+				return fail(fmt.Errorf("entry does not decode: %w", err))
+			}
+			if err := s.Apply(&op); err != nil {
+				return fail(err)
+			}
+			s.LSN = lsn
+			sr.Replayed++
+			t := &db.tails[sec.Shard]
+			t.entries++
+			t.bytes += int64(len(data))
+		}
+	}
+	return nil
+}
+
+// errNoShard is returned for a shard number out of range.
+func (db *DB) checkShard(shard int) error {
+	if shard < 0 || shard >= len(db.Shards) {
+		return fmt.Errorf("shard %d: the directory has shards 0..%d", shard, len(db.Shards)-1)
+	}
+	if db.closed {
+		return errors.New("the data directory is closed")
+	}
+	return nil
+}
