@@ -182,3 +182,15 @@ func (l *testLog) close(t testing.TB) {
 		t.Fatal(err)
 	}
 }
+
+// tailString prints a Tail with only the shards whose next LSN is not 1.
+func tailString(t Tail) string {
+	var next []string
+	for shard, n := range t.NextLSN {
+		if n != 1 {
+			next = append(next, fmt.Sprintf("%d:%d", shard, n))
+		}
+	}
+	return fmt.Sprintf("{log %x, last batch %d (%08x), next LSNs %v, end %v, torn %v}",
+		t.LogID, t.LastBatch, t.LastSum, next, t.End, t.Torn)
+}

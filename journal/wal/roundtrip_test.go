@@ -89,7 +89,7 @@ func TestRoundTrip(t *testing.T) {
 			t.Fatal(d)
 		}
 		if tail.Torn != nil || tail.LastBatch != uint64(n) || tail.LogID != 7 {
-			t.Fatalf("tail %+v", tail)
+			t.Fatalf("tail %s", tailString(tail))
 		}
 		for shard, next := range tail.NextLSN {
 			if next != lastLSN[shard]+1 {
@@ -110,7 +110,7 @@ func TestRoundTrip(t *testing.T) {
 			t.Fatalf("reading from %v: %s", from, d)
 		}
 		if fmt.Sprint(tail2) != fmt.Sprint(tail) {
-			t.Fatalf("reading from %v: tail %+v, want %+v", from, tail2, tail)
+			t.Fatalf("reading from %v: tail %s, want %s", from, tailString(tail2), tailString(tail))
 		}
 	})
 }
