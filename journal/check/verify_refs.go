@@ -186,7 +186,7 @@ func (v *verifier) located(s *journal.Shard, r *journal.Run, rec *journal.Record
 }
 
 func (v *verifier) locatedShard(s *journal.Shard, r *journal.Run, rec *journal.Record, what string, ref journal.RunRef, id string) (*journal.Run, *journal.Shard) {
-	if id != "" {
+	if _, ok := v.u.byIndex[ref.Shard]; ok && id != "" {
 		if want := journal.ShardOf(id, v.st.ShardCount); want != ref.Shard {
 			v.addf(KindRefWrongShard, s.Index, r.No, "%s at %d: %s %s is on shard %d, but %q lives on shard %d",
 				rec.Kind, rec.Pos, what, ref, ref.Shard, id, want)
