@@ -287,14 +287,14 @@ func (d *dumper) recLine(l located, index uint32, rec *journal.Record, archived 
 	line := recLine{T: "rec", Run: name(r), Pos: index, Kind: rec.Kind.String(), Archived: archived,
 		Time: rec.Time, Deadline: rec.Deadline, Ref: rec.Ref, WorkflowID: rec.WorkflowID, Type: rec.Type,
 		Name: rec.Name, MsgID: rec.MsgID, Attempt: rec.Attempt, Gen: rec.Gen, ParentID: rec.ParentID,
-		Status:   strIf(rec.Status, rec.Status == journal.StatusNone),
-		Origin:   strIf(rec.Origin, rec.Kind != journal.KindStart && rec.Origin == journal.OriginFresh),
-		Parent:   d.posRef(rec.Parent.Shard, rec.Parent.Run, rec.Parent.Pos),
-		Pred:     d.runRef(rec.Pred),
-		Next:     d.runRef(rec.Next),
-		By:       d.runRef(rec.By),
-		Key:      d.keyRef(rec.Key),
-		Token:    d.posRef(rec.Token.Shard, rec.Token.Run, rec.Token.Pos),
+		Status: strIf(rec.Status, rec.Status == journal.StatusNone),
+		Origin: strIf(rec.Origin, rec.Kind != journal.KindStart && rec.Origin == journal.OriginFresh),
+		Parent: d.posRef(rec.Parent.Shard, rec.Parent.Run, rec.Parent.Pos),
+		Pred:   d.runRef(rec.Pred),
+		Next:   d.runRef(rec.Next),
+		By:     d.runRef(rec.By),
+		Key:    d.keyRef(rec.Key),
+		Token:  d.posRef(rec.Token.Shard, rec.Token.Run, rec.Token.Pos),
 	}
 	if rec.Pos != index {
 		p := rec.Pos
@@ -430,8 +430,8 @@ func (d *dumper) msgLines() []any {
 }
 
 type seenLine struct {
-	T    string     `json:"t"`
-	ID   string     `json:"id"`
+	T    string    `json:"t"`
+	ID   string    `json:"id"`
 	Phys *seenPhys `json:"phys,omitempty"`
 }
 

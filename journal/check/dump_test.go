@@ -133,7 +133,10 @@ func TestDumpSeesEveryLogicalChange(t *testing.T) {
 		name   string
 		mutate func(w *world)
 	}{
-		{"record payload", func(w *world) { r := firstRun(w, hasRecord(journal.KindStep)); r.Journal[len(r.Journal)-1].Payload = []byte("x") }},
+		{"record payload", func(w *world) {
+			r := firstRun(w, hasRecord(journal.KindStep))
+			r.Journal[len(r.Journal)-1].Payload = []byte("x")
+		}},
 		{"record name", func(w *world) { r := firstRun(w, hasRecord(journal.KindStep)); lastOf(r, journal.KindStep).Name += "!" }},
 		{"run state", func(w *world) { firstRun(w, inState(journal.StateRunning)).State = journal.StateParked }},
 		{"run status", func(w *world) { firstRun(w, inState(journal.StateFinished)).Status = journal.StatusFailed + 1 }},

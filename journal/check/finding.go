@@ -39,27 +39,27 @@ const (
 	KindWrongShard        Kind = "wrong-shard"         // ShardOf(workflow ID, N) != the shard holding the run
 
 	// A run against its own journal.
-	KindRunState      Kind = "run-state"       // unknown run state value
-	KindRunHeader     Kind = "run-header"      // run entry (ID, gen, type, times, status) disagrees with its Start/Done records
-	KindStateJournal  Kind = "state-journal"   // state disagrees with the journal (finished <=> Done last; tombstone <=> archived)
-	KindJournalEmpty  Kind = "journal-empty"   // a run that is not a tombstone has no records
-	KindJournalStart  Kind = "journal-start"   // the first record is not Start, or a Start record later
-	KindJournalPos    Kind = "journal-pos"     // a record's Pos is not its index
-	KindJournalKind   Kind = "journal-kind"    // unknown record kind
-	KindJournalDone   Kind = "journal-done"    // a Done record that is not the last, or more than one
-	KindCompletion    Kind = "completion"      // a completion's Ref is not an earlier record of the kind it completes
+	KindRunState      Kind = "run-state"        // unknown run state value
+	KindRunHeader     Kind = "run-header"       // run entry (ID, gen, type, times, status) disagrees with its Start/Done records
+	KindStateJournal  Kind = "state-journal"    // state disagrees with the journal (finished <=> Done last; tombstone <=> archived)
+	KindJournalEmpty  Kind = "journal-empty"    // a run that is not a tombstone has no records
+	KindJournalStart  Kind = "journal-start"    // the first record is not Start, or a Start record later
+	KindJournalPos    Kind = "journal-pos"      // a record's Pos is not its index
+	KindJournalKind   Kind = "journal-kind"     // unknown record kind
+	KindJournalDone   Kind = "journal-done"     // a Done record that is not the last, or more than one
+	KindCompletion    Kind = "completion"       // a completion's Ref is not an earlier record of the kind it completes
 	KindCompletionDup Kind = "completion-twice" // two records complete the same position
-	KindRecordFields  Kind = "record-fields"   // a record lacks a field its kind requires or has an invalid value
-	KindArchiveOrphan Kind = "archive-orphan"  // an archived history whose run is missing or not a tombstone
+	KindRecordFields  Kind = "record-fields"    // a record lacks a field its kind requires or has an invalid value
+	KindArchiveOrphan Kind = "archive-orphan"   // an archived history whose run is missing or not a tombstone
 
 	// ID index and generations.
-	KindIndexMissingRun  Kind = "index-missing-run"    // an index entry names a run the shard does not have
-	KindIndexWrongID     Kind = "index-wrong-id"       // an index entry names a run of another workflow ID
-	KindIndexNotLatest   Kind = "index-not-latest"     // an index entry is not the highest generation of its ID
-	KindIndexMissingID   Kind = "index-missing-id"     // a run's workflow ID has no index entry
-	KindGenDuplicate     Kind = "gen-duplicate"        // two runs of one ID share a generation
-	KindGenGap           Kind = "gen-gap"              // an ID's generations are not 1..k
-	KindGenOrder         Kind = "gen-order"            // a later generation has a lower run number
+	KindIndexMissingRun  Kind = "index-missing-run"     // an index entry names a run the shard does not have
+	KindIndexWrongID     Kind = "index-wrong-id"        // an index entry names a run of another workflow ID
+	KindIndexNotLatest   Kind = "index-not-latest"      // an index entry is not the highest generation of its ID
+	KindIndexMissingID   Kind = "index-missing-id"      // a run's workflow ID has no index entry
+	KindGenDuplicate     Kind = "gen-duplicate"         // two runs of one ID share a generation
+	KindGenGap           Kind = "gen-gap"               // an ID's generations are not 1..k
+	KindGenOrder         Kind = "gen-order"             // a later generation has a lower run number
 	KindSupersededActive Kind = "superseded-unfinished" // a run that is not its ID's latest is not finished
 
 	// References.

@@ -17,7 +17,7 @@ type State struct {
 	LogFormat  int    // fusee.meta log= (meta.LogShared)
 	ShardCount int    // fusee.meta shards=
 
-	Shards   []*journal.Shard         // slot i holds shard i
+	Shards   []*journal.Shard        // slot i holds shard i
 	Recovery *journal.RecoveryReport // nil when not known
 }
 

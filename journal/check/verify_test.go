@@ -91,7 +91,7 @@ func newScenario(t *testing.T) *scenario {
 }
 
 func (sc *scenario) shardOf(x ident) *journal.Shard { return sc.w.shard(x) }
-func (sc *scenario) run(x ident) *journal.Run     { return sc.w.run(x) }
+func (sc *scenario) run(x ident) *journal.Run       { return sc.w.run(x) }
 
 // msg finds an outbox message by ID.
 func (sc *scenario) msg(id string) (*journal.Shard, *journal.Message) {
