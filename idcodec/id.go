@@ -98,8 +98,11 @@ func numberSegment(s string, tag byte) (int64, string, bool) {
 func IsLegacy(s string) bool { return Parse(s).Legacy }
 
 // Format builds an id. The namespace must be non-empty and dot-free; a
-// blank cell (empty or only whitespace) omits the cell segment, any other
-// cell must be dot-free. The id may be at most MaxLength UTF-16 code units.
+// blank cell (empty or only whitespace, as Java's isBlank counts it) omits
+// the cell segment, any other cell must be dot-free. Epoch and shard must
+// not be negative, and the ulid must be non-empty and on one line, so that
+// Parse reads the id back. The id may be at most MaxLength UTF-16 code
+// units.
 func Format(namespace, cell string, epoch, shard int64, ulid string) (string, error) {
 	if err := checkSegment(namespace, "namespace"); err != nil {
 		return "", err
