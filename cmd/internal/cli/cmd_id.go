@@ -3,6 +3,7 @@ package cli
 import (
 	"bufio"
 	"crypto/rand"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"strconv"
@@ -360,6 +361,7 @@ func runIDMint(cmd *cobra.Command, ios *IO, o idMintOptions) error {
 	ctx := cmd.Context()
 	m := idcodec.NewMinter(idcodec.NewPlacement(o.namespace, o.cell, o.epoch, o.owned), rand.Reader, nil)
 	w := bufio.NewWriter(ios.Out)
+	enc := json.NewEncoder(w) // one compact object per line
 	for i := range o.count {
 		if i%1024 == 0 && ctx != nil {
 			if err := ctx.Err(); err != nil {
@@ -376,7 +378,7 @@ func runIDMint(cmd *cobra.Command, ios *IO, o idMintOptions) error {
 			return err
 		}
 		if o.json {
-			err = (&IO{Out: w}).printJSONLine(newIDView(id))
+			err = enc.Encode(newIDView(id))
 		} else {
 			_, err = fmt.Fprintln(w, id)
 		}
