@@ -135,21 +135,26 @@ func writeRing(b *strings.Builder, indent string, ring Ring) {
 
 // FormatShardSet writes shard numbers as sorted ranges: "0-3, 7, 9-12".
 func FormatShardSet(shards []int) string {
+	return strings.Join(ShardRanges(shards), ", ")
+}
+
+// ShardRanges lists shard numbers as sorted ranges: ["0-3", "7", "9-12"].
+func ShardRanges(shards []int) []string {
 	s := slices.Clone(shards)
 	slices.Sort(s)
 	s = slices.Compact(s)
-	var parts []string
+	var out []string
 	for i := 0; i < len(s); {
 		j := i + 1
 		for j < len(s) && s[j] == s[j-1]+1 {
 			j++
 		}
 		if j-i == 1 {
-			parts = append(parts, strconv.Itoa(s[i]))
+			out = append(out, strconv.Itoa(s[i]))
 		} else {
-			parts = append(parts, fmt.Sprintf("%d-%d", s[i], s[j-1]))
+			out = append(out, fmt.Sprintf("%d-%d", s[i], s[j-1]))
 		}
 		i = j
 	}
-	return strings.Join(parts, ", ")
+	return out
 }

@@ -356,25 +356,35 @@ func reassign(base Ring, cells []string, targets map[string]int, g Goal) Ring {
 	return next
 }
 
-// changes tabulates every cell of either ring: before, after, target.
-func changes(from, to Ring, targets map[string]int, g Goal) []CellChange {
+// CompareRings tabulates every cell of either ring, in order of first
+// appearance (from's cells first): its shards before and after.
+func CompareRings(from, to Ring) []CellChange {
 	before, after := from.Counts(), to.Counts()
 	cells := from.Cells()
 	for _, c := range to.Cells() {
-		if !slices.Contains(cells, c) {
+		if before[c] == 0 {
 			cells = append(cells, c)
 		}
 	}
 	out := make([]CellChange, len(cells))
 	for i, c := range cells {
-		w := 0
-		if targets[c] > 0 && g.Kind != GoalSplit {
-			w = 1
-			if x, ok := g.Weights[c]; ok {
-				w = x
+		out[i] = CellChange{Cell: c, Before: before[c], After: after[c]}
+	}
+	return out
+}
+
+// changes is CompareRings with each cell's target and weight.
+func changes(from, to Ring, targets map[string]int, g Goal) []CellChange {
+	out := CompareRings(from, to)
+	for i := range out {
+		c := &out[i]
+		c.Target = targets[c.Cell]
+		if c.Target > 0 && g.Kind != GoalSplit {
+			c.Weight = 1
+			if x, ok := g.Weights[c.Cell]; ok {
+				c.Weight = x
 			}
 		}
-		out[i] = CellChange{Cell: c, Before: before[c], After: after[c], Target: targets[c], Weight: w}
 	}
 	return out
 }

@@ -1,0 +1,164 @@
+package cli
+
+import (
+	"errors"
+	"fmt"
+	"maps"
+	"slices"
+	"strconv"
+	"strings"
+
+	"github.com/spf13/cobra"
+
+	"github.com/fusee-dev/fusee/ringfile"
+)
+
+func init() {
+	addCommand(newRingCmd)
+	registerCodeMapper(func(err error) (int, bool) {
+		switch {
+		case errors.Is(err, ringfile.ErrConflict):
+			return ExitConflict, true
+		case errors.Is(err, ringfile.ErrLocked):
+			return ExitInUse, true
+		}
+		return 0, false
+	})
+}
+
+func newRingCmd(ios *IO) *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "ring",
+		Short: "Hold, check, plan and open the rings that place a namespace on cells",
+		Long: `A ring file holds one namespace's placement policy: its fixed shard count,
+its epochs (each OPEN, DRAINING or RETIRED) and each epoch's ring, which
+places every shard on one cell. An id carries its epoch and shard, so its
+cell is a lookup in its own epoch's ring and never changes.
+
+A published ring is sealed: the only way to change placement is
+"fusee ring open-epoch", which opens a new epoch and turns the previous one
+DRAINING with its ring kept. Every write re-reads the file under a lock on
+FILE.lock and is a compare-and-set on the file's revision: --expect-revision
+R refuses to write (exit 5) if the file has moved on. Writes are atomic and
+synced. Commands other than validate and show refuse a file that has
+errors (exit 1): run "fusee ring validate FILE" to see them all.
+
+The format, the planner's rule and a worked split are in docs/rings.md.`,
+		Args: noArgs,
+		RunE: func(cmd *cobra.Command, args []string) error { return cmd.Help() },
+	}
+	cmd.AddCommand(
+		newRingInitCmd(ios), newRingShowCmd(ios), newRingValidateCmd(ios),
+		newRingPlanCmd(ios), newRingOpenEpochCmd(ios), newRingRetireCmd(ios),
+		newRingResolveCmd(ios), newRingActiveCellsCmd(ios), newRingMintCmd(ios),
+		newRingImportCmd(ios), newRingExportCmd(ios),
+	)
+	return cmd
+}
+
+// ringWriteFlags are the flags every command that writes a ring file has.
+type ringWriteFlags struct {
+	dryRun bool
+	expect int64
+	json   bool
+	cmd    *cobra.Command
+}
+
+func (w *ringWriteFlags) add(cmd *cobra.Command) {
+	w.cmd = cmd
+	f := cmd.Flags()
+	f.BoolVar(&w.dryRun, "dry-run", false, "print the file that would be written and write nothing")
+	f.Int64Var(&w.expect, "expect-revision", 0, "refuse to write (exit 5) unless the file is at this revision")
+	f.BoolVar(&w.json, "json", false, "print the result as JSON")
+}
+
+// options turns the flags into the store's write options.
+func (w *ringWriteFlags) options() ringfile.WriteOptions {
+	opt := ringfile.WriteOptions{ExpectRevision: ringfile.AnyRevision, DryRun: w.dryRun}
+	if w.cmd.Flags().Changed("expect-revision") {
+		opt.ExpectRevision, opt.ExpectedBy = w.expect, "--expect-revision"
+	}
+	return opt
+}
+
+// ringWritten is what a write reports in JSON.
+type ringWritten struct {
+	File         string  `json:"file"`
+	DryRun       bool    `json:"dryRun,omitempty"`
+	Revision     int64   `json:"revision"`
+	CurrentEpoch int64   `json:"currentEpoch"`
+	Draining     []int64 `json:"draining"`
+	ActiveCells  []string `json:"activeCells"`
+}
+
+// reportWrite prints the outcome of a write: with --dry-run the file that
+// would have been written, with --json a summary object, else summary.
+func (w *ringWriteFlags) reportWrite(ios *IO, p *ringfile.Policy, summary string) error {
+	if w.json {
+		return ios.printJSON(ringWritten{File: p.File, DryRun: w.dryRun, Revision: p.Revision,
+			CurrentEpoch: p.Current, Draining: ringNonNil(p.Draining()), ActiveCells: ringNonNil(p.ActiveCells())})
+	}
+	if w.dryRun {
+		fmt.Fprintf(ios.Err, "dry run: %s would be at revision %d; nothing written\n", p.File, p.Revision)
+		_, err := ios.Out.Write(ringfile.Format(p))
+		return err
+	}
+	_, err := fmt.Fprintln(ios.Out, summary)
+	return err
+}
+
+func ringNonNil[T any](s []T) []T {
+	if s == nil {
+		return []T{}
+	}
+	return s
+}
+
+// loadRing loads a ring file that must be valid to act on.
+func loadRing(path string) (*ringfile.Policy, error) {
+	p, err := ringfile.LoadValid(path)
+	return p, ringExplainInvalid(path, err)
+}
+
+// ringExplainInvalid points an invalid-policy error at validate.
+func ringExplainInvalid(path string, err error) error {
+	if errors.Is(err, ringfile.ErrInvalid) {
+		return fmt.Errorf("%w\nrun `fusee ring validate %s` to see every finding", err, path)
+	}
+	return err
+}
+
+// ringParseSlots reads slots written as the reference's CLI writes them,
+// shard=cellId[@region], extended with ranges: "0-127=a,128-255=b@eu".
+func ringParseSlots(items []string) (ringfile.Ring, error) {
+	var ring ringfile.Ring
+	for _, item := range items {
+		shards, cell, ok := strings.Cut(item, "=")
+		if !ok {
+			return nil, usagef("slot %q: want SHARD=CELL[@REGION] or FIRST-LAST=CELL[@REGION]", item)
+		}
+		slots, err := ringfile.ParseSlot(shards, cell)
+		if err != nil {
+			return nil, usagef("--slots: %v", err)
+		}
+		ring = append(ring, slots...)
+	}
+	return ring, nil
+}
+
+// ringFingerprints turns --fingerprint cell=FP pairs into declarations.
+func ringFingerprints(m map[string]string) []ringfile.CellDecl {
+	var out []ringfile.CellDecl
+	for _, cell := range slices.Sorted(maps.Keys(m)) {
+		out = append(out, ringfile.CellDecl{ID: cell, Fingerprint: m[cell]})
+	}
+	return out
+}
+
+func ringJoinEpochs(xs []int64) string {
+	parts := make([]string, len(xs))
+	for i, x := range xs {
+		parts[i] = strconv.FormatInt(x, 10)
+	}
+	return strings.Join(parts, ", ")
+}

@@ -1,0 +1,123 @@
+package cli
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+
+	"github.com/spf13/cobra"
+
+	"github.com/fusee-dev/fusee/ringfile"
+)
+
+type ringImportOptions struct {
+	from, namespace, cellsFrom string
+	shards                     int
+	write                      ringWriteFlags
+}
+
+func newRingImportCmd(ios *IO) *cobra.Command {
+	var opts ringImportOptions
+	cmd := &cobra.Command{
+		Use:   "import FILE --from POLICY.json --namespace NS --shards S [--cells-from RING]",
+		Short: "Make a ring file from the reference coordinator's stored policy JSON",
+		Long: `Import reads a namespace's policy as the reference coordinator stores it
+and writes it as a ring file. It accepts the etcd value (the key
+/wiggle/coord/policy/<namespace>), where "epochs" is a JSON string:
+
+  {"currentEpoch":1,"revision":3,"epochs":"{\"0\":{\"status\":\"DRAINING\",\"ring\":[...]}}"}
+
+the same with "epochs" as a plain object, and the bare epochs object the
+SQL stores keep in a column (it carries no revision: it imports at 0, with
+the OPEN epoch as current). Unknown keys, duplicate keys and non-integer
+numbers are errors. --from - reads standard input.
+
+The JSON holds neither the namespace (it is in the key) nor a shard count:
+give them. Cells are declared from the rings, without fingerprints;
+--cells-from RING carries the declarations (fingerprints) of another ring
+file over.
+
+The imported policy is validated before anything is written: the
+reference checks nothing, so a hole in a ring or a shard placed twice is
+listed with every other finding and the exit code is 1. If FILE does not
+exist it is created; if it exists, the import must move it forward (a newer
+revision, every epoch and ring of FILE kept, no status going back) or it
+is refused. --expect-revision and --dry-run work as for every write.`,
+		Example: `  etcdctl get --print-value-only /wiggle/coord/policy/orders > orders.json
+  fusee ring import orders.ring --from orders.json --namespace orders --shards 1024
+  fusee ring import orders.ring --from orders.json --namespace orders --shards 1024 --cells-from old.ring --dry-run`,
+		Args: exactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if err := requireFlags(cmd, "from", "namespace", "shards"); err != nil {
+				return err
+			}
+			return runRingImport(ios, &opts, args[0])
+		},
+	}
+	f := cmd.Flags()
+	f.StringVar(&opts.from, "from", "", "the stored policy JSON to read, or - for standard input (required)")
+	f.StringVar(&opts.namespace, "namespace", "", "the namespace the policy is for (required)")
+	f.IntVar(&opts.shards, "shards", 0, "the namespace's shard count, 1 to 1024 (required)")
+	f.StringVar(&opts.cellsFrom, "cells-from", "", "carry the cell declarations (fingerprints) of this ring file over")
+	opts.write.add(cmd)
+	return cmd
+}
+
+func runRingImport(ios *IO, opts *ringImportOptions, path string) error {
+	p, err := opts.read(ios)
+	if err != nil {
+		return err
+	}
+	p.File = path
+	if findings := ringfile.Validate(p); ringfile.HasErrors(findings) {
+		printRingFindings(ios, path+" (imported)", findings)
+		return exitSilently(ExitFailure, "the imported policy has errors; nothing written")
+	}
+	if _, err := os.Stat(path); errors.Is(err, fs.ErrNotExist) {
+		if err := ringfile.Create(path, p, opts.write.options()); err != nil {
+			return err
+		}
+		return opts.write.reportWrite(ios, p, fmt.Sprintf("imported %s into %s: %d epochs, current %d, revision %d", opts.from, path, len(p.Epochs), p.Current, p.Revision))
+	}
+	upToDate := errors.New("up to date")
+	next, err := ringfile.Update(path, opts.write.options(), func(cur *ringfile.Policy) (*ringfile.Policy, error) {
+		if bytes.Equal(ringfile.Format(cur), ringfile.Format(p)) {
+			return nil, upToDate
+		}
+		return p, nil
+	})
+	if errors.Is(err, upToDate) {
+		_, err = fmt.Fprintf(ios.Out, "%s already holds this policy (revision %d); nothing written\n", path, p.Revision)
+		return err
+	}
+	if err != nil {
+		return ringExplainInvalid(path, err)
+	}
+	return opts.write.reportWrite(ios, next, fmt.Sprintf("imported %s into %s: now revision %d, current epoch %d", opts.from, path, next.Revision, next.Current))
+}
+
+// read parses the JSON and the declarations to carry over.
+func (o *ringImportOptions) read(ios *IO) (*ringfile.Policy, error) {
+	var data []byte
+	var err error
+	if o.from == "-" {
+		data, err = io.ReadAll(ios.In)
+	} else {
+		data, err = os.ReadFile(o.from)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("reading %s: %w", o.from, err)
+	}
+	opt := ringfile.ImportOptions{File: o.from, Namespace: o.namespace, Shards: o.shards}
+	if o.cellsFrom != "" {
+		from, err := ringfile.Load(o.cellsFrom)
+		if err != nil {
+			return nil, err
+		}
+		opt.Cells = from.Cells
+	}
+	return ringfile.ImportWiggle(data, opt)
+}

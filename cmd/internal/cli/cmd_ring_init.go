@@ -1,0 +1,82 @@
+package cli
+
+import (
+	"fmt"
+
+	"github.com/spf13/cobra"
+
+	"github.com/fusee-dev/fusee/ringfile"
+)
+
+type ringInitOptions struct {
+	namespace    string
+	shards       int
+	cells        []string
+	fingerprints map[string]string
+	write        ringWriteFlags
+}
+
+func newRingInitCmd(ios *IO) *cobra.Command {
+	var opts ringInitOptions
+	cmd := &cobra.Command{
+		Use:   "init FILE --namespace NS --shards S --cells A,B,...",
+		Short: "Create a ring file with a genesis epoch spread evenly over cells",
+		Long: `Init creates FILE holding a new policy for one namespace: S shards (1 to
+1024; choose generously, a cell needs at least one shard and raising the
+count later is a reshard), the cells declared, and epoch 0 OPEN with an even
+ring: the cells take contiguous ranges in the order given, the first S mod N
+cells one shard more. The revision is 1.
+
+Preconditions: FILE must not exist (init never overwrites a ring file;
+there is nothing to compare a revision with). The namespace and cell ids
+are 1 to 64 letters, digits, '-' or '_'.
+
+--fingerprint CELL=FP records a cell's storage fingerprint: two
+declarations of one cell id with different fingerprints are refused later
+(they would conflate two databases into one cell).`,
+		Example: `  fusee ring init orders.ring --namespace orders --shards 1024 --cells cellA
+  fusee ring init orders.ring --namespace orders --shards 1024 --cells a,b,c --fingerprint a=jdbc-5f1c0e
+  fusee ring init orders.ring --namespace orders --shards 8 --cells a,b --dry-run`,
+		Args: exactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if err := requireFlags(cmd, "namespace", "shards", "cells"); err != nil {
+				return err
+			}
+			return runRingInit(ios, &opts, args[0])
+		},
+	}
+	f := cmd.Flags()
+	f.StringVar(&opts.namespace, "namespace", "", "the namespace the ring places (required)")
+	f.IntVar(&opts.shards, "shards", 0, "the fixed shard count, 1 to 1024 (required)")
+	f.StringSliceVar(&opts.cells, "cells", nil, "the cells of the genesis ring, in order (required)")
+	f.StringToStringVar(&opts.fingerprints, "fingerprint", nil, "a cell's storage fingerprint, CELL=FP (repeatable)")
+	opts.write.add(cmd)
+	return cmd
+}
+
+func runRingInit(ios *IO, opts *ringInitOptions, path string) error {
+	if opts.shards < 1 || opts.shards > ringfile.MaxShards {
+		return usagef("--shards %d: want 1 to %d", opts.shards, ringfile.MaxShards)
+	}
+	if len(opts.cells) > opts.shards {
+		return usagef("%d cells but only %d shards: a cell needs at least one shard", len(opts.cells), opts.shards)
+	}
+	empty := &ringfile.Policy{File: path, Namespace: opts.namespace, Shards: opts.shards, Current: ringfile.NoEpoch}
+	p, err := ringfile.OpenEpoch(empty, ringfile.EvenRing(opts.shards, opts.cells), ringFingerprints(opts.fingerprints)...)
+	if err != nil {
+		return err
+	}
+	p.File = path
+	if err := ringfile.Create(path, p, opts.write.options()); err != nil {
+		return err
+	}
+	return opts.write.reportWrite(ios, p, fmt.Sprintf("created %s: namespace %s, %d shards, epoch 0 open on %d cell%s (revision %d)",
+		path, p.Namespace, p.Shards, len(opts.cells), ringPlural(len(opts.cells)), p.Revision))
+}
+
+func ringPlural(n int) string {
+	if n == 1 {
+		return ""
+	}
+	return "s"
+}

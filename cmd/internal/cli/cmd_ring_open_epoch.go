@@ -1,0 +1,110 @@
+package cli
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/spf13/cobra"
+
+	"github.com/fusee-dev/fusee/ringfile"
+)
+
+type ringOpenEpochOptions struct {
+	plan         string
+	slots        []string
+	fingerprints map[string]string
+	write        ringWriteFlags
+}
+
+func newRingOpenEpochCmd(ios *IO) *cobra.Command {
+	var opts ringOpenEpochOptions
+	cmd := &cobra.Command{
+		Use:   "open-epoch FILE (--plan PLAN | --slots 0-127=a,128-255=b) [--expect-revision R]",
+		Short: "Open a new epoch with a new ring: the only write that changes placement",
+		Long: `Open-epoch publishes a ring as the next epoch: current+1 becomes OPEN and
+current, the previous OPEN epoch becomes DRAINING and keeps its ring (its
+instances keep resolving through it), and the revision goes up by one. A
+namespace with no epoch gets epoch 0.
+
+The ring comes from a plan ("fusee ring plan ... -o PLAN") or from --slots,
+written as the reference's CLI writes slots, shard=cell[@region], extended
+with ranges: --slots 0-511=cellA,512-1023=cellB@eu-west (repeatable; in ring
+order, the order a cell mints into its shards). Cells --slots names that
+are not declared yet are declared; --fingerprint CELL=FP records their
+storage fingerprints.
+
+Preconditions: FILE is valid; the new ring places every shard on exactly
+one cell and differs from the current ring. A plan must have been computed
+from FILE's current revision, and --expect-revision R requires revision R:
+otherwise nothing is written and the exit code is 5 (re-read, re-plan,
+retry). Before opening, register the new ring's cells' nodes: ids minted in
+the new epoch resolve to them at once.`,
+		Example: `  fusee ring open-epoch orders.ring --plan split.plan
+  fusee ring open-epoch orders.ring --slots 0-511=cellA,512-1023=cellB --expect-revision 3
+  fusee ring open-epoch orders.ring --slots 0-1023=cellC --fingerprint cellC=jdbc-77e1 --dry-run`,
+		Args: exactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if (opts.plan == "") == (len(opts.slots) == 0) {
+				return usagef("give exactly one of --plan and --slots")
+			}
+			if opts.plan != "" && len(opts.fingerprints) > 0 {
+				return usagef("--fingerprint goes with --slots; a plan declares its own cells")
+			}
+			return runRingOpenEpoch(ios, &opts, args[0])
+		},
+	}
+	f := cmd.Flags()
+	f.StringVar(&opts.plan, "plan", "", "open the ring of this plan file")
+	f.StringSliceVar(&opts.slots, "slots", nil, "the new ring, FIRST-LAST=CELL[@REGION],... in ring order")
+	f.StringToStringVar(&opts.fingerprints, "fingerprint", nil, "storage fingerprint of a new cell, CELL=FP (repeatable)")
+	opts.write.add(cmd)
+	return cmd
+}
+
+func runRingOpenEpoch(ios *IO, opts *ringOpenEpochOptions, path string) error {
+	wopt := opts.write.options()
+	var open func(cur *ringfile.Policy) (*ringfile.Policy, error)
+	if opts.plan != "" {
+		plan, err := ringfile.LoadPlan(opts.plan)
+		if err != nil {
+			return err
+		}
+		if wopt.ExpectRevision != ringfile.AnyRevision && wopt.ExpectRevision != plan.BaseRevision {
+			return usagef("--expect-revision %d contradicts the plan, computed from revision %d", wopt.ExpectRevision, plan.BaseRevision)
+		}
+		wopt.ExpectRevision, wopt.ExpectedBy = plan.BaseRevision, "the plan "+opts.plan
+		open = func(cur *ringfile.Policy) (*ringfile.Policy, error) { return ringfile.OpenPlan(cur, plan) }
+	} else {
+		ring, err := ringParseSlots(opts.slots)
+		if err != nil {
+			return err
+		}
+		decls := ringFingerprints(opts.fingerprints)
+		open = func(cur *ringfile.Policy) (*ringfile.Policy, error) { return ringfile.OpenEpoch(cur, ring, decls...) }
+	}
+	var before ringfile.Ring
+	next, err := ringfile.Update(path, wopt, func(cur *ringfile.Policy) (*ringfile.Policy, error) {
+		if e := cur.CurrentEpoch(); e != nil {
+			before = e.Ring
+		}
+		return open(cur)
+	})
+	if err != nil {
+		return ringExplainInvalid(path, err)
+	}
+	if opts.write.json || opts.write.dryRun {
+		return opts.write.reportWrite(ios, next, "")
+	}
+	fmt.Fprintf(ios.Out, "opened epoch %d of %s in %s (revision %d)\n", next.Current, next.Namespace, path, next.Revision)
+	if before != nil {
+		after := next.CurrentEpoch().Ring
+		if err := printRingMoves(ios, ringfile.Diff(before, after), ringfile.CompareRings(before, after), next.Shards); err != nil {
+			return err
+		}
+	}
+	if d := next.Draining(); len(d) > 0 {
+		fmt.Fprintf(ios.Out, "draining: epoch %s; retire each with `fusee ring retire %s --epoch E --census CENSUS` once its work is done\n", ringJoinEpochs(d), path)
+	}
+	_, err = fmt.Fprintf(ios.Out, "active cells (workers poll): %s\n", strings.Join(next.ActiveCells(), ", "))
+	return err
+}

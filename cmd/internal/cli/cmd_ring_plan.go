@@ -1,0 +1,173 @@
+package cli
+
+import (
+	"fmt"
+	"strconv"
+	"strings"
+
+	"github.com/spf13/cobra"
+
+	"github.com/fusee-dev/fusee/ringfile"
+)
+
+type ringPlanOptions struct {
+	addCell, removeCell, split string
+	rebalance                  bool
+	weights                    map[string]int
+	fingerprint, region        string
+	output                     string
+	json                       bool
+}
+
+func newRingPlanCmd(ios *IO) *cobra.Command {
+	var opts ringPlanOptions
+	cmd := &cobra.Command{
+		Use:   "plan FILE (--add-cell C | --remove-cell C | --split A:B | --rebalance) [--weights a=2,b=1] [-o PLAN]",
+		Short: "Compute the next ring that moves the fewest shards for a goal",
+		Long: `Plan computes the ring of the next epoch from the current one and prints
+the moves (shard ranges, from -> to), each cell's shards before and after,
+and which epochs will be draining once it is opened. It writes nothing but
+the plan file (-o), which records the revision and epoch it was computed
+from and the new ring; "fusee ring open-epoch FILE --plan PLAN" opens it,
+and refuses (exit 5) if FILE has moved on since.
+
+Goals (exactly one):
+  --add-cell C      C joins; every cell ends at its weighted share
+  --remove-cell C   C leaves; its shards go to the others, balanced
+  --split A:B       new cell B takes the upper half of A's shards; no other
+                    cell moves
+  --rebalance       every cell ends at its weighted share
+
+Weights (--weights a=2,b=1; a cell not named weighs 1) set each cell's
+target: the floor of its share of the shards, the leftover shards going to
+the largest remainders. Each cell keeps its lowest shards up to its target
+and only the shards above targets move, so the number moved is the lower
+bound: the sum over cells of max(0, before - target).
+
+Preconditions: FILE is valid and has a current epoch. Plan refuses a goal
+that leaves a kept cell with no shard, needs more cells than shards, or
+moves nothing (an epoch that changes nothing is needless).`,
+		Example: `  fusee ring plan orders.ring --split cellA:cellB -o split.plan
+  fusee ring plan orders.ring --add-cell cellC --fingerprint jdbc-77e1 --region eu-west
+  fusee ring plan orders.ring --rebalance --weights cellA=2,cellB=1 --json`,
+		Args: exactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			goal, err := opts.goal()
+			if err != nil {
+				return err
+			}
+			return runRingPlan(ios, opts, goal, args[0])
+		},
+	}
+	f := cmd.Flags()
+	f.StringVar(&opts.addCell, "add-cell", "", "plan adding this cell")
+	f.StringVar(&opts.removeCell, "remove-cell", "", "plan removing this cell")
+	f.StringVar(&opts.split, "split", "", "plan splitting cell A into A and the new cell B (A:B)")
+	f.BoolVar(&opts.rebalance, "rebalance", false, "plan rebalancing the current cells by weight")
+	f.StringToIntVar(&opts.weights, "weights", nil, "cell weights, CELL=N (default 1 each)")
+	f.StringVar(&opts.fingerprint, "fingerprint", "", "storage fingerprint of the cell the plan adds")
+	f.StringVar(&opts.region, "region", "", "region of the slots of the cell the plan adds")
+	f.StringVarP(&opts.output, "output", "o", "", "write the plan to this file")
+	f.BoolVar(&opts.json, "json", false, "print the plan as JSON")
+	return cmd
+}
+
+func (o ringPlanOptions) goal() (ringfile.Goal, error) {
+	var goals []ringfile.Goal
+	if o.addCell != "" {
+		goals = append(goals, ringfile.Goal{Kind: ringfile.GoalAddCell, Cell: o.addCell})
+	}
+	if o.removeCell != "" {
+		goals = append(goals, ringfile.Goal{Kind: ringfile.GoalRemoveCell, Cell: o.removeCell})
+	}
+	if o.split != "" {
+		from, to, ok := strings.Cut(o.split, ":")
+		if !ok || from == "" || to == "" {
+			return ringfile.Goal{}, usagef("--split %q: want FROM:TO, for example cellA:cellB", o.split)
+		}
+		goals = append(goals, ringfile.Goal{Kind: ringfile.GoalSplit, Cell: from, To: to})
+	}
+	if o.rebalance {
+		goals = append(goals, ringfile.Goal{Kind: ringfile.GoalRebalance})
+	}
+	if len(goals) != 1 {
+		return ringfile.Goal{}, usagef("give exactly one of --add-cell, --remove-cell, --split and --rebalance")
+	}
+	g := goals[0]
+	if (o.fingerprint != "" || o.region != "") && g.Kind != ringfile.GoalAddCell && g.Kind != ringfile.GoalSplit {
+		return ringfile.Goal{}, usagef("--fingerprint and --region describe the cell a plan adds (--add-cell or --split)")
+	}
+	g.Weights, g.Fingerprint, g.Region = o.weights, o.fingerprint, o.region
+	return g, nil
+}
+
+func runRingPlan(ios *IO, opts ringPlanOptions, goal ringfile.Goal, path string) error {
+	p, err := loadRing(path)
+	if err != nil {
+		return err
+	}
+	res, err := ringfile.MakePlan(p, goal)
+	if err != nil {
+		return err
+	}
+	if opts.output != "" {
+		if err := ringfile.WriteFile(opts.output, ringfile.FormatPlan(res.Plan)); err != nil {
+			return err
+		}
+	}
+	if opts.json {
+		return ios.printJSON(newRingPlanView(res, p.Shards, opts.output))
+	}
+	fmt.Fprintf(ios.Out, "plan for %s: %s (from revision %d; epoch %d drains, epoch %d opens)\n",
+		path, res.Plan.Goal, res.Plan.BaseRevision, res.Plan.BaseEpoch, res.Plan.BaseEpoch+1)
+	if err := printRingMoves(ios, res.Moves, res.Changes, p.Shards); err != nil {
+		return err
+	}
+	fmt.Fprintf(ios.Out, "once opened, draining: epoch %s (workers keep polling their cells until each is retired)\n", ringJoinEpochs(res.Draining))
+	if opts.output != "" {
+		fmt.Fprintf(ios.Out, "wrote %s: open it with `fusee ring open-epoch %s --plan %s`\n", opts.output, path, opts.output)
+	}
+	return nil
+}
+
+type ringPlanView struct {
+	Goal         string                `json:"goal"`
+	BaseRevision int64                 `json:"baseRevision"`
+	BaseEpoch    int64                 `json:"baseEpoch"`
+	Moved        int                   `json:"moved"`
+	Shards       int                   `json:"shards"`
+	Moves        []ringfile.Move       `json:"moves"`
+	Cells        []ringfile.CellChange `json:"cells"`
+	Draining     []int64               `json:"draining"`
+	Output       string                `json:"output,omitempty"`
+}
+
+func newRingPlanView(res *ringfile.PlanResult, shards int, output string) ringPlanView {
+	return ringPlanView{Goal: res.Plan.Goal, BaseRevision: res.Plan.BaseRevision, BaseEpoch: res.Plan.BaseEpoch,
+		Moved: ringfile.Moved(res.Moves), Shards: shards, Moves: res.Moves, Cells: res.Changes,
+		Draining: ringNonNil(res.Draining), Output: output}
+}
+
+// printRingMoves prints moves as a diff and each cell before and after.
+func printRingMoves(ios *IO, moves []ringfile.Move, changes []ringfile.CellChange, shards int) error {
+	fmt.Fprintf(ios.Out, "moves %d of %d shards:\n", ringfile.Moved(moves), shards)
+	for _, m := range moves {
+		span := strconv.Itoa(m.First)
+		if m.Last != m.First {
+			span = fmt.Sprintf("%d-%d", m.First, m.Last)
+		}
+		fmt.Fprintf(ios.Out, "  %-11s %s -> %s\n", span, ringCellOrNone(m.From), ringCellOrNone(m.To))
+	}
+	rows := make([][]string, len(changes))
+	for i, c := range changes {
+		rows[i] = []string{c.Cell, strconv.Itoa(c.Before), strconv.Itoa(c.After), fmt.Sprintf("%+d", c.After-c.Before)}
+	}
+	return ios.printTable([]string{"CELL", "BEFORE", "AFTER", "CHANGE"}, rows)
+}
+
+func ringCellOrNone(c string) string {
+	if c == "" {
+		return "(none)"
+	}
+	return c
+}

@@ -1,0 +1,190 @@
+package cli
+
+import (
+	"fmt"
+	"slices"
+	"strconv"
+	"strings"
+
+	"github.com/spf13/cobra"
+
+	"github.com/fusee-dev/fusee/ringfile"
+)
+
+type ringShowOptions struct {
+	epoch int64
+	json  bool
+}
+
+func newRingShowCmd(ios *IO) *cobra.Command {
+	var opts ringShowOptions
+	cmd := &cobra.Command{
+		Use:   "show FILE [--epoch E] [--json]",
+		Short: "Show a ring file: epochs, status, shards per cell, balance",
+		Long: `Show prints the namespace, shard count, revision and current epoch, the
+declared cells (with fingerprints) and the active cells workers must poll,
+then every epoch, newest first: its status and, per cell, how many shards
+it owns, which ranges, in which region, and the ring's balance (fewest and
+most shards per cell against the even share).
+
+It only reads FILE. A file with errors is still shown, with a warning, so
+that it can be looked at; a file that does not parse is refused with every
+syntax error and its line.
+
+--epoch E shows one epoch. --json prints the same as one object.`,
+		Example: `  fusee ring show orders.ring
+  fusee ring show orders.ring --epoch 2
+  fusee ring show orders.ring --json | jq '.epochs[0].cells'`,
+		Args: exactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if !cmd.Flags().Changed("epoch") {
+				opts.epoch = ringfile.NoEpoch
+			}
+			return runRingShow(ios, opts, args[0])
+		},
+	}
+	cmd.Flags().Int64Var(&opts.epoch, "epoch", 0, "show only this epoch")
+	cmd.Flags().BoolVar(&opts.json, "json", false, "print as JSON")
+	return cmd
+}
+
+type ringCellView struct {
+	Cell    string   `json:"cell"`
+	Shards  int      `json:"shards"`
+	Ranges  []string `json:"ranges"`
+	Regions []string `json:"regions,omitempty"`
+}
+
+type ringEpochView struct {
+	Epoch     int64          `json:"epoch"`
+	Status    string         `json:"status"`
+	Cells     []ringCellView `json:"cells"`
+	MinShards int            `json:"minShards"`
+	MaxShards int            `json:"maxShards"`
+	EvenShare float64        `json:"evenShare"`
+}
+
+type ringDeclView struct {
+	Cell        string `json:"cell"`
+	Fingerprint string `json:"fingerprint,omitempty"`
+}
+
+type ringShowView struct {
+	File         string          `json:"file"`
+	Namespace    string          `json:"namespace"`
+	Shards       int             `json:"shards"`
+	Revision     int64           `json:"revision"`
+	CurrentEpoch *int64          `json:"currentEpoch"`
+	Cells        []ringDeclView  `json:"cells"`
+	ActiveCells  []string        `json:"activeCells"`
+	Epochs       []ringEpochView `json:"epochs"`
+}
+
+func runRingShow(ios *IO, opts ringShowOptions, path string) error {
+	p, err := ringfile.Load(path)
+	if err != nil {
+		return err
+	}
+	if fs := ringfile.Validate(p); ringfile.HasErrors(fs) {
+		ios.warnf("%s has errors (run `fusee ring validate %s`); showing it as it is", path, path)
+	}
+	if opts.epoch != ringfile.NoEpoch && p.Epoch(opts.epoch) == nil {
+		return fmt.Errorf("%s has no epoch %d", path, opts.epoch)
+	}
+	v := newRingShowView(p, opts.epoch)
+	if opts.json {
+		return ios.printJSON(v)
+	}
+	return printRingShow(ios, v)
+}
+
+func newRingShowView(p *ringfile.Policy, only int64) ringShowView {
+	v := ringShowView{File: p.File, Namespace: p.Namespace, Shards: p.Shards, Revision: p.Revision,
+		Cells: []ringDeclView{}, ActiveCells: ringNonNil(p.ActiveCells()), Epochs: []ringEpochView{}}
+	if p.Current != ringfile.NoEpoch {
+		v.CurrentEpoch = &p.Current
+	}
+	for _, c := range p.Cells {
+		v.Cells = append(v.Cells, ringDeclView{c.ID, c.Fingerprint})
+	}
+	for i := len(p.Epochs) - 1; i >= 0; i-- {
+		if e := p.Epochs[i]; only == ringfile.NoEpoch || e.Number == only {
+			v.Epochs = append(v.Epochs, newRingEpochView(p.Shards, e))
+		}
+	}
+	return v
+}
+
+func newRingEpochView(shards int, e ringfile.Epoch) ringEpochView {
+	v := ringEpochView{Epoch: e.Number, Status: e.Status.String(), Cells: []ringCellView{}}
+	for _, cell := range e.Ring.Cells() {
+		var owned []int
+		var regions []string
+		for _, s := range e.Ring {
+			if s.Cell == cell {
+				owned = append(owned, s.Shard)
+				if s.Region != "" && !slices.Contains(regions, s.Region) {
+					regions = append(regions, s.Region)
+				}
+			}
+		}
+		v.Cells = append(v.Cells, ringCellView{Cell: cell, Shards: len(owned), Ranges: ringfile.ShardRanges(owned), Regions: regions})
+		if len(v.Cells) == 1 || len(owned) < v.MinShards {
+			v.MinShards = len(owned)
+		}
+		v.MaxShards = max(v.MaxShards, len(owned))
+	}
+	if n := len(v.Cells); n > 0 {
+		v.EvenShare = float64(shards) / float64(n)
+	}
+	return v
+}
+
+func printRingShow(ios *IO, v ringShowView) error {
+	current := "none (not ready)"
+	if v.CurrentEpoch != nil {
+		current = strconv.FormatInt(*v.CurrentEpoch, 10)
+	}
+	fmt.Fprintf(ios.Out, "%s: namespace %s, %d shards, revision %d, current epoch %s\n", v.File, v.Namespace, v.Shards, v.Revision, current)
+	decls := make([]string, len(v.Cells))
+	for i, c := range v.Cells {
+		decls[i] = c.Cell
+		if c.Fingerprint != "" {
+			decls[i] += " (fingerprint " + c.Fingerprint + ")"
+		}
+	}
+	fmt.Fprintf(ios.Out, "cells: %s\n", strings.Join(decls, ", "))
+	fmt.Fprintf(ios.Out, "active cells (workers poll): %s\n", strings.Join(v.ActiveCells, ", "))
+	for _, e := range v.Epochs {
+		fmt.Fprintf(ios.Out, "\nepoch %d %s\n", e.Epoch, e.Status)
+		if err := printRingEpoch(ios, e); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func printRingEpoch(ios *IO, e ringEpochView) error {
+	withRegion := slices.ContainsFunc(e.Cells, func(c ringCellView) bool { return len(c.Regions) > 0 })
+	headers := []string{"CELL", "SHARDS", "RANGES"}
+	if withRegion {
+		headers = []string{"CELL", "REGION", "SHARDS", "RANGES"}
+	}
+	var rows [][]string
+	for _, c := range e.Cells {
+		row := []string{c.Cell, strconv.Itoa(c.Shards), strings.Join(c.Ranges, ", ")}
+		if withRegion {
+			region := strings.Join(c.Regions, ",")
+			if region == "" {
+				region = "-"
+			}
+			row = slices.Insert(row, 1, region)
+		}
+		rows = append(rows, row)
+	}
+	if err := ios.printTable(headers, rows); err != nil {
+		return err
+	}
+	_, err := fmt.Fprintf(ios.Out, "balance: %d to %d shards per cell (even share %.1f)\n", e.MinShards, e.MaxShards, e.EvenShare)
+	return err
+}

@@ -1,0 +1,109 @@
+package cli
+
+import (
+	"errors"
+	"fmt"
+
+	"github.com/spf13/cobra"
+
+	"github.com/fusee-dev/fusee/ringfile"
+)
+
+type ringValidateOptions struct{ json bool }
+
+func newRingValidateCmd(ios *IO) *cobra.Command {
+	var opts ringValidateOptions
+	cmd := &cobra.Command{
+		Use:   "validate FILE",
+		Short: "Check a ring file against every rule and list all findings",
+		Long: `Validate reads FILE and reports every problem at once, each with its line:
+
+  syntax     unknown keys, duplicate fields or epochs, malformed values
+  epochs     exactly one epoch is open and it is the current one; none is
+             newer than the current one
+  rings      every shard 0..S-1 is placed on exactly one cell in every
+             epoch's ring: a shard missing (its ids would resolve nowhere),
+             a shard placed twice (ambiguous), a shard outside 0..S-1
+  cells      every cell a ring names is declared; one cell id declared with
+             two different fingerprints (two databases conflated)
+  standby    a declared cell with no shard in the current ring mints
+             nothing (a warning)
+
+It exits 0 when there is no error (warnings are printed), 1 when there is
+any, after listing them all. It only reads FILE. --json prints
+{"file", "valid", "findings": [{"severity", "file", "line", "message"}]}.`,
+		Example: `  fusee ring validate orders.ring
+  fusee ring validate orders.ring --json`,
+		Args: exactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return runRingValidate(ios, opts, args[0])
+		},
+	}
+	cmd.Flags().BoolVar(&opts.json, "json", false, "print the findings as JSON")
+	return cmd
+}
+
+func runRingValidate(ios *IO, opts ringValidateOptions, path string) error {
+	findings, err := ringFindings(path)
+	if err != nil {
+		return err
+	}
+	valid := !ringfile.HasErrors(findings)
+	if opts.json {
+		if err := ios.printJSON(struct {
+			File     string             `json:"file"`
+			Valid    bool               `json:"valid"`
+			Findings []ringfile.Finding `json:"findings"`
+		}{path, valid, ringNonNil(findings)}); err != nil {
+			return err
+		}
+	} else {
+		printRingFindings(ios, path, findings)
+	}
+	if !valid {
+		return exitSilently(ExitFailure, "findings")
+	}
+	return nil
+}
+
+// ringFindings loads path and returns every finding: its syntax errors if
+// it does not parse, else what Validate reports.
+func ringFindings(path string) ([]ringfile.Finding, error) {
+	p, err := ringfile.Load(path)
+	if err == nil {
+		return ringfile.Validate(p), nil
+	}
+	var joined interface{ Unwrap() []error }
+	if !errors.As(err, &joined) {
+		return nil, err // not a syntax error: unreadable
+	}
+	var out []ringfile.Finding
+	for _, e := range joined.Unwrap() {
+		var se *ringfile.SyntaxError
+		if !errors.As(e, &se) {
+			return nil, err
+		}
+		out = append(out, ringfile.Finding{Severity: ringfile.SeverityError, File: se.File, Line: se.Line, Msg: se.Msg})
+	}
+	return out, nil
+}
+
+func printRingFindings(ios *IO, path string, findings []ringfile.Finding) {
+	errs := 0
+	for _, f := range findings {
+		style := styleWarn
+		if f.Severity == ringfile.SeverityError {
+			style, errs = styleBad, errs+1
+		}
+		fmt.Fprintln(ios.Out, style.Render(f.String()))
+	}
+	warns := len(findings) - errs
+	switch {
+	case errs > 0:
+		fmt.Fprintf(ios.Out, "%s: %d error%s, %d warning%s\n", path, errs, ringPlural(errs), warns, ringPlural(warns))
+	case warns > 0:
+		fmt.Fprintf(ios.Out, "%s: valid, %d warning%s\n", path, warns, ringPlural(warns))
+	default:
+		fmt.Fprintf(ios.Out, "%s: valid\n", path)
+	}
+}
