@@ -121,10 +121,10 @@ func TestResolveEdgeCases(t *testing.T) {
 		err      error
 		msg      string
 	}{
-		{id: "orders.e0.s3.01ARZ", cell: "cellB"},              // retired epochs still resolve
-		{id: "orders.e1.s3.01ARZ", cell: "cellA"},              // the open epoch
-		{id: "orders.ccellA.e1.s3.01ARZ", cell: "cellA"},       // with its minting cell's label
-		{id: "wfi_0123", cell: "cellA"},                        // legacy: shard 0 of epoch 0
+		{id: "orders.e0.s3.01ARZ", cell: "cellB"},        // retired epochs still resolve
+		{id: "orders.e1.s3.01ARZ", cell: "cellA"},        // the open epoch
+		{id: "orders.ccellA.e1.s3.01ARZ", cell: "cellA"}, // with its minting cell's label
+		{id: "wfi_0123", cell: "cellA"},                  // legacy: shard 0 of epoch 0
 		{id: "orders.ccellB.e1.s3.01ARZ", err: ErrUnplaced, msg: "labelled with cell cellB"},
 		{id: "orders.e9.s0.01ARZ", err: ErrNotReady, msg: "epoch 9 is not in this policy"},
 		{id: "orders.e1.s4.01ARZ", err: ErrUnplaced, msg: "places no cell on shard 4"},

@@ -83,11 +83,11 @@ func (w *ringWriteFlags) options() ringfile.WriteOptions {
 
 // ringWritten is what a write reports in JSON.
 type ringWritten struct {
-	File         string  `json:"file"`
-	DryRun       bool    `json:"dryRun,omitempty"`
-	Revision     int64   `json:"revision"`
-	CurrentEpoch int64   `json:"currentEpoch"`
-	Draining     []int64 `json:"draining"`
+	File         string   `json:"file"`
+	DryRun       bool     `json:"dryRun,omitempty"`
+	Revision     int64    `json:"revision"`
+	CurrentEpoch int64    `json:"currentEpoch"`
+	Draining     []int64  `json:"draining"`
 	ActiveCells  []string `json:"activeCells"`
 }
 
