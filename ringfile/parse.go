@@ -41,6 +41,9 @@ type parser struct {
 	magic bool
 	body  bool   // a cell or epoch line has been read
 	epoch *Epoch // the epoch slot lines belong to
+	// orphan: the epoch line above was refused; its slot lines are still
+	// checked but kept nowhere, and not reported as outside an epoch.
+	orphan bool
 }
 
 func (ps *parser) errorf(line int, format string, args ...any) {
@@ -61,7 +64,7 @@ func (ps *parser) line(n int, raw string) {
 		ps.slotLine(n, fields)
 		return
 	}
-	ps.epoch = nil
+	ps.epoch, ps.orphan = nil, fields[0] == "epoch"
 	if !ps.magic && fields[0] != magic {
 		ps.errorf(n, "the file must start with `%s %d`", magic, FormatVersion)
 		ps.magic = true // report once, keep reading
@@ -211,12 +214,12 @@ func (ps *parser) epochLine(n int, fields []string) {
 		return
 	}
 	ps.p.Epochs = append(ps.p.Epochs, Epoch{Number: num, Status: st, Line: n})
-	ps.epoch = &ps.p.Epochs[len(ps.p.Epochs)-1]
+	ps.epoch, ps.orphan = &ps.p.Epochs[len(ps.p.Epochs)-1], false
 }
 
 // slotLine reads an indented `RANGE CELL[@REGION]` into the current epoch.
 func (ps *parser) slotLine(n int, fields []string) {
-	if ps.epoch == nil {
+	if ps.epoch == nil && !ps.orphan {
 		ps.errorf(n, "indented slot line outside an epoch (slot lines follow an `epoch N STATUS` line)")
 		return
 	}
@@ -228,6 +231,9 @@ func (ps *parser) slotLine(n int, fields []string) {
 	if err != nil {
 		ps.errorf(n, "%v", err)
 		return
+	}
+	if ps.epoch == nil {
+		return // the epoch line was reported; its slots have been checked
 	}
 	for i := range slots {
 		slots[i].Line = n

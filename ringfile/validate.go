@@ -221,7 +221,7 @@ func reportCoverage(fs *findings, p *Policy, e *Epoch, byShard map[int][]Slot) {
 		}
 	}
 	if len(missing) > 0 {
-		fs.errorf(e.Line, "epoch %d: %s placed on no cell: ids stamped with them would not resolve", e.Number, shardsAre(missing))
+		fs.errorf(e.Line, "epoch %d: %s placed on no cell (an id stamped with such a shard would not resolve)", e.Number, shardsAre(missing))
 	}
 	keys := make([]string, 0, len(dups))
 	for k := range dups {
@@ -229,7 +229,7 @@ func reportCoverage(fs *findings, p *Policy, e *Epoch, byShard map[int][]Slot) {
 	}
 	sort.Slice(keys, func(i, j int) bool { return dups[keys[i]][0] < dups[keys[j]][0] })
 	for _, k := range keys {
-		fs.errorf(dupLine[k], "epoch %d: %s placed more than once (%s): their ids would resolve ambiguously", e.Number, shardsAre(dups[k]), k)
+		fs.errorf(dupLine[k], "epoch %d: %s placed more than once (%s): an id stamped with such a shard would resolve ambiguously", e.Number, shardsAre(dups[k]), k)
 	}
 }
 
