@@ -1,0 +1,115 @@
+package sim
+
+import (
+	"fmt"
+	"sort"
+	"strings"
+	"testing"
+
+	"github.com/fusee-dev/fusee/journal"
+)
+
+// canon renders shards as sorted lines that do not depend on the shard
+// count or on run numbers: runs by identity (workflow ID, generation),
+// references as the identity of the run they name. Two directories hold
+// the same logical state exactly when their canon lines are equal.
+func canon(shards []*journal.Shard) []string {
+	id := func(shard int, run journal.RunNo) string {
+		if run == 0 {
+			return "-"
+		}
+		if shard < 0 || shard >= len(shards) {
+			return "dangling"
+		}
+		r, ok := shards[shard].Runs[run]
+		if !ok {
+			return "dangling"
+		}
+		return fmt.Sprintf("%s#%d", r.WorkflowID, r.Gen)
+	}
+	var out []string
+	rec := func(owner string, r journal.Record) string {
+		refs := fmt.Sprintf("parent=%s@%d pred=%s next=%s by=%s", id(r.Parent.Shard, r.Parent.Run), r.Parent.Pos,
+			id(r.Pred.Shard, r.Pred.Run), id(r.Next.Shard, r.Next.Run), id(r.By.Shard, r.By.Run))
+		if r.Key.WorkflowID != "" {
+			// A Ctx::key names a run by workflow ID and number.
+			sh := journal.ShardOf(r.Key.WorkflowID, len(shards))
+			refs += fmt.Sprintf(" key=%s@%d", id(sh, r.Key.Run), r.Key.Pos)
+		}
+		if r.Token.Run != 0 {
+			refs += fmt.Sprintf(" token=%s@%d", id(r.Token.Shard, r.Token.Run), r.Token.Pos)
+		}
+		r.Parent, r.Pred, r.Next, r.By, r.Key, r.Token = journal.ParentRef{}, journal.RunRef{}, journal.RunRef{}, journal.RunRef{}, journal.CtxKey{}, journal.Token{}
+		return fmt.Sprintf("%s %05d %s %+v %s", owner, r.Pos, r.Kind, r, refs)
+	}
+	for _, s := range shards {
+		for _, r := range s.Runs {
+			name := fmt.Sprintf("%s#%d", r.WorkflowID, r.Gen)
+			out = append(out, fmt.Sprintf("%s run type=%s state=%s status=%s started=%d finished=%d",
+				name, r.Type, r.State, r.Status, r.Started, r.Finished))
+			j := r.Journal
+			if r.State == journal.StateTombstone {
+				if r.Journal != nil {
+					out = append(out, name+" tombstone with a journal")
+				}
+				j = s.Archive[r.No]
+			}
+			for _, x := range j {
+				out = append(out, rec(name, x))
+			}
+		}
+		for wf, no := range s.ByID {
+			out = append(out, fmt.Sprintf("%s latest=%s", wf, id(s.Index, no)))
+		}
+		for _, m := range s.Outbox {
+			out = append(out, fmt.Sprintf("msg %s kind=%s from=%s target=%s parent=%s@%d type=%s name=%s status=%s deadline=%d payload=%q",
+				m.ID, m.Kind, id(m.From.Shard, m.From.Run), m.Target, id(m.Parent.Shard, m.Parent.Run), m.Parent.Pos,
+				m.Type, m.Name, m.Status, m.Deadline, m.Payload))
+		}
+		for msg := range s.Seen {
+			out = append(out, "seen "+msg)
+		}
+		for k := range s.Timers {
+			out = append(out, fmt.Sprintf("timer %s@%d at=%d", id(s.Index, k.Run), k.Pos, k.At))
+		}
+	}
+	sort.Strings(out)
+	// A message ID seen by two shards (a test reshard copies Seen to every
+	// new shard) is one logical fact.
+	return dedup(out)
+}
+
+func dedup(lines []string) []string {
+	out := lines[:0]
+	for i, l := range lines {
+		if i > 0 && l == lines[i-1] && strings.HasPrefix(l, "seen ") {
+			continue
+		}
+		out = append(out, l)
+	}
+	return out
+}
+
+// sameCanon fails the test at the first difference between two canon
+// renderings.
+func sameCanon(t testing.TB, what string, a, b []string) {
+	t.Helper()
+	i, j := 0, 0
+	var diffs []string
+	for (i < len(a) || j < len(b)) && len(diffs) < 20 {
+		switch {
+		case i < len(a) && j < len(b) && a[i] == b[j]:
+			i++
+			j++
+		case j >= len(b) || (i < len(a) && a[i] < b[j]):
+			diffs = append(diffs, "- "+a[i])
+			i++
+		default:
+			diffs = append(diffs, "+ "+b[j])
+			j++
+		}
+	}
+	if len(diffs) > 0 {
+		t.Fatalf("%s: logical states differ (%d vs %d lines):\n%s", what, len(a), len(b), strings.Join(diffs, "\n"))
+	}
+}

@@ -1,0 +1,219 @@
+package sim
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math"
+	"os"
+	"time"
+
+	"github.com/cockroachdb/pebble/v2/vfs"
+
+	"github.com/fusee-dev/fusee/journal"
+)
+
+// genWindow is roughly how much virtual time a generated workload spans
+// before gen stops it.
+const genWindow = 2 * hour
+
+// freshSource is gen's workload: top-level workflows started at evenly
+// spaced times, in index order.
+type freshSource struct {
+	seed         uint64
+	finishedFrac float64
+	i, k         int
+	spacing      int64
+}
+
+func newFreshSource(seed uint64, runs int, finishedFrac float64) *freshSource {
+	k := int(math.Ceil(2*float64(runs)/runsPerFresh)) + 1
+	spacing := int64(float64(genWindow) * runsPerFresh / float64(runs))
+	if spacing < 1 {
+		spacing = 1
+	}
+	return &freshSource{seed: seed, finishedFrac: finishedFrac, k: k, spacing: spacing}
+}
+
+func (f *freshSource) more() bool { return f.i < f.k }
+func (f *freshSource) at() int64  { return int64(f.i) * f.spacing }
+func (f *freshSource) next() event {
+	ev := event{at: f.at(), wf: freshID(f.seed, f.i), kind: evFresh, fresh: f.i}
+	f.i++
+	return ev
+}
+
+// GenOptions configure Generate.
+type GenOptions struct {
+	Shards       int
+	Runs         int     // runs in the directory when gen stops
+	Seed         uint64  // the workload seed
+	FinishedFrac float64 // share of top-level workflows that are short (default 0.6)
+	TailBatches  int     // batches logged after the last checkpoint (default 3)
+	Config       Config
+}
+
+// DefaultFinishedFrac is GenOptions.FinishedFrac's default.
+const DefaultFinishedFrac = 0.6
+
+func (o GenOptions) check() (GenOptions, error) {
+	if o.Shards < 1 || o.Shards > 1024 {
+		return o, fmt.Errorf("shard count %d: want 1..1024", o.Shards)
+	}
+	if o.Runs < 1 {
+		return o, fmt.Errorf("run count %d: want at least 1", o.Runs)
+	}
+	if o.FinishedFrac == 0 {
+		o.FinishedFrac = DefaultFinishedFrac
+	}
+	if o.FinishedFrac < 0 || o.FinishedFrac > 1 {
+		return o, fmt.Errorf("finished fraction %g: want 0..1", o.FinishedFrac)
+	}
+	if o.TailBatches <= 0 {
+		o.TailBatches = 3
+	}
+	return o, nil
+}
+
+// generate runs the workload until Runs runs exist, checkpoints, runs
+// TailBatches more batches (which start no run) and stops without a
+// checkpoint: the directory then has a log tail after its last
+// checkpoint, as an engine that crashed or was killed leaves it.
+func (e *Engine) generate(ctx context.Context, o GenOptions) error {
+	e.fresh = newFreshSource(o.Seed, o.Runs, o.FinishedFrac)
+	e.cap = o.Runs
+	tail := -1
+	for {
+		before := e.stats.Batches
+		more, err := e.step(ctx)
+		if err != nil {
+			return err
+		}
+		if tail < 0 && e.started >= e.cap {
+			if err := e.checkpoint(); err != nil {
+				return err
+			}
+			tail, e.noAutoCP = 0, true
+			continue
+		}
+		if tail >= 0 {
+			tail += e.stats.Batches - before
+			if tail >= o.TailBatches {
+				return nil
+			}
+		}
+		if !more {
+			if tail < 0 {
+				return e.checkpoint()
+			}
+			return nil
+		}
+	}
+}
+
+// GenReport says what Generate made.
+type GenReport struct {
+	Dir     string  `json:"dir"`
+	Shards  int     `json:"shards"`
+	Seed    uint64  `json:"seed"`
+	Now     int64   `json:"now_ms"`
+	Census  *Census `json:"census"`
+	Stats   Stats   `json:"stats"`
+	Elapsed float64 `json:"elapsed_s"`
+}
+
+// Generate creates a closed data directory at dir (which must not exist or
+// be empty) holding o.Runs workflow runs stopped mid-flight: running and
+// parked runs, finished and tombstoned ones, unacknowledged messages and a
+// log tail after the last checkpoint. The same options make the same
+// logical content.
+func Generate(ctx context.Context, fs vfs.FS, dir string, o GenOptions) (*GenReport, error) {
+	o, err := o.check()
+	if err != nil {
+		return nil, err
+	}
+	if err := requireEmpty(fs, dir); err != nil {
+		return nil, err
+	}
+	start := time.Now()
+	db, err := journal.Create(fs, dir, journal.CreateOptions{Shards: o.Shards, NoSync: true})
+	if err != nil {
+		return nil, err
+	}
+	e := newEngine(dbBackend{db}, o.Config)
+	e.recover()
+	err = e.generate(ctx, o)
+	db.SetNow(e.now)
+	var census *Census
+	if err == nil {
+		census = TakeCensus(db.Shards)
+	}
+	if cerr := db.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return nil, fmt.Errorf("gen %s: %w", dir, err)
+	}
+	return &GenReport{Dir: dir, Shards: o.Shards, Seed: o.Seed, Now: e.now, Census: census,
+		Stats: e.stats, Elapsed: time.Since(start).Seconds()}, nil
+}
+
+func requireEmpty(fs vfs.FS, dir string) error {
+	names, err := fs.List(dir)
+	if errors.Is(err, os.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	if len(names) > 0 {
+		return fmt.Errorf("%s is not empty (gen makes a new directory)", dir)
+	}
+	return nil
+}
+
+// DriveOptions configure Drive.
+type DriveOptions struct {
+	Config Config
+	NoSync bool
+}
+
+// DriveReport says what Drive did and how the runs ended.
+type DriveReport struct {
+	Dir      string                  `json:"dir"`
+	Shards   int                     `json:"shards"`
+	From     int64                   `json:"from_ms"`
+	Now      int64                   `json:"now_ms"`
+	Recovery *journal.RecoveryReport `json:"recovery,omitempty"`
+	Census   *Census                 `json:"census"`
+	Stats    Stats                   `json:"stats"`
+	Elapsed  float64                 `json:"elapsed_s"`
+}
+
+// Drive opens a closed data directory as the engine does (recovery), runs
+// every run to completion on the virtual clock — delivering messages,
+// firing timers, feeding the scripted signals, updates and async answers —
+// then checkpoints and closes it.
+func Drive(ctx context.Context, fs vfs.FS, dir string, o DriveOptions) (*DriveReport, error) {
+	start := time.Now()
+	db, rec, err := journal.Open(fs, dir, journal.OpenOptions{NoSync: o.NoSync})
+	if err != nil {
+		return nil, err
+	}
+	e := newEngine(dbBackend{db}, o.Config)
+	e.recover()
+	from := e.now
+	err = e.Drive(ctx)
+	var census *Census
+	if err == nil {
+		census = TakeCensus(db.Shards)
+	}
+	if cerr := db.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return nil, fmt.Errorf("sim drive %s: %w", dir, err)
+	}
+	return &DriveReport{Dir: dir, Shards: len(db.Shards), From: from, Now: e.now, Recovery: rec,
+		Census: census, Stats: e.stats, Elapsed: time.Since(start).Seconds()}, nil
+}

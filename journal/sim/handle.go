@@ -1,0 +1,255 @@
+package sim
+
+import (
+	"errors"
+	"fmt"
+
+	"github.com/fusee-dev/fusee/journal"
+)
+
+// ErrNoPendingAsync is returned for a completion token that names no
+// pending async completion (never issued, already answered, or its run
+// has finished).
+var ErrNoPendingAsync = errors.New("token names no pending async completion")
+
+// handle performs one event inside t. It reports false when the event
+// turned out to be no longer due (it changes nothing then).
+func (e *Engine) handle(t *tx, ev *event) bool {
+	if ev.kind == evMsg {
+		return e.deliver(t, ev)
+	}
+	t.claim(ev.wf)
+	if !e.valid(ev) {
+		return false
+	}
+	switch ev.kind {
+	case evFresh:
+		rec := freshStart(e.fresh.seed, ev.fresh, e.fresh.finishedFrac, t.now)
+		sh := e.shardOf(rec.WorkflowID)
+		t.wake(t.start(sh, t.newRun(sh), rec))
+		return true
+	case evRestart:
+		v := t.run(ev.wf, ev.gen, ev.shard, ev.run)
+		p := v.params()
+		p.rst--
+		st := v.j[0]
+		sh := v.shard
+		nv := t.start(sh, t.newRun(sh), journal.Record{WorkflowID: v.wf, Type: v.typ, Time: t.now,
+			Attempt: st.Attempt, Gen: v.gen + 1, Origin: journal.OriginRestart, Pred: v.ref(), Payload: p.encode()})
+		t.wake(nv)
+		return true
+	case evTombstone:
+		t.tombstone(t.run(ev.wf, ev.gen, ev.shard, ev.run))
+		return true
+	}
+	v := t.run(ev.wf, ev.gen, ev.shard, ev.run)
+	switch ev.kind {
+	case evTimer:
+		if r := v.j[ev.pos]; r.Kind == journal.KindWait {
+			t.append(v, journal.Record{Kind: journal.KindWaited, Ref: ev.pos, Status: journal.StatusTimedOut, Time: t.now})
+		} else {
+			t.append(v, journal.Record{Kind: journal.KindFired, Ref: ev.pos, Time: t.now})
+		}
+		t.wake(v)
+	case evDeadline:
+		t.append(v, journal.Record{Kind: journal.KindDone, Status: journal.StatusTimedOut, Time: t.now,
+			Payload: []byte("run deadline passed")})
+	case evExtSignal:
+		name := "approve"
+		if ev.pos > 0 {
+			name = v.j[ev.pos].Name
+		}
+		t.append(v, journal.Record{Kind: journal.KindSignal, Name: name, MsgID: extSignalID(v.wf, v.gen, ev.pos),
+			Time: t.now, Payload: []byte("from outside")})
+		t.wake(v)
+	case evExtUpdate:
+		t.append(v, journal.Record{Kind: journal.KindUpdate, Name: "query", MsgID: extUpdateID(v.wf, v.gen, ev.pos),
+			Time: t.now, Payload: fmt.Appendf(nil, "query %d", ev.pos)})
+		t.wake(v)
+	case evAsync:
+		tok := v.j[ev.pos].Token
+		if err := e.complete(t, tok.String(), []byte("answered")); err != nil {
+			panic(fmt.Sprintf("sim: answering %s#%d@%d by its own token %s: %v", v.wf, v.gen, ev.pos, tok, err))
+		}
+		// Now and then the outside world answers twice; the second answer
+		// names no pending completion and is refused.
+		if newHasher(v.params().seed).str(v.wf).u64(uint64(v.gen)).u64(uint64(ev.pos)).str("dup").sum()%5 == 0 {
+			if err := e.complete(t, tok.String(), []byte("again")); err == nil {
+				panic(fmt.Sprintf("sim: second answer to %s accepted", tok))
+			}
+		}
+	case evCancel:
+		t.append(v, journal.Record{Kind: journal.KindCancel, Time: t.now, Payload: []byte("operator")})
+		t.wake(v)
+	case evTerminate:
+		t.append(v, journal.Record{Kind: journal.KindDone, Status: journal.StatusTerminated, Time: t.now,
+			Payload: []byte("terminated by operator")})
+	case evReset:
+		e.reset(t, v)
+	}
+	return true
+}
+
+// reset replaces an unfinished run by a new one of the same workflow ID
+// that starts its code over.
+func (e *Engine) reset(t *tx, v *runView) {
+	no := t.newRun(v.shard)
+	p := v.params()
+	p.noReset = true
+	st := v.j[0]
+	t.append(v, journal.Record{Kind: journal.KindDone, Status: journal.StatusReset, Time: t.now,
+		Next: journal.RunRef{Shard: v.shard, Run: no}, Payload: []byte("reset by operator")})
+	nv := t.start(v.shard, no, journal.Record{WorkflowID: v.wf, Type: v.typ, Time: t.now, Attempt: st.Attempt,
+		Gen: v.gen + 1, Origin: journal.OriginReset, Pred: v.ref(), Payload: p.encode()})
+	t.wake(nv)
+}
+
+// complete answers an async completion by its token, the way an outside
+// caller does: the token alone names the shard, the run and the position.
+func (e *Engine) complete(t *tx, token string, payload []byte) error {
+	tok, err := journal.ParseToken(token)
+	if err != nil {
+		t.stats.rejected++
+		return err
+	}
+	ss := e.b.shards()
+	if tok.Shard >= len(ss) {
+		t.stats.rejected++
+		return fmt.Errorf("%w: %s names shard %d of %d", ErrNoPendingAsync, token, tok.Shard, len(ss))
+	}
+	r, ok := ss[tok.Shard].Runs[tok.Run]
+	if !ok {
+		t.stats.rejected++
+		return fmt.Errorf("%w: %s names no run", ErrNoPendingAsync, token)
+	}
+	v := t.latest(r.WorkflowID)
+	if v == nil || v.no != tok.Run || v.shard != tok.Shard || v.done() || int(tok.Pos) >= len(v.j) ||
+		v.j[tok.Pos].Kind != journal.KindAsync || v.j[tok.Pos].Token != tok || isClosed(v.j, tok.Pos) {
+		t.stats.rejected++
+		return fmt.Errorf("%w: %s", ErrNoPendingAsync, token)
+	}
+	t.append(v, journal.Record{Kind: journal.KindAsyncDone, Ref: tok.Pos, Status: journal.StatusOK, Time: t.now, Payload: payload})
+	t.wake(v)
+	return nil
+}
+
+// Complete answers a pending async completion by its token, from outside,
+// and commits. It returns ErrNoPendingAsync (wrapped) for a token that
+// names nothing pending.
+func (e *Engine) Complete(token string, payload []byte) error {
+	t := e.newTx()
+	var cerr error
+	ev := event{at: e.now, kind: evAsync}
+	_, ab, err := e.runTxFunc(t, func() bool {
+		cerr = e.complete(t, token, payload)
+		return cerr == nil
+	})
+	if err != nil {
+		return err
+	}
+	if ab == abortConflict {
+		if err := e.flush(); err != nil {
+			return err
+		}
+		return e.Complete(token, payload)
+	}
+	if cerr != nil {
+		e.stats.Rejected++
+		return cerr
+	}
+	e.accept(t, &ev)
+	return e.flush()
+}
+
+// deliver hands an outbox message to its receiver: the receiver records
+// the message ID (OpSeen) with its effect, and the sender drops it (OpAck),
+// in one batch. A receiver that has seen the ID already drops the repeat
+// and only acknowledges it.
+func (e *Engine) deliver(t *tx, ev *event) bool {
+	ss := e.b.shards()
+	m, ok := ss[ev.shard].Outbox[ev.msg]
+	if !ok {
+		return false
+	}
+	t.claim(m.Target)
+	recv := e.shardOf(m.Target)
+	if _, seen := ss[recv].Seen[m.ID]; seen {
+		t.ack(ev.shard, m.ID)
+		t.stats.repeats++
+		return true
+	}
+	t.seen(recv, m.ID)
+	// Some acknowledgements are lost on the way: the message stays in the
+	// sender's outbox and is sent again next round, and the receiver drops
+	// the repeat. Which ones is a function of the message ID alone.
+	if lostAck(m.ID) {
+		t.stats.lostAcks++
+		t.redeliver = append(t.redeliver, event{at: t.now + redelivery(m.ID), wf: m.Target, kind: evMsg, msg: m.ID, shard: ev.shard})
+	} else {
+		t.ack(ev.shard, m.ID)
+	}
+	switch m.Kind {
+	case journal.MsgStartChild:
+		e.startChild(t, m)
+	case journal.MsgChildResult, journal.MsgUpdateResult:
+		v := t.latest(m.Target)
+		if v == nil || v.no != m.Parent.Run || v.shard != m.Parent.Shard || v.done() || int(m.Parent.Pos) >= len(v.j) {
+			break // the waiting run is gone or moved on: drop
+		}
+		pos := m.Parent.Pos
+		want, kind := journal.KindChild, journal.KindChildDone
+		if m.Kind == journal.MsgUpdateResult {
+			want, kind = journal.KindWait, journal.KindWaited
+		}
+		if v.j[pos].Kind != want || isClosed(v.j, pos) {
+			break
+		}
+		t.append(v, journal.Record{Kind: kind, Ref: pos, Status: m.Status, MsgID: m.ID, Time: t.now, Payload: m.Payload})
+		t.wake(v)
+	case journal.MsgSignal, journal.MsgCancel:
+		v := t.latest(m.Target)
+		if v == nil || v.done() {
+			break
+		}
+		if m.Kind == journal.MsgSignal {
+			t.append(v, journal.Record{Kind: journal.KindSignal, Name: m.Name, MsgID: m.ID, By: m.From, Time: t.now, Payload: m.Payload})
+		} else {
+			t.append(v, journal.Record{Kind: journal.KindCancel, By: m.From, Time: t.now, Payload: m.Payload})
+		}
+		t.wake(v)
+	}
+	return true
+}
+
+// startChild starts the run a start-child message asks for. The child's
+// Start names its parent by reference (the position waiting) and by
+// workflow ID (where results are routed).
+func (e *Engine) startChild(t *tx, m *journal.Message) {
+	prev := t.latest(m.Target)
+	gen := uint32(1)
+	if prev != nil {
+		if !prev.done() {
+			return // an ID conflict: the parent never hears back (its deadline or cancel ends it)
+		}
+		gen = prev.gen + 1
+	}
+	sh := e.shardOf(m.Target)
+	rec := journal.Record{WorkflowID: m.Target, Type: m.Type, Time: t.now, Deadline: m.Deadline, Attempt: 1,
+		Gen: gen, Origin: journal.OriginChild, Parent: m.Parent, ParentID: senderOf(m.ID), Payload: m.Payload}
+	t.wake(t.start(sh, t.newRun(sh), rec))
+}
+
+// deliverUpdate hands a run's update call to the target's latest run in the
+// caller's tx (the Update record carries the caller's reference, waiting
+// at pos). It reports false when no running run can take it.
+func (e *Engine) deliverUpdate(t *tx, caller *runView, pos uint32, target, name, id string) bool {
+	v := t.latest(target)
+	if v == nil || v.done() || v == caller {
+		return false
+	}
+	t.append(v, journal.Record{Kind: journal.KindUpdate, Name: name, MsgID: id, Time: t.now,
+		Parent: journal.ParentRef{Shard: caller.shard, Run: caller.no, Pos: pos}, ParentID: caller.wf,
+		Payload: []byte(name + " from " + caller.wf)})
+	t.wake(v)
+	return true
+}

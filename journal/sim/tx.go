@@ -1,0 +1,234 @@
+package sim
+
+import (
+	"fmt"
+
+	"github.com/fusee-dev/fusee/journal"
+)
+
+// A tx is one event's work: the log entries it adds and the runs it looks
+// at. Nothing it does is visible until the engine accepts it into the
+// current batch, so an event that must wait (it touches a workflow ID an
+// earlier event of the batch changed, or gen's run cap stops it) is simply
+// dropped and tried again.
+//
+// Events of one batch touch disjoint workflow IDs, so every decision an
+// event makes reads committed state plus its own tx: batch boundaries are
+// invisible to the logical outcome (the engine behaves as if it processed
+// the due events one at a time, in key order).
+type tx struct {
+	e      *Engine
+	now    int64
+	ops    []journal.ShardOp
+	claims map[string]*runView // workflow ID -> its latest run as this tx sees it (nil: none)
+	views  []*runView          // every run view this tx created, in order
+	alloc  map[int]int         // run numbers this tx took, per shard
+	queue  []*runView          // runs whose code must run
+	// redeliver holds messages whose acknowledgement was lost: they are
+	// sent again later.
+	redeliver []event
+	stats  txStats
+}
+
+// txStats are counters a tx adds to the engine's when it is accepted.
+type txStats struct {
+	rejected int // completion tokens refused
+	lostAcks int // deliveries whose acknowledgement was lost on purpose
+	repeats  int // deliveries the receiver dropped as repeats
+}
+
+// abort unwinds a tx that cannot proceed now.
+type abort int
+
+const (
+	abortConflict abort = iota + 1 // touches a workflow ID dirty in the batch: flush and retry
+	abortCap                       // would start a run past gen's cap: leave it for later
+)
+
+// runView is a run as one tx sees it: the committed run plus what the tx
+// appended. Its journal never aliases the committed one's spare capacity.
+type runView struct {
+	shard    int
+	no       journal.RunNo
+	wf       string
+	gen      uint32
+	typ      string
+	j        []journal.Record
+	state    journal.RunState
+	finished int64
+	base     int  // journal length when the view was taken; 0 for a run this tx started
+	fresh    bool // started by this tx
+	touched  bool // this tx changed the run
+	queued   bool
+	p        *params
+}
+
+func viewOf(shard int, r *journal.Run) *runView {
+	return &runView{shard: shard, no: r.No, wf: r.WorkflowID, gen: r.Gen, typ: r.Type,
+		j: r.Journal[:len(r.Journal):len(r.Journal)], state: r.State, finished: r.Finished,
+		base: len(r.Journal)}
+}
+
+func (v *runView) ref() journal.RunRef { return journal.RunRef{Shard: v.shard, Run: v.no} }
+func (v *runView) done() bool {
+	return v.state == journal.StateFinished || v.state == journal.StateTombstone
+}
+func (v *runView) params() params {
+	if v.p == nil {
+		var p params
+		if len(v.j) > 0 {
+			p = parseParams(v.j[0].Payload)
+		}
+		v.p = &p
+	}
+	return *v.p
+}
+
+func (e *Engine) newTx() *tx {
+	return &tx{e: e, now: e.now, claims: map[string]*runView{}, alloc: map[int]int{}}
+}
+
+// claim marks a workflow ID as this tx's, or aborts if an earlier event of
+// the batch changed it.
+func (t *tx) claim(wf string) {
+	if _, ok := t.claims[wf]; ok {
+		return
+	}
+	if _, dirty := t.e.dirty[wf]; dirty {
+		panic(abortConflict)
+	}
+	t.claims[wf] = nil
+}
+
+// latest returns the latest run of a workflow ID (nil: none), claiming it.
+func (t *tx) latest(wf string) *runView {
+	if v, ok := t.claims[wf]; ok && v != nil {
+		return v
+	}
+	t.claim(wf)
+	sh := t.e.shardOf(wf)
+	s := t.e.b.shards()[sh]
+	no, ok := s.ByID[wf]
+	if !ok {
+		return nil
+	}
+	v := viewOf(sh, s.Runs[no])
+	t.claims[wf] = v
+	t.views = append(t.views, v)
+	return v
+}
+
+// run returns the run (shard, no) if it is workflow wf's generation gen,
+// claiming wf; nil otherwise.
+func (t *tx) run(wf string, gen uint32, shard int, no journal.RunNo) *runView {
+	if v := t.latest(wf); v != nil && v.no == no && v.shard == shard {
+		if v.gen != gen {
+			return nil
+		}
+		return v
+	}
+	for _, v := range t.views {
+		if v.wf == wf && v.no == no && v.shard == shard {
+			return v
+		}
+	}
+	ss := t.e.b.shards()
+	if shard < 0 || shard >= len(ss) {
+		return nil
+	}
+	r, ok := ss[shard].Runs[no]
+	if !ok || r.WorkflowID != wf || r.Gen != gen {
+		return nil
+	}
+	v := viewOf(shard, r)
+	t.views = append(t.views, v)
+	return v
+}
+
+// append adds rec to v's journal (loading a parked run first) and returns
+// its position.
+func (t *tx) append(v *runView, rec journal.Record) uint32 {
+	if v.state == journal.StateParked {
+		t.ops = append(t.ops, journal.ShardOp{Shard: v.shard, Op: journal.Op{Kind: journal.OpLoad, Run: v.no}})
+		v.state = journal.StateRunning
+	}
+	if v.state != journal.StateRunning {
+		panic(fmt.Sprintf("sim: append %s to %s#%d, which is %s", rec.Kind, v.wf, v.gen, v.state))
+	}
+	rec.Pos = uint32(len(v.j))
+	t.ops = append(t.ops, journal.ShardOp{Shard: v.shard, Op: journal.Op{Kind: journal.OpAppend, Run: v.no, Rec: rec}})
+	v.j = append(v.j, rec)
+	v.touched = true
+	if rec.Kind == journal.KindDone {
+		v.state, v.finished = journal.StateFinished, rec.Time
+	}
+	return rec.Pos
+}
+
+// newRun takes the next run number of a shard for a run this tx starts.
+func (t *tx) newRun(shard int) journal.RunNo {
+	e := t.e
+	total := 0
+	for _, n := range t.alloc {
+		total += n
+	}
+	if e.cap > 0 && e.started+e.batchStarted+total >= e.cap {
+		panic(abortCap)
+	}
+	no := e.b.shards()[shard].NextRun + journal.RunNo(e.pendingNext[shard]+t.alloc[shard])
+	t.alloc[shard]++
+	return no
+}
+
+// start begins run no (from newRun) with the Start record rec.
+func (t *tx) start(shard int, no journal.RunNo, rec journal.Record) *runView {
+	rec.Kind, rec.Pos = journal.KindStart, 0
+	t.claim(rec.WorkflowID)
+	t.ops = append(t.ops, journal.ShardOp{Shard: shard, Op: journal.Op{Kind: journal.OpStart, Run: no, Rec: rec}})
+	v := &runView{shard: shard, no: no, wf: rec.WorkflowID, gen: rec.Gen, typ: rec.Type,
+		j: []journal.Record{rec}, state: journal.StateRunning, fresh: true, touched: true}
+	t.claims[rec.WorkflowID] = v
+	t.views = append(t.views, v)
+	return v
+}
+
+func (t *tx) tombstone(v *runView) {
+	t.ops = append(t.ops, journal.ShardOp{Shard: v.shard, Op: journal.Op{Kind: journal.OpTombstone, Run: v.no}})
+	v.state = journal.StateTombstone
+	v.touched = true
+}
+
+func (t *tx) seen(shard int, id string) {
+	t.ops = append(t.ops, journal.ShardOp{Shard: shard, Op: journal.Op{Kind: journal.OpSeen, MsgID: id}})
+}
+
+func (t *tx) ack(shard int, id string) {
+	t.ops = append(t.ops, journal.ShardOp{Shard: shard, Op: journal.Op{Kind: journal.OpAck, MsgID: id}})
+}
+
+// wake queues v's workflow code to run before the tx ends.
+func (t *tx) wake(v *runView) {
+	if !v.queued {
+		v.queued = true
+		t.queue = append(t.queue, v)
+	}
+}
+
+// settle runs queued workflow code until nothing is left to do, then parks
+// the runs that wait on nothing near.
+func (t *tx) settle() {
+	for len(t.queue) > 0 {
+		v := t.queue[0]
+		t.queue = t.queue[1:]
+		v.queued = false
+		if v.state == journal.StateRunning || v.state == journal.StateParked {
+			runCode(t, v)
+		}
+	}
+	for _, v := range t.views {
+		if v.touched && v.state == journal.StateRunning && t.e.shouldPark(v, t.now) {
+			t.ops = append(t.ops, journal.ShardOp{Shard: v.shard, Op: journal.Op{Kind: journal.OpPark, Run: v.no}})
+			v.state = journal.StateParked
+		}
+	}
+}
