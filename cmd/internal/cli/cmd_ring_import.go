@@ -71,11 +71,12 @@ func runRingImport(ios *IO, opts *ringImportOptions, path string) error {
 	if err != nil {
 		return err
 	}
-	p.File = path
+	p.File = opts.from // findings name the input
 	if findings := ringfile.Validate(p); ringfile.HasErrors(findings) {
-		printRingFindings(ios, path+" (imported)", findings)
+		printRingFindings(ios, opts.from, findings)
 		return exitSilently(ExitFailure, "the imported policy has errors; nothing written")
 	}
+	p.File = path
 	if _, err := os.Stat(path); errors.Is(err, fs.ErrNotExist) {
 		if err := ringfile.Create(path, p, opts.write.options()); err != nil {
 			return err
