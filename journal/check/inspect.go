@@ -15,9 +15,13 @@ type Summary struct {
 	ShardCount int    `json:"shards"`     // fusee.meta shards=
 	// TornTail describes a torn, never-acknowledged log tail recovery
 	// dropped; empty when there was none.
-	TornTail string         `json:"torn_tail,omitempty"`
-	Total    ShardSummary   `json:"total"` // sums over the shards (Shard is -1, LSNs are 0)
-	Shards   []ShardSummary `json:"per_shard"`
+	TornTail string `json:"torn_tail,omitempty"`
+	// LogSegments and LogBytes size the shared write-ahead log; -1 when
+	// not read from a directory.
+	LogSegments int            `json:"log_segments"`
+	LogBytes    int64          `json:"log_bytes"`
+	Total       ShardSummary   `json:"total"` // sums over the shards (Shard is -1, LSNs are 0)
+	Shards      []ShardSummary `json:"per_shard"`
 	// Oldest and Newest are the runs with the earliest and latest start
 	// time (ties: workflow ID, then generation); nil without runs.
 	Oldest *RunSummary `json:"oldest_run,omitempty"`
@@ -32,10 +36,12 @@ type ShardSummary struct {
 	// TailEntries is the number of log entries after the checkpoint that
 	// recovery replayed (the log tail). -1 when no recovery report says.
 	TailEntries int `json:"tail_entries"`
-	// TailBytes is the size of that tail in the log. -1: not known (the
-	// recovery report does not expose it yet).
-	TailBytes int64         `json:"tail_bytes"`
-	NextRun   journal.RunNo `json:"next_run"`
+	// TailBytes is the encoded size of that tail; -1 when not known.
+	TailBytes int64 `json:"tail_bytes"`
+	// StoreBytes is the disk space the shard's store uses; -1 when not
+	// known.
+	StoreBytes int64         `json:"store_bytes"`
+	NextRun    journal.RunNo `json:"next_run"`
 
 	Runs      int `json:"runs"`
 	Running   int `json:"running"`
@@ -63,7 +69,14 @@ type RunSummary struct {
 // Inspect summarises st. It only reads.
 func Inspect(st *State) Summary {
 	sum := Summary{Dir: st.Dir, Format: st.Format, LogFormat: st.LogFormat, ShardCount: st.ShardCount,
-		Total: ShardSummary{Shard: -1}}
+		LogSegments: -1, LogBytes: -1, Total: ShardSummary{Shard: -1}}
+	stats := map[int]journal.ShardStats{}
+	if st.Stats != nil {
+		sum.LogSegments, sum.LogBytes = st.Stats.LogSegments, st.Stats.LogBytes
+		for _, ss := range st.Stats.Shards {
+			stats[ss.Shard] = ss
+		}
+	}
 	recov := map[int]journal.ShardRecovery{}
 	if st.Recovery != nil {
 		sum.TornTail = st.Recovery.TornTail
@@ -76,10 +89,15 @@ func Inspect(st *State) Summary {
 		if s == nil {
 			continue
 		}
-		ss := ShardSummary{Shard: s.Index, LSN: s.LSN, CheckpointLSN: s.LSN, TailEntries: -1, TailBytes: -1, NextRun: s.NextRun,
-			Runs: len(s.Runs), Outbox: len(s.Outbox), Archives: len(s.Archive), Seen: len(s.Seen), Timers: len(s.Timers)}
+		ss := ShardSummary{Shard: s.Index, LSN: s.LSN, CheckpointLSN: s.LSN, TailEntries: -1, TailBytes: -1, StoreBytes: -1,
+			NextRun: s.NextRun, Runs: len(s.Runs), Outbox: len(s.Outbox), Archives: len(s.Archive), Seen: len(s.Seen),
+			Timers: len(s.Timers)}
 		if sr, ok := recov[s.Index]; ok {
 			ss.CheckpointLSN, ss.TailEntries = sr.CheckpointLSN, sr.Replayed
+		}
+		if x, ok := stats[s.Index]; ok {
+			ss.CheckpointLSN, ss.TailEntries, ss.TailBytes = x.Checkpoint.LSN, x.TailEntries, x.TailBytes
+			ss.StoreBytes = int64(x.StoreBytes)
 		}
 		for _, r := range s.Runs {
 			switch r.State {
@@ -132,6 +150,7 @@ func (t *ShardSummary) add(s ShardSummary) {
 	t.Timers += s.Timers
 	t.TailEntries = addKnown(t.TailEntries, s.TailEntries)
 	t.TailBytes = int64(addKnown(int(t.TailBytes), int(s.TailBytes)))
+	t.StoreBytes = int64(addKnown(int(t.StoreBytes), int(s.StoreBytes)))
 }
 
 func addKnown(a, b int) int {

@@ -1,7 +1,6 @@
 package check
 
 import (
-	"errors"
 	"fmt"
 
 	"github.com/cockroachdb/pebble/v2/vfs"
@@ -19,6 +18,10 @@ type State struct {
 
 	Shards   []*journal.Shard        // slot i holds shard i
 	Recovery *journal.RecoveryReport // nil when not known
+	// Stats holds each shard's checkpoint header, log tail and store
+	// size, and the log's size; nil when the state was not read from a
+	// directory.
+	Stats *journal.Stats
 }
 
 // FromShards wraps shards built in memory as a State whose meta agrees
@@ -39,29 +42,24 @@ func (st *State) Runs() int {
 }
 
 // Load opens the data directory at dir read-only through the engine's own
-// recovery, reads its fusee.meta, and closes it again: the lock is held
-// only while Load runs. The directory's bytes do not change; nothing is
-// ticked. Errors from meta (in use, switching, old log) come back wrapped
-// so that errors.Is still matches them.
+// recovery and closes it again: the lock is held only while Load runs.
+// The directory's bytes do not change; nothing is ticked. Errors from
+// opening (in use, interrupted reshard, old log format, damage) come back
+// wrapped, so errors.Is and errors.As still match them.
 func Load(fs vfs.FS, dir string) (*State, error) {
 	db, rep, err := journal.Open(fs, dir, journal.OpenOptions{ReadOnly: true})
 	if err != nil {
-		return nil, fmt.Errorf("opening %s read-only: %w", dir, err)
+		return nil, err
 	}
-	st := &State{Dir: dir, Shards: db.Shards, Recovery: rep}
-	// The lock is ours while db is open, so reading the meta file now
-	// sees what recovery saw.
-	m, merr := meta.ReadAny(dir)
-	cerr := db.Close()
-	if merr != nil {
-		return nil, merr
+	m := db.Meta()
+	st := &State{Dir: dir, Format: m.Format, LogFormat: m.Log, ShardCount: m.Shards, Shards: db.Shards, Recovery: rep}
+	stats, serr := db.Stats()
+	if cerr := db.Close(); serr == nil && cerr != nil {
+		serr = fmt.Errorf("closing %s: %w", dir, cerr)
 	}
-	if cerr != nil {
-		return nil, fmt.Errorf("closing %s: %w", dir, cerr)
+	if serr != nil {
+		return nil, serr
 	}
-	st.Format, st.LogFormat, st.ShardCount = m.Format, m.Log, m.Shards
-	if st.Shards == nil {
-		return nil, errors.New("recovery returned no shards")
-	}
+	st.Stats = &stats
 	return st, nil
 }

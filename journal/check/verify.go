@@ -71,6 +71,7 @@ func (v *verifier) directory() {
 			v.addf(KindNextRunInvalid, i, 0, "next run number is %d", s.NextRun)
 		}
 	}
+	v.checkpoints()
 	rep := st.Recovery
 	if rep == nil {
 		return
@@ -88,6 +89,9 @@ func (v *verifier) directory() {
 		seen[sr.Shard] = true
 		if sr.CheckpointLSN > sr.LSN {
 			v.addf(KindCheckpointLSN, sr.Shard, 0, "checkpoint LSN %d is past the shard's LSN %d", sr.CheckpointLSN, sr.LSN)
+		} else if uint64(sr.Replayed) != sr.LSN-sr.CheckpointLSN {
+			// Every log entry takes one LSN, so the tail replayed is the gap.
+			v.addf(KindRecovery, sr.Shard, 0, "recovery replayed %d entries from LSN %d to %d", sr.Replayed, sr.CheckpointLSN, sr.LSN)
 		}
 		if sr.LSN != s.LSN {
 			v.addf(KindRecovery, sr.Shard, 0, "recovery reports LSN %d, the shard holds %d", sr.LSN, s.LSN)
@@ -96,6 +100,38 @@ func (v *verifier) directory() {
 	for _, s := range st.Shards {
 		if s != nil && !seen[s.Index] {
 			v.addf(KindRecovery, s.Index, 0, "the recovery report does not mention this shard")
+		}
+	}
+}
+
+// checkpoints checks each shard's current checkpoint header against the
+// directory and the recovered state: a checkpoint only ever lags.
+func (v *verifier) checkpoints() {
+	if v.st.Stats == nil {
+		return
+	}
+	for _, ss := range v.st.Stats.Shards {
+		h := ss.Checkpoint
+		s, ok := v.u.byIndex[ss.Shard]
+		if !ok {
+			v.addf(KindRecovery, -1, 0, "store statistics for shard %d, which the state does not have", ss.Shard)
+			continue
+		}
+		if h.Shard != ss.Shard {
+			v.addf(KindShardIndex, ss.Shard, 0, "shard %d's checkpoint says it is shard %d's", ss.Shard, h.Shard)
+		}
+		if h.Count != v.st.ShardCount {
+			v.addf(KindShardCount, ss.Shard, 0, "the checkpoint header says %d shards, fusee.meta says %d", h.Count, v.st.ShardCount)
+		}
+		if h.LSN > s.LSN {
+			v.addf(KindCheckpointLSN, ss.Shard, 0, "checkpoint LSN %d is past the recovered LSN %d", h.LSN, s.LSN)
+		}
+		if h.NextRun > s.NextRun || h.NextSeq > s.NextSeq {
+			v.addf(KindRecovery, ss.Shard, 0, "the checkpoint's next run %d and outbox seq %d are past the recovered %d and %d",
+				h.NextRun, h.NextSeq, s.NextRun, s.NextSeq)
+		}
+		if ss.LSN != s.LSN {
+			v.addf(KindRecovery, ss.Shard, 0, "store statistics say LSN %d, the shard holds %d", ss.LSN, s.LSN)
 		}
 	}
 }

@@ -32,7 +32,8 @@ type world struct {
 	shards []*journal.Shard
 	phys   map[ident]journal.RunRef
 	gens   map[string]uint32
-	gaps   *rand.Rand // physical only: holes in run numbering; nil for none
+	gaps   *rand.Rand        // physical only: holes in run numbering; nil for none
+	log    []journal.ShardOp // every op applied, in order (for replay into a real directory)
 }
 
 func newWorld(tb testing.TB, n int, gapSeed uint64) *world {
@@ -55,6 +56,7 @@ func (w *world) apply(s *journal.Shard, op journal.Op) {
 	if err := s.Apply(&op); err != nil {
 		w.tb.Fatalf("shard %d: %v", s.Index, err)
 	}
+	w.log = append(w.log, journal.ShardOp{Shard: s.Index, Op: op})
 }
 
 func (w *world) ref(x ident) journal.RunRef {
