@@ -1,6 +1,7 @@
 package ringfile
 
 import (
+	"errors"
 	"fmt"
 	"slices"
 )
@@ -40,10 +41,25 @@ func OpenEpoch(p *Policy, ring Ring, declare ...CellDecl) (*Policy, error) {
 	next.Epochs = append(next.Epochs, Epoch{Number: number, Status: StatusOpen, Ring: fresh})
 	next.Current = number
 	next.Revision++
-	if err := Check(next); err != nil {
-		return nil, fmt.Errorf("refusing to open epoch %d: %w", number, err)
+	if err := checkResult(next); err != nil {
+		return nil, fmt.Errorf("refusing to open epoch %d:%w", number, err)
 	}
 	return next, nil
+}
+
+// checkResult lists every error Validate finds in the policy a change
+// would produce. The input was valid, so each is the change's fault.
+func checkResult(next *Policy) error {
+	var msgs []string
+	for _, f := range Validate(next) {
+		if f.Severity == SeverityError {
+			msgs = append(msgs, f.Msg)
+		}
+	}
+	if len(msgs) == 0 {
+		return nil
+	}
+	return errors.New(joinLines(msgs))
 }
 
 // Retire turns a DRAINING epoch RETIRED. Its ring stays: retirement is

@@ -119,10 +119,17 @@ func validateCells(fs *findings, p *Policy) {
 			continue
 		}
 		if f.Fingerprint != c.Fingerprint {
-			fs.errorf(c.Line, "cell %s is declared with fingerprint %s here and %s%s: two databases would be conflated into one cell; give one of them a distinct cell id",
-				c.ID, c.Fingerprint, f.Fingerprint, atLine(f.Line))
+			fs.errorf(c.Line, "cell %s is declared with two fingerprints, %s%s and %s%s: two databases would be conflated into one cell; give one of them a distinct cell id",
+				c.ID, f.Fingerprint, inParens(f.Line), c.Fingerprint, inParens(c.Line))
 		}
 	}
+}
+
+func inParens(line int) string {
+	if line == 0 {
+		return ""
+	}
+	return fmt.Sprintf(" (line %d)", line)
 }
 
 func atLine(line int) string {

@@ -28,7 +28,7 @@ func TestValidateReportsEveryProblem(t *testing.T) {
 	p := mustParse(t, brokenRing)
 	fs := Validate(p)
 	want := []string{
-		"test.ring:7: error: cell a is declared with fingerprint db-2 here and db-1 on line 6: two databases would be conflated",
+		"test.ring:7: error: cell a is declared with two fingerprints, db-1 (line 6) and db-2 (line 7): two databases would be conflated",
 		"test.ring:10: error: epoch 0 is open but the current epoch is 1",
 		"test.ring:15: error: epoch 1: cell ghost is not declared",
 		"test.ring:15: error: epoch 1: shards 8-9 are outside 0..7",
