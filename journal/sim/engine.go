@@ -43,6 +43,7 @@ func (c Config) withDefaults() Config {
 // Stats count what an engine did.
 type Stats struct {
 	Rounds      int            `json:"rounds"`
+	BusyRounds  int            `json:"busy_rounds"` // rounds that changed something
 	Batches     int            `json:"batches"`
 	Ops         int            `json:"ops"`
 	Checkpoints int            `json:"checkpoints"`
@@ -398,6 +399,9 @@ func (e *Engine) step(ctx context.Context) (bool, error) {
 	n, err := e.round()
 	if err != nil {
 		return false, err
+	}
+	if n > 0 {
+		e.stats.BusyRounds++
 	}
 	if n == 0 {
 		if !e.busy() {

@@ -49,7 +49,7 @@ type GenOptions struct {
 	Runs         int     // runs in the directory when gen stops
 	Seed         uint64  // the workload seed
 	FinishedFrac float64 // share of top-level workflows that are short (default 0.6)
-	TailBatches  int     // batches logged after the last checkpoint (default 3)
+	TailRounds   int     // busy rounds logged after the last checkpoint (default 3)
 	Config       Config
 }
 
@@ -69,22 +69,24 @@ func (o GenOptions) check() (GenOptions, error) {
 	if o.FinishedFrac < 0 || o.FinishedFrac > 1 {
 		return o, fmt.Errorf("finished fraction %g: want 0..1", o.FinishedFrac)
 	}
-	if o.TailBatches <= 0 {
-		o.TailBatches = 3
+	if o.TailRounds <= 0 {
+		o.TailRounds = 3
 	}
 	return o, nil
 }
 
 // generate runs the workload until Runs runs exist, checkpoints, runs
-// TailBatches more batches (which start no run) and stops without a
+// TailRounds more rounds that change something (a batch each, unless a
+// round outgrows BatchOps; they start no run) and stops without a
 // checkpoint: the directory then has a log tail after its last
-// checkpoint, as an engine that crashed or was killed leaves it.
+// checkpoint, as an engine that crashed or was killed leaves it. The
+// stop is counted in rounds, not batches, so that it is a logical point.
 func (e *Engine) generate(ctx context.Context, o GenOptions) error {
 	e.fresh = newFreshSource(o.Seed, o.Runs, o.FinishedFrac)
 	e.cap = o.Runs
 	tail := -1
 	for {
-		before := e.stats.Batches
+		before := e.stats.BusyRounds
 		more, err := e.step(ctx)
 		if err != nil {
 			return err
@@ -97,8 +99,8 @@ func (e *Engine) generate(ctx context.Context, o GenOptions) error {
 			continue
 		}
 		if tail >= 0 {
-			tail += e.stats.Batches - before
-			if tail >= o.TailBatches {
+			tail += e.stats.BusyRounds - before
+			if tail >= o.TailRounds {
 				return nil
 			}
 		}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"math/rand/v2"
+	"os"
 	"testing"
 
 	"github.com/fusee-dev/fusee/journal"
@@ -38,6 +39,9 @@ func TestOracle(t *testing.T) {
 	iters := 6
 	if testing.Short() {
 		iters = 2
+	}
+	if longTests() {
+		iters = 200
 	}
 	rng := rand.New(rand.NewPCG(uint64(len(t.Name())), 7))
 	for it := 0; it < iters; it++ {
@@ -78,3 +82,6 @@ func TestOracle(t *testing.T) {
 		})
 	}
 }
+
+// longTests reports whether the long sweeps run (FUSEE_LONG=1).
+func longTests() bool { return os.Getenv("FUSEE_LONG") == "1" }

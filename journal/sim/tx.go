@@ -27,7 +27,7 @@ type tx struct {
 	// redeliver holds messages whose acknowledgement was lost: they are
 	// sent again later.
 	redeliver []event
-	stats  txStats
+	stats     txStats
 }
 
 // txStats are counters a tx adds to the engine's when it is accepted.
