@@ -226,3 +226,10 @@ func sortFindings(fs []Finding) {
 		return a.Detail < b.Detail
 	})
 }
+
+// UnreadableFinding is the one finding for a directory that recovery
+// refused (a damaged store or log): nothing else could be checked.
+func UnreadableFinding(err error) Finding {
+	return Finding{Kind: KindUnreadable, Severity: KindUnreadable.Severity(), Shard: -1,
+		Detail: err.Error(), Hint: KindUnreadable.Hint()}
+}

@@ -1,0 +1,173 @@
+package cli
+
+import (
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/cockroachdb/pebble/v2/vfs"
+
+	"github.com/fusee-dev/fusee/journal"
+)
+
+// makeDataDir writes a small data directory with n shards: a parent that
+// started a child on whatever shard its ID hashes to, the child's result
+// delivered, a signal left unacknowledged, and a tombstone. It checkpoints
+// halfway so that there is both a store and a log tail.
+func makeDataDir(t *testing.T, n int) string {
+	t.Helper()
+	dir := filepath.Join(t.TempDir(), "data")
+	db, err := journal.Create(vfs.Default, dir, journal.CreateOptions{Shards: n, Now: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	next := map[int]journal.RunNo{}
+	commit := func(ops ...journal.ShardOp) {
+		t.Helper()
+		if err := db.Commit(ops); err != nil {
+			t.Fatal(err)
+		}
+	}
+	start := func(id string, rec journal.Record) journal.RunRef {
+		s := journal.ShardOf(id, n)
+		if next[s] == 0 {
+			next[s] = 1
+		}
+		no := next[s]
+		next[s]++
+		rec.Kind, rec.WorkflowID, rec.Gen = journal.KindStart, id, 1
+		commit(journal.ShardOp{Shard: s, Op: journal.Op{Kind: journal.OpStart, Run: no, Rec: rec}})
+		return journal.RunRef{Shard: s, Run: no}
+	}
+	add := func(ref journal.RunRef, rec journal.Record) {
+		commit(journal.ShardOp{Shard: ref.Shard, Op: journal.Op{Kind: journal.OpAppend, Run: ref.Run, Rec: rec}})
+	}
+	p := start("parent", journal.Record{Type: "P", Time: 10})
+	add(p, journal.Record{Kind: journal.KindChild, Pos: 1, WorkflowID: "kid", Type: "K", MsgID: "parent/1/c1"})
+	commit(journal.ShardOp{Shard: journal.ShardOf("kid", n), Op: journal.Op{Kind: journal.OpSeen, MsgID: "parent/1/c1"}})
+	k := start("kid", journal.Record{Type: "K", Time: 11, Origin: journal.OriginChild,
+		Parent: journal.ParentRef{Shard: p.Shard, Run: p.Run, Pos: 1}, ParentID: "parent"})
+	commit(journal.ShardOp{Shard: p.Shard, Op: journal.Op{Kind: journal.OpAck, MsgID: "parent/1/c1"}})
+	if err := db.Checkpoint(); err != nil {
+		t.Fatal(err)
+	}
+	add(k, journal.Record{Kind: journal.KindTimer, Pos: 1, Name: "nap", Time: 500})
+	add(k, journal.Record{Kind: journal.KindFired, Pos: 2, Ref: 1, Time: 500})
+	add(k, journal.Record{Kind: journal.KindDone, Pos: 3, Status: journal.StatusOK, Time: 501})
+	add(p, journal.Record{Kind: journal.KindSend, Pos: 2, WorkflowID: "elsewhere", Name: "ping", MsgID: "parent/1/s2"})
+	o := start("old", journal.Record{Type: "O", Time: 5})
+	add(o, journal.Record{Kind: journal.KindDone, Pos: 1, Status: journal.StatusFailed, Time: 6})
+	commit(journal.ShardOp{Shard: o.Shard, Op: journal.Op{Kind: journal.OpTombstone, Run: o.Run}})
+	return dir
+}
+
+func TestVerifyCleanDirectory(t *testing.T) {
+	dir := makeDataDir(t, 3)
+	out, errOut, code := runFusee(t, nil, "verify", dir)
+	if code != 0 || out != "ok: 3 shards, 3 runs, no findings\n" || errOut != "" {
+		t.Fatalf("verify: code %d\nstdout:\n%s\nstderr:\n%s", code, out, errOut)
+	}
+	out, _, code = runFusee(t, nil, "verify", "--json", dir)
+	if code != 0 || out != `{"type":"summary","ok":true,"shards":3,"runs":3,"errors":0,"warnings":0,"info":0}`+"\n" {
+		t.Fatalf("verify --json: code %d\n%s", code, out)
+	}
+}
+
+// A directory whose log is damaged inside acknowledged data is one
+// "unreadable" finding and exit 1, in text and in JSON.
+func TestVerifyUnreadableDirectory(t *testing.T) {
+	dir := makeDataDir(t, 2)
+	segs, err := filepath.Glob(filepath.Join(dir, "wal", "*.log"))
+	if err != nil || len(segs) == 0 {
+		t.Fatalf("no log segments (%v)", err)
+	}
+	b, err := os.ReadFile(segs[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := len(b) / 2; i < len(b)/2+64 && i < len(b); i++ {
+		b[i] ^= 0x5a
+	}
+	if err := os.WriteFile(segs[0], b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	out, _, code := runFusee(t, nil, "verify", dir)
+	if code != 1 || !strings.HasPrefix(out, "directory: unreadable: ") {
+		t.Fatalf("verify of a damaged log: code %d\n%s", code, out)
+	}
+	out, _, code = runFusee(t, nil, "verify", "--json", dir)
+	ls := lines(out)
+	var f struct{ Type, Kind, Severity string }
+	if code != 1 || len(ls) != 2 || json.Unmarshal([]byte(ls[0]), &f) != nil || f.Type != "finding" || f.Kind != "unreadable" {
+		t.Fatalf("verify --json of a damaged log: code %d\n%s", code, out)
+	}
+}
+
+func TestVerifyRefusesDirectoryInUse(t *testing.T) {
+	dir := makeDataDir(t, 2)
+	db, _, err := journal.Open(vfs.Default, dir, journal.OpenOptions{ReadOnly: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	for _, cmd := range []string{"verify", "inspect", "dump"} {
+		if _, errOut, code := runFusee(t, nil, cmd, dir); code != ExitInUse {
+			t.Errorf("%s of a directory in use: exit %d, want %d\n%s", cmd, code, ExitInUse, errOut)
+		}
+	}
+	if _, _, code := runFusee(t, nil, "verify", filepath.Join(dir, "nope")); code != ExitFailure {
+		t.Errorf("verify of a missing directory: exit %d", code)
+	}
+}
+
+func TestInspectDirectory(t *testing.T) {
+	dir := makeDataDir(t, 3)
+	out, _, code := runFusee(t, nil, "inspect", dir)
+	if code != 0 {
+		t.Fatalf("inspect: exit %d\n%s", code, out)
+	}
+	for _, want := range []string{"format     local, log format 3, 3 shards", "oldest     old#1", "newest     kid#1", "total"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("inspect output lacks %q:\n%s", want, out)
+		}
+	}
+	out, _, code = runFusee(t, nil, "inspect", "--json", dir)
+	var sum struct {
+		Shards int `json:"shards"`
+		Total  struct {
+			Runs, Running, Finished, Tombstone, Outbox int
+			TailEntries                                int `json:"tail_entries"`
+		} `json:"total"`
+		PerShard []json.RawMessage `json:"per_shard"`
+	}
+	if err := json.Unmarshal([]byte(out), &sum); err != nil || code != 0 {
+		t.Fatalf("inspect --json: %v, exit %d\n%s", err, code, out)
+	}
+	tot := sum.Total
+	if sum.Shards != 3 || len(sum.PerShard) != 3 || tot.Runs != 3 || tot.Running != 1 || tot.Finished != 1 ||
+		tot.Tombstone != 1 || tot.Outbox != 2 || tot.TailEntries != 7 {
+		t.Errorf("inspect --json totals: %+v\n%s", sum, out)
+	}
+}
+
+// The logical dumps of the same workflows under 2 and 5 shards agree; the
+// full dumps (with physical fields) do not.
+func TestDumpLogicalAcrossShardCounts(t *testing.T) {
+	a, b := makeDataDir(t, 2), makeDataDir(t, 5)
+	la, _, ca := runFusee(t, nil, "dump", a, "--logical")
+	lb, _, cb := runFusee(t, nil, "dump", b, "--logical")
+	if ca != 0 || cb != 0 || la != lb || strings.Count(la, "\n") < 10 {
+		t.Fatalf("logical dumps: exits %d %d\n%s\n----\n%s", ca, cb, la, lb)
+	}
+	if strings.Contains(la, `"phys"`) {
+		t.Fatalf("logical dump with physical fields:\n%s", la)
+	}
+	pa, _, _ := runFusee(t, nil, "dump", a)
+	pb, _, _ := runFusee(t, nil, "dump", b)
+	if pa == pb || !strings.Contains(pa, `"phys"`) {
+		t.Fatalf("physical dumps agree across shard counts or lack phys")
+	}
+}
