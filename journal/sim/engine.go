@@ -43,7 +43,7 @@ func (c Config) withDefaults() Config {
 // Stats count what an engine did.
 type Stats struct {
 	Rounds      int            `json:"rounds"`
-	BusyRounds  int            `json:"busy_rounds"` // rounds that changed something
+	BusyRounds  int            `json:"busy_rounds"` // rounds that appended journal records
 	Batches     int            `json:"batches"`
 	Ops         int            `json:"ops"`
 	Checkpoints int            `json:"checkpoints"`
@@ -78,8 +78,9 @@ type Engine struct {
 	held     []event         // events held back by the cap
 	noAutoCP bool            // gen's tail: no periodic checkpoint
 
-	lastCP int64
-	stats  Stats
+	lastCP   int64
+	appended bool // the current round appended a journal record
+	stats    Stats
 }
 
 func newEngine(b backend, cfg Config) *Engine {
@@ -98,7 +99,10 @@ func (e *Engine) Now() int64 { return e.now }
 func (e *Engine) Stats() Stats { return e.stats }
 
 // recover rebuilds what the engine keeps outside the directory — its
-// pending events and the clock — from the shards alone.
+// pending events and the clock — from the shards alone. The clock is the
+// later of the last checkpoint's and the latest time a journal record
+// happened at (every record but timers and retries carries the time it
+// was appended; the log itself has no clock).
 func (e *Engine) recover() {
 	e.main, e.tombs = nil, nil
 	e.started = 0
@@ -225,6 +229,7 @@ func (e *Engine) due() []event {
 // and commits it. It returns how many events changed something.
 func (e *Engine) round() (int, error) {
 	e.stats.Rounds++
+	e.appended = false
 	done := 0
 	for _, ev := range e.due() {
 		ok, err := e.try(ev)
@@ -302,6 +307,7 @@ func (e *Engine) runTxFunc(t *tx, f func() bool) (changed bool, ab abort, err er
 // records imply.
 func (e *Engine) accept(t *tx, ev *event) {
 	e.stats.Events[ev.kind.String()]++
+	e.appended = e.appended || t.appended
 	e.stats.Rejected += t.stats.rejected
 	e.stats.LostAcks += t.stats.lostAcks
 	e.stats.Repeats += t.stats.repeats
@@ -400,7 +406,7 @@ func (e *Engine) step(ctx context.Context) (bool, error) {
 	if err != nil {
 		return false, err
 	}
-	if n > 0 {
+	if e.appended {
 		e.stats.BusyRounds++
 	}
 	if n == 0 {

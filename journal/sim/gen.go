@@ -76,11 +76,13 @@ func (o GenOptions) check() (GenOptions, error) {
 }
 
 // generate runs the workload until Runs runs exist, checkpoints, runs
-// TailRounds more rounds that change something (a batch each, unless a
+// TailRounds more rounds that append records (a batch each, unless a
 // round outgrows BatchOps; they start no run) and stops without a
 // checkpoint: the directory then has a log tail after its last
 // checkpoint, as an engine that crashed or was killed leaves it. The
-// stop is counted in rounds, not batches, so that it is a logical point.
+// stop is counted in rounds, not batches, so that it is a logical point,
+// and its last round appended records, so that the clock a reopening
+// engine reads from the journals is the clock gen stopped at.
 func (e *Engine) generate(ctx context.Context, o GenOptions) error {
 	e.fresh = newFreshSource(o.Seed, o.Runs, o.FinishedFrac)
 	e.cap = o.Runs

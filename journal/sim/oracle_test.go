@@ -65,7 +65,7 @@ func TestOracle(t *testing.T) {
 			genCanon := canon(a.sh)
 			sameCanon(t, "gen, same shard count", genCanon, canon(a2.sh))
 			sameCanon(t, fmt.Sprintf("gen, %d vs %d shards", n1, n2), genCanon, canon(b.sh))
-			c := &memBackend{sh: testReshard(a2.sh, n3, seed), clk: a2.clk}
+			c := &memBackend{sh: testReshard(a2.sh, n3, seed), cpNow: a2.cpNow}
 			sameCanon(t, fmt.Sprintf("gen, resharded %d to %d", n1, n3), genCanon, canon(c.sh))
 
 			// A: the engine never stops. A2, B, C: reopened.

@@ -31,9 +31,13 @@ func (b dbBackend) setNow(now int64)  { b.db.SetNow(now) }
 func (b dbBackend) now() int64        { return b.db.Now }
 
 // memBackend applies ops straight to in-memory shards, as recovery would.
+// Like a directory, it keeps the clock only at checkpoints: the log has no
+// clock, so an engine reopening either finds the time of its last batch in
+// the journals.
 type memBackend struct {
-	sh  []*journal.Shard
-	clk int64
+	sh    []*journal.Shard
+	clk   int64 // the clock as last set
+	cpNow int64 // the clock at the last checkpoint
 	// checkpoints counts Checkpoint calls; memory has nothing to write.
 	checkpoints int
 }
@@ -59,6 +63,6 @@ func (b *memBackend) commit(ops []journal.ShardOp) error {
 	}
 	return nil
 }
-func (b *memBackend) checkpoint() error { b.checkpoints++; return nil }
+func (b *memBackend) checkpoint() error { b.checkpoints++; b.cpNow = b.clk; return nil }
 func (b *memBackend) setNow(now int64)  { b.clk = now }
-func (b *memBackend) now() int64        { return b.clk }
+func (b *memBackend) now() int64        { return b.cpNow }

@@ -24,6 +24,9 @@ type tx struct {
 	views  []*runView          // every run view this tx created, in order
 	alloc  map[int]int         // run numbers this tx took, per shard
 	queue  []*runView          // runs whose code must run
+	// appended: the tx added a journal record (its time is now), so a
+	// reopening engine can tell the clock from the journals.
+	appended bool
 	// redeliver holds messages whose acknowledgement was lost: they are
 	// sent again later.
 	redeliver []event
@@ -159,6 +162,7 @@ func (t *tx) append(v *runView, rec journal.Record) uint32 {
 	t.ops = append(t.ops, journal.ShardOp{Shard: v.shard, Op: journal.Op{Kind: journal.OpAppend, Run: v.no, Rec: rec}})
 	v.j = append(v.j, rec)
 	v.touched = true
+	t.appended = true
 	if rec.Kind == journal.KindDone {
 		v.state, v.finished = journal.StateFinished, rec.Time
 	}
@@ -187,6 +191,7 @@ func (t *tx) start(shard int, no journal.RunNo, rec journal.Record) *runView {
 	t.ops = append(t.ops, journal.ShardOp{Shard: shard, Op: journal.Op{Kind: journal.OpStart, Run: no, Rec: rec}})
 	v := &runView{shard: shard, no: no, wf: rec.WorkflowID, gen: rec.Gen, typ: rec.Type,
 		j: []journal.Record{rec}, state: journal.StateRunning, fresh: true, touched: true}
+	t.appended = true
 	t.claims[rec.WorkflowID] = v
 	t.views = append(t.views, v)
 	return v
