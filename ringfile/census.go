@@ -76,12 +76,8 @@ func ParseCensus(file string, data []byte) (*Census, error) {
 				continue
 			}
 			header[key] = n
-			if len(fields) != 2 {
-				fail(n, "%s takes one value", key)
-			} else if key == "namespace" {
-				c.Namespace = fields[1]
-			} else if fields[1] != strconv.Itoa(FormatVersion) {
-				fail(n, "unsupported census format: this fusee reads `%s %d`", censusMagic, FormatVersion)
+			if msg := c.headerLine(fields); msg != "" {
+				fail(n, "%s", msg)
 			}
 		case "report":
 			r, err := parseReport(fields[1:])
@@ -107,6 +103,20 @@ func ParseCensus(file string, data []byte) (*Census, error) {
 		fail(0, "missing `namespace` line")
 	}
 	return c, errors.Join(errs...)
+}
+
+// headerLine reads the version or namespace line; it returns what is
+// wrong with it, if anything.
+func (c *Census) headerLine(fields []string) string {
+	switch {
+	case len(fields) != 2:
+		return fields[0] + " takes one value"
+	case fields[0] == "namespace":
+		c.Namespace = fields[1]
+	case fields[1] != strconv.Itoa(FormatVersion):
+		return fmt.Sprintf("unsupported census format: this fusee reads `%s %d`", censusMagic, FormatVersion)
+	}
+	return ""
 }
 
 // parseReport reads `cell=C node=N at=TIME [live=E:K,...]`.

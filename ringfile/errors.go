@@ -64,8 +64,7 @@ func (e *InvalidError) Error() string {
 	if name == "" {
 		name = "policy"
 	}
-	msg := fmt.Sprintf("%s is invalid (%d problem%s); first: %s", name, errs, plural(errs), first)
-	return msg
+	return fmt.Sprintf("%s is invalid (%d problem%s); first: %s", name, errs, plural(errs), first)
 }
 
 func (e *InvalidError) Unwrap() error { return ErrInvalid }

@@ -141,10 +141,19 @@ func (p *Policy) IsDeclared(cell string) bool {
 	return slices.ContainsFunc(p.Cells, func(c CellDecl) bool { return c.ID == cell })
 }
 
-// declare adds a declaration unless an identical one exists.
+// declare adds a declaration unless one that says as much exists: a
+// fingerprint given for a cell declared without one fills it in; a
+// different fingerprint is added, for Validate to refuse as a conflict.
 func (p *Policy) declare(d CellDecl) {
-	for _, c := range p.Cells {
-		if c.ID == d.ID && (c.Fingerprint == d.Fingerprint || d.Fingerprint == "") {
+	for i, c := range p.Cells {
+		if c.ID != d.ID {
+			continue
+		}
+		switch {
+		case c.Fingerprint == d.Fingerprint || d.Fingerprint == "":
+			return
+		case c.Fingerprint == "":
+			p.Cells[i].Fingerprint = d.Fingerprint
 			return
 		}
 	}

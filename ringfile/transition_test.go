@@ -108,3 +108,17 @@ func TestCheckTransitionSealsHistory(t *testing.T) {
 		t.Errorf("a forward move was refused: %v", err)
 	}
 }
+
+func TestOpenEpochFillsInAMissingFingerprint(t *testing.T) {
+	p := newPolicy(t, "orders", 4, "cellA", "cellB")
+	next, err := OpenEpoch(p, EvenRing(4, []string{"cellB", "cellA"}), CellDecl{ID: "cellB", Fingerprint: "db-b"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(next.Cells) != 2 || next.Cells[1] != (CellDecl{ID: "cellB", Fingerprint: "db-b"}) {
+		t.Errorf("cells %+v", next.Cells)
+	}
+	if p.Cells[1].Fingerprint != "" {
+		t.Error("OpenEpoch modified its input's declarations")
+	}
+}

@@ -63,24 +63,9 @@ the new epoch resolve to them at once.`,
 
 func runRingOpenEpoch(ios *IO, opts *ringOpenEpochOptions, path string) error {
 	wopt := opts.write.options()
-	var open func(cur *ringfile.Policy) (*ringfile.Policy, error)
-	if opts.plan != "" {
-		plan, err := ringfile.LoadPlan(opts.plan)
-		if err != nil {
-			return err
-		}
-		if wopt.ExpectRevision != ringfile.AnyRevision && wopt.ExpectRevision != plan.BaseRevision {
-			return usagef("--expect-revision %d contradicts the plan, computed from revision %d", wopt.ExpectRevision, plan.BaseRevision)
-		}
-		wopt.ExpectRevision, wopt.ExpectedBy = plan.BaseRevision, "the plan "+opts.plan
-		open = func(cur *ringfile.Policy) (*ringfile.Policy, error) { return ringfile.OpenPlan(cur, plan) }
-	} else {
-		ring, err := ringParseSlots(opts.slots)
-		if err != nil {
-			return err
-		}
-		decls := ringFingerprints(opts.fingerprints)
-		open = func(cur *ringfile.Policy) (*ringfile.Policy, error) { return ringfile.OpenEpoch(cur, ring, decls...) }
+	open, err := opts.opener(&wopt)
+	if err != nil {
+		return err
 	}
 	var before ringfile.Ring
 	next, err := ringfile.Update(path, wopt, func(cur *ringfile.Policy) (*ringfile.Policy, error) {
@@ -107,4 +92,26 @@ func runRingOpenEpoch(ios *IO, opts *ringOpenEpochOptions, path string) error {
 	}
 	_, err = fmt.Fprintf(ios.Out, "active cells (workers poll): %s\n", strings.Join(next.ActiveCells(), ", "))
 	return err
+}
+
+// opener reads the plan or the slots and returns the change to apply; a
+// plan also sets the revision the write expects.
+func (o *ringOpenEpochOptions) opener(wopt *ringfile.WriteOptions) (func(*ringfile.Policy) (*ringfile.Policy, error), error) {
+	if o.plan == "" {
+		ring, err := ringParseSlots(o.slots)
+		if err != nil {
+			return nil, err
+		}
+		decls := ringFingerprints(o.fingerprints)
+		return func(cur *ringfile.Policy) (*ringfile.Policy, error) { return ringfile.OpenEpoch(cur, ring, decls...) }, nil
+	}
+	plan, err := ringfile.LoadPlan(o.plan)
+	if err != nil {
+		return nil, err
+	}
+	if wopt.ExpectRevision != ringfile.AnyRevision && wopt.ExpectRevision != plan.BaseRevision {
+		return nil, usagef("--expect-revision %d contradicts the plan, computed from revision %d", wopt.ExpectRevision, plan.BaseRevision)
+	}
+	wopt.ExpectRevision, wopt.ExpectedBy = plan.BaseRevision, "the plan "+o.plan
+	return func(cur *ringfile.Policy) (*ringfile.Policy, error) { return ringfile.OpenPlan(cur, plan) }, nil
 }
