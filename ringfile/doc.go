@@ -8,7 +8,7 @@
 // The invariants it keeps, on every path that writes:
 //
 //   - A published ring is sealed. No function edits an epoch's ring in place;
-//     OpenEpoch is the only way to change placement, and Store.Update checks
+//     OpenEpoch is the only way to change placement, and Update checks
 //     every write against the file it replaces (CheckTransition): no epoch
 //     disappears, no ring changes, no status moves backwards, the current
 //     epoch never goes back and the revision always goes up.

@@ -87,7 +87,7 @@ func Retire(p *Policy, epoch int64) (*Policy, error) {
 // CheckTransition refuses a write that would rewrite published history:
 // a different namespace or shard count, an epoch that disappears, a ring
 // that changes, a status that moves backwards, a current epoch that goes
-// back, or a revision that does not go up. Store.Update applies it to
+// back, or a revision that does not go up. Update applies it to
 // every write, whatever computed the new policy.
 func CheckTransition(old, next *Policy) error {
 	var problems []string
