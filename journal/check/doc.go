@@ -15,8 +15,8 @@
 // # Verify
 //
 // Verify returns every finding, never stopping at the first. A Finding has
-// a stable Kind (a short string id such as "wrong-shard"; see the Kind
-// constants and docs/operations.md), a Severity, the shard and run it is
+// a stable Kind (a short string id such as "wrong-shard"; the Kind
+// constants list them all with what each checks), a Severity, the shard and run it is
 // about, a detail and a hint. Severity error means the state breaks an
 // invariant the engine relies on; warning means a heuristic saw something
 // that should not happen (run numbers inside message IDs); info is a fact
