@@ -16,14 +16,20 @@
 //
 // Verify returns every finding, never stopping at the first. A Finding has
 // a stable Kind (a short string id such as "wrong-shard"; the Kind
-// constants list them all with what each checks), a Severity, the shard and run it is
-// about, a detail and a hint. Severity error means the state breaks an
-// invariant the engine relies on; warning means a heuristic saw something
-// that should not happen (run numbers inside message IDs); info is a fact
-// an operator may want to know that is not a problem: a reference to a run
-// that no longer exists (KindRefDangling) and a torn log tail that recovery
-// dropped (KindTornTail). Only errors and warnings make `fusee verify`
-// exit 1.
+// constants list them all with what each checks), a Severity, the shard
+// and run it is about, a detail and a hint. Severity error means the state
+// breaks an invariant the engine relies on; warning means a heuristic saw
+// something that should not happen (run numbers inside message IDs); info
+// is a fact an operator may want to know that is not a problem: a
+// reference to a run that no longer exists (KindRefDangling) and a torn
+// log tail that recovery dropped (KindTornTail). Only errors and warnings
+// make `fusee verify` exit 1. A directory that recovery refuses (damaged
+// store or log) is one KindUnreadable finding.
+//
+// Duplicate run numbers cannot be stored: a store keys runs by number
+// (journal/storekey.go) and the in-memory model by a map, so the check
+// that stands for them is KindRunKeyMismatch (an entry whose own number is
+// not its key), which a reshard that builds shards in memory could cause.
 //
 // A reference is dangling when it names a shard that exists and a run
 // number that shard has handed out (below its NextRun) but no longer
