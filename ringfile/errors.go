@@ -34,9 +34,13 @@ type ConflictError struct {
 	Expected int64
 	Actual   int64
 	What     string // what carried the expectation: "--expect-revision", "the plan"
+	Missing  bool   // there is no file yet
 }
 
 func (e *ConflictError) Error() string {
+	if e.Missing {
+		return fmt.Sprintf("%s: %s expects revision %d but the file does not exist yet", e.File, e.What, e.Expected)
+	}
 	return fmt.Sprintf("%s: %s expects revision %d but the file is at revision %d: it moved on; re-read it and retry",
 		e.File, e.What, e.Expected, e.Actual)
 }

@@ -51,11 +51,15 @@ func LoadValid(path string) (*Policy, error) {
 	return p, nil
 }
 
-// Create writes a new ring file, refusing to replace one that exists (the
-// compare-and-set of a create: expected revision "none").
+// Create writes a new ring file, refusing to replace one that exists: the
+// compare-and-set of a create, which expects no file (an expected revision
+// other than 0 is a *ConflictError, as there is nothing at that revision).
 func Create(path string, p *Policy, opt WriteOptions) error {
 	if err := Check(p); err != nil {
 		return err
+	}
+	if opt.ExpectRevision != AnyRevision && opt.ExpectRevision != 0 {
+		return &ConflictError{File: path, Expected: opt.ExpectRevision, Missing: true, What: opt.ExpectedBy}
 	}
 	return withLock(path, opt.LockWait, func() error {
 		if _, err := os.Stat(path); err == nil {

@@ -169,3 +169,15 @@ func TestCreateRefusesAnExistingFile(t *testing.T) {
 		t.Errorf("Create over an existing file: %v", err)
 	}
 }
+
+func TestCreateExpectsNoFile(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "new.ring")
+	p := newPolicy(t, "orders", 4, "a")
+	err := Create(path, p, WriteOptions{ExpectRevision: 3, ExpectedBy: "--expect-revision"})
+	if !errors.Is(err, ErrConflict) || !strings.Contains(err.Error(), "--expect-revision expects revision 3 but the file does not exist yet") {
+		t.Fatalf("create with an expectation: %v", err)
+	}
+	if err := Create(path, p, WriteOptions{ExpectRevision: 0}); err != nil {
+		t.Fatalf("create expecting none: %v", err)
+	}
+}

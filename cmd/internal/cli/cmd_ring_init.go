@@ -27,9 +27,9 @@ count later is a reshard), the cells declared, and epoch 0 OPEN with an even
 ring: the cells take contiguous ranges in the order given, the first S mod N
 cells one shard more. The revision is 1.
 
-Preconditions: FILE must not exist (init never overwrites a ring file;
-there is nothing to compare a revision with). The namespace and cell ids
-are 1 to 64 letters, digits, '-' or '_'.
+Preconditions: FILE must not exist: init never overwrites a ring file, and
+the only revision it can expect is 0, no file (any other exits 5). The
+namespace and cell ids are 1 to 64 letters, digits, '-' or '_'.
 
 --fingerprint CELL=FP records a cell's storage fingerprint: two
 declarations of one cell id with different fingerprints are refused later
