@@ -240,7 +240,7 @@ func TestStaleRecordIsNotJoined(t *testing.T) {
 		stale  []byte
 		reason string
 	}{
-		{"another segment number", other(Options{LogID: 0x2222}, 2, 2, 3, 4), "unreadable record"},
+		{"another segment number", other(Options{LogID: 0x2222}, 2, 2, 3, 4), "damaged or incomplete record"},
 		// Pebble takes a chunk stamped with the next segment's number for
 		// its end-of-log trailer.
 		{"the next segment number", other(Options{LogID: 0x2222}, 1, 2, 3, 4), "end of the log"},
@@ -344,7 +344,7 @@ func TestDamagedSegments(t *testing.T) {
 		fs := copyFS(t, fs, l.dir)
 		data := fileBytes(t, fs, seg2)
 		putFile(t, fs, seg2, data[:l.batches[5].Pos.Offset+30])
-		expectCorrupt(t, fs, seg2, l.batches[5].Pos.Offset, "unreadable record")
+		expectCorrupt(t, fs, seg2, l.batches[5].Pos.Offset, "damaged or incomplete record")
 	})
 	t.Run("missing segment", func(t *testing.T) {
 		fs := copyFS(t, fs, l.dir)

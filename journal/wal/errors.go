@@ -24,7 +24,7 @@ func (e *CorruptError) Error() string {
 // ErrPositionRemoved is returned (wrapped) by Read when the starting position
 // lies in a segment that RemoveBefore already deleted: whatever asked to read
 // from there (a checkpoint) is older than the log.
-var ErrPositionRemoved = errors.New("wal: the log no longer holds that position")
+var ErrPositionRemoved = errors.New("the log no longer holds that position")
 
 // ErrClosed is returned by a Writer's methods after Close.
 var ErrClosed = errors.New("wal: writer is closed")

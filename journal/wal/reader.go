@@ -90,7 +90,7 @@ func (r *logReader) read(from Position) (Position, *TornTail, error) {
 		start, found = slices.BinarySearch(segs, from.Segment)
 		if !found {
 			if from.Segment < segs[0] {
-				return Position{}, nil, fmt.Errorf("wal: reading %s from %s: %w (the log now starts at %s)",
+				return Position{}, nil, fmt.Errorf("wal: reading %s from %s: %w: it now starts at %s (the segments before were removed after a checkpoint)",
 					r.dir, from, ErrPositionRemoved, segmentName(segs[0]))
 			}
 			return Position{}, nil, fmt.Errorf("wal: reading %s from %s: no such segment (the log ends in %s)",
@@ -186,7 +186,7 @@ func (r *logReader) readSegment(seg uint64, first bool, from, declaredEnd int64)
 		case err != nil && !isRecordDamage(err):
 			return 0, nil, fmt.Errorf("wal: reading %s: %w", path, err)
 		case err != nil:
-			reason = "unreadable record: " + err.Error()
+			reason = "damaged or incomplete record: " + err.Error()
 		default:
 			if err := r.ch.batch(p, &r.b); err != nil {
 				reason = err.Error()
@@ -249,7 +249,7 @@ func (r *logReader) bytesAfterEnd(f vfs.File, path string, off, declaredEnd int6
 func (r *logReader) classify(f vfs.File, path string, seg uint64, off, declaredEnd int64, reason string) (*TornTail, error) {
 	if declaredEnd >= 0 {
 		return nil, &CorruptError{File: path, Offset: off, Reason: fmt.Sprintf(
-			"%s (the next segment's header says this segment's batches run to offset %d)", reason, declaredEnd)}
+			"%s, but the next segment's header says this segment's batches run to offset %d", reason, declaredEnd)}
 	}
 	st, err := f.Stat()
 	if err != nil {
