@@ -86,7 +86,7 @@ type ringWritten struct {
 	File         string   `json:"file"`
 	DryRun       bool     `json:"dryRun,omitempty"`
 	Revision     int64    `json:"revision"`
-	CurrentEpoch int64    `json:"currentEpoch"`
+	CurrentEpoch *int64   `json:"currentEpoch"` // null: no epoch yet
 	Draining     []int64  `json:"draining"`
 	ActiveCells  []string `json:"activeCells"`
 }
@@ -95,8 +95,12 @@ type ringWritten struct {
 // would have been written, with --json a summary object, else summary.
 func (w *ringWriteFlags) reportWrite(ios *IO, p *ringfile.Policy, summary string) error {
 	if w.json {
-		return ios.printJSON(ringWritten{File: p.File, DryRun: w.dryRun, Revision: p.Revision,
-			CurrentEpoch: p.Current, Draining: ringNonNil(p.Draining()), ActiveCells: ringNonNil(p.ActiveCells())})
+		v := ringWritten{File: p.File, DryRun: w.dryRun, Revision: p.Revision,
+			Draining: ringNonNil(p.Draining()), ActiveCells: ringNonNil(p.ActiveCells())}
+		if p.Current != ringfile.NoEpoch {
+			v.CurrentEpoch = &p.Current
+		}
+		return ios.printJSON(v)
 	}
 	if w.dryRun {
 		fmt.Fprintf(ios.Err, "dry run: %s would be at revision %d; nothing written\n", p.File, p.Revision)
