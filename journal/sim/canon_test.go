@@ -1,13 +1,34 @@
 package sim
 
 import (
+	"bytes"
 	"fmt"
 	"sort"
 	"strings"
 	"testing"
 
 	"github.com/fusee-dev/fusee/journal"
+	"github.com/fusee-dev/fusee/journal/check"
 )
+
+// logical is the oracle's view of shards: the official logical dump
+// (check.WriteLogicalDump, what `fusee dump --logical` prints) followed by
+// this package's own canon rendering, a second opinion written
+// independently. Both are free of shard counts and run numbers.
+func logical(t testing.TB, shards []*journal.Shard) []string {
+	t.Helper()
+	var b bytes.Buffer
+	if err := check.WriteLogicalDump(&b, shards); err != nil {
+		t.Fatalf("logical dump: %v", err)
+	}
+	lines := strings.Split(strings.TrimSuffix(b.String(), "\n"), "\n")
+	for i := range lines {
+		lines[i] = "dump " + lines[i]
+	}
+	out := append(lines, canon(shards)...)
+	sort.Strings(out)
+	return out
+}
 
 // canon renders shards as sorted lines that do not depend on the shard
 // count or on run numbers: runs by identity (workflow ID, generation),

@@ -45,9 +45,9 @@ func TestDirOracle(t *testing.T) {
 	d8, _ := genDir(t, o)
 	_, mem := genMem(t, o)
 
-	want := canon(mem.sh)
-	sameCanon(t, "gen: memory vs 3-shard directory", want, canon(openState(t, d3)))
-	sameCanon(t, "gen: memory vs 8-shard directory", want, canon(openState(t, d8)))
+	want := logical(t, mem.sh)
+	sameCanon(t, "gen: memory vs 3-shard directory", want, logical(t, openState(t, d3)))
+	sameCanon(t, "gen: memory vs 8-shard directory", want, logical(t, openState(t, d8)))
 
 	for _, d := range []string{d3, d8} {
 		rep, err := Drive(context.Background(), vfs.Default, d, DriveOptions{NoSync: true})
@@ -59,9 +59,9 @@ func TestDirOracle(t *testing.T) {
 		}
 	}
 	driveBackend(t, mem, Config{})
-	want = canon(mem.sh)
-	sameCanon(t, "driven: memory vs 3-shard directory", want, canon(openState(t, d3)))
-	sameCanon(t, "driven: memory vs 8-shard directory", want, canon(openState(t, d8)))
+	want = logical(t, mem.sh)
+	sameCanon(t, "driven: memory vs 3-shard directory", want, logical(t, openState(t, d3)))
+	sameCanon(t, "driven: memory vs 8-shard directory", want, logical(t, openState(t, d8)))
 }
 
 // TestGenSameSeed: two gens with one seed hold identical journal states,
@@ -70,7 +70,7 @@ func TestGenSameSeed(t *testing.T) {
 	o := GenOptions{Shards: 4, Runs: 500, Seed: 7}
 	a, _ := genDir(t, o)
 	b, _ := genDir(t, o)
-	sameCanon(t, "same seed", canon(openState(t, a)), canon(openState(t, b)))
+	sameCanon(t, "same seed", logical(t, openState(t, a)), logical(t, openState(t, b)))
 	fa, fb := readTree(t, a), readTree(t, b)
 	var names []string
 	for n := range fa {

@@ -62,11 +62,11 @@ func TestOracle(t *testing.T) {
 			o.Shards = n2
 			o.Config.BatchOps = 1
 			_, b := genMem(t, o)
-			genCanon := canon(a.sh)
-			sameCanon(t, "gen, same shard count", genCanon, canon(a2.sh))
-			sameCanon(t, fmt.Sprintf("gen, %d vs %d shards", n1, n2), genCanon, canon(b.sh))
+			genCanon := logical(t, a.sh)
+			sameCanon(t, "gen, same shard count", genCanon, logical(t, a2.sh))
+			sameCanon(t, fmt.Sprintf("gen, %d vs %d shards", n1, n2), genCanon, logical(t, b.sh))
 			c := &memBackend{sh: testReshard(a2.sh, n3, seed), cpNow: a2.cpNow}
-			sameCanon(t, fmt.Sprintf("gen, resharded %d to %d", n1, n3), genCanon, canon(c.sh))
+			sameCanon(t, fmt.Sprintf("gen, resharded %d to %d", n1, n3), genCanon, logical(t, c.sh))
 
 			// A: the engine never stops. A2, B, C: reopened.
 			if err := eA.Drive(context.Background()); err != nil {
@@ -75,10 +75,10 @@ func TestOracle(t *testing.T) {
 			driveBackend(t, a2, cfg)
 			driveBackend(t, b, Config{Tick: cfg.Tick, BatchOps: 1 + rng.IntN(40)})
 			driveBackend(t, c, cfg)
-			final := canon(a.sh)
-			sameCanon(t, "driven: never stopped vs reopened", final, canon(a2.sh))
-			sameCanon(t, fmt.Sprintf("driven: %d vs %d shards", n1, n2), final, canon(b.sh))
-			sameCanon(t, fmt.Sprintf("driven: resharded %d to %d", n1, n3), final, canon(c.sh))
+			final := logical(t, a.sh)
+			sameCanon(t, "driven: never stopped vs reopened", final, logical(t, a2.sh))
+			sameCanon(t, fmt.Sprintf("driven: %d vs %d shards", n1, n2), final, logical(t, b.sh))
+			sameCanon(t, fmt.Sprintf("driven: resharded %d to %d", n1, n3), final, logical(t, c.sh))
 		})
 	}
 }
