@@ -45,15 +45,15 @@ func (f *freshSource) next() event {
 
 // GenOptions configure Generate.
 type GenOptions struct {
-	Shards       int
-	Runs         int     // runs in the directory when gen stops
-	Seed         uint64  // the workload seed
+	Shards int
+	Runs   int    // runs in the directory when gen stops
+	Seed   uint64 // the workload seed
 	// FinishedFrac is about the share of runs finished (or tombstoned)
 	// when gen stops (default 0.7). It is reached by making top-level
 	// workflows short (done within minutes) or long (waiting for hours);
 	// even with none short about 0.45 finish, and with all short 0.98.
 	FinishedFrac float64
-	TailRounds   int     // busy rounds logged after the last checkpoint (default 3)
+	TailRounds   int // busy rounds logged after the last checkpoint (default 3)
 	Config       Config
 }
 

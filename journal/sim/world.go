@@ -196,7 +196,9 @@ func latency(id string, kind journal.MsgKind) int64 {
 
 // redelivery is when a message whose acknowledgement was lost is sent
 // again.
-func redelivery(id string) int64 { return between(newHasher(0x2e5d).str(id).sum(), 1*second, 10*minute) }
+func redelivery(id string) int64 {
+	return between(newHasher(0x2e5d).str(id).sum(), 1*second, 10*minute)
+}
 
 // lostAck says whether the first acknowledgement of a message is lost.
 func lostAck(id string) bool { return newHasher(0x5eed).str(id).sum()%8 == 0 }
