@@ -47,7 +47,7 @@ const (
 	KindJournalPos    Kind = "journal-pos"      // a record's Pos is not its index
 	KindJournalKind   Kind = "journal-kind"     // unknown record kind
 	KindJournalDone   Kind = "journal-done"     // a Done record that is not the last, or more than one
-	KindCompletion    Kind = "completion"       // a completion's Ref is not an earlier record of the kind it completes
+	KindCompletion    Kind = "completion"       // a completion's Ref is not an earlier record of the kind it completes, or two waits consume one signal
 	KindCompletionDup Kind = "completion-twice" // two records complete the same position
 	KindRecordFields  Kind = "record-fields"    // a record lacks a field its kind requires or has an invalid value
 	KindArchiveOrphan Kind = "archive-orphan"   // an archived history whose run is missing or not a tombstone

@@ -204,6 +204,8 @@ func (v *verifier) journalShape(s *journal.Shard, r *journal.Run, j []journal.Re
 		add(KindJournalStart, "the first record is %s, want start", j[0].Kind)
 	}
 	completedBy := map[uint32]int{}
+	signals := map[string]int{}  // buffered signal message ID -> position
+	consumed := map[string]int{} // signal message ID -> the Waited that consumed it
 	for i := range j {
 		rec := &j[i]
 		if int(rec.Pos) != i {
@@ -231,6 +233,22 @@ func (v *verifier) journalShape(s *journal.Shard, r *journal.Run, j []journal.Re
 				} else {
 					completedBy[rec.Ref] = i
 				}
+			}
+		}
+		switch {
+		case rec.Kind == journal.KindSignal && rec.MsgID != "":
+			signals[rec.MsgID] = i
+		case rec.Kind == journal.KindWaited && rec.MsgID != "":
+			// A Waited's message ID may also name a result delivered to
+			// the waiting position (an update's caller), which leaves no
+			// Signal record; only a buffered signal can be consumed twice.
+			if _, ok := signals[rec.MsgID]; !ok {
+				break
+			}
+			if prev, dup := consumed[rec.MsgID]; dup {
+				add(KindCompletion, "waited at %d consumes signal %q, already consumed at %d", i, rec.MsgID, prev)
+			} else {
+				consumed[rec.MsgID] = i
 			}
 		}
 		v.recordFields(s, r, rec)

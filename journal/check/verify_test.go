@@ -226,6 +226,13 @@ var plants = []plant{
 	{"completion of a later position", KindCompletion, func(sc *scenario, st *State) {
 		lastOf(sc.run(sc.kid), journal.KindAsyncDone).Ref = 99
 	}, true},
+	{"two waits consume one signal", KindCompletion, func(sc *scenario, st *State) {
+		w, sig := sc.w, lastOf(sc.run(sc.chain2), journal.KindSignal).MsgID
+		for range 2 {
+			pos := w.add(sc.chain2, journal.Record{Kind: journal.KindWait, Name: "go"})
+			w.add(sc.chain2, journal.Record{Kind: journal.KindWaited, Ref: pos, Status: journal.StatusOK, MsgID: sig})
+		}
+	}, true},
 	{"completed twice", KindCompletionDup, func(sc *scenario, st *State) {
 		r := sc.run(sc.kid)
 		dup := *lastOf(r, journal.KindAsyncDone)
