@@ -110,7 +110,31 @@ func Create(fs vfs.FS, dir string, opts CreateOptions) (*DB, error) {
 	if opts.Shards < 1 || opts.Shards > meta.MaxShards {
 		return nil, fmt.Errorf("creating %s: %d shards: a data directory has 1 to %d", dir, opts.Shards, meta.MaxShards)
 	}
-	m := meta.Meta{Format: meta.FormatLocal, Log: meta.LogShared, Shards: opts.Shards}
+	shards := make([]*Shard, opts.Shards)
+	for i := range shards {
+		shards[i] = NewShard(i, opts.Shards)
+	}
+	return CreateFrom(fs, dir, shards, opts)
+}
+
+// CreateFrom makes a new data directory whose shards start with the given
+// states, and opens it; Create is CreateFrom with empty shards. Each
+// store is built by WriteShardStore (sorted sstables, ingested), so this is
+// how a generator writes a large directory fast. shards[i] must be shard i
+// of len(shards) (opts.Shards is ignored) with LSN 0: the directory starts
+// a new log, whose LSNs start at 1. The shards are not modified or
+// retained.
+func CreateFrom(fs vfs.FS, dir string, shards []*Shard, opts CreateOptions) (*DB, error) {
+	n := len(shards)
+	if n < 1 || n > meta.MaxShards {
+		return nil, fmt.Errorf("creating %s: %d shards: a data directory has 1 to %d", dir, n, meta.MaxShards)
+	}
+	for i, s := range shards {
+		if s.Index != i || s.Count != n || s.LSN != 0 {
+			return nil, fmt.Errorf("creating %s: shards[%d] is shard %d of %d at LSN %d; want shard %d of %d at LSN 0", dir, i, s.Index, s.Count, s.LSN, i, n)
+		}
+	}
+	m := meta.Meta{Format: meta.FormatLocal, Log: meta.LogShared, Shards: n}
 	walOpts := wal.Options{NoSync: opts.NoSync, SegmentSize: opts.SegmentSize}
 	var w *wal.Writer
 	build := func() error {
@@ -128,12 +152,12 @@ func Create(fs vfs.FS, dir string, opts CreateOptions) (*DB, error) {
 		if err := fs.MkdirAll(fs.PathJoin(dir, "shards"), 0o755); err != nil {
 			return err
 		}
-		for i := range opts.Shards {
+		for i, s := range shards {
 			if err := fs.MkdirAll(ShardDir(fs, dir, i), 0o755); err != nil {
 				return err
 			}
 			hdr := CheckpointHeader{Log: pos, Now: opts.Now, Created: opts.Now, Gen: 1}
-			if err := WriteShardStore(fs, StoreDir(fs, dir, i), NewShard(i, opts.Shards), hdr); err != nil {
+			if err := WriteShardStore(fs, StoreDir(fs, dir, i), s, hdr); err != nil {
 				return err
 			}
 			if err := syncDir(fs, ShardDir(fs, dir, i)); err != nil {
@@ -153,12 +177,12 @@ func Create(fs vfs.FS, dir string, opts CreateOptions) (*DB, error) {
 		return nil, fmt.Errorf("creating %s: %w", dir, err)
 	}
 	db := &DB{Dir: dir, FS: fs, Now: opts.Now, lock: lock, noSync: opts.NoSync, created: opts.Now, log: w}
-	if err := db.openStores(opts.Shards); err != nil {
+	if err := db.openStores(n); err != nil {
 		db.closeAll()
 		return nil, err
 	}
 	for i := range db.Shards {
-		s, hdr, err := loadShard(db.stores[i], StoreDir(fs, dir, i), i, opts.Shards)
+		s, hdr, err := loadShard(db.stores[i], StoreDir(fs, dir, i), i, n)
 		if err != nil {
 			db.closeAll()
 			return nil, err

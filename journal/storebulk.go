@@ -1,11 +1,14 @@
 package journal
 
 import (
-	"cmp"
 	"context"
+	"encoding/binary"
+	"errors"
 	"fmt"
 	"maps"
+	"runtime"
 	"slices"
+	"sync"
 
 	"github.com/cockroachdb/pebble/v2"
 	"github.com/cockroachdb/pebble/v2/objstorage/objstorageprovider"
@@ -13,63 +16,96 @@ import (
 	"github.com/cockroachdb/pebble/v2/vfs"
 )
 
-// eachStoreKey calls fn with every key of the store that reflects s under
-// header hdr, in ascending key order (the order sstables need). Key and
-// value are only valid during the call.
-func eachStoreKey(s *Shard, hdr *CheckpointHeader, fn func(key, value []byte) error) error {
-	var kb, vb []byte
-	// "A": archives by run number.
-	for _, no := range slices.Sorted(maps.Keys(s.Archive)) {
-		vb = EncodeHistory(vb[:0], s.Archive[no])
-		if err := fn(ArchiveKey(no), vb); err != nil {
-			return err
-		}
-	}
-	// "H": the header.
-	if err := fn(headerKey, EncodeHeader(vb[:0], hdr)); err != nil {
-		return err
-	}
-	// "I": the ID index by workflow ID (byte order, as Go compares strings).
-	for _, id := range slices.Sorted(maps.Keys(s.ByID)) {
-		kb = append(append(kb[:0], KeyIndex), id...)
-		if err := fn(kb, encodeRunNo(s.ByID[id])); err != nil {
-			return err
-		}
-	}
-	// "O": the outbox by sequence number.
-	for _, m := range s.SortedOutbox() {
-		vb = EncodeMessage(vb[:0], m)
-		if err := fn(OutboxKey(m.Seq), vb); err != nil {
-			return err
-		}
-	}
-	// "R": each run's entry, then its records by position.
-	for _, r := range s.SortedRuns() {
-		e := entryOf(r)
-		vb = EncodeRunEntry(vb[:0], &e)
-		if err := fn(RunKey(r.No), vb); err != nil {
-			return err
-		}
-		for pos := range r.Journal {
-			vb = EncodeRecord(vb[:0], &r.Journal[pos])
-			if err := fn(RecordKey(r.No, uint32(pos)), vb); err != nil {
+// A keyPart emits one key range of a store in ascending order; the parts
+// of storeParts, one after another, are the whole store in key order. Key
+// and value passed to fn are only valid during the call.
+type keyPart func(fn func(key, value []byte) error) error
+
+// storeParts splits the store that reflects s under header hdr into key
+// ranges that can be written independently (into separate sstables, in
+// parallel): the small kinds before the runs, the runs in up to runParts
+// ranges of run numbers, the kinds after.
+func storeParts(s *Shard, hdr *CheckpointHeader, runParts int) []keyPart {
+	runs := s.SortedRuns()
+	parts := []keyPart{func(fn func(k, v []byte) error) error {
+		var kb, vb []byte
+		// "A": archives by run number.
+		for _, no := range slices.Sorted(maps.Keys(s.Archive)) {
+			kb = appendBE64Key(kb[:0], KeyArchive, uint64(no))
+			if err := fn(kb, EncodeHistory(vb[:0], s.Archive[no])); err != nil {
 				return err
 			}
 		}
-	}
-	// "S": received message IDs.
-	for _, id := range slices.Sorted(maps.Keys(s.Seen)) {
-		kb = append(append(kb[:0], KeySeen), id...)
-		if err := fn(kb, nil); err != nil {
+		// "H": the header.
+		if err := fn(headerKey, EncodeHeader(vb[:0], hdr)); err != nil {
 			return err
 		}
+		// "I": the ID index by workflow ID (byte order, as Go compares strings).
+		for _, id := range slices.Sorted(maps.Keys(s.ByID)) {
+			kb = append(append(kb[:0], KeyIndex), id...)
+			vb = binary.BigEndian.AppendUint64(vb[:0], uint64(s.ByID[id]))
+			if err := fn(kb, vb); err != nil {
+				return err
+			}
+		}
+		// "O": the outbox by sequence number.
+		for _, m := range s.SortedOutbox() {
+			kb = appendBE64Key(kb[:0], KeyOutbox, m.Seq)
+			if err := fn(kb, EncodeMessage(vb[:0], m)); err != nil {
+				return err
+			}
+		}
+		return nil
+	}}
+	// "R": each run's entry, then its records by position.
+	per := max(1, (len(runs)+runParts-1)/max(1, runParts))
+	for lo := 0; lo < len(runs); lo += per {
+		chunk := runs[lo:min(lo+per, len(runs))]
+		parts = append(parts, func(fn func(k, v []byte) error) error {
+			var kb, vb []byte
+			for _, r := range chunk {
+				e := entryOf(r)
+				kb = appendBE64Key(kb[:0], KeyRun, uint64(r.No))
+				if err := fn(kb, EncodeRunEntry(vb[:0], &e)); err != nil {
+					return err
+				}
+				for pos := range r.Journal {
+					kb = binary.BigEndian.AppendUint32(appendBE64Key(kb[:0], KeyRun, uint64(r.No)), uint32(pos))
+					vb = EncodeRecord(vb[:0], &r.Journal[pos])
+					if err := fn(kb, vb); err != nil {
+						return err
+					}
+				}
+			}
+			return nil
+		})
 	}
-	// "T": timers by fire time, run, position.
-	timers := slices.SortedFunc(maps.Keys(s.Timers), func(a, b TimerKey) int {
-		return cmp.Or(cmp.Compare(a.At, b.At), cmp.Compare(a.Run, b.Run), cmp.Compare(a.Pos, b.Pos))
+	parts = append(parts, func(fn func(k, v []byte) error) error {
+		var kb []byte
+		// "S": received message IDs.
+		for _, id := range slices.Sorted(maps.Keys(s.Seen)) {
+			kb = append(append(kb[:0], KeySeen), id...)
+			if err := fn(kb, nil); err != nil {
+				return err
+			}
+		}
+		// "T": timers by fire time, run, position.
+		for _, k := range slices.SortedFunc(maps.Keys(s.Timers), compareTimers) {
+			kb = appendTimerKey(kb[:0], k)
+			if err := fn(kb, nil); err != nil {
+				return err
+			}
+		}
+		return nil
 	})
-	for _, k := range timers {
-		if err := fn(TimerKeyBytes(k), nil); err != nil {
+	return parts
+}
+
+// eachStoreKey calls fn with every key of the store that reflects s under
+// header hdr, in ascending key order.
+func eachStoreKey(s *Shard, hdr *CheckpointHeader, fn func(key, value []byte) error) error {
+	for _, part := range storeParts(s, hdr, 1) {
+		if err := part(fn); err != nil {
 			return err
 		}
 	}
@@ -135,12 +171,39 @@ func WriteShardStore(fs vfs.FS, dir string, s *Shard, hdr CheckpointHeader) erro
 	return syncDir(fs, fs.PathDir(dir))
 }
 
-// writeTables writes s's keys into sstables under tmp, starting a new table
-// every bulkTableSize bytes, and returns their paths.
+// writeTables writes s's keys into sstables under tmp and returns their
+// paths. The store's key ranges (storeParts) are written by up to
+// GOMAXPROCS goroutines, each range into its own tables, a new table every
+// bulkTableSize bytes; the tables do not overlap, so one ingest places
+// them all in the last level.
 func writeTables(fs vfs.FS, tmp string, db *pebble.DB, s *Shard, hdr *CheckpointHeader) ([]string, error) {
 	o := storeOptions(fs, nil, false, true)
 	o.EnsureDefaults()
 	wopts := o.MakeWriterOptions(6, db.FormatMajorVersion().MaxTableFormat())
+	workers := runtime.GOMAXPROCS(0)
+	parts := storeParts(s, hdr, 2*workers)
+	paths := make([][]string, len(parts))
+	errs := make([]error, len(parts))
+	var wg sync.WaitGroup
+	sem := make(chan struct{}, workers)
+	for i, part := range parts {
+		wg.Add(1)
+		sem <- struct{}{}
+		go func() {
+			defer func() { <-sem; wg.Done() }()
+			paths[i], errs[i] = writePart(fs, fs.PathJoin(tmp, fmt.Sprintf("part%04d-", i)), wopts, part)
+		}()
+	}
+	wg.Wait()
+	if err := errors.Join(errs...); err != nil {
+		return nil, err
+	}
+	return slices.Concat(paths...), nil
+}
+
+// writePart writes one key range into tables named prefix000001.sst, ….
+// A range with no keys writes no table.
+func writePart(fs vfs.FS, prefix string, wopts sstable.WriterOptions, part keyPart) ([]string, error) {
 	var (
 		paths []string
 		w     *sstable.Writer
@@ -149,18 +212,18 @@ func writeTables(fs vfs.FS, tmp string, db *pebble.DB, s *Shard, hdr *Checkpoint
 		if w == nil {
 			return nil
 		}
-		err := w.Close() // syncs and closes the file
+		err := w.Close() // flushes, syncs and closes the file
 		w = nil
 		return err
 	}
-	err := eachStoreKey(s, hdr, func(k, v []byte) error {
+	err := part(func(k, v []byte) error {
 		if w != nil && w.Raw().EstimatedSize() >= bulkTableSize {
 			if err := closeTable(); err != nil {
 				return err
 			}
 		}
 		if w == nil {
-			path := fs.PathJoin(tmp, fmt.Sprintf("%06d.sst", len(paths)+1))
+			path := fmt.Sprintf("%s%06d.sst", prefix, len(paths)+1)
 			f, err := fs.Create(path, vfs.WriteCategoryUnspecified)
 			if err != nil {
 				return err

@@ -90,16 +90,18 @@ func SeenKey(msgID string) []byte { return append([]byte{KeySeen}, msgID...) }
 
 // TimerKeyBytes is the store key of a pending timer. The fire time's sign
 // bit is flipped so that negative times sort before positive ones.
-func TimerKeyBytes(k TimerKey) []byte {
-	b := be64Key(KeyTimer, uint64(k.At)^1<<63)
-	b = binary.BigEndian.AppendUint64(b, uint64(k.Run))
-	return binary.BigEndian.AppendUint32(b, k.Pos)
+func TimerKeyBytes(k TimerKey) []byte { return appendTimerKey(make([]byte, 0, 21), k) }
+
+func be64Key(kind byte, v uint64) []byte { return appendBE64Key(make([]byte, 0, 21), kind, v) }
+
+func appendBE64Key(dst []byte, kind byte, v uint64) []byte {
+	return binary.BigEndian.AppendUint64(append(dst, kind), v)
 }
 
-func be64Key(kind byte, v uint64) []byte {
-	b := make([]byte, 1, 21)
-	b[0] = kind
-	return binary.BigEndian.AppendUint64(b, v)
+func appendTimerKey(dst []byte, k TimerKey) []byte {
+	dst = appendBE64Key(dst, KeyTimer, uint64(k.At)^1<<63)
+	dst = binary.BigEndian.AppendUint64(dst, uint64(k.Run))
+	return binary.BigEndian.AppendUint32(dst, k.Pos)
 }
 
 // ParseStoreKey parses a store key; it fails on a key no layout allows.
