@@ -48,6 +48,8 @@ type ShardSummary struct {
 	Parked    int `json:"parked"`
 	Finished  int `json:"finished"`
 	Tombstone int `json:"tombstone"`
+	// Renumbered counts runs a reshard gave a new number.
+	Renumbered int `json:"renumbered"`
 
 	Outbox         int `json:"outbox"`          // unacknowledged messages
 	Archives       int `json:"archives"`        // archived histories
@@ -110,6 +112,9 @@ func Inspect(st *State) Summary {
 			case journal.StateTombstone:
 				ss.Tombstone++
 			}
+			if r.Renumbered {
+				ss.Renumbered++
+			}
 			runs = append(runs, RunSummary{WorkflowID: r.WorkflowID, Gen: r.Gen, Shard: s.Index, Run: r.No,
 				State: r.State.String(), Started: r.Started})
 		}
@@ -143,6 +148,7 @@ func (t *ShardSummary) add(s ShardSummary) {
 	t.Parked += s.Parked
 	t.Finished += s.Finished
 	t.Tombstone += s.Tombstone
+	t.Renumbered += s.Renumbered
 	t.Outbox += s.Outbox
 	t.Archives += s.Archives
 	t.ArchiveRecords += s.ArchiveRecords

@@ -28,10 +28,10 @@ func newInspectCmd(ios *IO) *cobra.Command {
 and summarises what it holds: the format and shard count from fusee.meta, a
 torn log tail recovery dropped, the shared log's size, and per shard its
 LSN and checkpoint LSN, the log tail after the checkpoint (entries and
-bytes), its runs by state (running, parked, finished, tombstone), outbox
-messages not yet acknowledged, archived histories, receiver dedup entries,
-pending timers and store size; then the oldest and newest runs by start
-time (workflow ID, generation, shard:run).
+bytes), its runs by state (running, parked, finished, tombstone) and how
+many a reshard renumbered, outbox messages not yet acknowledged, archived
+histories, receiver dedup entries, pending timers and store size; then the
+oldest and newest runs by start time (workflow ID, generation, shard:run).
 
 The directory must be closed: inspect takes its lock (exit 3 when another
 process holds it) and refuses an interrupted reshard (exit 4). It never
@@ -40,9 +40,10 @@ writes: no log append, no checkpoint, no timer fires, nothing expires.
 --json prints one object with stable field names: dir, format, log_format,
 shards, torn_tail, log_segments, log_bytes, total, per_shard (shard, lsn,
 checkpoint_lsn, tail_entries, tail_bytes, store_bytes, next_run, runs,
-running, parked, finished, tombstone, outbox, archives, archive_records,
-dedup_entries, pending_timers) and oldest_run/newest_run (workflow_id, gen,
-shard, run, state, started). A size that is not known is -1.`,
+running, parked, finished, tombstone, renumbered, outbox, archives,
+archive_records, dedup_entries, pending_timers) and oldest_run/newest_run
+(workflow_id, gen, shard, run, state, started). A size that is not known
+is -1.`,
 		Example: `  fusee inspect /var/lib/engine/data
   fusee inspect /var/lib/engine/data --json | jq .total`,
 		Args: exactArgs(1),
@@ -79,7 +80,7 @@ func printInspect(ios *IO, sum *check.Summary) error {
 	fmt.Fprintf(out, "oldest     %s\n", runSummary(sum.Oldest))
 	fmt.Fprintf(out, "newest     %s\n\n", runSummary(sum.Newest))
 	headers := []string{"shard", "lsn", "ckpt", "tail", "tail bytes", "runs", "running", "parked", "finished", "tombstone",
-		"outbox", "archives", "dedup", "timers", "store"}
+		"renumbered", "outbox", "archives", "dedup", "timers", "store"}
 	var rows [][]string
 	row := func(name string, s check.ShardSummary, lsn bool) {
 		l, c := "", ""
@@ -88,7 +89,7 @@ func printInspect(ios *IO, sum *check.Summary) error {
 		}
 		rows = append(rows, []string{name, l, c, countOrUnknown(s.TailEntries), sizeOrUnknown(s.TailBytes),
 			strconv.Itoa(s.Runs), strconv.Itoa(s.Running), strconv.Itoa(s.Parked), strconv.Itoa(s.Finished),
-			strconv.Itoa(s.Tombstone), strconv.Itoa(s.Outbox), strconv.Itoa(s.Archives), strconv.Itoa(s.Seen),
+			strconv.Itoa(s.Tombstone), strconv.Itoa(s.Renumbered), strconv.Itoa(s.Outbox), strconv.Itoa(s.Archives), strconv.Itoa(s.Seen),
 			strconv.Itoa(s.Timers), sizeOrUnknown(s.StoreBytes)})
 	}
 	for _, s := range sum.Shards {
