@@ -115,6 +115,11 @@ func TestOpenAppendAfterTornTail(t *testing.T) {
 	if err != nil || tail.Torn == nil {
 		t.Fatalf("torn %v, err %v", tail.Torn, err)
 	}
+	stale := tail
+	stale.Torn = nil
+	if _, err := OpenAppend(crashed, l.dir, stale, Options{}); err == nil || !strings.Contains(err.Error(), "the log changed since it was read") {
+		t.Fatalf("OpenAppend with a tail that does not match the file: %v", err)
+	}
 	w, err := OpenAppend(crashed, l.dir, tail, Options{})
 	if err != nil {
 		t.Fatal(err)

@@ -41,6 +41,10 @@ type Tail struct {
 // the last segment is dropped and reported in Tail.Torn. Damage anywhere
 // else is a *CorruptError.
 //
+// Reading starts at the beginning of from's segment whatever from's offset,
+// so that the batches before from are checked against the segment header
+// too; fn sees only the batches from on.
+//
 // Read never writes; the directory's bytes do not change.
 func Read(fs vfs.FS, dir string, from Position, fn func(b Batch) error) (Tail, error) {
 	ch := &chainV3{}

@@ -89,6 +89,9 @@ func OpenAppend(fs vfs.FS, dir string, tail Tail, opts Options) (*Writer, error)
 	if h.format != FormatShared || h.logID != tail.LogID {
 		return nil, fmt.Errorf("wal: the tail given is not of the log in %s", dir)
 	}
+	if err := checkTailIsCurrent(fs, fs.PathJoin(dir, segmentName(last)), tail); err != nil {
+		return nil, err
+	}
 	if err := removeTemps(fs, dir); err != nil {
 		return nil, err
 	}
@@ -102,6 +105,28 @@ func OpenAppend(fs vfs.FS, dir string, tail Tail, opts Options) (*Writer, error)
 		return nil, err
 	}
 	return w, nil
+}
+
+// checkTailIsCurrent refuses a tail read before the last segment grew: the
+// new segment's header would declare an end that hides the batches added
+// since. The last segment must end where the read found it ending: at the
+// end of its last batch, after pebble's end-of-log trailer, or after the
+// torn tail the read dropped.
+func checkTailIsCurrent(fs vfs.FS, path string, tail Tail) error {
+	st, err := fs.Stat(path)
+	if err != nil {
+		return fmt.Errorf("wal: %w", err)
+	}
+	size, end := st.Size(), tail.End.Offset
+	ok := size == end || size == end+recyclableHeaderSize
+	if tail.Torn != nil {
+		ok = tail.Torn.File == path && size == tail.Torn.Offset+tail.Torn.Bytes
+	}
+	if !ok {
+		return fmt.Errorf("wal: %s is %d bytes, but the tail given ends at offset %d: the log changed since it was read; read it again",
+			path, size, end)
+	}
+	return nil
 }
 
 func (w *Writer) start(fs vfs.FS, dir string, opts Options, seg, prevSeg uint64, prevEnd int64) error {
