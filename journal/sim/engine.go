@@ -74,13 +74,20 @@ type Engine struct {
 	started  int // runs ever started in the directory (committed)
 	cap      int // gen: start no run past this many (0: no cap)
 	fresh    *freshSource
-	capped   map[string]bool // outbox messages held back by the cap
-	held     []event         // events held back by the cap
-	noAutoCP bool            // gen's tail: no periodic checkpoint
+	held     []event // events held back by the cap
+	noAutoCP bool    // gen's tail: no periodic checkpoint
 
 	lastCP   int64
 	appended bool // the current round appended a journal record
 	stats    Stats
+	progress func(Progress)
+}
+
+// Progress is reported at every checkpoint of a long gen or drive.
+type Progress struct {
+	Now     int64 // virtual clock (ms)
+	Started int   // runs ever started in the directory
+	Batches int   // batches committed so far
 }
 
 func newEngine(b backend, cfg Config) *Engine {
@@ -362,6 +369,9 @@ func (e *Engine) checkpoint() error {
 	}
 	e.stats.Checkpoints++
 	e.lastCP = e.now
+	if e.progress != nil {
+		e.progress(Progress{Now: e.now, Started: e.started, Batches: e.stats.Batches})
+	}
 	return nil
 }
 

@@ -55,6 +55,7 @@ type GenOptions struct {
 	FinishedFrac float64
 	TailRounds   int // busy rounds logged after the last checkpoint (default 3)
 	Config       Config
+	Progress     func(Progress) // called at each checkpoint (nil: not)
 }
 
 // DefaultFinishedFrac is GenOptions.FinishedFrac's default.
@@ -121,13 +122,14 @@ func (e *Engine) generate(ctx context.Context, o GenOptions) error {
 
 // GenReport says what Generate made.
 type GenReport struct {
-	Dir     string  `json:"dir"`
-	Shards  int     `json:"shards"`
-	Seed    uint64  `json:"seed"`
-	Now     int64   `json:"now_ms"`
-	Census  *Census `json:"census"`
-	Stats   Stats   `json:"stats"`
-	Elapsed float64 `json:"elapsed_s"`
+	Dir        string  `json:"dir"`
+	Shards     int     `json:"shards"`
+	Seed       uint64  `json:"seed"`
+	TailRounds int     `json:"tail_rounds"` // rounds logged after the last checkpoint
+	Now        int64   `json:"now_ms"`
+	Census     *Census `json:"census"`
+	Stats      Stats   `json:"stats"`
+	Elapsed    float64 `json:"elapsed_s"`
 }
 
 // Generate creates a closed data directory at dir (which must not exist or
@@ -149,6 +151,7 @@ func Generate(ctx context.Context, fs vfs.FS, dir string, o GenOptions) (*GenRep
 		return nil, err
 	}
 	e := newEngine(dbBackend{db}, o.Config)
+	e.progress = o.Progress
 	e.recover()
 	err = e.generate(ctx, o)
 	db.SetNow(e.now)
@@ -162,7 +165,7 @@ func Generate(ctx context.Context, fs vfs.FS, dir string, o GenOptions) (*GenRep
 	if err != nil {
 		return nil, fmt.Errorf("gen %s: %w", dir, err)
 	}
-	return &GenReport{Dir: dir, Shards: o.Shards, Seed: o.Seed, Now: e.now, Census: census,
+	return &GenReport{Dir: dir, Shards: o.Shards, Seed: o.Seed, TailRounds: o.TailRounds, Now: e.now, Census: census,
 		Stats: e.stats, Elapsed: time.Since(start).Seconds()}, nil
 }
 
@@ -182,8 +185,9 @@ func requireEmpty(fs vfs.FS, dir string) error {
 
 // DriveOptions configure Drive.
 type DriveOptions struct {
-	Config Config
-	NoSync bool
+	Config   Config
+	NoSync   bool
+	Progress func(Progress) // called at each checkpoint (nil: not)
 }
 
 // DriveReport says what Drive did and how the runs ended.
@@ -209,6 +213,7 @@ func Drive(ctx context.Context, fs vfs.FS, dir string, o DriveOptions) (*DriveRe
 		return nil, err
 	}
 	e := newEngine(dbBackend{db}, o.Config)
+	e.progress = o.Progress
 	e.recover()
 	from := e.now
 	err = e.Drive(ctx)

@@ -6,21 +6,10 @@ import (
 	"math/rand/v2"
 	"os"
 	"testing"
-
-	"github.com/fusee-dev/fusee/journal"
 )
 
-// driveMem drives in-memory shards to completion with a fresh engine, the
-// way `fusee sim drive` drives a reopened directory.
-func driveMem(t testing.TB, shards []*journal.Shard, cfg Config) *memBackend {
-	t.Helper()
-	b := &memBackend{sh: shards}
-	if n := len(shards); n > 0 {
-		b.clk = 0
-	}
-	return driveBackend(t, b, cfg)
-}
-
+// driveBackend drives in-memory shards to completion with a fresh engine,
+// the way `fusee sim drive` drives a reopened directory.
 func driveBackend(t testing.TB, b *memBackend, cfg Config) *memBackend {
 	t.Helper()
 	e := reopenMem(b, cfg)

@@ -1,0 +1,91 @@
+package cli
+
+import (
+	"fmt"
+	"time"
+
+	"github.com/cockroachdb/pebble/v2/vfs"
+	"github.com/spf13/cobra"
+
+	"github.com/fusee-dev/fusee/journal/sim"
+)
+
+func init() { addCommand(newSimCmd) }
+
+func newSimCmd(ios *IO) *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "sim",
+		Short: "Run the simulated workflow engine on a data directory",
+		Long: `The simulator is a deterministic stand-in for the durable-workflow engine
+(package journal/sim; docs/simulator.md). "fusee gen" makes directories with
+it; "fusee sim drive" opens one as the engine would and runs it to the end.`,
+		Args: noArgs,
+		RunE: func(cmd *cobra.Command, args []string) error { return cmd.Help() },
+	}
+	cmd.AddCommand(newSimDriveCmd(ios))
+	return cmd
+}
+
+type simDriveOptions struct {
+	retention time.Duration
+	json      bool
+}
+
+func newSimDriveCmd(ios *IO) *cobra.Command {
+	opts := simDriveOptions{retention: time.Duration(sim.DefaultRetention) * time.Millisecond}
+	cmd := &cobra.Command{
+		Use:   "drive <dir>",
+		Short: "Open a data directory as the engine would and run every run to completion",
+		Long: `Drive opens the data directory with the engine's recovery (checkpoint, run
+stores, log tail) and ticks the simulated engine on its virtual clock: it
+delivers the messages in the outboxes, fires timers, feeds the scripted
+signals, updates and async completions (answered by token), and runs every
+run's workflow code until every run has finished and every outbox is
+empty. Then it checkpoints and closes the directory and prints how the
+runs ended.
+
+The scripted workloads are finite (bounded retries, deadlines on every
+wait, counted continue-as-new chains and restarts), so drive terminates.
+It fails if a run is left waiting with nothing due.
+
+The directory must be closed: drive takes its lock (exit 3 when another
+process holds it) and refuses an interrupted reshard (exit 4). It writes
+to the directory: log batches and checkpoints.`,
+		Example: `  fusee gen /tmp/data --shards 3 --runs 500 && fusee sim drive /tmp/data
+  fusee sim drive /tmp/data --json | jq .census.statuses`,
+		Args: exactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if opts.retention < time.Millisecond {
+				return usagef("--retention %s: want at least 1ms", opts.retention)
+			}
+			return runSimDrive(cmd, ios, opts, args[0])
+		},
+	}
+	f := cmd.Flags()
+	f.DurationVar(&opts.retention, "retention", opts.retention, "how long finished runs are kept before their tombstone (virtual time)")
+	f.BoolVar(&opts.json, "json", false, "print the report as JSON")
+	return cmd
+}
+
+func runSimDrive(cmd *cobra.Command, ios *IO, opts simDriveOptions, dir string) error {
+	o := sim.DriveOptions{Config: sim.Config{Retention: opts.retention.Milliseconds()}}
+	if ios.ErrTTY {
+		o.Progress = func(p sim.Progress) {
+			ios.progressf("drive: virtual %s, %d runs", virtualTime(p.Now), p.Started)
+		}
+	}
+	rep, err := sim.Drive(cmd.Context(), vfs.Default, dir, o)
+	if o.Progress != nil {
+		ios.progressDone()
+	}
+	if err != nil {
+		return err
+	}
+	if opts.json {
+		return ios.printJSON(rep)
+	}
+	c := rep.Census
+	fmt.Fprintf(ios.Out, "drove %s: %d runs on %d shards finished, virtual %s to %s\n",
+		rep.Dir, c.Runs, rep.Shards, virtualTime(rep.From), virtualTime(rep.Now))
+	return printCensus(ios, c)
+}
