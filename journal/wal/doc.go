@@ -46,11 +46,17 @@
 //   - In the last segment, if an intact later batch of this log (same log,
 //     higher number) starts anywhere after it in the file, it is damage:
 //     that batch proves the bad one was acknowledged.
+//   - Pebble recognises its end-of-log trailer by the log number alone, so
+//     a damaged log number can pass for one: in the last segment, bytes
+//     beyond the trailer's 11 count as a bad record at the trailer.
 //   - Otherwise it is a torn, never-acknowledged tail: dropped and reported
 //     in Tail.Torn with the file, offset and bytes dropped. A flipped byte in
 //     the very last batch, with nothing after it, is indistinguishable from a
 //     torn write and is treated as one; a sync-mode writer never
 //     acknowledged anything after it, so no acknowledged batch follows.
+//
+// OpenAppend continues a log only from a Tail that still matches the last
+// segment's size, so a stale tail cannot hide batches appended after it.
 //
 // CorruptError names the file and offset and says to restore the data
 // directory from a backup. A NoSync log that crashed before Sync can read as
