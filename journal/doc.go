@@ -1,0 +1,35 @@
+// Package journal owns the durable state of a fusee data directory: the
+// data model (records, ops, the Shard state machine in apply.go) and its
+// persistence (DB: fusee.meta and LOCK through package meta, the shared
+// write-ahead log through journal/wal, one pebble store per shard).
+//
+// # Invariants
+//
+//   - A shard's state changes only through (*Shard).Apply, which also
+//     regenerates its outputs (ID index, timers, outbox); recovery replays
+//     the log with the same function, so it rebuilds exactly what the
+//     engine had.
+//   - Commit returns only once its batch is in the log and fsynced (in
+//     NoSync mode: at the next Checkpoint or Close); an op that does not
+//     fit its shard is refused before it reaches the log.
+//   - A checkpoint is one atomic, synced pebble batch per shard, written
+//     after the log is synced; the log keeps every segment some header
+//     still points into. After a crash each store is at its old or new
+//     checkpoint and the log holds what either needs.
+//   - A store's LSN always matches the log it is opened with; every gap,
+//     mismatch or undecodable key is an error naming the file and offset or
+//     the store and key, never silently skipped.
+//   - A read-only open changes no byte of the directory.
+//
+// docs/format.md specifies the bytes. Memory is O(directory size): an open
+// DB holds every run's journal, so tools that rewrite a directory
+// (reshard, upgrade) process one old shard at a time.
+//
+// # What this package must never do
+//
+// It runs no workflow code and never ticks a shard by itself (timers fire
+// and retention expires only through ops the engine commits). It knows
+// nothing of cobra, terminals or colours: it returns values and typed
+// errors (StoreError, LogError, wal.CorruptError, meta's errors), and the
+// command layer turns them into messages and exit codes.
+package journal
