@@ -39,9 +39,6 @@ type exitError struct {
 func (e exitError) Error() string { return e.err.Error() }
 func (e exitError) Unwrap() error { return e.err }
 
-// withCode wraps err so that the process exits with code.
-func withCode(code int, err error) error { return exitError{code: code, err: err} }
-
 // exitSilently ends the command with code without printing another line.
 func exitSilently(code int, reason string) error {
 	return exitError{code: code, err: errors.New(reason), silent: true}

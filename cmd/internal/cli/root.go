@@ -104,16 +104,6 @@ func exactArgs(n int) cobra.PositionalArgs {
 	}
 }
 
-// rangeArgs is cobra.RangeArgs with a usage exit code.
-func rangeArgs(lo, hi int) cobra.PositionalArgs {
-	return func(cmd *cobra.Command, args []string) error {
-		if err := cobra.RangeArgs(lo, hi)(cmd, args); err != nil {
-			return usageError{err}
-		}
-		return nil
-	}
-}
-
 // minArgs is cobra.MinimumNArgs with a usage exit code.
 func minArgs(n int) cobra.PositionalArgs {
 	return func(cmd *cobra.Command, args []string) error {
