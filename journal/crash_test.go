@@ -2,6 +2,7 @@ package journal
 
 import (
 	"math/rand/v2"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -171,5 +172,73 @@ func TestCrashDuringCommitAndCheckpoint(t *testing.T) {
 		}
 		defer rdb.Close()
 		checkShardsEqual(t, "reopened after crash and more commits", rdb.Shards, w2.model)
+	})
+}
+
+// TestLogWriteErrorStopsTheDB injects a write error into the log at a
+// random write: the Commit or Checkpoint that meets it fails, the DB then
+// refuses every commit, and the directory reopens with every acknowledged
+// commit (and at most the failed one).
+func TestLogWriteErrorStopsTheDB(t *testing.T) {
+	rapid.Check(t, func(t *rapid.T) {
+		mem := vfs.NewMem()
+		var n atomic.Int64
+		var armed atomic.Bool
+		at := int64(rapid.IntRange(1, 80).Draw(t, "failing log write"))
+		inj := errorfs.InjectorFunc(func(op errorfs.Op) error {
+			if armed.Load() && op.Kind.ReadOrWrite() == errorfs.OpIsWrite && strings.Contains(op.Path, "/wal/") && n.Add(1) >= at {
+				return errorfs.ErrInjected
+			}
+			return nil
+		})
+		fs := errorfs.Wrap(mem, inj)
+		db, err := Create(fs, "/d", CreateOptions{Shards: 2, SegmentSize: 2 << 10})
+		if err != nil {
+			t.Fatal(err)
+		}
+		armed.Store(true)
+		w := newWorkload(2)
+		var batches [][]ShardOp
+		acked := 0
+		for range 30 {
+			ops := w.batch(t, 4)
+			batches = append(batches, ops)
+			err := db.Commit(ops)
+			if err == nil && rapid.IntRange(0, 4).Draw(t, "checkpoint") == 0 {
+				err = db.Checkpoint()
+			}
+			if err != nil {
+				if db.Commit(w.batch(t, 1)) == nil {
+					t.Fatal("a commit after a failed log write succeeded")
+				}
+				break
+			}
+			acked++
+		}
+		_ = db.Close()
+		armed.Store(false)
+		rdb, _, err := Open(mem, "/d", OpenOptions{ReadOnly: true})
+		if err != nil {
+			t.Fatalf("Open after a failed log write: %v", err)
+		}
+		defer rdb.Close()
+		var got, total uint64
+		for _, s := range rdb.Shards {
+			got += s.LSN
+		}
+		k := -1
+		for j := 0; j <= len(batches); j++ {
+			if total == got {
+				k = j
+				break
+			}
+			if j < len(batches) {
+				total += uint64(len(batches[j]))
+			}
+		}
+		if k < acked || k > acked+1 {
+			t.Fatalf("recovered %d commits, %d were acknowledged", k, acked)
+		}
+		checkShardsEqual(t, "recovered after a failed log write", rdb.Shards, replayModel(t, 2, batches, k))
 	})
 }
