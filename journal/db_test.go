@@ -49,6 +49,19 @@ func TestRecoveryEqualsLiveState(t *testing.T) {
 		if err := db.Close(); err != nil {
 			t.Fatalf("Close: %v", err)
 		}
+		// One shard at a time, as reshard reads.
+		for i := range shards {
+			s, _, sr, err := RecoverShard(fs, "/d", i, shards)
+			if err != nil {
+				t.Fatalf("RecoverShard(%d): %v", i, err)
+			}
+			if d := DiffShards(s, w.model[i]); d != "" {
+				t.Fatalf("RecoverShard(%d) differs from the model:\n%s", i, d)
+			}
+			if sr.LSN != s.LSN || sr.CheckpointLSN+uint64(sr.Replayed) != s.LSN {
+				t.Fatalf("RecoverShard(%d) report %+v, shard at LSN %d", i, sr, s.LSN)
+			}
+		}
 		db, rep, err := Open(fs, "/d", OpenOptions{})
 		if err != nil {
 			t.Fatalf("Open: %v", err)

@@ -113,33 +113,83 @@ func (db *DB) replay(b *wal.Batch, rep *RecoveryReport) error {
 			return &LogError{Pos: b.Pos, Shard: sec.Shard, LSN: sec.FirstLSN,
 				Err: fmt.Errorf("an entry for shard %d, but the directory has %d shards", sec.Shard, len(db.Shards))}
 		}
-		s := db.Shards[sec.Shard]
-		sr := &rep.Shards[sec.Shard]
-		for j, data := range sec.Entries {
-			lsn := sec.FirstLSN + uint64(j)
-			if lsn <= s.LSN {
-				sr.Skipped++
-				continue
-			}
-			fail := func(err error) error { return &LogError{Pos: b.Pos, Shard: sec.Shard, LSN: lsn, Err: err} }
-			if lsn != s.LSN+1 {
-				return fail(fmt.Errorf("a gap: the shard is at LSN %d", s.LSN))
-			}
-			op, err := DecodeOp(data)
-			if err != nil {
-				return fail(fmt.Errorf("entry does not decode: %w", err))
-			}
-			if err := s.Apply(&op); err != nil {
-				return fail(err)
-			}
-			s.LSN = lsn
-			sr.Replayed++
-			t := &db.tails[sec.Shard]
+		if err := replaySection(db.Shards[sec.Shard], b.Pos, sec, &rep.Shards[sec.Shard], &db.tails[sec.Shard]); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// replaySection applies a log section's entries above s's LSN to s.
+func replaySection(s *Shard, pos wal.Position, sec *wal.Section, sr *ShardRecovery, t *tailStats) error {
+	for j, data := range sec.Entries {
+		lsn := sec.FirstLSN + uint64(j)
+		if lsn <= s.LSN {
+			sr.Skipped++
+			continue
+		}
+		fail := func(err error) error { return &LogError{Pos: pos, Shard: sec.Shard, LSN: lsn, Err: err} }
+		if lsn != s.LSN+1 {
+			return fail(fmt.Errorf("a gap: the shard is at LSN %d", s.LSN))
+		}
+		op, err := DecodeOp(data)
+		if err != nil {
+			return fail(fmt.Errorf("entry does not decode: %w", err))
+		}
+		if err := s.Apply(&op); err != nil {
+			return fail(err)
+		}
+		s.LSN = lsn
+		sr.Replayed++
+		if t != nil {
 			t.entries++
 			t.bytes += int64(len(data))
 		}
 	}
 	return nil
+}
+
+// RecoverShard recovers one shard of a log format 3 directory whose lock
+// the caller already holds (reshard, after meta.Open), read-only: it opens
+// the shard's store read-only, loads it and applies that shard's entries
+// of the shared log after its checkpoint. count is the directory's shard
+// count. Nothing is written. Memory is O(that shard's size), which is why
+// reshard reads one old shard at a time with it; the shared log is read
+// once per call.
+func RecoverShard(fs vfs.FS, dir string, shard, count int) (*Shard, CheckpointHeader, *ShardRecovery, error) {
+	if shard < 0 || shard >= count {
+		return nil, CheckpointHeader{}, nil, fmt.Errorf("shard %d: the directory has shards 0..%d", shard, count-1)
+	}
+	path := StoreDir(fs, dir, shard)
+	store, err := openStore(fs, path, nil, true, false)
+	if err != nil {
+		return nil, CheckpointHeader{}, nil, err
+	}
+	s, hdr, err := loadShard(store, path, shard, count)
+	if cerr := store.Close(); err == nil && cerr != nil {
+		err = fmt.Errorf("closing shard store %s: %w", path, cerr)
+	}
+	if err != nil {
+		return nil, hdr, nil, err
+	}
+	sr := &ShardRecovery{Shard: shard, CheckpointLSN: hdr.LSN}
+	tail, err := wal.Read(fs, wal.Dir(fs, dir), hdr.Log, func(b wal.Batch) error {
+		for si := range b.Sections {
+			if sec := &b.Sections[si]; sec.Shard == shard {
+				return replaySection(s, b.Pos, sec, sr, nil)
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, hdr, nil, fmt.Errorf("recovering shard %d of %s: %w", shard, dir, err)
+	}
+	if next := tail.NextLSN[shard]; next != s.LSN+1 {
+		return nil, hdr, nil, fmt.Errorf("recovering shard %d of %s: its checkpoint and log disagree: the store reflects LSN %d, the log's entries for it end at LSN %d; restore the data directory from a backup",
+			shard, dir, hdr.LSN, next-1)
+	}
+	sr.LSN = s.LSN
+	return s, hdr, sr, nil
 }
 
 // errNoShard is returned for a shard number out of range.

@@ -79,25 +79,8 @@ func readShardV2(fs vfs.FS, dir string, i, n int, cache *pebble.Cache, st *V2Sta
 			if sec.Shard != i {
 				return &LogError{Pos: b.Pos, Shard: sec.Shard, LSN: sec.FirstLSN, Err: fmt.Errorf("an entry for shard %d in shard %d's log", sec.Shard, i)}
 			}
-			for j, data := range sec.Entries {
-				lsn := sec.FirstLSN + uint64(j)
-				if lsn <= s.LSN {
-					sr.Skipped++
-					continue
-				}
-				fail := func(err error) error { return &LogError{Pos: b.Pos, Shard: i, LSN: lsn, Err: err} }
-				if lsn != s.LSN+1 {
-					return fail(fmt.Errorf("a gap: the shard is at LSN %d", s.LSN))
-				}
-				op, err := DecodeOp(data)
-				if err != nil {
-					return fail(fmt.Errorf("entry does not decode: %w", err))
-				}
-				if err := s.Apply(&op); err != nil {
-					return fail(err)
-				}
-				s.LSN = lsn
-				sr.Replayed++
+			if err := replaySection(s, b.Pos, &sec, sr, nil); err != nil {
+				return err
 			}
 		}
 		return nil
