@@ -1,0 +1,51 @@
+// Package sim is a deterministic simulated durable-workflow engine. There
+// is no real engine in this repository, so sim plays one: it drives
+// workflow runs on a virtual clock and writes our data-directory format
+// the way an engine would — every change a journal.Op committed through
+// journal.DB.Commit, checkpoints through journal.DB.Checkpoint — so that
+// `fusee gen` can make realistic directories and `fusee sim drive` can
+// run one to completion after it was moved, checked or resharded.
+//
+// # Engine
+//
+// Workflow code (workflows.go) runs like an SDK runs it: from the top,
+// every time, replaying its commands against the run's journal and
+// appending records only past the journal's end; code that waits unwinds
+// and runs again when what it waits for is appended. A scripted outside
+// world (world.go) starts workflows (gen only), signals them, sends
+// updates, answers async completions by their token, and cancels,
+// terminates, resets and restarts runs. Messages between runs go through
+// the sender shard's outbox and are delivered by one batch holding the
+// receiver's OpSeen and effect and the sender's OpAck; receivers drop
+// repeats by message ID.
+//
+// # Determinism
+//
+// The engine is shard-count oblivious: the same workload reaches the same
+// logical state (check.WriteLogicalDump) with any shard count, resharded
+// or not, stopped and reopened or not. It keeps that by three rules:
+//
+//   - Order: due events are processed one at a time in the order of their
+//     logical key (virtual time, workflow ID, generation, position, kind,
+//     message ID). A batch holds only events on distinct workflow IDs, so
+//     batch boundaries never change an outcome.
+//   - Choice: every choice hashes the workload seed (carried in each run's
+//     input) with logical names — workflow ID, generation, position,
+//     message ID — never a shared random stream, a shard or a run number.
+//   - State: nothing lives outside the directory. The events an engine has
+//     pending are derived from the journals (and checked against them
+//     before they run), and the clock is the later of the last
+//     checkpoint's and the latest record's time.
+//
+// Run numbers appear only in the typed reference fields the format has
+// for them (parent, caller, predecessor, next, by, Ctx::key, completion
+// token); payloads and message IDs never contain one.
+//
+// # What it must never do
+//
+// It never touches the directory's files except through journal.DB, never
+// changes shard state except through ops the DB commits (or, in its unit
+// tests, Shard.Apply), and knows nothing of terminals or commands. It is a
+// test and demonstration engine: its workflow types, delays and mix are
+// fixed by this package and docs/simulator.md, not configured by users.
+package sim
