@@ -39,7 +39,7 @@ func TestCompleteByToken(t *testing.T) {
 	before := logical(t, b.sh)
 	for _, bad := range []string{
 		answered.Token.String(), // answered already
-		journal.Token{Shard: tok.Shard, Run: tok.Run, Pos: tok.Pos + 1}.String(),    // not an async position
+		journal.Token{Shard: tok.Shard, Run: tok.Run, Pos: tok.Pos + 1}.String(),      // not an async position
 		journal.Token{Shard: tok.Shard, Run: journal.MaxRunNo, Pos: tok.Pos}.String(), // no such run
 		journal.Token{Shard: 1000, Run: tok.Run, Pos: tok.Pos}.String(),               // no such shard
 	} {
