@@ -230,3 +230,38 @@ func Drive(ctx context.Context, fs vfs.FS, dir string, o DriveOptions) (*DriveRe
 	return &DriveReport{Dir: dir, Shards: len(db.Shards), From: from, Now: e.now, Recovery: rec,
 		Census: census, Stats: e.stats, Elapsed: time.Since(start).Seconds()}, nil
 }
+
+// NewEngine returns an engine over an open directory, recovered from it
+// (its pending events and clock): the caller can answer completions
+// (Engine.Complete), Drive it, and then close the DB.
+func NewEngine(db *journal.DB, cfg Config) *Engine {
+	e := newEngine(dbBackend{db}, cfg)
+	e.recover()
+	return e
+}
+
+// NewMemEngine returns an engine over in-memory shards (for tests of other
+// packages: a reshard's output can be driven without a directory). Ops
+// are applied with Shard.Apply; checkpoints do nothing.
+func NewMemEngine(shards []*journal.Shard, cfg Config) *Engine {
+	e := newEngine(&memBackend{sh: shards}, cfg)
+	e.recover()
+	return e
+}
+
+// GenerateShards runs gen's workload on in-memory shards and returns them
+// as a directory would recover them (no log, no files).
+func GenerateShards(ctx context.Context, o GenOptions) ([]*journal.Shard, error) {
+	o, err := o.check()
+	if err != nil {
+		return nil, err
+	}
+	b := newMemBackend(o.Shards)
+	e := newEngine(b, o.Config)
+	e.progress = o.Progress
+	e.recover()
+	if err := e.generate(ctx, o); err != nil {
+		return nil, err
+	}
+	return b.sh, nil
+}

@@ -27,3 +27,20 @@ func reopenMem(b *memBackend, cfg Config) *Engine {
 	e.recover()
 	return e
 }
+
+// TestExportedConstructors: GenerateShards and NewMemEngine give what the
+// internal helpers give.
+func TestExportedConstructors(t *testing.T) {
+	o := GenOptions{Shards: 3, Runs: 200, Seed: 5}
+	sh, err := GenerateShards(context.Background(), o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, b := genMem(t, o)
+	sameCanon(t, "GenerateShards", logical(t, b.sh), logical(t, sh))
+	if err := NewMemEngine(sh, Config{}).Drive(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	driveBackend(t, b, Config{})
+	sameCanon(t, "NewMemEngine", logical(t, b.sh), logical(t, sh))
+}
