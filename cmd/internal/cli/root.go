@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/signal"
 	"runtime/debug"
+	"strings"
 	"syscall"
 
 	"github.com/spf13/cobra"
@@ -31,6 +32,10 @@ func Run(ctx context.Context, version string, args []string, in io.Reader, out, 
 	err := root.ExecuteContext(ctx)
 	if err == nil {
 		return ExitOK
+	}
+	if strings.HasPrefix(err.Error(), "unknown command ") {
+		// cobra reports a mistyped command as a plain error; it is a usage error.
+		err = usageError{err}
 	}
 	code := exitCode(err)
 	var ee exitError
