@@ -13,7 +13,7 @@ const (
 	OpPark      OpKind = 3 // Run is suspended into the run store
 	OpLoad      OpKind = 4 // Run is loaded back into memory
 	OpAck       OpKind = 5 // the receiver has outbox message MsgID: drop it
-	OpSeen      OpKind = 6 // message MsgID was delivered here (receiver dedup)
+	OpSeen      OpKind = 6 // message MsgID was delivered here, to workflow WorkflowID (receiver dedup)
 	OpTombstone OpKind = 7 // Run's retention ended: archive its history
 	opMax              = OpTombstone
 )
@@ -27,12 +27,20 @@ func (k OpKind) String() string {
 	return fmt.Sprintf("op(%d)", uint8(k))
 }
 
-// Op is one log entry for one shard.
+// Op is one log entry for one shard. Which fields are meaningful depends
+// on Kind: Run for start, append, park, load and tombstone; Rec for start
+// and append; MsgID for ack and seen; WorkflowID for seen only.
 type Op struct {
 	Kind  OpKind
 	Run   RunNo
 	MsgID string
-	Rec   Record
+	// WorkflowID is, for OpSeen, the receiving workflow ID: the Target of
+	// the message delivered, which decides the shard the dedup entry
+	// belongs on (a reshard moves it with that workflow). It is a field
+	// of its own rather than Rec.WorkflowID so that a seen entry carries
+	// no record.
+	WorkflowID string
+	Rec        Record
 }
 
 // EncodeOp appends the encoding of op to dst.
@@ -45,8 +53,11 @@ func EncodeOp(dst []byte, op *Op) []byte {
 		e.record(&op.Rec)
 	case OpPark, OpLoad, OpTombstone:
 		e.uv(uint64(op.Run))
-	case OpAck, OpSeen:
+	case OpAck:
 		e.str(op.MsgID)
+	case OpSeen:
+		e.str(op.MsgID)
+		e.str(op.WorkflowID)
 	}
 	return e.b
 }
@@ -65,8 +76,11 @@ func DecodeOp(p []byte) (Op, error) {
 		d.record(&op.Rec)
 	case OpPark, OpLoad, OpTombstone:
 		op.Run = RunNo(d.uv())
-	case OpAck, OpSeen:
+	case OpAck:
 		op.MsgID = d.str()
+	case OpSeen:
+		op.MsgID = d.str()
+		op.WorkflowID = d.str()
 	default:
 		return op, fmt.Errorf("unknown log entry kind %d", op.Kind)
 	}
@@ -108,7 +122,10 @@ func (s *Shard) Apply(op *Op) error {
 		delete(s.Outbox, op.MsgID)
 		s.touchOutbox(m)
 	case OpSeen:
-		s.addSeen(op.MsgID)
+		if op.WorkflowID == "" {
+			return fmt.Errorf("seen of message %q: no receiving workflow ID", op.MsgID)
+		}
+		s.addSeen(op.MsgID, op.WorkflowID)
 	case OpTombstone:
 		r, err := s.run(op)
 		if err != nil {

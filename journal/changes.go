@@ -73,8 +73,8 @@ func (s *Shard) touchOutbox(m *Message) {
 	}
 }
 
-func (s *Shard) addSeen(id string) {
-	s.Seen[id] = struct{}{}
+func (s *Shard) addSeen(id, workflowID string) {
+	s.Seen[id] = workflowID
 	if c := s.changed; c != nil {
 		c.seen[id] = struct{}{}
 	}

@@ -64,10 +64,10 @@ func (d *differ) shard(a, b *Shard) {
 		d.message(id, a.Outbox[id], b.Outbox[id])
 	}
 	for _, id := range unionKeys(a.Seen, b.Seen) {
-		_, oka := a.Seen[id]
-		_, okb := b.Seen[id]
-		if oka != okb {
-			d.add("seen %q: %v vs %v", id, oka, okb)
+		wa, oka := a.Seen[id]
+		wb, okb := b.Seen[id]
+		if oka != okb || wa != wb {
+			d.add("seen %q: %v %q vs %v %q", id, oka, wa, okb, wb)
 		}
 	}
 	for _, no := range unionKeys(a.Archive, b.Archive) {

@@ -91,8 +91,11 @@ func TestOpRoundTrip(t *testing.T) {
 			op.Rec = genRecord().Draw(t, "rec")
 		case OpPark, OpLoad, OpTombstone:
 			op.Run = RunNo(rapid.Uint64Range(1, uint64(MaxRunNo)).Draw(t, "run"))
-		default:
+		case OpAck:
 			op.MsgID = rapid.String().Draw(t, "msg")
+		case OpSeen:
+			op.MsgID = rapid.String().Draw(t, "msg")
+			op.WorkflowID = rapid.String().Draw(t, "wf")
 		}
 		got, err := DecodeOp(EncodeOp(nil, &op))
 		if err != nil {
@@ -182,6 +185,7 @@ func TestApplyRefusesAndLeavesStateUnchanged(t *testing.T) {
 		{Kind: OpAppend, Run: 1, Rec: Record{Kind: KindFired, Pos: 1, Ref: 7}}, // completes the future
 		{Kind: OpLoad, Run: 1},       // not parked
 		{Kind: OpAck, MsgID: "nope"}, // not in outbox
+		{Kind: OpSeen, MsgID: "in"},  // no receiving workflow ID
 		{Kind: OpTombstone, Run: 1},  // not finished
 		{Kind: OpKind(99)},           // unknown
 	}
@@ -211,5 +215,6 @@ func snapshot(t *testing.T, s *Shard) []byte {
 	}
 	b.WriteByte(byte(s.NextRun))
 	b.WriteByte(byte(len(s.Timers)))
+	b.WriteByte(byte(len(s.Seen)))
 	return b.Bytes()
 }

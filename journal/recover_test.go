@@ -85,7 +85,7 @@ func TestReadOnlyChangesNoByte(t *testing.T) {
 	if replayed == 0 {
 		t.Fatal("the directory has no log tail: the test would prove little")
 	}
-	if err := db.Commit([]ShardOp{{Shard: 0, Op: Op{Kind: OpSeen, MsgID: "x"}}}); !errors.Is(err, ErrReadOnly) {
+	if err := db.Commit([]ShardOp{{Shard: 0, Op: Op{Kind: OpSeen, MsgID: "x", WorkflowID: "a"}}}); !errors.Is(err, ErrReadOnly) {
 		t.Fatalf("Commit on a read-only DB: %v, want ErrReadOnly", err)
 	}
 	if err := db.Checkpoint(); !errors.Is(err, ErrReadOnly) {
@@ -345,7 +345,7 @@ func TestCommitRefusesInvalidOp(t *testing.T) {
 	must(t, err)
 	good := []ShardOp{{Shard: 0, Op: Op{Kind: OpStart, Run: 1, Rec: Record{Kind: KindStart, WorkflowID: "a", Gen: 1}}}}
 	must(t, db.Commit(good))
-	bad := []ShardOp{{Shard: 0, Op: Op{Kind: OpSeen, MsgID: "x"}}, {Shard: 0, Op: Op{Kind: OpLoad, Run: 1}}}
+	bad := []ShardOp{{Shard: 0, Op: Op{Kind: OpSeen, MsgID: "x", WorkflowID: "a"}}, {Shard: 0, Op: Op{Kind: OpLoad, Run: 1}}}
 	if err := db.Commit(bad); err == nil {
 		t.Fatal("Commit accepted an op that does not fit")
 	}

@@ -123,9 +123,12 @@ type Shard struct {
 	Runs    map[RunNo]*Run
 	ByID    map[string]RunNo // workflow ID -> latest run
 	Outbox  map[string]*Message
-	NextSeq uint64              // next outbox sequence number
-	Seen    map[string]struct{} // message IDs this shard has received
-	Archive map[RunNo][]Record  // histories of runs whose retention ended
+	NextSeq uint64 // next outbox sequence number
+	// Seen is the receiver dedup set: the IDs of messages this shard has
+	// received, each mapped to the workflow ID it was delivered to (the
+	// message's Target), which says which shard the entry belongs on.
+	Seen    map[string]string
+	Archive map[RunNo][]Record // histories of runs whose retention ended
 	Timers  map[TimerKey]struct{}
 
 	// changed tracks what Apply changed since the store last reflected
@@ -147,7 +150,7 @@ func NewShard(index, count int) *Shard {
 	return &Shard{
 		Index: index, Count: count, NextRun: 1, NextSeq: 1,
 		Runs: map[RunNo]*Run{}, ByID: map[string]RunNo{}, Outbox: map[string]*Message{},
-		Seen: map[string]struct{}{}, Archive: map[RunNo][]Record{}, Timers: map[TimerKey]struct{}{},
+		Seen: map[string]string{}, Archive: map[RunNo][]Record{}, Timers: map[TimerKey]struct{}{},
 	}
 }
 

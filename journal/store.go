@@ -183,10 +183,11 @@ func loadKey(s *Shard, k StoreKey, val []byte, hdr *CheckpointHeader, haveHeader
 		}
 		s.Outbox[m.ID] = m
 	case KeySeen:
-		if len(val) != 0 {
-			return fmt.Errorf("seen value of %d bytes, want none", len(val))
+		wf, err := DecodeSeenValue(val)
+		if err != nil {
+			return err
 		}
-		s.Seen[k.ID] = struct{}{}
+		s.Seen[k.ID] = wf
 	case KeyTimer:
 		if len(val) != 0 {
 			return fmt.Errorf("timer value of %d bytes, want none", len(val))
@@ -368,7 +369,7 @@ func writeChanges(b *pebble.Batch, s *Shard, hdr *CheckpointHeader) error {
 		}
 	}
 	for id := range c.seen {
-		if err := b.Set(SeenKey(id), nil, nil); err != nil {
+		if err := b.Set(SeenKey(id), EncodeSeenValue(buf[:0], s.Seen[id]), nil); err != nil {
 			return err
 		}
 	}

@@ -81,11 +81,11 @@ func storeParts(s *Shard, hdr *CheckpointHeader, runParts int) []keyPart {
 		})
 	}
 	parts = append(parts, func(fn func(k, v []byte) error) error {
-		var kb []byte
-		// "S": received message IDs.
+		var kb, vb []byte
+		// "S": received message IDs, with the workflow each went to.
 		for _, id := range slices.Sorted(maps.Keys(s.Seen)) {
 			kb = append(append(kb[:0], KeySeen), id...)
-			if err := fn(kb, nil); err != nil {
+			if err := fn(kb, EncodeSeenValue(vb[:0], s.Seen[id])); err != nil {
 				return err
 			}
 		}

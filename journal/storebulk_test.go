@@ -155,7 +155,7 @@ func benchShard(tb testing.TB, runs int) *Shard {
 		case 1:
 			apply(Op{Kind: OpPark, Run: no})
 		}
-		apply(Op{Kind: OpSeen, MsgID: fmt.Sprintf("in/%d", i)})
+		apply(Op{Kind: OpSeen, MsgID: fmt.Sprintf("in/%d", i), WorkflowID: fmt.Sprintf("wf-%d", i%7)})
 	}
 	return s
 }

@@ -101,6 +101,9 @@ func TestStoreValuesRoundTrip(t *testing.T) {
 			return string(EncodeMessage(nil, v)), nil
 		}, string(EncodeMessage(nil, &m)))
 
+		wf := rapid.StringN(1, 30, -1).Draw(t, "seen")
+		checkRoundTrip(t, "seen", EncodeSeenValue(nil, wf), func(p []byte) (any, error) { return DecodeSeenValue(p) }, wf)
+
 		recs := []Record{{Kind: KindStart, WorkflowID: "w", Gen: 1}, {Kind: KindStep, Pos: 1, Payload: []byte("x")}}
 		checkRoundTrip(t, "history", EncodeHistory(nil, recs), func(p []byte) (any, error) {
 			v, err := DecodeHistory(p)
@@ -112,6 +115,16 @@ func TestStoreValuesRoundTrip(t *testing.T) {
 			return d.String(), nil
 		}, "")
 	})
+}
+
+// An empty seen value (the layout before dedup entries named their
+// workflow) and a seen value naming no workflow are refused.
+func TestSeenValueRefusesEmpty(t *testing.T) {
+	for _, p := range [][]byte{nil, EncodeSeenValue(nil, "")} {
+		if wf, err := DecodeSeenValue(p); err == nil {
+			t.Errorf("DecodeSeenValue(%q) = %q, want an error", p, wf)
+		}
+	}
 }
 
 func checkRoundTrip(t *rapid.T, what string, enc []byte, decode func([]byte) (any, error), want any) {

@@ -13,7 +13,10 @@ import (
 // docs/format.md is the reference.
 
 // StoreVersion is the version of the store layout, in every header.
-const StoreVersion = 1
+// Version 2: dedup ("S") values name the receiving workflow; outbox ("O")
+// values carry the parent's workflow ID and the send time. A store of
+// another version is refused as a whole.
+const StoreVersion = 2
 
 // CheckpointHeader is the value of a store's "H" key: what the store
 // reflects and where recovery continues in the log.
@@ -227,6 +230,28 @@ func DecodeHistory(p []byte) ([]Record, error) {
 		recs[i] = r
 	}
 	return recs, d.finish()
+}
+
+// EncodeSeenValue appends the value of an "S" key (a receiver dedup
+// entry) to dst: the receiving workflow ID, as a length-prefixed string.
+func EncodeSeenValue(dst []byte, workflowID string) []byte {
+	e := enc{b: dst}
+	e.str(workflowID)
+	return e.b
+}
+
+// DecodeSeenValue decodes the value of an "S" key: the workflow ID the
+// message was delivered to, which must not be empty.
+func DecodeSeenValue(p []byte) (string, error) {
+	d := dec{b: p}
+	wf := d.str()
+	if err := d.finish(); err != nil {
+		return "", fmt.Errorf("seen value: %w", err)
+	}
+	if wf == "" {
+		return "", fmt.Errorf("seen value without the receiving workflow ID")
+	}
+	return wf, nil
 }
 
 // encodeRunNo is the value of an "I" key.

@@ -85,7 +85,8 @@ func (w *workload) op(t *rapid.T) ShardOp {
 				op = Op{Kind: OpAck, MsgID: rapid.SampledFrom(ids).Draw(t, "ack")}
 			}
 		case 8:
-			op = Op{Kind: OpSeen, MsgID: fmt.Sprintf("in-%d", rapid.IntRange(0, 30).Draw(t, "seen"))}
+			op = Op{Kind: OpSeen, MsgID: fmt.Sprintf("in-%d", rapid.IntRange(0, 30).Draw(t, "seen")),
+				WorkflowID: rapid.SampledFrom([]string{"wf-a", "wf-b", "wf-c"}).Draw(t, "receiver")}
 		case 9:
 			if r := pickRun(t, s, StateFinished); r != nil {
 				op = Op{Kind: OpTombstone, Run: r.No}

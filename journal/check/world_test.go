@@ -209,7 +209,7 @@ func (w *world) deliver(id string, ack bool, now int64) {
 	m := *from.Outbox[id]
 	recv := w.shardOf(m.Target)
 	if _, dup := recv.Seen[id]; !dup {
-		w.apply(recv, journal.Op{Kind: journal.OpSeen, MsgID: id})
+		w.apply(recv, journal.Op{Kind: journal.OpSeen, MsgID: id, WorkflowID: m.Target})
 		w.receive(recv, &m, now)
 	}
 	if ack {

@@ -178,7 +178,7 @@ func (e *Engine) deliver(t *tx, ev *event) bool {
 		t.stats.repeats++
 		return true
 	}
-	t.seen(recv, m.ID)
+	t.seen(recv, m.ID, m.Target)
 	// Some acknowledgements are lost on the way: the message stays in the
 	// sender's outbox and is sent again next round, and the receiver drops
 	// the repeat. Which ones is a function of the message ID alone.

@@ -11,7 +11,8 @@ import (
 // builds n new in-memory shards from old ones, moving every run to the
 // shard its workflow ID hashes to and renumbering EVERY run (in an order
 // scrambled by salt, so that no run keeps its number or its order), and
-// rewrites every reference. The real reshard renumbers as little as it
+// rewrites every reference; dedup entries go to their receiving
+// workflow's shard. The real reshard renumbers as little as it
 // can; renumbering everything is the harsher test that the engine never
 // depends on run numbers.
 func testReshard(old []*journal.Shard, n int, salt uint64) []*journal.Shard {
@@ -108,10 +109,11 @@ func testReshard(old []*journal.Shard, n int, salt uint64) []*journal.Shard {
 			ns.NextSeq++
 			ns.Outbox[nm.ID] = &nm
 		}
-		for id := range s.Seen {
-			for _, ns := range shards {
-				ns.Seen[id] = struct{}{}
-			}
+		// A dedup entry goes with the workflow the message was
+		// delivered to: a repeat of the message is routed by that same
+		// workflow ID, so it reaches exactly this shard.
+		for id, wf := range s.Seen {
+			shards[journal.ShardOf(wf, n)].Seen[id] = wf
 		}
 	}
 	for _, s := range shards {

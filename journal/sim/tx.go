@@ -203,8 +203,10 @@ func (t *tx) tombstone(v *runView) {
 	v.touched = true
 }
 
-func (t *tx) seen(shard int, id string) {
-	t.ops = append(t.ops, journal.ShardOp{Shard: shard, Op: journal.Op{Kind: journal.OpSeen, MsgID: id}})
+// seen records, on the receiver's shard, that message id was delivered
+// to workflow wf (its target): the dedup entry belongs with wf.
+func (t *tx) seen(shard int, id, wf string) {
+	t.ops = append(t.ops, journal.ShardOp{Shard: shard, Op: journal.Op{Kind: journal.OpSeen, MsgID: id, WorkflowID: wf}})
 }
 
 func (t *tx) ack(shard int, id string) {

@@ -47,7 +47,7 @@ func makeDataDir(t *testing.T, n int) string {
 	}
 	p := start("parent", journal.Record{Type: "P", Time: 10})
 	add(p, journal.Record{Kind: journal.KindChild, Pos: 1, WorkflowID: "kid", Type: "K", MsgID: "parent/1/c1"})
-	commit(journal.ShardOp{Shard: journal.ShardOf("kid", n), Op: journal.Op{Kind: journal.OpSeen, MsgID: "parent/1/c1"}})
+	commit(journal.ShardOp{Shard: journal.ShardOf("kid", n), Op: journal.Op{Kind: journal.OpSeen, MsgID: "parent/1/c1", WorkflowID: "kid"}})
 	k := start("kid", journal.Record{Type: "K", Time: 11, Origin: journal.OriginChild,
 		Parent: journal.ParentRef{Shard: p.Shard, Run: p.Run, Pos: 1}, ParentID: "parent"})
 	commit(journal.ShardOp{Shard: p.Shard, Op: journal.Op{Kind: journal.OpAck, MsgID: "parent/1/c1"}})
