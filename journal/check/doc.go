@@ -44,7 +44,8 @@
 //
 // WriteLogicalDump writes one JSON object per line: every run with its
 // journal records (or archived history), pending timers, outbox messages
-// and receiver dedup entries. A run is named by its workflow ID and its
+// and receiver dedup entries (each with the workflow its message was
+// delivered to). A run is named by its workflow ID and its
 // generation among that ID's runs ("wf-17#2"), never by shard or run
 // number, and every typed reference (parent, predecessor, next run, sender,
 // Ctx::key value, completion token) is rendered through that identity, with

@@ -35,13 +35,14 @@ func WriteLogicalDump(w io.Writer, shards []*journal.Shard) error {
 //	{"t":"rec","run":"wf#2","pos":5,"kind":"child","archived":true,...record fields...}
 //	{"t":"timer","run":"wf#2","pos":3,"at":1000}
 //	{"t":"msg","id":"wf/2/c5","kind":"start-child","from":"wf#2","target":..,"parent":"wf#2@5",...}
-//	{"t":"seen","id":"wf/2/c5"}
+//	{"t":"seen","id":"wf/2/c5","workflow_id":"wf.2.kid"}
 //
 // Order: shard lines by shard; then runs by workflow ID and generation,
 // each followed by its records in position order (a tombstone's records
 // are its archived history, marked "archived"); then timers by run and
-// position; then messages by ID; then dedup entries by ID (once each,
-// whichever shards hold them). Zero fields are left out.
+// position; then messages by ID; then dedup entries by message ID and
+// receiving workflow ID (once each, whichever shards hold them). Zero
+// fields are left out.
 //
 // A run is named "<workflow ID>#<gen>". A reference is rendered as the run
 // it resolves to, with "@<pos>" where it names a journal position: parent
@@ -430,31 +431,46 @@ func (d *dumper) msgLines() []any {
 }
 
 type seenLine struct {
-	T    string    `json:"t"`
-	ID   string    `json:"id"`
-	Phys *seenPhys `json:"phys,omitempty"`
+	T          string    `json:"t"`
+	ID         string    `json:"id"`
+	WorkflowID string    `json:"workflow_id"`
+	Phys       *seenPhys `json:"phys,omitempty"`
 }
 
 type seenPhys struct {
 	Shards []int `json:"shards"`
 }
 
+// seenLines renders the receiver dedup entries: one line per message ID
+// and receiving workflow, whichever shards hold it (Verify reports an
+// entry on a shard its workflow does not belong on).
 func (d *dumper) seenLines() []any {
-	where := map[string][]int{}
+	type entry struct{ id, wf string }
+	where := map[entry][]int{}
 	for _, s := range d.shards {
 		if s == nil {
 			continue
 		}
-		for id := range s.Seen {
-			where[id] = append(where[id], s.Index)
+		for id, wf := range s.Seen {
+			e := entry{id, wf}
+			where[e] = append(where[e], s.Index)
 		}
 	}
-	ids := sortedIDs(where)
-	out := make([]any, len(ids))
-	for i, id := range ids {
-		l := seenLine{T: "seen", ID: id}
+	es := make([]entry, 0, len(where))
+	for e := range where {
+		es = append(es, e)
+	}
+	sort.Slice(es, func(i, j int) bool {
+		if es[i].id != es[j].id {
+			return es[i].id < es[j].id
+		}
+		return es[i].wf < es[j].wf
+	})
+	out := make([]any, len(es))
+	for i, e := range es {
+		l := seenLine{T: "seen", ID: e.id, WorkflowID: e.wf}
 		if d.phys {
-			sh := where[id]
+			sh := where[e]
 			sort.Ints(sh)
 			l.Phys = &seenPhys{Shards: sh}
 		}

@@ -114,7 +114,7 @@ func TestDumpRendersReferencesInvariantly(t *testing.T) {
 		`{"t":"rec","run":"kid#1","pos":0,"kind":"start","time":2,"workflow_id":"kid","type":"K","attempt":1,"origin":"child","gen":1,"parent":"parent#1@1","parent_id":"parent","payload":"in"}`,
 		`{"t":"rec","run":"kid#1","pos":1,"kind":"step","name":"s","status":"ok","attempt":1,"key":"kid#1@1"}`,
 		`{"t":"rec","run":"kid#1","pos":2,"kind":"async","name":"ext","token":"kid#1@2"}`,
-		`{"t":"seen","id":"parent/1/c1"}`,
+		`{"t":"seen","id":"parent/1/c1","workflow_id":"kid"}`,
 	} {
 		if !strings.Contains(d, want+"\n") {
 			t.Errorf("dump lacks\n  %s\nin\n%s", want, d)
@@ -170,6 +170,15 @@ func TestDumpSeesEveryLogicalChange(t *testing.T) {
 			for _, s := range w.shards {
 				for id := range s.Seen {
 					delete(s.Seen, id)
+					return
+				}
+			}
+			panic("no seen entry")
+		}},
+		{"seen entry's workflow", func(w *world) {
+			for _, s := range w.shards {
+				for id := range s.Seen {
+					s.Seen[id] += "!"
 					return
 				}
 			}

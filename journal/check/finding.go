@@ -86,6 +86,7 @@ const (
 	KindOutboxSource   Kind = "outbox-source"     // no record of the sender produces this message, or it differs from what it produced
 	KindMsgIDDuplicate Kind = "msg-id-duplicate"  // one message ID produced twice, or in two outboxes
 	KindMsgIDRunNumber Kind = "msg-id-run-number" // (warning) a message ID contains text derived from a run number
+	KindSeenWrongShard Kind = "seen-wrong-shard"  // a receiver dedup entry's workflow ID is empty or belongs on another shard
 
 	// Reading.
 	KindUnreadable Kind = "unreadable" // recovery refused the directory (a damaged store or log); nothing else was checked
@@ -158,6 +159,7 @@ var kinds = map[Kind]kindInfo{
 	KindOutboxParent:   {SeverityError, "the result has nowhere to go; " + hintEngine},
 	KindOutboxSource:   {SeverityError, "the message is not what its sender's journal says it sent; " + hintReshard},
 	KindMsgIDDuplicate: {SeverityError, "receivers would drop one of the messages as a repeat; " + hintEngine},
+	KindSeenWrongShard: {SeverityError, "a repeat of the message would reach a shard without this entry and be taken as new; " + hintReshard},
 	KindMsgIDRunNumber: {SeverityWarning, "receivers dedup by message ID, so an ID with a run number breaks after a renumbering reshard; report this as an engine bug"},
 
 	KindUnreadable: {SeverityError, "recovery refused the directory, so nothing else could be checked; " + hintRestore},

@@ -159,6 +159,7 @@ func (v *verifier) shard(s *journal.Shard) {
 	v.index(s)
 	v.timers(s)
 	v.outbox(s)
+	v.seen(s)
 }
 
 // runEntry checks one run: its number, placement, state and journal.

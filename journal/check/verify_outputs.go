@@ -204,6 +204,23 @@ func (v *verifier) msgIDRunNumber(s *journal.Shard, r *journal.Run, id string) {
 	}
 }
 
+// seen checks the receiver dedup entries: each names the workflow its
+// message was delivered to, and a repeat of the message is routed by that
+// workflow ID, so the entry must be on that workflow's shard.
+func (v *verifier) seen(s *journal.Shard) {
+	for _, id := range sortedIDs(s.Seen) {
+		wf := s.Seen[id]
+		if wf == "" {
+			v.addf(KindSeenWrongShard, s.Index, 0, "dedup entry %q names no receiving workflow", id)
+			continue
+		}
+		if want := journal.ShardOf(wf, v.st.ShardCount); want != s.Index {
+			v.addf(KindSeenWrongShard, s.Index, 0, "dedup entry %q was delivered to %q, which belongs on shard %d of %d",
+				id, wf, want, v.st.ShardCount)
+		}
+	}
+}
+
 // outboxIDsAcrossShards reports one message ID in two shards' outboxes.
 func (v *verifier) outboxIDsAcrossShards() {
 	where := map[string]int{}

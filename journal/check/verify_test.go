@@ -396,6 +396,24 @@ var plants = []plant{
 		other.NextSeq++
 		other.Outbox[c.ID] = &c
 	}, false},
+	{"dedup entry on another shard than its workflow's", KindSeenWrongShard, func(sc *scenario, st *State) {
+		// The kid's start was delivered to the kid; a reshard that copied
+		// its dedup entry to the parent's shard instead lost it.
+		from, to := sc.shardOf(sc.kid), sc.shardOf(sc.parent)
+		id := sc.parent.id + fmt.Sprintf("/1/c%d", sc.parentChild)
+		wf, ok := from.Seen[id]
+		if !ok || wf != sc.kid.id {
+			panic(fmt.Sprintf("the scenario has no dedup entry %q for %q on the kid's shard", id, sc.kid.id))
+		}
+		delete(from.Seen, id)
+		to.Seen[id] = wf
+	}, true},
+	{"dedup entry without its workflow", KindSeenWrongShard, func(sc *scenario, st *State) {
+		s := sc.shardOf(sc.chain2)
+		for id := range s.Seen {
+			s.Seen[id] = ""
+		}
+	}, true},
 	{"message ID with a run number", KindMsgIDRunNumber, func(sc *scenario, st *State) {
 		s, m := sc.msg(sc.sinkMsg)
 		r := sc.run(sc.parent)
