@@ -16,6 +16,13 @@ import (
 // can; renumbering everything is the harsher test that the engine never
 // depends on run numbers.
 func testReshard(old []*journal.Shard, n int, salt uint64) []*journal.Shard {
+	return testReshardSeen(old, n, salt, func(wf string) int { return journal.ShardOf(wf, n) })
+}
+
+// testReshardSeen is testReshard with the new shard of each dedup entry
+// chosen by seenShard from its receiving workflow ID (a test of the oracle
+// misroutes them on purpose).
+func testReshardSeen(old []*journal.Shard, n int, salt uint64, seenShard func(wf string) int) []*journal.Shard {
 	type key struct {
 		shard int
 		run   journal.RunNo
@@ -113,7 +120,7 @@ func testReshard(old []*journal.Shard, n int, salt uint64) []*journal.Shard {
 		// delivered to: a repeat of the message is routed by that same
 		// workflow ID, so it reaches exactly this shard.
 		for id, wf := range s.Seen {
-			shards[journal.ShardOf(wf, n)].Seen[id] = wf
+			shards[seenShard(wf)].Seen[id] = wf
 		}
 	}
 	for _, s := range shards {
