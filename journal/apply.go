@@ -223,19 +223,20 @@ func (s *Shard) regenerate(r *Run, rec *Record) {
 		}
 	case KindChild:
 		s.send(&Message{ID: rec.MsgID, Kind: MsgStartChild, From: from, Target: rec.WorkflowID,
-			Parent: ParentRef{Shard: s.Index, Run: r.No, Pos: rec.Pos}, Type: rec.Type,
-			Deadline: rec.Deadline, Payload: rec.Payload})
+			Parent: ParentRef{Shard: s.Index, Run: r.No, Pos: rec.Pos}, ParentID: r.WorkflowID, Type: rec.Type,
+			Deadline: rec.Deadline, Sent: rec.Time, Payload: rec.Payload})
 	case KindSend:
 		kind := MsgSignal
 		if rec.Attempt == SendCancel {
 			kind = MsgCancel
 		}
 		s.send(&Message{ID: rec.MsgID, Kind: kind, From: from, Target: rec.WorkflowID,
-			Name: rec.Name, Payload: rec.Payload})
+			Name: rec.Name, Sent: rec.Time, Payload: rec.Payload})
 	case KindUpdateDone:
 		if u := r.Journal[rec.Ref]; !u.Parent.IsZero() {
 			s.send(&Message{ID: fmt.Sprintf("%s/%d/u%d", r.WorkflowID, r.Gen, rec.Ref), Kind: MsgUpdateResult,
-				From: from, Target: u.ParentID, Parent: u.Parent, Status: rec.Status, Payload: rec.Payload})
+				From: from, Target: u.ParentID, Parent: u.Parent, ParentID: u.ParentID, Status: rec.Status,
+				Sent: rec.Time, Payload: rec.Payload})
 		}
 	case KindDone:
 		for _, k := range pendingTimers(r) {
@@ -244,7 +245,8 @@ func (s *Shard) regenerate(r *Run, rec *Record) {
 		r.State, r.Status, r.Finished = StateFinished, rec.Status, rec.Time
 		if st := r.Start(); !st.Parent.IsZero() {
 			s.send(&Message{ID: fmt.Sprintf("%s/%d/r", r.WorkflowID, r.Gen), Kind: MsgChildResult,
-				From: from, Target: st.ParentID, Parent: st.Parent, Status: rec.Status, Payload: rec.Payload})
+				From: from, Target: st.ParentID, Parent: st.Parent, ParentID: st.ParentID, Status: rec.Status,
+				Sent: rec.Time, Payload: rec.Payload})
 		}
 	}
 }

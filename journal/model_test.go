@@ -218,3 +218,49 @@ func snapshot(t *testing.T, s *Shard) []byte {
 	b.WriteByte(byte(len(s.Seen)))
 	return b.Bytes()
 }
+
+// Every message Apply sends carries the time of the record that produced
+// it, and every message with a parent reference the workflow ID of the run
+// that reference names; the receiving shard's dedup entry names the
+// workflow the message was delivered to.
+func TestApplySendsParentIDAndSendTime(t *testing.T) {
+	s := NewShard(0, 1)
+	apply := func(op Op) {
+		t.Helper()
+		if err := s.Apply(&op); err != nil {
+			t.Fatalf("%s: %v", op.Kind, err)
+		}
+	}
+	apply(Op{Kind: OpStart, Run: 1, Rec: Record{Kind: KindStart, WorkflowID: "p", Gen: 1, Time: 1}})
+	apply(Op{Kind: OpAppend, Run: 1, Rec: Record{Kind: KindChild, Pos: 1, Time: 7, WorkflowID: "k", Type: "K", MsgID: "p/1/1"}})
+	apply(Op{Kind: OpAppend, Run: 1, Rec: Record{Kind: KindSend, Pos: 2, Time: 8, WorkflowID: "x", Name: "go", MsgID: "p/1/2"}})
+	apply(Op{Kind: OpSeen, MsgID: "p/1/1", WorkflowID: "k"})
+	apply(Op{Kind: OpStart, Run: 2, Rec: Record{Kind: KindStart, WorkflowID: "k", Gen: 1, Time: 9, Origin: OriginChild,
+		Parent: ParentRef{Shard: 0, Run: 1, Pos: 1}, ParentID: "p"}})
+	apply(Op{Kind: OpAppend, Run: 2, Rec: Record{Kind: KindUpdate, Pos: 1, Time: 10, Name: "u", MsgID: "u-1",
+		Parent: ParentRef{Shard: 0, Run: 1, Pos: 2}, ParentID: "p"}})
+	apply(Op{Kind: OpAppend, Run: 2, Rec: Record{Kind: KindUpdateDone, Pos: 2, Ref: 1, Time: 11, Status: StatusOK}})
+	apply(Op{Kind: OpAppend, Run: 2, Rec: Record{Kind: KindDone, Pos: 3, Time: 12, Status: StatusOK}})
+	want := map[string]struct {
+		kind     MsgKind
+		parentID string
+		sent     int64
+	}{
+		"p/1/1":  {MsgStartChild, "p", 7},
+		"p/1/2":  {MsgSignal, "", 8},
+		"k/1/u1": {MsgUpdateResult, "p", 11},
+		"k/1/r":  {MsgChildResult, "p", 12},
+	}
+	if len(s.Outbox) != len(want) {
+		t.Fatalf("outbox holds %d messages, want %d", len(s.Outbox), len(want))
+	}
+	for id, w := range want {
+		m := s.Outbox[id]
+		if m == nil || m.Kind != w.kind || m.ParentID != w.parentID || m.Sent != w.sent {
+			t.Errorf("message %q = %+v; want kind %s, parent ID %q, sent %d", id, m, w.kind, w.parentID, w.sent)
+		}
+	}
+	if wf := s.Seen["p/1/1"]; wf != "k" {
+		t.Errorf("dedup entry names %q, want k", wf)
+	}
+}

@@ -98,12 +98,20 @@ type Message struct {
 	Target string // the receiving workflow ID (routes the message)
 	// Parent: for start-child, the parent reference the child's Start gets;
 	// for child-result and update-result, the position that waits.
-	Parent   ParentRef
+	Parent ParentRef
+	// ParentID is the workflow ID of the run Parent names, set exactly when
+	// Parent is: for start-child the sender's own workflow ID (the child's
+	// Start records it, and the child's result is routed by it); for
+	// results the waiting run's, which is also Target.
+	ParentID string
 	Type     string // start-child: workflow type
 	Name     string // signal name
 	Status   Status // results
 	Deadline int64
-	Payload  []byte
+	// Sent is the virtual time (ms) of the record that produced the
+	// message (its Time): a resent message's delivery is counted from it.
+	Sent    int64
+	Payload []byte
 }
 
 // Dest is the shard the message goes to among n shards.

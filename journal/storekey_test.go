@@ -88,8 +88,9 @@ func TestStoreValuesRoundTrip(t *testing.T) {
 
 		m := Message{ID: rapid.String().Draw(t, "id"), Kind: MsgKind(rapid.IntRange(1, 5).Draw(t, "kind")), Seq: 9,
 			From: RunRef{Shard: 3, Run: 4}, Target: rapid.String().Draw(t, "target"),
-			Parent: ParentRef{Shard: 1, Run: RunNo(rapid.Uint64Range(0, 99).Draw(t, "prun")), Pos: 7},
-			Type:   "t", Name: rapid.String().Draw(t, "name"), Status: StatusFailed, Deadline: rapid.Int64().Draw(t, "dl")}
+			Parent:   ParentRef{Shard: 1, Run: RunNo(rapid.Uint64Range(0, 99).Draw(t, "prun")), Pos: 7},
+			ParentID: rapid.String().Draw(t, "parentID"), Type: "t", Name: rapid.String().Draw(t, "name"),
+			Status: StatusFailed, Deadline: rapid.Int64().Draw(t, "dl"), Sent: rapid.Int64().Draw(t, "sent")}
 		if p := rapid.SliceOfN(rapid.Byte(), 1, 10).Draw(t, "payload"); rapid.Bool().Draw(t, "hasPayload") {
 			m.Payload = p
 		}

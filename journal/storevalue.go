@@ -164,10 +164,12 @@ func EncodeMessage(dst []byte, m *Message) []byte {
 	e.runRef(m.From)
 	e.str(m.Target)
 	e.parent(m.Parent)
+	e.str(m.ParentID)
 	e.str(m.Type)
 	e.str(m.Name)
 	e.uv(uint64(m.Status))
 	e.sv(m.Deadline)
+	e.sv(m.Sent)
 	e.bytes(m.Payload)
 	return e.b
 }
@@ -186,10 +188,12 @@ func DecodeMessage(p []byte, seq uint64) (*Message, error) {
 	m.From = d.runRef()
 	m.Target = d.str()
 	m.Parent = d.parent()
+	m.ParentID = d.str()
 	m.Type = d.str()
 	m.Name = d.str()
 	m.Status = Status(d.uv())
 	m.Deadline = d.sv()
+	m.Sent = d.sv()
 	m.Payload = d.bytesCopy()
 	return m, d.finish()
 }

@@ -34,7 +34,7 @@ func WriteLogicalDump(w io.Writer, shards []*journal.Shard) error {
 //	{"t":"run","run":"wf#2","workflow_id":"wf","gen":2,"type":..,"state":..,"status":..,"started":..,"finished":..,"latest":true}
 //	{"t":"rec","run":"wf#2","pos":5,"kind":"child","archived":true,...record fields...}
 //	{"t":"timer","run":"wf#2","pos":3,"at":1000}
-//	{"t":"msg","id":"wf/2/c5","kind":"start-child","from":"wf#2","target":..,"parent":"wf#2@5",...}
+//	{"t":"msg","id":"wf/2/c5","kind":"start-child","from":"wf#2","target":..,"parent":"wf#2@5","parent_id":"wf","sent":..,...}
 //	{"t":"seen","id":"wf/2/c5","workflow_id":"wf.2.kid"}
 //
 // Order: shard lines by shard; then runs by workflow ID and generation,
@@ -380,10 +380,12 @@ type msgLine struct {
 	From       string    `json:"from"`
 	Target     string    `json:"target"`
 	Parent     string    `json:"parent,omitempty"`
+	ParentID   string    `json:"parent_id,omitempty"`
 	Type       string    `json:"type,omitempty"`
 	Name       string    `json:"name,omitempty"`
 	Status     string    `json:"status,omitempty"`
 	Deadline   int64     `json:"deadline,omitempty"`
+	Sent       int64     `json:"sent,omitempty"`
 	Payload    *string   `json:"payload,omitempty"`
 	PayloadB64 []byte    `json:"payload_b64,omitempty"`
 	Phys       *refsPhys `json:"phys,omitempty"`
@@ -402,8 +404,8 @@ func (d *dumper) msgLines() []any {
 		}
 		for key, m := range s.Outbox {
 			l := msgLine{T: "msg", ID: m.ID, Kind: m.Kind.String(), From: d.runRef(m.From), Target: m.Target,
-				Parent: d.posRef(m.Parent.Shard, m.Parent.Run, m.Parent.Pos), Type: m.Type, Name: m.Name,
-				Status: strIf(m.Status, m.Status == journal.StatusNone), Deadline: m.Deadline}
+				Parent: d.posRef(m.Parent.Shard, m.Parent.Run, m.Parent.Pos), ParentID: m.ParentID, Type: m.Type, Name: m.Name,
+				Status: strIf(m.Status, m.Status == journal.StatusNone), Deadline: m.Deadline, Sent: m.Sent}
 			if l.From == "" {
 				l.From = danglingRef
 			}

@@ -175,6 +175,26 @@ func TestDumpSeesEveryLogicalChange(t *testing.T) {
 			}
 			panic("no seen entry")
 		}},
+		{"outbox message's parent ID", func(w *world) {
+			for _, s := range w.shards {
+				for _, m := range s.Outbox {
+					if m.ParentID != "" {
+						m.ParentID += "!"
+						return
+					}
+				}
+			}
+			panic("no message with a parent")
+		}},
+		{"outbox message's send time", func(w *world) {
+			for _, s := range w.shards {
+				for _, m := range s.Outbox {
+					m.Sent++
+					return
+				}
+			}
+			panic("no message")
+		}},
 		{"seen entry's workflow", func(w *world) {
 			for _, s := range w.shards {
 				for id := range s.Seen {

@@ -82,7 +82,7 @@ const (
 	KindOutboxKind     Kind = "outbox-kind"       // unknown message kind, or empty target
 	KindOutboxSeq      Kind = "outbox-seq"        // sequence number 0, >= NextSeq, or shared
 	KindOutboxFrom     Kind = "outbox-from"       // the sender is not a run of this shard
-	KindOutboxParent   Kind = "outbox-parent"     // a result or child start without the parent position it is for
+	KindOutboxParent   Kind = "outbox-parent"     // a result or child start without the parent position it is for, or the parent's workflow ID
 	KindOutboxSource   Kind = "outbox-source"     // no record of the sender produces this message, or it differs from what it produced
 	KindMsgIDDuplicate Kind = "msg-id-duplicate"  // one message ID produced twice, or in two outboxes
 	KindMsgIDRunNumber Kind = "msg-id-run-number" // (warning) a message ID contains text derived from a run number

@@ -91,8 +91,13 @@ func (v *verifier) outbox(s *journal.Shard) {
 		default:
 			seqs[m.Seq] = id
 		}
-		if m.Kind != journal.MsgSignal && m.Kind != journal.MsgCancel && m.Parent.IsZero() {
-			add(KindOutboxParent, "a %s without the parent position it is for", m.Kind)
+		if m.Kind != journal.MsgSignal && m.Kind != journal.MsgCancel {
+			if m.Parent.IsZero() {
+				add(KindOutboxParent, "a %s without the parent position it is for", m.Kind)
+			}
+			if m.ParentID == "" {
+				add(KindOutboxParent, "a %s without the parent's workflow ID", m.Kind)
+			}
 		}
 		from, ok := s.Runs[m.From.Run]
 		if m.From.Shard != s.Index || !ok {
@@ -111,7 +116,9 @@ func (v *verifier) outbox(s *journal.Shard) {
 	}
 }
 
-// produces regenerates the messages a run's history sends, as Apply does.
+// produces regenerates the messages a run's history sends, as Apply does:
+// every field but Seq, including the parent's workflow ID and the send
+// time (the producing record's time).
 func produces(shard int, r *journal.Run, h []journal.Record) []journal.Message {
 	from := journal.RunRef{Shard: shard, Run: r.No}
 	var out []journal.Message
@@ -120,25 +127,29 @@ func produces(shard int, r *journal.Run, h []journal.Record) []journal.Message {
 		switch rec.Kind {
 		case journal.KindChild:
 			out = append(out, journal.Message{ID: rec.MsgID, Kind: journal.MsgStartChild, From: from, Target: rec.WorkflowID,
-				Parent: journal.ParentRef{Shard: shard, Run: r.No, Pos: rec.Pos}, Type: rec.Type, Deadline: rec.Deadline, Payload: rec.Payload})
+				Parent: journal.ParentRef{Shard: shard, Run: r.No, Pos: rec.Pos}, ParentID: r.WorkflowID, Type: rec.Type,
+				Deadline: rec.Deadline, Sent: rec.Time, Payload: rec.Payload})
 		case journal.KindSend:
 			kind := journal.MsgSignal
 			if rec.Attempt == journal.SendCancel {
 				kind = journal.MsgCancel
 			}
-			out = append(out, journal.Message{ID: rec.MsgID, Kind: kind, From: from, Target: rec.WorkflowID, Name: rec.Name, Payload: rec.Payload})
+			out = append(out, journal.Message{ID: rec.MsgID, Kind: kind, From: from, Target: rec.WorkflowID, Name: rec.Name,
+				Sent: rec.Time, Payload: rec.Payload})
 		case journal.KindUpdateDone:
 			if int(rec.Ref) >= len(h) {
 				continue
 			}
 			if u := &h[rec.Ref]; !u.Parent.IsZero() {
 				out = append(out, journal.Message{ID: fmt.Sprintf("%s/%d/u%d", r.WorkflowID, r.Gen, rec.Ref), Kind: journal.MsgUpdateResult,
-					From: from, Target: u.ParentID, Parent: u.Parent, Status: rec.Status, Payload: rec.Payload})
+					From: from, Target: u.ParentID, Parent: u.Parent, ParentID: u.ParentID, Status: rec.Status,
+					Sent: rec.Time, Payload: rec.Payload})
 			}
 		case journal.KindDone:
 			if st := &h[0]; st.Kind == journal.KindStart && !st.Parent.IsZero() {
 				out = append(out, journal.Message{ID: fmt.Sprintf("%s/%d/r", r.WorkflowID, r.Gen), Kind: journal.MsgChildResult,
-					From: from, Target: st.ParentID, Parent: st.Parent, Status: rec.Status, Payload: rec.Payload})
+					From: from, Target: st.ParentID, Parent: st.Parent, ParentID: st.ParentID, Status: rec.Status,
+					Sent: rec.Time, Payload: rec.Payload})
 			}
 		}
 	}
@@ -160,6 +171,9 @@ func messageDiff(m, want *journal.Message) string {
 	if m.Parent != want.Parent {
 		d = append(d, fmt.Sprintf("parent %s, want %s", m.Parent, want.Parent))
 	}
+	if m.ParentID != want.ParentID {
+		d = append(d, fmt.Sprintf("parent ID %q, want %q", m.ParentID, want.ParentID))
+	}
 	if m.Type != want.Type {
 		d = append(d, fmt.Sprintf("type %q, want %q", m.Type, want.Type))
 	}
@@ -171,6 +185,9 @@ func messageDiff(m, want *journal.Message) string {
 	}
 	if m.Deadline != want.Deadline {
 		d = append(d, fmt.Sprintf("deadline %d, want %d", m.Deadline, want.Deadline))
+	}
+	if m.Sent != want.Sent {
+		d = append(d, fmt.Sprintf("sent at %d, want %d", m.Sent, want.Sent))
 	}
 	if !bytes.Equal(m.Payload, want.Payload) {
 		d = append(d, "payload differs")

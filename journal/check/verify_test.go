@@ -333,7 +333,7 @@ var plants = []plant{
 		u.ParentID = sc.neighbor.id
 		s, m := sc.msg(sc.updateMsg)
 		_ = s
-		m.Target = sc.neighbor.id // keep the outbox consistent with the record
+		m.Target, m.ParentID = sc.neighbor.id, sc.neighbor.id // keep the outbox consistent with the record
 	}, true},
 	{"timer missing", KindTimerMissing, func(sc *scenario, st *State) {
 		s := sc.shardOf(sc.sleeper)
@@ -377,6 +377,18 @@ var plants = []plant{
 		_, m := sc.msg(sc.updateMsg)
 		m.Parent = journal.ParentRef{}
 	}, false},
+	{"child start without the parent's workflow ID", KindOutboxParent, func(sc *scenario, st *State) {
+		_, m := sc.msg(sc.kid2Msg)
+		m.ParentID = ""
+	}, false}, // its source differs too
+	{"child start naming another parent workflow", KindOutboxSource, func(sc *scenario, st *State) {
+		_, m := sc.msg(sc.kid2Msg)
+		m.ParentID = sc.neighbor.id
+	}, true},
+	{"message sent at another time than its record", KindOutboxSource, func(sc *scenario, st *State) {
+		_, m := sc.msg(sc.sinkMsg)
+		m.Sent++
+	}, true},
 	{"message differs from its record", KindOutboxSource, func(sc *scenario, st *State) {
 		_, m := sc.msg(sc.kid2Msg)
 		m.Payload = []byte("tampered")
