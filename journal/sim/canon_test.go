@@ -83,9 +83,9 @@ func canon(shards []*journal.Shard) []string {
 			out = append(out, fmt.Sprintf("%s latest=%s", wf, id(s.Index, no)))
 		}
 		for _, m := range s.Outbox {
-			out = append(out, fmt.Sprintf("msg %s kind=%s from=%s target=%s parent=%s@%d type=%s name=%s status=%s deadline=%d payload=%q",
+			out = append(out, fmt.Sprintf("msg %s kind=%s from=%s target=%s parent=%s@%d parent_id=%s type=%s name=%s status=%s deadline=%d sent=%d payload=%q",
 				m.ID, m.Kind, id(m.From.Shard, m.From.Run), m.Target, id(m.Parent.Shard, m.Parent.Run), m.Parent.Pos,
-				m.Type, m.Name, m.Status, m.Deadline, m.Payload))
+				m.ParentID, m.Type, m.Name, m.Status, m.Deadline, m.Sent, m.Payload))
 		}
 		for msg, wf := range s.Seen {
 			out = append(out, "seen "+msg+" to "+wf)

@@ -159,20 +159,6 @@ func msgID(wf string, gen uint32, pos uint32) string {
 	return fmt.Sprintf("%s/%d/%d", wf, gen, pos)
 }
 
-// senderOf recovers the sending workflow ID from a message ID built by
-// msgID (the last two segments are the generation and position).
-func senderOf(id string) string {
-	i := strings.LastIndexByte(id, '/')
-	if i < 0 {
-		return ""
-	}
-	j := strings.LastIndexByte(id[:i], '/')
-	if j < 0 {
-		return ""
-	}
-	return id[:j]
-}
-
 func backoff(attempt int) int64 { return 1000 << (attempt - 1) }
 
 // Step runs a step that fails its first `fails` attempts (each retried

@@ -132,23 +132,10 @@ func (e *Engine) recover() {
 	e.now = now
 	e.lastCP = now
 	// Messages not yet acknowledged are sent again, due when they were
-	// first due (their send time is in the sender's journal).
+	// first due (the message carries its send time).
 	for si, s := range e.b.shards() {
 		for id, m := range s.Outbox {
-			sent := now
-			if r, ok := s.Runs[m.From.Run]; ok && m.From.Shard == si {
-				j := r.Journal
-				if r.State == journal.StateTombstone {
-					j = s.Archive[r.No]
-				}
-				for pos := range j {
-					if mid, _, _, ok := sentMessage(j, pos); ok && mid == id {
-						sent = j[pos].Time
-						break
-					}
-				}
-			}
-			e.push(msgEvent(id, m.Target, m.Kind, si, sent))
+			e.push(msgEvent(id, m.Target, m.Kind, si, m.Sent))
 		}
 	}
 }

@@ -223,7 +223,7 @@ func (e *Engine) deliver(t *tx, ev *event) bool {
 
 // startChild starts the run a start-child message asks for. The child's
 // Start names its parent by reference (the position waiting) and by
-// workflow ID (where results are routed).
+// workflow ID (where results are routed), both taken from the message.
 func (e *Engine) startChild(t *tx, m *journal.Message) {
 	prev := t.latest(m.Target)
 	gen := uint32(1)
@@ -235,7 +235,7 @@ func (e *Engine) startChild(t *tx, m *journal.Message) {
 	}
 	sh := e.shardOf(m.Target)
 	rec := journal.Record{WorkflowID: m.Target, Type: m.Type, Time: t.now, Deadline: m.Deadline, Attempt: 1,
-		Gen: gen, Origin: journal.OriginChild, Parent: m.Parent, ParentID: senderOf(m.ID), Payload: m.Payload}
+		Gen: gen, Origin: journal.OriginChild, Parent: m.Parent, ParentID: m.ParentID, Payload: m.Payload}
 	t.wake(t.start(sh, t.newRun(sh), rec))
 }
 
