@@ -34,6 +34,11 @@ type CreateOptions struct {
 	NoSync bool  // bulk generation: skip per-commit fsyncs; Close syncs everything
 	// SegmentSize is the log's segment size target (0: wal's default).
 	SegmentSize int64
+	// LogID is the new shared log's ID (wal.Options.LogID), which chains
+	// into every batch's checksum; 0 picks a random one. A generator that
+	// must write the same bytes for the same input derives it from that
+	// input.
+	LogID uint64
 }
 
 // OpenOptions configure how an existing directory is opened.
@@ -135,7 +140,7 @@ func CreateFrom(fs vfs.FS, dir string, shards []*Shard, opts CreateOptions) (*DB
 		}
 	}
 	m := meta.Meta{Format: meta.FormatLocal, Log: meta.LogShared, Shards: n}
-	walOpts := wal.Options{NoSync: opts.NoSync, SegmentSize: opts.SegmentSize}
+	walOpts := wal.Options{NoSync: opts.NoSync, SegmentSize: opts.SegmentSize, LogID: opts.LogID}
 	var w *wal.Writer
 	build := func() error {
 		var err error

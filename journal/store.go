@@ -306,14 +306,18 @@ func firstIDDiff(stored, derived map[string]RunNo) string {
 
 // writeChanges adds to b every key the shard changed since its store last
 // reflected it, then the new header. Committing b (synced) is the
-// checkpoint.
+// checkpoint. Keys go into the batch in a fixed order (by kind, then key),
+// never in map order: the batch's bytes (pebble's WAL) and the sequence
+// numbers its keys get (pebble's tables) then depend only on the state,
+// so the same history writes the same store files.
 func writeChanges(b *pebble.Batch, s *Shard, hdr *CheckpointHeader) error {
 	c := s.changed
 	if c == nil {
 		return errors.New("shard has no change tracking")
 	}
 	var buf []byte
-	for no, from := range c.runs {
+	for _, no := range slices.Sorted(maps.Keys(c.runs)) {
+		from := c.runs[no]
 		r, ok := s.Runs[no]
 		if !ok {
 			return fmt.Errorf("changed run %d is gone", no)
@@ -335,7 +339,7 @@ func writeChanges(b *pebble.Batch, s *Shard, hdr *CheckpointHeader) error {
 			}
 		}
 	}
-	for id := range c.ids {
+	for _, id := range slices.Sorted(maps.Keys(c.ids)) {
 		var err error
 		if no, ok := s.ByID[id]; ok {
 			err = b.Set(IndexKey(id), encodeRunNo(no), nil)
@@ -346,7 +350,7 @@ func writeChanges(b *pebble.Batch, s *Shard, hdr *CheckpointHeader) error {
 			return err
 		}
 	}
-	for k := range c.timers {
+	for _, k := range slices.SortedFunc(maps.Keys(c.timers), compareTimers) {
 		var err error
 		if _, ok := s.Timers[k]; ok {
 			err = b.Set(TimerKeyBytes(k), nil, nil)
@@ -357,7 +361,8 @@ func writeChanges(b *pebble.Batch, s *Shard, hdr *CheckpointHeader) error {
 			return err
 		}
 	}
-	for seq, id := range c.outbox {
+	for _, seq := range slices.Sorted(maps.Keys(c.outbox)) {
+		id := c.outbox[seq]
 		var err error
 		if m, ok := s.Outbox[id]; ok && m.Seq == seq {
 			err = b.Set(OutboxKey(seq), EncodeMessage(buf[:0], m), nil)
@@ -368,12 +373,12 @@ func writeChanges(b *pebble.Batch, s *Shard, hdr *CheckpointHeader) error {
 			return err
 		}
 	}
-	for id := range c.seen {
+	for _, id := range slices.Sorted(maps.Keys(c.seen)) {
 		if err := b.Set(SeenKey(id), EncodeSeenValue(buf[:0], s.Seen[id]), nil); err != nil {
 			return err
 		}
 	}
-	for no := range c.archive {
+	for _, no := range slices.Sorted(maps.Keys(c.archive)) {
 		if err := b.Set(ArchiveKey(no), EncodeHistory(buf[:0], s.Archive[no]), nil); err != nil {
 			return err
 		}
