@@ -146,7 +146,7 @@ func Generate(ctx context.Context, fs vfs.FS, dir string, o GenOptions) (*GenRep
 		return nil, err
 	}
 	start := time.Now()
-	db, err := journal.Create(fs, dir, journal.CreateOptions{Shards: o.Shards, NoSync: true})
+	db, err := journal.Create(fs, dir, journal.CreateOptions{Shards: o.Shards, NoSync: true, LogID: genLogID(o)})
 	if err != nil {
 		return nil, err
 	}
@@ -167,6 +167,21 @@ func Generate(ctx context.Context, fs vfs.FS, dir string, o GenOptions) (*GenRep
 	}
 	return &GenReport{Dir: dir, Shards: o.Shards, Seed: o.Seed, TailRounds: o.TailRounds, Now: e.now, Census: census,
 		Stats: e.stats, Elapsed: time.Since(start).Seconds()}, nil
+}
+
+// genLogID is the log ID of a directory Generate makes: a hash of the
+// seed and every option that shapes the content, so that the same options
+// write the same log bytes (a random log ID would chain into every batch
+// checksum), and never 0, which asks the wal for a random one.
+func genLogID(o GenOptions) uint64 {
+	c := o.Config.withDefaults()
+	id := newHasher(o.Seed).str("fusee gen log").u64(uint64(o.Shards)).u64(uint64(o.Runs)).
+		u64(math.Float64bits(o.FinishedFrac)).u64(uint64(o.TailRounds)).u64(uint64(c.Retention)).
+		u64(uint64(c.Tick)).u64(uint64(c.CheckpointEvery)).u64(uint64(c.ParkAfter)).u64(uint64(c.BatchOps)).sum()
+	if id == 0 {
+		id = 1
+	}
+	return id
 }
 
 func requireEmpty(fs vfs.FS, dir string) error {

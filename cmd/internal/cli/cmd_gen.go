@@ -41,9 +41,11 @@ status and reference kind occurs.
 
 The same seed gives the same logical content (what "fusee dump --logical"
 prints), whatever the shard count: gen the same seed with 3 and with 8
-shards and the two directories hold the same runs. The files themselves
-differ (the shared log gets a random log ID, pebble's files their own
-details).
+shards and the two directories hold the same runs. The same flags also
+write the same bytes where the format is ours: fusee.meta and the shared
+log are identical (the log ID is derived from the flags), and the shard
+stores hold the same keys and values; pebble's own files inside the
+stores are not byte-identical (its MANIFEST records wall-clock times).
 
 --finished-frac is about the share of runs finished or tombstoned when gen
 stops (reachable: about 0.45 to 0.98). --retention is how long finished
