@@ -18,8 +18,9 @@ func newDumpCmd(ios *IO) *cobra.Command {
 		Long: `Dump opens the data directory read-only through the engine's own recovery and
 writes its whole state, one JSON object per line, sorted: every run with its
 journal records (a tombstone's archived history instead), pending timers,
-outbox messages and receiver dedup entries. Each line has a "t" member:
-run, rec, timer, msg, seen (and shard without --logical).
+outbox messages (with their parent's workflow ID and send time) and receiver
+dedup entries (with the workflow each message was delivered to). Each line
+has a "t" member: run, rec, timer, msg, seen (and shard without --logical).
 
 Runs are named by workflow ID and generation ("wf-17#2"); every reference
 (parent, predecessor, next run, sender, caller, Ctx::key, completion token)

@@ -22,11 +22,13 @@ func newVerifyCmd(ios *IO) *cobra.Command {
 		Short: "Check a data directory's consistency and list every finding",
 		Long: `Verify opens the data directory read-only through the engine's own recovery
 and checks everything it holds against every rule the engine relies on:
-shard placement (each run on the shard its workflow ID hashes to), run
+shard placement (each run, and each receiver dedup entry by the workflow it
+was delivered to, on the shard its workflow ID hashes to), run
 numbers, the ID index and generations, journal shape and run states, every
 reference between runs (parents, predecessors, next runs, senders, update
 callers, Ctx::key values, completion tokens), pending timers and outbox
-messages regenerated from the journals, message IDs, and checkpoints
+messages regenerated from the journals (every field, the parent's workflow
+ID and the send time included), message IDs, and checkpoints
 against the log. It reports every finding, not only the first.
 
 Each finding has a stable kind, a severity, the shard and run, a detail
