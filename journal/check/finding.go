@@ -162,7 +162,7 @@ var kinds = map[Kind]kindInfo{
 	KindSeenWrongShard: {SeverityError, "a repeat of the message would reach a shard without this entry and be taken as new; " + hintReshard},
 	KindMsgIDRunNumber: {SeverityWarning, "receivers dedup by message ID, so an ID with a run number breaks after a renumbering reshard; report this as an engine bug"},
 
-	KindUnreadable: {SeverityError, "recovery refused the directory, so nothing else could be checked; " + hintRestore},
+	KindUnreadable: {SeverityError, "recovery refused the directory, so nothing else could be checked; do what the message says (a damaged log or store means restoring from a backup)"},
 }
 
 // Severity returns the severity of findings of kind k.

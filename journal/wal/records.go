@@ -11,7 +11,7 @@ import (
 // The payload of every pebble record in a segment starts with a kind byte.
 // The first record of a segment is its header; every later one is a batch of
 // the segment's format. The layouts are specified in doc.go and
-// format-wal.md; this file is the only code that knows them.
+// docs/format-wal.md; this file is the only code that knows them.
 const (
 	kindHeader  byte = 0x01
 	kindBatchV2 byte = 0x02
