@@ -114,6 +114,6 @@
 //
 // A Position is a segment number and the byte offset of a batch's first
 // chunk in that file; the offset just past a segment's last batch (where a
-// closed segment's trailer starts) is valid too. docs/format-wal.md in this
-// directory says the same for docs/format.md.
+// closed segment's trailer starts) is valid too. docs/format-wal.md says
+// the same in prose, as part of the on-disk format (docs/format.md).
 package wal
