@@ -20,6 +20,11 @@ type Dir struct {
 // any failure the lock is released. Every program that opens a data
 // directory goes through here.
 func Open(dir string, opts Options) (*Dir, error) {
+	// A directory without fusee.meta is not a data directory: refuse it
+	// before the lock, so that opening one leaves no LOCK file behind.
+	if _, err := ReadAny(dir); errors.Is(err, fs.ErrNotExist) {
+		return nil, err
+	}
 	l, err := Lock(dir)
 	if err != nil {
 		return nil, err

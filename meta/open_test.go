@@ -2,6 +2,7 @@ package meta
 
 import (
 	"errors"
+	"os"
 	"testing"
 )
 
@@ -114,5 +115,21 @@ func TestShellQuote(t *testing.T) {
 		if got := shellQuote(in); got != want {
 			t.Errorf("shellQuote(%q) = %s, want %s", in, got, want)
 		}
+	}
+}
+
+// Opening a directory that is not a data directory changes nothing in it:
+// not even a LOCK file is left behind.
+func TestOpenNonDataDirLeavesNoLock(t *testing.T) {
+	dir := t.TempDir()
+	if _, err := Open(dir, Options{}); err == nil {
+		t.Fatal("Open of an empty directory succeeded")
+	}
+	names, err := os.ReadDir(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(names) != 0 {
+		t.Fatalf("Open of a non-data directory left %d entries behind (first %s)", len(names), names[0].Name())
 	}
 }
