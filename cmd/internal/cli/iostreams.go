@@ -27,13 +27,23 @@ type IO struct {
 }
 
 func newIO(in io.Reader, out, errw io.Writer, env []string) *IO {
-	return &IO{
-		In:     in,
-		Out:    colorprofile.NewWriter(out, env),
-		Err:    colorprofile.NewWriter(errw, env),
-		OutTTY: isTerminal(out),
-		ErrTTY: isTerminal(errw),
+	o, e := colorprofile.NewWriter(out, env), colorprofile.NewWriter(errw, env)
+	if noColor(env) {
+		// colorprofile keeps bold and faint under NO_COLOR; we print no
+		// escape sequences at all, so logs and screen readers see text.
+		o.Profile, e.Profile = colorprofile.NoTTY, colorprofile.NoTTY
 	}
+	return &IO{In: in, Out: o, Err: e, OutTTY: isTerminal(out), ErrTTY: isTerminal(errw)}
+}
+
+// noColor reports whether NO_COLOR is set to a non-empty value.
+func noColor(env []string) bool {
+	for _, kv := range env {
+		if v, ok := strings.CutPrefix(kv, "NO_COLOR="); ok && v != "" {
+			return true
+		}
+	}
+	return false
 }
 
 func isTerminal(w io.Writer) bool {
