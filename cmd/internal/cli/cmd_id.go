@@ -34,6 +34,9 @@ the namespace's genesis cell: that is a result, not an error.
 
 These commands work on ids alone. They read no data directory and no ring
 file, and need nothing stopped.`,
+		Example: `  fusee id parse orders.ccellA.e2.s5.01H8XK9ABCDEFGHJKMNPQRSTVW
+  fusee id shard 01H8XK9ABCDEFGHJKMNPQRSTVW 8
+  fusee id mint --namespace orders --epoch 2 --owned 3,8 --count 5`,
 		Args: noArgs,
 		RunE: func(cmd *cobra.Command, args []string) error { return cmd.Help() },
 	}

@@ -44,6 +44,10 @@ synced. Commands other than validate and show refuse a file that has
 errors (exit 1): run "fusee ring validate FILE" to see them all.
 
 The format, the planner's rule and a worked split are in docs/rings.md.`,
+		Example: `  fusee ring init orders.ring --namespace orders --shards 1024 --cells cellA
+  fusee ring plan orders.ring --split cellA:cellB -o split.plan
+  fusee ring open-epoch orders.ring --plan split.plan
+  fusee ring resolve orders.ring orders.e1.s700.01H8XK9ABCDEFGHJKMNPQRSTVW`,
 		Args: noArgs,
 		RunE: func(cmd *cobra.Command, args []string) error { return cmd.Help() },
 	}

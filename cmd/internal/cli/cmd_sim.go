@@ -19,6 +19,8 @@ func newSimCmd(ios *IO) *cobra.Command {
 		Long: `The simulator is a deterministic stand-in for the durable-workflow engine
 (package journal/sim; docs/simulator.md). "fusee gen" makes directories with
 it; "fusee sim drive" opens one as the engine would and runs it to the end.`,
+		Example: `  fusee gen /tmp/data --shards 4 --runs 2000 --seed 1
+  fusee sim drive /tmp/data`,
 		Args: noArgs,
 		RunE: func(cmd *cobra.Command, args []string) error { return cmd.Help() },
 	}

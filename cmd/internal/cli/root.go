@@ -75,6 +75,11 @@ as '_'), the file named by --config (or $FUSEE_CONFIG), then defaults.
 Exit codes: 0 ok, 1 failure or findings, 2 usage, 3 directory in use,
 4 interrupted reshard must be finished, 5 lost a compare-and-set (re-read
 and retry), 130 interrupted.`,
+		Example: `  fusee demo                                  # the main job on a built-in example
+  fusee gen /tmp/data --shards 4 --runs 2000 --seed 1
+  fusee verify /tmp/data && fusee inspect /tmp/data
+  fusee ring show orders.ring --json
+  FUSEE_JSON=1 fusee inspect /tmp/data        # settings from the environment`,
 		Version:       version,
 		SilenceUsage:  true,
 		SilenceErrors: true,
