@@ -2,6 +2,8 @@ package cli
 
 import (
 	"fmt"
+	"maps"
+	"slices"
 	"strings"
 
 	"github.com/spf13/cobra"
@@ -13,6 +15,7 @@ type ringOpenEpochOptions struct {
 	plan         string
 	slots        []string
 	fingerprints map[string]string
+	newCells     []string
 	write        ringWriteFlags
 }
 
@@ -29,9 +32,11 @@ namespace with no epoch gets epoch 0.
 The ring comes from a plan ("fusee ring plan ... -o PLAN") or from --slots,
 written as the reference's CLI writes slots, shard=cell[@region], extended
 with ranges: --slots 0-511=cellA,512-1023=cellB@eu-west (repeatable; in ring
-order, the order a cell mints into its shards). Cells --slots names that
-are not declared yet are declared; --fingerprint CELL=FP records their
-storage fingerprints.
+order, the order a cell mints into its shards). Every cell --slots names
+must already be declared in FILE or be introduced explicitly, with
+--new-cell CELL[=FP] (repeatable) or --fingerprint CELL=FP: a cell name
+that is neither is refused as a likely typo, since it would move shards to
+a database that does not exist. A plan introduces its new cells itself.
 
 Preconditions: FILE is valid; the new ring places every shard on exactly
 one cell and differs from the current ring. A plan must have been computed
@@ -41,14 +46,15 @@ retry). Before opening, register the new ring's cells' nodes: ids minted in
 the new epoch resolve to them at once.`,
 		Example: `  fusee ring open-epoch orders.ring --plan split.plan
   fusee ring open-epoch orders.ring --slots 0-511=cellA,512-1023=cellB --expect-revision 3
-  fusee ring open-epoch orders.ring --slots 0-1023=cellC --fingerprint cellC=jdbc-77e1 --dry-run`,
+  fusee ring open-epoch orders.ring --slots 0-1023=cellC --fingerprint cellC=jdbc-77e1 --dry-run
+  fusee ring open-epoch orders.ring --slots 0-511=cellA,512-1023=cellD --new-cell cellD`,
 		Args: exactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if (opts.plan == "") == (len(opts.slots) == 0) {
 				return usagef("give exactly one of --plan and --slots")
 			}
-			if opts.plan != "" && len(opts.fingerprints) > 0 {
-				return usagef("--fingerprint goes with --slots; a plan declares its own cells")
+			if opts.plan != "" && (len(opts.fingerprints) > 0 || len(opts.newCells) > 0) {
+				return usagef("--fingerprint and --new-cell go with --slots; a plan declares its own cells")
 			}
 			return runRingOpenEpoch(ios, &opts, args[0])
 		},
@@ -57,6 +63,7 @@ the new epoch resolve to them at once.`,
 	f.StringVar(&opts.plan, "plan", "", "open the ring of this plan file")
 	f.StringSliceVar(&opts.slots, "slots", nil, "the new ring, FIRST-LAST=CELL[@REGION],... in ring order")
 	f.StringToStringVar(&opts.fingerprints, "fingerprint", nil, "storage fingerprint of a new cell, CELL=FP (repeatable)")
+	f.StringArrayVar(&opts.newCells, "new-cell", nil, "introduce a cell not yet declared, CELL or CELL=FP (repeatable)")
 	opts.write.add(cmd)
 	return cmd
 }
@@ -102,8 +109,16 @@ func (o *ringOpenEpochOptions) opener(wopt *ringfile.WriteOptions) (func(*ringfi
 		if err != nil {
 			return nil, err
 		}
-		decls := ringFingerprints(o.fingerprints)
-		return func(cur *ringfile.Policy) (*ringfile.Policy, error) { return ringfile.OpenEpoch(cur, ring, decls...) }, nil
+		decls, introduced, err := o.introducedCells()
+		if err != nil {
+			return nil, err
+		}
+		return func(cur *ringfile.Policy) (*ringfile.Policy, error) {
+			if err := ringCheckDeclared(cur, ring, introduced); err != nil {
+				return nil, err
+			}
+			return ringfile.OpenEpoch(cur, ring, decls...)
+		}, nil
 	}
 	plan, err := ringfile.LoadPlan(o.plan)
 	if err != nil {
@@ -114,4 +129,70 @@ func (o *ringOpenEpochOptions) opener(wopt *ringfile.WriteOptions) (func(*ringfi
 	}
 	wopt.ExpectRevision, wopt.ExpectedBy = plan.BaseRevision, "the plan "+o.plan
 	return func(cur *ringfile.Policy) (*ringfile.Policy, error) { return ringfile.OpenPlan(cur, plan) }, nil
+}
+
+// introducedCells merges --fingerprint and --new-cell into the declarations
+// to make and the set of cells the command line introduces.
+func (o *ringOpenEpochOptions) introducedCells() ([]ringfile.CellDecl, map[string]bool, error) {
+	fps := maps.Clone(o.fingerprints)
+	if fps == nil {
+		fps = map[string]string{}
+	}
+	introduced := map[string]bool{}
+	for cell := range fps {
+		introduced[cell] = true
+	}
+	var bare []ringfile.CellDecl
+	for _, item := range o.newCells {
+		cell, fp, hasFP := strings.Cut(item, "=")
+		switch {
+		case cell == "":
+			return nil, nil, usagef("--new-cell %q: want CELL or CELL=FINGERPRINT", item)
+		case hasFP && fp == "":
+			return nil, nil, usagef("--new-cell %q: empty fingerprint (write --new-cell %s to skip the fingerprint)", item, cell)
+		case hasFP && fps[cell] != "" && fps[cell] != fp:
+			return nil, nil, usagef("cell %s is given two fingerprints, %s and %s", cell, fps[cell], fp)
+		case hasFP:
+			fps[cell] = fp
+		case !introduced[cell]:
+			bare = append(bare, ringfile.CellDecl{ID: cell})
+		}
+		introduced[cell] = true
+	}
+	decls := ringFingerprints(fps)
+	for _, d := range bare {
+		if _, ok := fps[d.ID]; !ok {
+			decls = append(decls, d)
+		}
+	}
+	return decls, introduced, nil
+}
+
+// ringCheckDeclared refuses a ring that names a cell neither declared in
+// cur nor introduced on the command line: a mistyped cell name would
+// otherwise move shards to a database that does not exist.
+func ringCheckDeclared(cur *ringfile.Policy, ring ringfile.Ring, introduced map[string]bool) error {
+	var unknown []string
+	for _, c := range ring.Cells() {
+		if !cur.IsDeclared(c) && !introduced[c] {
+			unknown = append(unknown, c)
+		}
+	}
+	if len(unknown) == 0 {
+		return nil
+	}
+	slices.Sort(unknown)
+	flags := make([]string, len(unknown))
+	for i, c := range unknown {
+		flags[i] = "--new-cell " + c
+	}
+	return fmt.Errorf("--slots names cell%s %s, not declared in %s: refusing to move shards to %s (a typo?); to introduce %s, add %s (or --new-cell CELL=FINGERPRINT)",
+		ringPlural(len(unknown)), strings.Join(unknown, ", "), cur.File, ringThem(len(unknown)), ringThem(len(unknown)), strings.Join(flags, " "))
+}
+
+func ringThem(n int) string {
+	if n == 1 {
+		return "it"
+	}
+	return "them"
 }
