@@ -2,10 +2,14 @@ package sim
 
 import (
 	"context"
+	"crypto/rand"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"math"
 	"os"
+	"path/filepath"
+	"strconv"
 	"time"
 
 	"github.com/cockroachdb/pebble/v2/vfs"
@@ -137,6 +141,13 @@ type GenReport struct {
 // parked runs, finished and tombstoned ones, unacknowledged messages and a
 // log tail after the last checkpoint. The same options make the same
 // logical content.
+//
+// It is all-or-nothing: the directory is built in a temporary sibling
+// (<dir>.gen-tmp-<random>, in the same parent so that the rename is
+// atomic), closed (everything synced, the directory lock released), then
+// renamed to dir and the parent synced. On any error or cancellation the
+// temporary directory is removed and dir is not created; a cancellation's
+// error wraps ctx's error.
 func Generate(ctx context.Context, fs vfs.FS, dir string, o GenOptions) (*GenReport, error) {
 	o, err := o.check()
 	if err != nil {
@@ -146,9 +157,40 @@ func Generate(ctx context.Context, fs vfs.FS, dir string, o GenOptions) (*GenRep
 		return nil, err
 	}
 	start := time.Now()
-	db, err := journal.Create(fs, dir, journal.CreateOptions{Shards: o.Shards, NoSync: true, LogID: genLogID(o)})
+	clean := filepath.Clean(dir)
+	parent := fs.PathDir(clean)
+	tmp := fs.PathJoin(parent, fs.PathBase(clean)+genTmpInfix+randomSuffix())
+	e, census, err := generateInto(ctx, fs, tmp, o)
+	if err == nil {
+		err = ctx.Err() // an interrupt during Close still means "not created"
+	}
+	if err == nil {
+		err = moveInto(fs, tmp, clean)
+	}
 	if err != nil {
-		return nil, err
+		_ = fs.RemoveAll(tmp)
+		if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
+			return nil, fmt.Errorf("gen interrupted; %s was not created: %w", dir, err)
+		}
+		return nil, fmt.Errorf("gen %s failed; %s was not created: %w", dir, dir, err)
+	}
+	if err := syncParent(fs, parent); err != nil {
+		// dir is complete, but its name may not survive a crash.
+		return nil, fmt.Errorf("gen %s: %w", dir, err)
+	}
+	return &GenReport{Dir: dir, Shards: o.Shards, Seed: o.Seed, TailRounds: o.TailRounds, Now: e.now, Census: census,
+		Stats: e.stats, Elapsed: time.Since(start).Seconds()}, nil
+}
+
+// genTmpInfix names Generate's temporary directories: <dir><infix><random>.
+const genTmpInfix = ".gen-tmp-"
+
+// generateInto creates the directory tmp, runs the workload into it and
+// closes it (so that it is synced and unlocked).
+func generateInto(ctx context.Context, fs vfs.FS, tmp string, o GenOptions) (*Engine, *Census, error) {
+	db, err := journal.Create(fs, tmp, journal.CreateOptions{Shards: o.Shards, NoSync: true, LogID: genLogID(o)})
+	if err != nil {
+		return nil, nil, err
 	}
 	e := newEngine(dbBackend{db}, o.Config)
 	e.progress = o.Progress
@@ -162,11 +204,44 @@ func Generate(ctx context.Context, fs vfs.FS, dir string, o GenOptions) (*GenRep
 	if cerr := db.Close(); err == nil {
 		err = cerr
 	}
-	if err != nil {
-		return nil, fmt.Errorf("gen %s: %w", dir, err)
+	return e, census, err
+}
+
+// moveInto renames the closed directory tmp to dir, removing dir first if
+// it exists and is empty (a rename does not replace a directory on every
+// file system).
+func moveInto(fs vfs.FS, tmp, dir string) error {
+	if err := requireEmpty(fs, dir); err != nil {
+		return err
 	}
-	return &GenReport{Dir: dir, Shards: o.Shards, Seed: o.Seed, TailRounds: o.TailRounds, Now: e.now, Census: census,
-		Stats: e.stats, Elapsed: time.Since(start).Seconds()}, nil
+	if err := fs.Remove(dir); err != nil && !errors.Is(err, os.ErrNotExist) {
+		return err
+	}
+	return fs.Rename(tmp, dir)
+}
+
+// syncParent syncs the directory parent, making a rename in it durable.
+func syncParent(fs vfs.FS, parent string) error {
+	d, err := fs.OpenDir(parent)
+	if err != nil {
+		return fmt.Errorf("syncing directory %s: %w", parent, err)
+	}
+	err = d.Sync()
+	if cerr := d.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return fmt.Errorf("syncing directory %s: %w", parent, err)
+	}
+	return nil
+}
+
+func randomSuffix() string {
+	var b [8]byte
+	if _, err := rand.Read(b[:]); err != nil {
+		return strconv.FormatInt(time.Now().UnixNano(), 36)
+	}
+	return hex.EncodeToString(b[:])
 }
 
 // genLogID is the log ID of a directory Generate makes: a hash of the

@@ -10,6 +10,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/fusee-dev/fusee/journal/sim"
+	"github.com/fusee-dev/fusee/meta"
 )
 
 func init() { addCommand(newGenCmd) }
@@ -52,13 +53,19 @@ stops (reachable: about 0.45 to 0.98). --retention is how long finished
 runs are kept before their tombstone, in virtual time.
 
 <dir> must not exist or be empty. Gen writes without syncing each batch and
-syncs everything at the end.`,
+syncs everything at the end. It builds the directory under a temporary
+sibling name (<dir>.gen-tmp-<random>) and renames it to <dir> only once
+it is complete and synced: an interrupted or failed gen removes it and
+leaves no <dir>.`,
 		Example: `  fusee gen /tmp/data --shards 3 --runs 2000 --seed 7
   fusee gen /tmp/big --shards 16 --runs 1000000 --seed 1 --json`,
 		Args: exactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if opts.shards < 1 {
-				return usagef("--shards is required: the shard count of the new directory (1 to 1024)")
+			if !cmd.Flags().Changed("shards") {
+				return usagef("--shards is required: the shard count of the new directory (1..%d)", meta.MaxShards)
+			}
+			if opts.shards < 1 || opts.shards > meta.MaxShards {
+				return usagef("--shards %d: want a shard count in 1..%d", opts.shards, meta.MaxShards)
 			}
 			if opts.runs < 1 {
 				return usagef("--runs is required: how many workflow runs to generate")
