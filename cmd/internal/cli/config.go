@@ -41,6 +41,9 @@ func (c *config) apply(cmd *cobra.Command) error {
 		if err := v.ReadInConfig(); err != nil {
 			return usagef("reading config file %s: %v (fix the file or drop --config/FUSEE_CONFIG)", file, err)
 		}
+		for _, key := range unknownSettings(cmd.Root(), v.AllKeys()) {
+			fmt.Fprintf(cmd.ErrOrStderr(), "warning: config file %s: unknown setting %q: no fusee command has that flag (misspelt?); it is ignored\n", file, key)
+		}
 	}
 	path := commandPath(cmd)
 	var firstErr error
@@ -109,4 +112,34 @@ func setFlag(cmd *cobra.Command, f *pflag.Flag, val any) error {
 		return fmt.Errorf("invalid value %q for --%s: %v", s, f.Name, err)
 	}
 	return nil
+}
+
+// unknownSettings lists the config keys that name no flag: neither a flag
+// of some command at the top level ("json") nor a flag of the command whose
+// path scopes it ("ring.plan.weights").
+func unknownSettings(root *cobra.Command, keys []string) []string {
+	known := map[string]bool{}
+	var walk func(c *cobra.Command)
+	walk = func(c *cobra.Command) {
+		path := commandPath(c)
+		c.Flags().VisitAll(func(f *pflag.Flag) {
+			for _, name := range []string{f.Name, strings.ReplaceAll(f.Name, "-", "_")} {
+				known[name] = true
+				if path != "" {
+					known[path+"."+name] = true
+				}
+			}
+		})
+		for _, sub := range c.Commands() {
+			walk(sub)
+		}
+	}
+	walk(root)
+	var out []string
+	for _, k := range keys {
+		if !known[strings.ToLower(k)] {
+			out = append(out, k)
+		}
+	}
+	return out
 }
