@@ -157,7 +157,7 @@ type PlanResult struct {
 
 // MakePlan computes the next ring for a goal from the current epoch's ring,
 // moving the fewest shards: each cell gets an integer target (its weighted
-// share by largest remainder; for a split, the two halves of the split
+// share rounded as WeightedTargets does, to need the fewest moves; for a split, the two halves of the split
 // cell), keeps its lowest-numbered shards up to its target, and only the
 // shards above target move, to the cells below theirs. So the number moved
 // is exactly the lower bound, the sum over cells of max(0, before-target).
@@ -281,11 +281,13 @@ func goalTargets(n int, ring Ring, cells []string, g Goal) (map[string]int, erro
 }
 
 // WeightedTargets splits n shards among cells in proportion to their
-// weights (1 when not given) by largest remainder: each cell gets the floor
-// of its exact share, and the shards left over go to the largest
-// remainders, ties going to the cell that holds more shards now (fewer
-// moves), then to the earlier cell. Every target is within one shard of the
-// exact weighted share.
+// weights (1 when not given): each cell gets the floor of its exact share,
+// and the shards left over go one each to cells whose share is not whole,
+// first to cells whose floor is zero (a kept cell needs a shard), then to
+// cells that hold more than their floor now (each such extra saves a move),
+// then by largest remainder, then to the cell that holds more now, then to
+// the earlier cell. Every target is within one shard of the exact weighted
+// share, and no such assignment needs fewer moves.
 func WeightedTargets(n int, cells []string, weights map[string]int, current map[string]int) map[string]int {
 	w := func(c string) int {
 		if x, ok := weights[c]; ok {
@@ -308,6 +310,12 @@ func WeightedTargets(n int, cells []string, weights map[string]int, current map[
 	order := slices.Clone(cells)
 	sort.SliceStable(order, func(i, j int) bool {
 		a, b := order[i], order[j]
+		if za, zb := targets[a] == 0 && rem[a] > 0, targets[b] == 0 && rem[b] > 0; za != zb {
+			return za
+		}
+		if sa, sb := rem[a] > 0 && current[a] > targets[a], rem[b] > 0 && current[b] > targets[b]; sa != sb {
+			return sa
+		}
 		if rem[a] != rem[b] {
 			return rem[a] > rem[b]
 		}

@@ -186,7 +186,7 @@ func TestPlanRefusals(t *testing.T) {
 		{Goal{Kind: GoalAddCell, Cell: "a"}, "already owns shards"},
 		{Goal{Kind: GoalRemoveCell, Cell: "z"}, "owns no shard in epoch 0: nothing to remove"},
 		{Goal{Kind: GoalRebalance}, "no shard would move"},
-		{Goal{Kind: GoalRebalance, Weights: map[string]int{"a": 8}}, "cell b would own no shard"},
+		{Goal{Kind: GoalRebalance, Weights: map[string]int{"a": 8}}, "cell c would own no shard"},
 		{Goal{Kind: GoalRebalance, Weights: map[string]int{"q": 2}}, "weight for q, which is not a cell"},
 		{Goal{Kind: GoalAddCell, Cell: "bad.name"}, "cell id \"bad.name\""},
 	}
@@ -241,4 +241,151 @@ func TestWeightedTargetsPreferFewerMoves(t *testing.T) {
 	if got["c"] != 4 || got["a"] != 3 || got["b"] != 3 {
 		t.Errorf("targets %v", got)
 	}
+}
+
+// TestPlanMovesTheMinimumOverEveryAdmissibleTarget checks the planner
+// against an oracle that shares none of its code: on small rings it
+// enumerates every admissible target assignment (each cell of the next
+// ring within one shard of its weighted share, floor or ceiling of
+// S*w/W, at least one shard, the counts summing to S; a removed cell gets
+// none) and takes the fewest moves any of them needs, sum over cells of
+// max(0, current-target). The plan must end on an admissible assignment
+// and move exactly that minimum; it may refuse only when no assignment is
+// admissible (or the minimum is zero).
+func TestPlanMovesTheMinimumOverEveryAdmissibleTarget(t *testing.T) {
+	rapid.Check(t, func(t *rapid.T) {
+		n := rapid.IntRange(1, 12).Draw(t, "shards")
+		kind := GoalKind(rapid.SampledFrom([]int{int(GoalAddCell), int(GoalRemoveCell), int(GoalRebalance)}).Draw(t, "kind"))
+		maxCells := 4
+		if kind == GoalAddCell {
+			maxCells = 3
+		}
+		k := rapid.IntRange(1, min(n, maxCells)).Draw(t, "cells")
+		ring := make(Ring, n)
+		for sh := range ring {
+			ring[sh] = Slot{Shard: sh, Cell: fmt.Sprintf("c%d", rapid.IntRange(0, k-1).Draw(t, "owner"))}
+		}
+		ring = rapid.Permutation(ring).Draw(t, "order")
+		p, err := OpenEpoch(&Policy{Namespace: "ns", Shards: n, Current: NoEpoch}, ring)
+		if err != nil {
+			t.Fatal(err)
+		}
+		current := map[string]int{}
+		for _, s := range ring {
+			current[s.Cell]++
+		}
+		var next []string // the oracle's own list of the next ring's cells
+		for c := range current {
+			next = append(next, c)
+		}
+		slices.Sort(next)
+		g := Goal{Kind: kind}
+		switch kind {
+		case GoalAddCell:
+			g.Cell = "new"
+			next = append(next, "new")
+		case GoalRemoveCell:
+			g.Cell = rapid.SampledFrom(next).Draw(t, "remove")
+			next = slices.DeleteFunc(next, func(c string) bool { return c == g.Cell })
+		}
+		weight := map[string]int{}
+		weighted := rapid.Bool().Draw(t, "weighted")
+		for _, c := range next {
+			weight[c] = 1
+			if weighted {
+				weight[c] = rapid.IntRange(1, 5).Draw(t, "weight")
+			}
+		}
+		if weighted {
+			g.Weights = weight
+		}
+
+		// The oracle: enumerate every admissible assignment.
+		total := 0
+		for _, c := range next {
+			total += weight[c]
+		}
+		lo, hi := map[string]int{}, map[string]int{}
+		for _, c := range next {
+			lo[c] = max(1, n*weight[c]/total)
+			hi[c] = (n*weight[c] + total - 1) / total
+		}
+		best, admissible := -1, 0
+		target := map[string]int{}
+		var walk func(i, left int)
+		walk = func(i, left int) {
+			if i == len(next) {
+				if left != 0 {
+					return
+				}
+				admissible++
+				moves := 0
+				for c, have := range current {
+					moves += max(0, have-target[c]) // a removed cell's target is 0
+				}
+				if best < 0 || moves < best {
+					best = moves
+				}
+				return
+			}
+			c := next[i]
+			for x := lo[c]; x <= hi[c] && x <= left; x++ {
+				target[c] = x
+				walk(i+1, left-x)
+			}
+			delete(target, c)
+		}
+		walk(0, n)
+
+		res, err := MakePlan(p, g)
+		if err != nil {
+			switch {
+			case len(next) == 0:
+				if !strings.Contains(err.Error(), "only cell") {
+					t.Fatalf("removing the last cell: %v", err)
+				}
+			case admissible == 0:
+				if !strings.Contains(err.Error(), "would own no shard") && !strings.Contains(err.Error(), "cells but there are only") {
+					t.Fatalf("no admissible assignment, refused with %v", err)
+				}
+			case best == 0:
+				if !errors.Is(err, ErrNothingToMove) {
+					t.Fatalf("the goal is met, refused with %v", err)
+				}
+			default:
+				t.Fatalf("refused although %d admissible assignments exist (fewest moves %d): %v", admissible, best, err)
+			}
+			return
+		}
+		if admissible == 0 {
+			t.Fatalf("planned although no assignment is admissible: %+v", res.Plan.Ring)
+		}
+		after := map[string]int{}
+		for _, s := range res.Plan.Ring {
+			after[s.Cell]++
+		}
+		for c, x := range after {
+			if x < lo[c] || x > hi[c] {
+				t.Fatalf("cell %s ends with %d shards, admissible %d..%d (weights %v)", c, x, lo[c], hi[c], weight)
+			}
+		}
+		for _, c := range next {
+			if after[c] == 0 {
+				t.Fatalf("cell %s of the next ring ends with no shard", c)
+			}
+		}
+		moved := 0
+		byShard := map[int]string{}
+		for _, s := range ring {
+			byShard[s.Shard] = s.Cell
+		}
+		for _, s := range res.Plan.Ring {
+			if byShard[s.Shard] != s.Cell {
+				moved++
+			}
+		}
+		if moved != best {
+			t.Fatalf("moved %d shards; the fewest over %d admissible assignments is %d (current %v, weights %v, after %v)", moved, admissible, best, current, weight, after)
+		}
+	})
 }
