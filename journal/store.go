@@ -4,7 +4,9 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"path/filepath"
 	"slices"
+	"strings"
 
 	"github.com/cockroachdb/pebble/v2"
 	"github.com/cockroachdb/pebble/v2/vfs"
@@ -33,14 +35,100 @@ func (e *StoreError) Error() string {
 
 func (e *StoreError) Unwrap() error { return e.Err }
 
+// StoreCorruptionError is a shard store whose files fail pebble's own
+// checks (a checksum mismatch in an sstable, say): the bytes on disk are
+// not what pebble wrote. The store is damaged and must be restored.
+type StoreCorruptionError struct {
+	Path string // the store directory
+	File string // the damaged file's name within Path ("" when pebble did not say)
+	Err  error  // pebble's error
+}
+
+func (e *StoreCorruptionError) Error() string {
+	where := e.Path
+	if e.File != "" {
+		where += ": file " + e.File
+	}
+	return fmt.Sprintf("shard store %s is corrupt: %s; the shard store is damaged; restore the directory from a backup", where, corruptionMessage(e.Err))
+}
+
+// corruptionMessage is err's message without the "<corruption detail
+// carrier>" line pebble joins to a corruption error (the detail it carries
+// is in StoreCorruptionError.File).
+func corruptionMessage(err error) string {
+	if j, ok := err.(interface{ Unwrap() []error }); ok {
+		var parts []string
+		for _, e := range j.Unwrap() {
+			if pebble.ExtractDataCorruptionInfo(e) == nil || pebble.IsCorruptionError(e) {
+				parts = append(parts, e.Error())
+			}
+		}
+		if len(parts) > 0 {
+			return strings.Join(parts, "; ")
+		}
+	}
+	msg, _, _ := strings.Cut(err.Error(), "\n<corruption detail carrier>")
+	return msg
+}
+
+func (e *StoreCorruptionError) Unwrap() error { return e.Err }
+
+// storeError wraps an error pebble returned while doing what (opening,
+// reading) for the store at path: on-disk corruption becomes a
+// *StoreCorruptionError naming the file, anything else is wrapped as is.
+func storeError(path, what string, err error) error {
+	if err == nil {
+		return nil
+	}
+	var ce *StoreCorruptionError
+	if errors.As(err, &ce) {
+		return err
+	}
+	if info := pebble.ExtractDataCorruptionInfo(err); info != nil {
+		file := ""
+		if info.Path != "" && !info.IsRemote {
+			file = filepath.Base(info.Path)
+		}
+		return &StoreCorruptionError{Path: path, File: file, Err: err}
+	}
+	if pebble.IsCorruptionError(err) {
+		return &StoreCorruptionError{Path: path, Err: err}
+	}
+	return fmt.Errorf("%s shard store %s: %w", what, path, err)
+}
+
 // quietLogger keeps pebble from printing to stderr: a store's problems
-// reach the caller as errors. Fatalf, which pebble calls when it cannot go
-// on, still stops the program.
+// reach the caller as errors.
+//
+// Fatalf is what pebble calls when it cannot go on. It panics with a
+// storeFatal, which the store code in this package (openStore, loadShard:
+// see recoverStoreFatal) turns back into an error for the caller; pebble
+// calls it only from the goroutine doing the operation that failed. With
+// storeOptions' event listener, on-disk corruption found by a read is not
+// fatal in the first place: the read returns an error.
 type quietLogger struct{}
 
 func (quietLogger) Infof(string, ...any)         {}
 func (quietLogger) Errorf(string, ...any)        {}
-func (quietLogger) Fatalf(f string, args ...any) { panic(fmt.Sprintf("pebble: "+f, args...)) }
+func (quietLogger) Fatalf(f string, args ...any) { panic(storeFatal{fmt.Errorf("pebble: "+f, args...)}) }
+
+// storeFatal is the value quietLogger.Fatalf panics with.
+type storeFatal struct{ err error }
+
+// recoverStoreFatal, deferred by a function that calls into pebble for the
+// store at path, turns a storeFatal panic into *errp. Any other panic goes
+// on: only pebble's Fatalf is converted.
+func recoverStoreFatal(path string, errp *error) {
+	r := recover()
+	if r == nil {
+		return
+	}
+	f, ok := r.(storeFatal)
+	if !ok {
+		panic(r)
+	}
+	*errp = &StoreCorruptionError{Path: path, Err: f.err}
+}
 
 // storeFormat is the pebble format major version new stores are created
 // with. Existing stores are opened at whatever version they have (never
@@ -66,18 +154,27 @@ func storeOptions(fs vfs.FS, cache *pebble.Cache, readOnly, create bool) *pebble
 	if create {
 		o.FormatMajorVersion = storeFormat
 	}
-	o.EventListener = &pebble.EventListener{}
+	// Pebble's default for DataCorruption is Logger.Fatalf. A read that
+	// finds corruption returns an error as well, which reaches the caller
+	// as a *StoreCorruptionError (storeError), so the event itself needs
+	// no handling; background errors are not fatal either.
+	o.EventListener = &pebble.EventListener{
+		DataCorruption:  func(pebble.DataCorruptionInfo) {},
+		BackgroundError: func(error) {},
+	}
 	return o
 }
 
 // openStore opens (or, with create, creates) the pebble store at path.
-func openStore(fs vfs.FS, path string, cache *pebble.Cache, readOnly, create bool) (*pebble.DB, error) {
+// Corruption is a *StoreCorruptionError.
+func openStore(fs vfs.FS, path string, cache *pebble.Cache, readOnly, create bool) (_ *pebble.DB, err error) {
+	defer recoverStoreFatal(path, &err)
 	db, err := pebble.Open(path, storeOptions(fs, cache, readOnly, create))
 	if err != nil {
 		if !create && errors.Is(err, pebble.ErrDBDoesNotExist) {
 			return nil, fmt.Errorf("shard store %s is missing: the directory is incomplete; restore it from a backup: %w", path, err)
 		}
-		return nil, fmt.Errorf("opening shard store %s: %w", path, err)
+		return nil, storeError(path, "opening", err)
 	}
 	return db, nil
 }
@@ -85,8 +182,10 @@ func openStore(fs vfs.FS, path string, cache *pebble.Cache, readOnly, create boo
 // loadShard reads a whole shard store into memory: the checkpoint header
 // and the state it describes. It checks that the store agrees with itself:
 // every run's records are all there, the derived ID index and timers match
-// what the journals say, numbers are below the header's counters.
-func loadShard(db *pebble.DB, path string, index, count int) (*Shard, CheckpointHeader, error) {
+// what the journals say, numbers are below the header's counters. A store
+// whose files are corrupt is a *StoreCorruptionError, never a panic.
+func loadShard(db *pebble.DB, path string, index, count int) (_ *Shard, _ CheckpointHeader, err error) {
+	defer recoverStoreFatal(path, &err)
 	s := NewShard(index, count)
 	var hdr CheckpointHeader
 	haveHeader := false
@@ -115,7 +214,7 @@ func loadShard(db *pebble.DB, path string, index, count int) (*Shard, Checkpoint
 
 	it, err := db.NewIter(nil)
 	if err != nil {
-		return nil, hdr, fmt.Errorf("reading shard store %s: %w", path, err)
+		return nil, hdr, storeError(path, "reading", err)
 	}
 	for ok := it.First(); ok; ok = it.Next() {
 		key, val := it.Key(), it.Value()
@@ -135,9 +234,12 @@ func loadShard(db *pebble.DB, path string, index, count int) (*Shard, Checkpoint
 			return nil, hdr, fail(key, err)
 		}
 	}
-	err = errors.Join(it.Error(), it.Close())
-	if err != nil {
-		return nil, hdr, fmt.Errorf("reading shard store %s: %w", path, err)
+	if err := it.Error(); err != nil {
+		it.Close()
+		return nil, hdr, storeError(path, "reading", err)
+	}
+	if err := it.Close(); err != nil {
+		return nil, hdr, storeError(path, "reading", err)
 	}
 	if err := endRun(); err != nil {
 		return nil, hdr, err
