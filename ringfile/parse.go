@@ -19,15 +19,23 @@ func Parse(file string, data []byte) (*Policy, error) {
 	if len(lines) > 0 && lines[len(lines)-1] == "" {
 		lines = lines[:len(lines)-1]
 	}
+	ps.un = unread{keys: map[string]bool{}, rings: map[int64]bool{}}
 	for i, raw := range lines {
+		ps.kind = ""
 		if len(ps.errs) >= maxErrors {
 			ps.errorf(i+1, "too many errors; stopping")
+			ps.un.cells, ps.un.epochs = true, true // the rest is unread
+			for _, key := range []string{"namespace", "shards", "revision", "current-epoch"} {
+				ps.un.keys[key] = true
+			}
 			break
 		}
 		ps.line(i+1, raw)
 	}
+	ps.kind = ""
 	ps.finish()
 	if len(ps.errs) > 0 {
+		ps.p.unread = &ps.un
 		return ps.p, errors.Join(ps.errs...)
 	}
 	return ps.p, nil
@@ -44,10 +52,26 @@ type parser struct {
 	// orphan: the epoch line above was refused; its slot lines are still
 	// checked but kept nowhere, and not reported as outside an epoch.
 	orphan bool
+	kind   string // the kind of the line being read, for unread
+	un     unread
 }
 
+// errorf records a syntax error on the line being read and notes what the
+// policy may be missing because of it; the parse goes on with the next line.
 func (ps *parser) errorf(line int, format string, args ...any) {
 	ps.errs = append(ps.errs, &SyntaxError{File: ps.file, Line: line, Msg: fmt.Sprintf(format, args...)})
+	switch ps.kind {
+	case "namespace", "shards", "revision", "current-epoch":
+		ps.un.keys[ps.kind] = true
+	case "cell":
+		ps.un.cells = true
+	case "epoch":
+		ps.un.epochs = true
+	case "slot":
+		if ps.epoch != nil {
+			ps.un.rings[ps.epoch.Number] = true
+		}
+	}
 }
 
 func (ps *parser) line(n int, raw string) {
@@ -61,10 +85,12 @@ func (ps *parser) line(n int, raw string) {
 	}
 	fields := strings.Fields(trimmed)
 	if raw[0] == ' ' || raw[0] == '\t' {
+		ps.kind = "slot"
 		ps.slotLine(n, fields)
 		return
 	}
 	ps.epoch, ps.orphan = nil, fields[0] == "epoch"
+	ps.kind = fields[0]
 	if !ps.magic && fields[0] != magic {
 		ps.errorf(n, "the file must start with `%s %d`", magic, FormatVersion)
 		ps.magic = true // report once, keep reading
@@ -249,6 +275,7 @@ func (ps *parser) finish() {
 	}
 	for _, key := range []string{"namespace", "shards", "revision", "current-epoch"} {
 		if _, ok := ps.seen[key]; !ok {
+			ps.un.keys[key] = true
 			ps.errorf(0, "missing `%s` line", key)
 		}
 	}

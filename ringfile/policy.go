@@ -96,7 +96,23 @@ type Policy struct {
 	Cells     []CellDecl
 	Epochs    []Epoch
 	Lines     Lines
+	// unread is set by a parse that refused lines: what they would have
+	// said is unknown, so Validate skips the rules they decide.
+	unread *unread
 }
+
+// unread records which parts of a file a parse could not fully read.
+type unread struct {
+	keys   map[string]bool // header keys refused, repeated or missing
+	cells  bool            // a cell line was refused
+	epochs bool            // an epoch line was refused (its ring is lost)
+	rings  map[int64]bool  // epochs with a refused slot line
+}
+
+func (u *unread) key(k string) bool     { return u != nil && u.keys[k] }
+func (u *unread) declared() bool        { return u != nil && u.cells }
+func (u *unread) epochList() bool       { return u != nil && (u.epochs || u.keys["current-epoch"]) }
+func (u *unread) ring(epoch int64) bool { return u != nil && u.rings[epoch] }
 
 // Epoch returns epoch n, or nil.
 func (p *Policy) Epoch(n int64) *Epoch {

@@ -62,16 +62,23 @@ func (fs *findings) warnf(line int, format string, args ...any) {
 
 // Validate checks every rule of the model and returns all findings: errors
 // (the policy must not be acted on) and warnings. It never stops at the
-// first problem.
+// first problem. On a policy Parse returned with syntax errors it skips
+// the rules the refused lines would decide (an epoch whose slot line was
+// refused is not reported for the shards that line placed), so what it
+// reports is what the file says, not an echo of its syntax errors.
 func Validate(p *Policy) []Finding {
 	fs := &findings{file: p.File}
 	validateHeader(fs, p)
 	validateCells(fs, p)
-	validateEpochs(fs, p)
+	if !p.unread.epochList() {
+		validateEpochs(fs, p)
+	}
 	for i := range p.Epochs {
 		validateRing(fs, p, &p.Epochs[i])
 	}
-	warnStandby(fs, p)
+	if p.unread == nil {
+		warnStandby(fs, p)
+	}
 	return fs.list
 }
 
@@ -88,12 +95,16 @@ func Check(p *Policy) error {
 const sampleULID = "01ARZ3NDEKTSV4RRFFQ69G5FAV"
 
 func validateHeader(fs *findings, p *Policy) {
-	if !validName(p.Namespace) {
+	switch {
+	case p.unread.key("namespace"):
+	case !validName(p.Namespace):
 		fs.errorf(p.Lines.Namespace, "namespace %q is not a valid name (%s)", p.Namespace, nameRule)
-	} else if _, err := idcodec.Format(p.Namespace, "", 0, 0, sampleULID); err != nil {
-		fs.errorf(p.Lines.Namespace, "namespace %q cannot form ids: %v", p.Namespace, err)
+	default:
+		if _, err := idcodec.Format(p.Namespace, "", 0, 0, sampleULID); err != nil {
+			fs.errorf(p.Lines.Namespace, "namespace %q cannot form ids: %v", p.Namespace, err)
+		}
 	}
-	if p.Shards < 1 || p.Shards > MaxShards {
+	if !p.unread.key("shards") && (p.Shards < 1 || p.Shards > MaxShards) {
 		fs.errorf(p.Lines.Shards, "shards %d is outside 1..%d", p.Shards, MaxShards)
 	}
 	if p.Revision < 0 {
@@ -176,7 +187,10 @@ func validateEpochs(fs *findings, p *Policy) {
 // validateRing reports every way an id stamped in epoch e could resolve to
 // the wrong cell or to none.
 func validateRing(fs *findings, p *Policy, e *Epoch) {
-	if len(e.Ring) == 0 {
+	if p.unread.key("shards") {
+		p = &Policy{Shards: MaxShards, Cells: p.Cells, unread: p.unread} // check names only
+	}
+	if len(e.Ring) == 0 && !p.unread.ring(e.Number) {
 		fs.errorf(e.Line, "epoch %d has an empty ring: no id of it can resolve", e.Number)
 		return
 	}
@@ -191,7 +205,7 @@ func validateRing(fs *findings, p *Policy, e *Epoch) {
 		byShard[s.Shard] = append(byShard[s.Shard], s)
 		if !validName(s.Cell) {
 			fs.errorf(s.Line, "epoch %d: cell id %q is not a valid name (%s)", e.Number, s.Cell, nameRule)
-		} else if _, seen := undeclared[s.Cell]; !seen && !p.IsDeclared(s.Cell) {
+		} else if _, seen := undeclared[s.Cell]; !seen && !p.IsDeclared(s.Cell) && !p.unread.declared() {
 			undeclared[s.Cell] = s.Line
 			fs.errorf(s.Line, "epoch %d: cell %s is not declared (add a line `cell %s`)", e.Number, s.Cell, s.Cell)
 		}
@@ -227,7 +241,7 @@ func reportCoverage(fs *findings, p *Policy, e *Epoch, byShard map[int][]Slot) {
 			dupLine[key] = slots[1].Line
 		}
 	}
-	if len(missing) > 0 {
+	if len(missing) > 0 && !p.unread.ring(e.Number) && !p.unread.key("shards") {
 		fs.errorf(e.Line, "epoch %d: %s placed on no cell (an id stamped with such a shard would not resolve)", e.Number, shardsAre(missing))
 	}
 	keys := make([]string, 0, len(dups))

@@ -108,3 +108,21 @@ func TestValidateNoEpochIsOnlyAWarning(t *testing.T) {
 		t.Errorf("findings: %v", fs)
 	}
 }
+
+// A refused line does not stop the parse: every syntax error is reported,
+// and Validate still reports what the rest of the file says.
+func TestParseReportsEverySyntaxErrorAndValidateTheRest(t *testing.T) {
+	text := "fusee-ring 1\nnamespace orders\nshards 4\nrevision 1\ncurrent-epoch 1\nbogus 1\nnamespace again\ncell a fingerprint=x\ncell a fingerprint=y\nepoch 0 open\n  0-3 a\nepoch 1 open\n  0-3 a\n"
+	p, err := Parse("f", []byte(text))
+	wantErrContains(t, err, `f:6: unknown key "bogus"`, "f:7: duplicate namespace")
+	var msgs []string
+	for _, f := range Validate(p) {
+		msgs = append(msgs, f.String())
+	}
+	got := strings.Join(msgs, "\n")
+	for _, want := range []string{"f:9: error: cell a is declared with two fingerprints", "f:10: error: epoch 0 is open but the current epoch is 1"} {
+		if !strings.Contains(got, want) {
+			t.Errorf("findings lack %q:\n%s", want, got)
+		}
+	}
+}

@@ -66,8 +66,8 @@ func runRingValidate(ios *IO, opts ringValidateOptions, path string) error {
 	return nil
 }
 
-// ringFindings loads path and returns every finding: its syntax errors if
-// it does not parse, else what Validate reports.
+// ringFindings loads path and returns every finding: its syntax errors,
+// if any, then what Validate reports of what could be read.
 func ringFindings(path string) ([]ringfile.Finding, error) {
 	p, err := ringfile.Load(path)
 	if err == nil {
@@ -84,6 +84,10 @@ func ringFindings(path string) ([]ringfile.Finding, error) {
 			return nil, err
 		}
 		out = append(out, ringfile.Finding{Severity: ringfile.SeverityError, File: se.File, Line: se.Line, Msg: se.Msg})
+	}
+	if p != nil {
+		// What the refused lines would decide is skipped; the rest is checked.
+		out = append(out, ringfile.Validate(p)...)
 	}
 	return out, nil
 }
