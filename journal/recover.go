@@ -1,6 +1,7 @@
 package journal
 
 import (
+	"context"
 	"errors"
 	"fmt"
 
@@ -40,12 +41,23 @@ func (e *LogError) Unwrap() error { return e.Err }
 // nothing is written: stores are opened read-only, the log is only read,
 // and the directory's bytes do not change.
 func Open(fs vfs.FS, dir string, opts OpenOptions) (*DB, *RecoveryReport, error) {
+	return OpenContext(context.Background(), fs, dir, opts)
+}
+
+// OpenContext is Open that gives up when ctx is done: recovery checks ctx
+// before each shard's store is loaded and between log batches, and then
+// returns ctx.Err() (context.Canceled after Ctrl-C) with the directory
+// closed again and its lock released.
+func OpenContext(ctx context.Context, fs vfs.FS, dir string, opts OpenOptions) (*DB, *RecoveryReport, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, nil, err
+	}
 	lock, err := openDir(fs, dir, meta.Options{Log: meta.LogShared})
 	if err != nil {
 		return nil, nil, err
 	}
 	db := &DB{Dir: dir, FS: fs, lock: lock, readOnly: opts.ReadOnly, noSync: opts.NoSync}
-	rep, err := db.recover(opts)
+	rep, err := db.recover(ctx, opts)
 	if err != nil {
 		db.closeAll()
 		return nil, nil, err
@@ -53,13 +65,16 @@ func Open(fs vfs.FS, dir string, opts OpenOptions) (*DB, *RecoveryReport, error)
 	return db, rep, nil
 }
 
-func (db *DB) recover(opts OpenOptions) (*RecoveryReport, error) {
+func (db *DB) recover(ctx context.Context, opts OpenOptions) (*RecoveryReport, error) {
 	fs, n := db.FS, db.lock.meta.Shards
 	if err := db.openStores(n); err != nil {
 		return nil, err
 	}
 	rep := &RecoveryReport{Shards: make([]ShardRecovery, n)}
 	for i := range n {
+		if err := ctx.Err(); err != nil {
+			return nil, err
+		}
 		s, hdr, err := loadShard(db.stores[i], StoreDir(fs, db.Dir, i), i, n)
 		if err != nil {
 			return nil, err
@@ -75,10 +90,16 @@ func (db *DB) recover(opts OpenOptions) (*RecoveryReport, error) {
 	}
 	walDir := wal.Dir(fs, db.Dir)
 	tail, err := wal.Read(fs, walDir, rep.LogFrom, func(b wal.Batch) error {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
 		rep.Batches++
 		return db.replay(&b, rep)
 	})
 	if err != nil {
+		if cerr := ctx.Err(); cerr != nil && errors.Is(err, cerr) {
+			return nil, cerr
+		}
 		return nil, fmt.Errorf("recovering %s: %w", db.Dir, err)
 	}
 	rep.LogEnd = tail.End

@@ -2,6 +2,7 @@ package check
 
 import (
 	"bufio"
+	"context"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -57,11 +58,31 @@ func WriteLogicalDump(w io.Writer, shards []*journal.Shard) error {
 // numbers as long as each (workflow ID, generation) names one run, which
 // Verify checks.
 func WriteDump(w io.Writer, shards []*journal.Shard, opts DumpOptions) error {
+	return WriteDumpContext(context.Background(), w, shards, opts)
+}
+
+// WriteDumpContext is WriteDump that gives up when ctx is done: it looks
+// at ctx before each shard's runs and every checkEvery runs or lines, and
+// then returns ctx.Err(). What was written by then is a prefix of the
+// dump (whatever the buffer held is flushed only on success).
+func WriteDumpContext(ctx context.Context, w io.Writer, shards []*journal.Shard, opts DumpOptions) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
 	d := newDumper(shards, opts)
+	lines, err := d.lines(ctx)
+	if err != nil {
+		return err
+	}
 	bw := bufio.NewWriter(w)
 	enc := json.NewEncoder(bw)
 	enc.SetEscapeHTML(false)
-	for _, line := range d.lines() {
+	for i, line := range lines {
+		if i%checkEvery == checkEvery-1 {
+			if err := ctx.Err(); err != nil {
+				return err
+			}
+		}
 		if err := enc.Encode(line); err != nil {
 			return err
 		}
@@ -145,7 +166,7 @@ func (d *dumper) sortedRuns() []located {
 	return all
 }
 
-func (d *dumper) lines() []any {
+func (d *dumper) lines(ctx context.Context) ([]any, error) {
 	var out []any
 	if d.phys {
 		for _, s := range d.shards {
@@ -155,8 +176,16 @@ func (d *dumper) lines() []any {
 			}
 		}
 	}
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
 	runs := d.sortedRuns()
-	for _, l := range runs {
+	for i, l := range runs {
+		if i%checkEvery == checkEvery-1 {
+			if err := ctx.Err(); err != nil {
+				return nil, err
+			}
+		}
 		out = append(out, d.runLine(l))
 		archived := l.r.State == journal.StateTombstone
 		h := history(l.s, l.r)
@@ -167,7 +196,7 @@ func (d *dumper) lines() []any {
 	out = append(out, d.timerLines()...)
 	out = append(out, d.msgLines()...)
 	out = append(out, d.seenLines()...)
-	return out
+	return out, ctx.Err()
 }
 
 type shardLine struct {

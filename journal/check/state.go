@@ -1,6 +1,7 @@
 package check
 
 import (
+	"context"
 	"fmt"
 
 	"github.com/cockroachdb/pebble/v2/vfs"
@@ -47,7 +48,13 @@ func (st *State) Runs() int {
 // opening (in use, interrupted reshard, old log format, damage) come back
 // wrapped, so errors.Is and errors.As still match them.
 func Load(fs vfs.FS, dir string) (*State, error) {
-	db, rep, err := journal.Open(fs, dir, journal.OpenOptions{ReadOnly: true})
+	return LoadContext(context.Background(), fs, dir)
+}
+
+// LoadContext is Load that gives up when ctx is done (between shards and
+// log batches of recovery), returning ctx.Err() with the directory closed.
+func LoadContext(ctx context.Context, fs vfs.FS, dir string) (*State, error) {
+	db, rep, err := journal.OpenContext(ctx, fs, dir, journal.OpenOptions{ReadOnly: true})
 	if err != nil {
 		return nil, err
 	}

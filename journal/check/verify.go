@@ -1,6 +1,7 @@
 package check
 
 import (
+	"context"
 	"fmt"
 
 	"github.com/fusee-dev/fusee/journal"
@@ -10,18 +11,42 @@ import (
 // kind. A state that recovery produced from a healthy directory has no
 // findings of severity error or warning. Verify only reads st.
 func Verify(st *State) []Finding {
-	v := &verifier{st: st, u: newUniverse(st.Shards)}
+	fs, _ := VerifyContext(context.Background(), st)
+	return fs
+}
+
+// checkEvery is how many runs the checks and the dump go through between
+// looks at their context.
+const checkEvery = 1000
+
+// VerifyContext is Verify that gives up when ctx is done: it looks at ctx
+// before each shard and every checkEvery runs, and then returns ctx.Err()
+// and no findings.
+func VerifyContext(ctx context.Context, st *State) ([]Finding, error) {
+	v := &verifier{ctx: ctx, st: st}
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	v.u = newUniverse(st.Shards)
 	v.directory()
 	for i, s := range st.Shards {
+		if err := ctx.Err(); err != nil {
+			return nil, err
+		}
 		if s == nil {
 			v.addf(KindShardCount, -1, 0, "slot %d holds no shard", i)
 			continue
 		}
-		v.shard(s)
+		if err := v.shard(s); err != nil {
+			return nil, err
+		}
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, err
 	}
 	v.outboxIDsAcrossShards()
 	sortFindings(v.out)
-	return v.out
+	return v.out, nil
 }
 
 // Problems counts the findings that make verify fail.
@@ -36,6 +61,7 @@ func Problems(fs []Finding) int {
 }
 
 type verifier struct {
+	ctx context.Context
 	st  *State
 	u   *universe
 	out []Finding
@@ -136,9 +162,15 @@ func (v *verifier) checkpoints() {
 	}
 }
 
-// shard runs every per-shard check.
-func (v *verifier) shard(s *journal.Shard) {
-	for _, r := range s.SortedRuns() {
+// shard runs every per-shard check; it stops with ctx's error when ctx
+// is done.
+func (v *verifier) shard(s *journal.Shard) error {
+	for i, r := range s.SortedRuns() {
+		if i%checkEvery == checkEvery-1 {
+			if err := v.ctx.Err(); err != nil {
+				return err
+			}
+		}
 		v.runEntry(s, r)
 	}
 	// Map keys in order, so that a run whose entry says another number
@@ -160,6 +192,7 @@ func (v *verifier) shard(s *journal.Shard) {
 	v.timers(s)
 	v.outbox(s)
 	v.seen(s)
+	return nil
 }
 
 // runEntry checks one run: its number, placement, state and journal.

@@ -38,11 +38,12 @@ writes.`,
   fusee dump /var/lib/engine/data | jq 'select(.t == "msg")'`,
 		Args: exactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			st, err := loadDir(args[0])
+			ctx := cmd.Context()
+			st, err := loadDir(ctx, args[0])
 			if err != nil {
 				return err
 			}
-			return check.WriteDump(cmd.OutOrStdout(), st.Shards, check.DumpOptions{Physical: !opts.logical})
+			return check.WriteDumpContext(ctx, cmd.OutOrStdout(), st.Shards, check.DumpOptions{Physical: !opts.logical})
 		},
 	}
 	cmd.Flags().BoolVar(&opts.logical, "logical", false, "leave out shard and run numbers (compare directories with diff)")

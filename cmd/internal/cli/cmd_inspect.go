@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"context"
 	"fmt"
 	"strconv"
 
@@ -13,8 +14,10 @@ import (
 func init() { addCommand(newInspectCmd) }
 
 // loadDir opens a data directory read-only for inspect, verify and dump.
-func loadDir(dir string) (*check.State, error) {
-	return check.Load(vfs.Default, dir)
+// It gives up with ctx's error (context.Canceled: exit 130) when ctx is
+// done, as the root command's context is on SIGINT and SIGTERM.
+func loadDir(ctx context.Context, dir string) (*check.State, error) {
+	return check.LoadContext(ctx, vfs.Default, dir)
 }
 
 type inspectOptions struct{ json bool }
@@ -48,15 +51,15 @@ is -1.`,
   fusee inspect /var/lib/engine/data --json | jq .total`,
 		Args: exactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			return runInspect(ios, opts, args[0])
+			return runInspect(cmd.Context(), ios, opts, args[0])
 		},
 	}
 	cmd.Flags().BoolVar(&opts.json, "json", false, "print the summary as JSON")
 	return cmd
 }
 
-func runInspect(ios *IO, opts inspectOptions, dir string) error {
-	st, err := loadDir(dir)
+func runInspect(ctx context.Context, ios *IO, opts inspectOptions, dir string) error {
+	st, err := loadDir(ctx, dir)
 	if err != nil {
 		return err
 	}

@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -53,7 +54,7 @@ writes: no log append, no checkpoint, no timer fires, nothing expires.`,
   fusee verify /var/lib/engine/data --json | jq -c 'select(.type == "finding")'`,
 		Args: exactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			return runVerify(ios, opts, args[0])
+			return runVerify(cmd.Context(), ios, opts, args[0])
 		},
 	}
 	cmd.Flags().BoolVar(&opts.json, "json", false, "print findings and the summary as JSON lines")
@@ -75,15 +76,17 @@ type verifyFinding struct {
 	check.Finding
 }
 
-func runVerify(ios *IO, opts verifyOptions, dir string) error {
+func runVerify(ctx context.Context, ios *IO, opts verifyOptions, dir string) error {
 	var findings []check.Finding
 	sum := verifySummary{Type: "summary"}
-	st, err := loadDir(dir)
+	st, err := loadDir(ctx, dir)
 	switch {
 	case err == nil:
-		findings = check.Verify(st)
+		if findings, err = check.VerifyContext(ctx, st); err != nil {
+			return err
+		}
 		sum.Shards, sum.Runs = len(st.Shards), st.Runs()
-	case refusal(err):
+	case refusal(err) || ctx.Err() != nil && errors.Is(err, ctx.Err()):
 		return err
 	default:
 		findings = []check.Finding{check.UnreadableFinding(err)}

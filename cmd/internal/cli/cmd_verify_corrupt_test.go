@@ -1,6 +1,8 @@
 package cli
 
 import (
+	"bytes"
+	"context"
 	"os"
 	"path/filepath"
 	"strings"
@@ -46,6 +48,21 @@ func TestVerifyCorruptStoreTable(t *testing.T) {
 			if !strings.Contains(errOut, w) {
 				t.Errorf("%s error does not name %q:\n%s", cmd, w, errOut)
 			}
+		}
+	}
+}
+
+// Ctrl-C (the root context cancelled) stops inspect, verify and dump with
+// exit 130, not an unreadable finding.
+func TestCheckCommandsCancelled(t *testing.T) {
+	dir := makeDataDir(t, 2)
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	for _, cmd := range []string{"inspect", "verify", "dump"} {
+		var out, errb bytes.Buffer
+		code := Run(ctx, "test", []string{cmd, dir}, strings.NewReader(""), &out, &errb, nil)
+		if code != ExitCancelled || strings.Contains(out.String(), "unreadable") {
+			t.Errorf("%s with a cancelled context: exit %d, want %d\nstdout:\n%s\nstderr:\n%s", cmd, code, ExitCancelled, out.String(), errb.String())
 		}
 	}
 }
