@@ -108,9 +108,11 @@ func storeError(path, what string, err error) error {
 // fatal in the first place: the read returns an error.
 type quietLogger struct{}
 
-func (quietLogger) Infof(string, ...any)         {}
-func (quietLogger) Errorf(string, ...any)        {}
-func (quietLogger) Fatalf(f string, args ...any) { panic(storeFatal{fmt.Errorf("pebble: "+f, args...)}) }
+func (quietLogger) Infof(string, ...any)  {}
+func (quietLogger) Errorf(string, ...any) {}
+func (quietLogger) Fatalf(f string, args ...any) {
+	panic(storeFatal{fmt.Errorf("pebble: "+f, args...)})
+}
 
 // storeFatal is the value quietLogger.Fatalf panics with.
 type storeFatal struct{ err error }
