@@ -92,15 +92,12 @@ leaves no <dir>.`,
 func runGen(cmd *cobra.Command, ios *IO, opts genOptions, dir string) error {
 	o := sim.GenOptions{Shards: opts.shards, Runs: opts.runs, Seed: opts.seed, FinishedFrac: opts.finishedFrac,
 		Config: sim.Config{Retention: opts.retention.Milliseconds()}}
-	if ios.ErrTTY {
-		o.Progress = func(p sim.Progress) {
-			ios.progressf("gen: %d of %d runs, virtual %s", p.Started, opts.runs, virtualTime(p.Now))
-		}
-	}
+	var done func()
+	o.Progress, done = simProgress(ios, func(p sim.Progress) string {
+		return fmt.Sprintf("gen: %d of %d runs, virtual %s", p.Started, opts.runs, virtualTime(p.Now))
+	})
 	rep, err := sim.Generate(cmd.Context(), vfs.Default, dir, o)
-	if o.Progress != nil {
-		ios.progressDone()
-	}
+	done()
 	if err != nil {
 		return err
 	}

@@ -71,15 +71,12 @@ to the directory: log batches and checkpoints.`,
 
 func runSimDrive(cmd *cobra.Command, ios *IO, opts simDriveOptions, dir string) error {
 	o := sim.DriveOptions{Config: sim.Config{Retention: opts.retention.Milliseconds()}}
-	if ios.ErrTTY {
-		o.Progress = func(p sim.Progress) {
-			ios.progressf("drive: virtual %s, %d runs", virtualTime(p.Now), p.Started)
-		}
-	}
+	var done func()
+	o.Progress, done = simProgress(ios, func(p sim.Progress) string {
+		return fmt.Sprintf("drive: virtual %s, %d runs", virtualTime(p.Now), p.Started)
+	})
 	rep, err := sim.Drive(cmd.Context(), vfs.Default, dir, o)
-	if o.Progress != nil {
-		ios.progressDone()
-	}
+	done()
 	if err != nil {
 		return err
 	}
@@ -90,4 +87,14 @@ func runSimDrive(cmd *cobra.Command, ios *IO, opts simDriveOptions, dir string) 
 	fmt.Fprintf(ios.Out, "drove %s: %d runs on %d shards finished, virtual %s to %s\n",
 		rep.Dir, c.Runs, rep.Shards, virtualTime(rep.From), virtualTime(rep.Now))
 	return printCensus(ios, c)
+}
+
+// simProgress returns the simulator's progress callback and the function
+// that ends its line. Progress shows only on a terminal: piped or logged
+// runs stay quiet, and get the report at the end.
+func simProgress(ios *IO, line func(sim.Progress) string) (func(sim.Progress), func()) {
+	if !ios.ErrTTY {
+		return nil, func() {}
+	}
+	return func(p sim.Progress) { ios.progressf("%s", line(p)) }, ios.progressDone
 }
