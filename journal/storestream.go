@@ -1,0 +1,193 @@
+package journal
+
+import (
+	"context"
+	"encoding/binary"
+	"fmt"
+
+	"github.com/cockroachdb/pebble/v2"
+	"github.com/cockroachdb/pebble/v2/objstorage/objstorageprovider"
+	"github.com/cockroachdb/pebble/v2/sstable"
+	"github.com/cockroachdb/pebble/v2/vfs"
+)
+
+// StoreWriter builds a new shard store from keys given in ascending order,
+// without holding the shard in memory: keys go straight into sstables
+// (a new table every bulkTableSize bytes), which Finish ingests into a
+// fresh pebble store in one call and syncs. It is WriteShardStore for a
+// caller that streams (reshard); the caller is responsible for the keys
+// being a valid store (docs/format.md §5).
+type StoreWriter struct {
+	fs     vfs.FS
+	dir    string
+	tmp    string
+	db     *pebble.DB
+	wopts  sstable.WriterOptions
+	w      *sstable.Writer
+	paths  []string
+	last   []byte
+	keys   int64
+	bytes  int64
+	closed bool
+}
+
+// NewStoreWriter starts a new store at dir, which must not exist.
+func NewStoreWriter(fs vfs.FS, dir string) (*StoreWriter, error) {
+	if _, err := fs.Stat(dir); err == nil {
+		return nil, fmt.Errorf("writing shard store %s: it already exists", dir)
+	}
+	tmp := dir + ".ingest"
+	if err := fs.RemoveAll(tmp); err != nil {
+		return nil, fmt.Errorf("writing shard store %s: %w", dir, err)
+	}
+	if err := fs.MkdirAll(tmp, 0o755); err != nil {
+		return nil, fmt.Errorf("writing shard store %s: %w", dir, err)
+	}
+	db, err := openStore(fs, dir, nil, false, true)
+	if err != nil {
+		_ = fs.RemoveAll(tmp)
+		return nil, err
+	}
+	o := storeOptions(fs, nil, false, true)
+	o.EnsureDefaults()
+	return &StoreWriter{fs: fs, dir: dir, tmp: tmp, db: db,
+		wopts: o.MakeWriterOptions(6, db.FormatMajorVersion().MaxTableFormat())}, nil
+}
+
+// Add appends one key; keys must come in strictly ascending order.
+func (sw *StoreWriter) Add(key, value []byte) error {
+	if sw.last != nil && string(key) <= string(sw.last) {
+		return fmt.Errorf("writing shard store %s: key %s after %s: keys out of order", sw.dir, describeKey(key), describeKey(sw.last))
+	}
+	sw.last = append(sw.last[:0], key...)
+	if sw.w != nil && sw.w.Raw().EstimatedSize() >= bulkTableSize {
+		if err := sw.closeTable(); err != nil {
+			return err
+		}
+	}
+	if sw.w == nil {
+		path := sw.fs.PathJoin(sw.tmp, fmt.Sprintf("%06d.sst", len(sw.paths)+1))
+		f, err := sw.fs.Create(path, vfs.WriteCategoryUnspecified)
+		if err != nil {
+			return fmt.Errorf("writing shard store %s: %w", sw.dir, err)
+		}
+		sw.paths = append(sw.paths, path)
+		sw.w = sstable.NewWriter(objstorageprovider.NewFileWritable(f), sw.wopts)
+	}
+	sw.keys++
+	sw.bytes += int64(len(key) + len(value))
+	if err := sw.w.Set(key, value); err != nil {
+		return fmt.Errorf("writing shard store %s: %w", sw.dir, err)
+	}
+	return nil
+}
+
+// Bytes is how many key and value bytes were added.
+func (sw *StoreWriter) Bytes() int64 { return sw.bytes }
+
+func (sw *StoreWriter) closeTable() error {
+	if sw.w == nil {
+		return nil
+	}
+	err := sw.w.Close() // flushes, syncs and closes the file
+	sw.w = nil
+	if err != nil {
+		return fmt.Errorf("writing shard store %s: %w", sw.dir, err)
+	}
+	return nil
+}
+
+// Finish ingests the tables and syncs the store and its parent directory.
+// After an error the store directory may hold a partial store: the caller
+// removes it (it was building beside the data anyway).
+func (sw *StoreWriter) Finish() (err error) {
+	if sw.closed {
+		return fmt.Errorf("writing shard store %s: already finished", sw.dir)
+	}
+	sw.closed = true
+	defer func() { _ = sw.fs.RemoveAll(sw.tmp) }()
+	defer recoverStoreFatal(sw.dir, &err)
+	err = sw.closeTable()
+	if err == nil && len(sw.paths) > 0 {
+		err = sw.db.Ingest(context.Background(), sw.paths)
+	}
+	if err == nil {
+		err = sw.db.Flush()
+	}
+	if cerr := sw.db.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return fmt.Errorf("writing shard store %s: %w", sw.dir, err)
+	}
+	return syncDir(sw.fs, sw.fs.PathDir(sw.dir))
+}
+
+// Abort stops a write that will not be finished and releases the store.
+func (sw *StoreWriter) Abort() {
+	if sw.closed {
+		return
+	}
+	sw.closed = true
+	if sw.w != nil {
+		_ = sw.w.Close()
+	}
+	_ = sw.db.Close()
+	_ = sw.fs.RemoveAll(sw.tmp)
+}
+
+func describeKey(k []byte) string {
+	if sk, err := ParseStoreKey(k); err == nil {
+		return sk.String()
+	}
+	return fmt.Sprintf("%q", k)
+}
+
+// AppendRunKeys calls fn with the store keys of run r in key order: its
+// run entry, then its records by position. Key and value are only valid
+// during the call.
+func AppendRunKeys(r *Run, fn func(key, value []byte) error) error {
+	e := entryOf(r)
+	kb := appendBE64Key(nil, KeyRun, uint64(r.No))
+	if err := fn(kb, EncodeRunEntry(nil, &e)); err != nil {
+		return err
+	}
+	var vb []byte
+	for pos := range r.Journal {
+		kb = binary.BigEndian.AppendUint32(appendBE64Key(kb[:0], KeyRun, uint64(r.No)), uint32(pos))
+		vb = EncodeRecord(vb[:0], &r.Journal[pos])
+		if err := fn(kb, vb); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// EncodeIndexValue is the value of an ID index ("I") key.
+func EncodeIndexValue(no RunNo) []byte { return encodeRunNo(no) }
+
+// HeaderKey is the store key of the checkpoint header.
+func HeaderKey() []byte { return append([]byte(nil), headerKey...) }
+
+// PendingTimers lists the timers of run r that have not fired or been
+// satisfied (none once it finished): what the store's "T" keys hold for it.
+func PendingTimers(r *Run) []TimerKey { return pendingTimers(r) }
+
+// OpenScratchStore creates a pebble store at path for temporary sorted
+// data (a reshard's plan and run map, its external sort of new store
+// keys): no write-ahead log (what it holds is rebuilt from the old
+// directory if the process dies), memtable of memtableBytes, and the same
+// quiet logger as shard stores, so pebble's failures come back as errors.
+func OpenScratchStore(fs vfs.FS, path string, memtableBytes int) (_ *pebble.DB, err error) {
+	defer recoverStoreFatal(path, &err)
+	o := storeOptions(fs, pebble.NewCache(1<<20), false, true)
+	o.DisableWAL = true
+	o.MemTableSize = uint64(max(memtableBytes, 1<<20))
+	o.ErrorIfExists = false
+	db, err := pebble.Open(path, o)
+	o.Cache.Unref()
+	if err != nil {
+		return nil, fmt.Errorf("opening scratch store %s: %w", path, err)
+	}
+	return db, nil
+}

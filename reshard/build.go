@@ -1,0 +1,308 @@
+package reshard
+
+import (
+	"context"
+	"encoding/binary"
+	"fmt"
+
+	"github.com/fusee-dev/fusee/journal"
+	"github.com/fusee-dev/fusee/journal/wal"
+)
+
+// noSuchRun is the reserved run number a dangling reference is rewritten
+// to: no run is ever given it.
+const noSuchRun = journal.MaxRunNo
+
+// clearTokenGen zeroes a record's token generation bits (the digest leaves
+// them out: every reshard changes them).
+func clearTokenGen(rec *journal.Record) {}
+
+// setTokenGen stamps a record's token with the new store generation.
+func setTokenGen(rec *journal.Record, gen uint64) {}
+
+// sortKey prefixes a new store key with its new shard, for the external
+// sort of pass 2.
+func sortKey(dst []byte, shard int, key []byte) []byte {
+	return append(binary.BigEndian.AppendUint16(dst[:0], uint16(shard)), key...)
+}
+
+// build is pass 2: it reads every old shard again, rewrites each run, its
+// archive, its outbox messages, dedup and index entries for its new shard
+// and number, sorts the new stores' keys through a spill map and writes
+// each new store under newDir with a new, empty shared log. It returns the
+// old directory's digest.
+func (r *resharder) build(ctx context.Context, p *plan, newDir string, rep *Report) (*digest, error) {
+	sorter := r.newMap("sort")
+	defer sorter.Close()
+	oldDigest, newDigest := newDigestPair()
+	r.newDigest = newDigest
+	newGen := p.storeGen + 1
+	var firstErr error
+	fail := func(err error) {
+		if firstErr == nil {
+			firstErr = err
+		}
+	}
+	mapper := func(_ journal.RefField, ref journal.RunRef) journal.RunRef {
+		if ref.Run == noSuchRun {
+			rep.Counts.DanglingRefs++
+			return journal.RunRef{Run: noSuchRun}
+		}
+		m, ok, err := p.lookup(ref.Shard, ref.Run)
+		if err != nil {
+			fail(err)
+			return ref
+		}
+		if !ok {
+			rep.Counts.DanglingRefs++
+			return journal.RunRef{Run: noSuchRun}
+		}
+		n := journal.RunRef{Shard: m.Shard, Run: m.No}
+		if n != ref {
+			rep.Counts.RefsRewritten++
+		}
+		return n
+	}
+	oldCanon := &canon{id: func(ref journal.RunRef) (string, uint32, bool, error) {
+		m, ok, err := p.lookup(ref.Shard, ref.Run)
+		return m.WorkflowID, m.Gen, ok, err
+	}}
+	seq := make([]uint64, r.newN)
+	for j := range seq {
+		seq[j] = 1
+	}
+	var kb []byte
+	put := func(shard int, key, value []byte) error {
+		kb = sortKey(kb, shard, key)
+		rep.Counts.BytesWritten += int64(len(key) + len(value))
+		return sorter.Put(kb, value)
+	}
+	rewrite := func(recs []journal.Record, keyShard int) []journal.Record {
+		out := make([]journal.Record, len(recs))
+		for k, rec := range recs {
+			rec.MapRefs(keyShard, mapper)
+			setTokenGen(&rec, newGen)
+			out[k] = rec
+		}
+		return out
+	}
+	for i := range r.oldN {
+		src, err := openSource(r.fs, r.dir, i, r.oldN)
+		if err != nil {
+			return nil, err
+		}
+		err = src.Runs(ctx, func(run *journal.Run, archive []journal.Record) error {
+			oldCanon.run(oldDigest, i, run, archive)
+			m, ok, err := p.lookup(i, run.No)
+			if err != nil {
+				return err
+			}
+			if !ok {
+				return fmt.Errorf("internal error: run %d of old shard %d is not in the plan", run.No, i)
+			}
+			nr := *run
+			nr.No, nr.Renumbered = m.No, m.Renumbered
+			nr.Journal = rewrite(run.Journal, i)
+			rep.Counts.Records += int64(len(run.Journal) + len(archive))
+			if err := journal.AppendRunKeys(&nr, func(k, v []byte) error { return put(m.Shard, k, v) }); err != nil {
+				return err
+			}
+			if archive != nil {
+				rep.Counts.Archives++
+				if err := put(m.Shard, journal.ArchiveKey(m.No), journal.EncodeHistory(nil, rewrite(archive, i))); err != nil {
+					return err
+				}
+			}
+			for _, t := range journal.PendingTimers(&nr) {
+				rep.Counts.Timers++
+				if err := put(m.Shard, journal.TimerKeyBytes(t), nil); err != nil {
+					return err
+				}
+			}
+			if unfinished(run.State) {
+				r.pendingTokens(run, &nr, rep)
+			}
+			return firstErr
+		})
+		if err == nil {
+			err = src.Outbox(func(msg *journal.Message) error {
+				oldCanon.message(oldDigest, *msg)
+				nm := *msg
+				nm.MapRefs(mapper)
+				if nm.From.Run == noSuchRun || nm.From.IsZero() {
+					return fmt.Errorf("old shard %d's outbox message %q names sender %s, which does not exist: the directory is damaged; run `fusee verify %s`",
+						i, msg.ID, msg.From, r.dir)
+				}
+				j := nm.From.Shard
+				nm.Seq = seq[j]
+				seq[j]++
+				rep.Counts.Outbox++
+				if j != i {
+					rep.Counts.OutboxMoved++
+				}
+				return put(j, journal.OutboxKey(nm.Seq), journal.EncodeMessage(nil, &nm))
+			})
+		}
+		if err == nil {
+			err = src.Seen(func(id, wf string) error {
+				oldCanon.seen(oldDigest, id, wf)
+				j := journal.ShardOf(wf, r.newN)
+				rep.Counts.Dedup++
+				if j != i {
+					rep.Counts.DedupMoved++
+				}
+				return put(j, journal.SeenKey(id), journal.EncodeSeenValue(nil, wf))
+			})
+		}
+		if err == nil {
+			err = src.Index(func(wf string, no journal.RunNo) error {
+				oldCanon.index(oldDigest, wf, journal.RunRef{Shard: i, Run: no})
+				m, ok, err := p.lookup(i, no)
+				if err != nil {
+					return err
+				}
+				if !ok {
+					return fmt.Errorf("old shard %d's index names run %d for %q, which does not exist: the directory is damaged; run `fusee verify %s`", i, no, wf, r.dir)
+				}
+				return put(m.Shard, journal.IndexKey(wf), journal.EncodeIndexValue(m.No))
+			})
+		}
+		if cerr := src.Close(); err == nil {
+			err = cerr
+		}
+		if err == nil {
+			err = firstErr
+		}
+		if err == nil {
+			err = oldCanon.err
+		}
+		if err != nil {
+			return nil, err
+		}
+		r.progress("rewrite", int64(i+1), int64(r.oldN))
+	}
+	rep.Counts.RunsRenumbered = p.renumbered
+	rep.Counts.RunsMoved = p.moved
+
+	// The new shared log, empty, with a new log ID.
+	w, err := wal.Create(r.fs, wal.Dir(r.fs, newDir), wal.Options{})
+	if err != nil {
+		return nil, fmt.Errorf("creating the new log in %s: %w", newDir, err)
+	}
+	err = w.Sync()
+	pos, perr := w.NextPosition()
+	if cerr := w.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil {
+		err = perr
+	}
+	if err != nil {
+		return nil, fmt.Errorf("creating the new log in %s: %w", newDir, err)
+	}
+	if err := r.fs.MkdirAll(r.fs.PathJoin(newDir, "shards"), 0o755); err != nil {
+		return nil, err
+	}
+	for j := range r.newN {
+		if err := ctx.Err(); err != nil {
+			return nil, err
+		}
+		hdr := journal.CheckpointHeader{Version: journal.StoreVersion, Shard: j, Count: r.newN,
+			NextRun: p.nextRun[j], NextSeq: seq[j], Log: pos, Now: p.now, Created: p.created, Gen: newGen}
+		if err := put(j, journal.HeaderKey(), journal.EncodeHeader(nil, &hdr)); err != nil {
+			return nil, err
+		}
+		if err := r.fs.MkdirAll(journal.ShardDir(r.fs, newDir, j), 0o755); err != nil {
+			return nil, err
+		}
+		sw, err := journal.NewStoreWriter(r.fs, journal.StoreDir(r.fs, newDir, j))
+		if err != nil {
+			return nil, err
+		}
+		prefix := binary.BigEndian.AppendUint16(nil, uint16(j))
+		err = sorter.Each(prefix, func(k, v []byte) error { return sw.Add(k[2:], v) })
+		if err != nil {
+			sw.Abort()
+			return nil, err
+		}
+		if err := sw.Finish(); err != nil {
+			return nil, err
+		}
+		if err := syncDir(r.fs, journal.ShardDir(r.fs, newDir, j)); err != nil {
+			return nil, err
+		}
+		r.progress("write", int64(j+1), int64(r.newN))
+	}
+	if err := syncDir(r.fs, r.fs.PathJoin(newDir, "shards")); err != nil {
+		return nil, err
+	}
+	if err := syncDir(r.fs, newDir); err != nil {
+		return nil, err
+	}
+	rep.Spilled = rep.Spilled || sorter.Spilled()
+	return oldDigest, nil
+}
+
+// pendingTokens reports the tokens of run's async completions that are
+// still pending, as they were (old) and as they are now (nr).
+func (r *resharder) pendingTokens(old, nr *journal.Run, rep *Report) {
+	done := map[uint32]bool{}
+	for k := range old.Journal {
+		if rec := &old.Journal[k]; rec.Kind == journal.KindAsyncDone {
+			done[rec.Ref] = true
+		}
+	}
+	for k := range old.Journal {
+		rec := &old.Journal[k]
+		if rec.Kind != journal.KindAsync || rec.Token.Run == 0 || done[rec.Pos] {
+			continue
+		}
+		rep.Counts.PendingTokens++
+		rep.Tokens = append(rep.Tokens, TokenChange{WorkflowID: old.WorkflowID, Position: rec.Pos,
+			Old: rec.Token.String(), New: nr.Journal[k].Token.String()})
+	}
+}
+
+// readBack reads every new shard the way the engine will, and computes
+// its digest, which must equal the old directory's.
+func (r *resharder) readBack(ctx context.Context, p *plan, newDir string) (*digest, error) {
+	d := r.newDigest
+	c := &canon{id: func(ref journal.RunRef) (string, uint32, bool, error) {
+		v, ok, err := p.rev.Get(runMapKey(ref.Shard, ref.Run))
+		if err != nil || !ok {
+			return "", 0, ok, err
+		}
+		m, ok, err := p.lookup(int(binary.BigEndian.Uint16(v)), journal.RunNo(binary.BigEndian.Uint64(v[2:])))
+		return m.WorkflowID, m.Gen, ok, err
+	}}
+	for j := range r.newN {
+		src, err := openSource(r.fs, newDir, j, r.newN)
+		if err != nil {
+			return nil, fmt.Errorf("reading back new shard %d: %w", j, err)
+		}
+		err = src.Runs(ctx, func(run *journal.Run, archive []journal.Record) error {
+			c.run(d, j, run, archive)
+			return c.err
+		})
+		if err == nil {
+			err = src.Outbox(func(m *journal.Message) error { c.message(d, *m); return c.err })
+		}
+		if err == nil {
+			err = src.Seen(func(id, wf string) error { c.seen(d, id, wf); return nil })
+		}
+		if err == nil {
+			err = src.Index(func(wf string, no journal.RunNo) error {
+				c.index(d, wf, journal.RunRef{Shard: j, Run: no})
+				return c.err
+			})
+		}
+		if cerr := src.Close(); err == nil {
+			err = cerr
+		}
+		if err != nil {
+			return nil, fmt.Errorf("reading back new shard %d: %w", j, err)
+		}
+		r.progress("check", int64(j+1), int64(r.newN))
+	}
+	return d, nil
+}

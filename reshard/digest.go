@@ -1,0 +1,151 @@
+package reshard
+
+import (
+	"encoding/binary"
+	"fmt"
+	"hash/maphash"
+	"slices"
+	"strings"
+
+	"github.com/fusee-dev/fusee/journal"
+)
+
+// A digest summarises a directory's logical content in a form that does
+// not change when runs move and are renumbered: every run reference is
+// replaced by the identity of the run it names (workflow ID and
+// generation), run numbers, outbox sequence numbers, token generations and
+// the renumbered flag are left out, and items are combined by addition,
+// so order does not matter. The old directory's digest is computed while
+// it is read; the new shards' is computed by reading them back; the
+// switch does not begin unless both, and the per-kind counts, are equal.
+type digest struct {
+	seeds  *[2]maphash.Seed
+	sum    [2]uint64
+	counts map[string]int64
+	buf    []byte
+}
+
+func newDigestPair() (*digest, *digest) {
+	seeds := &[2]maphash.Seed{maphash.MakeSeed(), maphash.MakeSeed()}
+	return &digest{seeds: seeds, counts: map[string]int64{}}, &digest{seeds: seeds, counts: map[string]int64{}}
+}
+
+func (d *digest) add(kind string, item []byte) {
+	d.counts[kind]++
+	var h maphash.Hash
+	for lane, seed := range d.seeds {
+		h.SetSeed(seed)
+		h.WriteString(kind)
+		h.WriteByte(0)
+		h.Write(item)
+		d.sum[lane] += h.Sum64()
+	}
+}
+
+// equal reports the first difference between two digests ("" none).
+func (d *digest) diff(o *digest) string {
+	kinds := map[string]bool{}
+	for k := range d.counts {
+		kinds[k] = true
+	}
+	for k := range o.counts {
+		kinds[k] = true
+	}
+	var diffs []string
+	for _, k := range slices.Sorted(mapKeys(kinds)) {
+		if d.counts[k] != o.counts[k] {
+			diffs = append(diffs, fmt.Sprintf("%s: %d before, %d after", k, d.counts[k], o.counts[k]))
+		}
+	}
+	if len(diffs) > 0 {
+		return strings.Join(diffs, "; ")
+	}
+	if d.sum != o.sum {
+		return "the counts agree but the content differs"
+	}
+	return ""
+}
+
+// identityFunc names the run a reference points at: its workflow ID and
+// generation, or ok=false for a dangling reference.
+type identityFunc func(ref journal.RunRef) (wf string, gen uint32, ok bool, err error)
+
+// canon builds the canonical bytes of items for a digest.
+type canon struct {
+	id  identityFunc
+	b   []byte
+	err error
+}
+
+func (c *canon) ref(_ journal.RefField, ref journal.RunRef) journal.RunRef {
+	if ref.Run == noSuchRun {
+		c.b = append(c.b, 0)
+		return journal.RunRef{Run: 1}
+	}
+	wf, gen, ok, err := c.id(ref)
+	if err != nil && c.err == nil {
+		c.err = err
+	}
+	if !ok {
+		c.b = append(c.b, 0)
+	} else {
+		c.b = append(c.b, 1)
+		c.b = binary.AppendUvarint(c.b, uint64(len(wf)))
+		c.b = append(c.b, wf...)
+		c.b = binary.AppendUvarint(c.b, uint64(gen))
+	}
+	return journal.RunRef{Run: 1}
+}
+
+func (c *canon) record(keyShard int, rec journal.Record) {
+	rec.MapRefs(keyShard, c.ref)
+	clearTokenGen(&rec)
+	c.b = journal.EncodeRecord(c.b, &rec)
+}
+
+// run adds a run, its journal and its archive to d.
+func (c *canon) run(d *digest, shard int, r *journal.Run, archive []journal.Record) {
+	c.b = c.b[:0]
+	c.b = binary.AppendUvarint(c.b, uint64(len(r.WorkflowID)))
+	c.b = append(c.b, r.WorkflowID...)
+	c.b = binary.AppendUvarint(c.b, uint64(r.Gen))
+	c.b = append(c.b, byte(r.State), byte(r.Status))
+	c.b = binary.AppendVarint(c.b, r.Started)
+	c.b = binary.AppendVarint(c.b, r.Finished)
+	c.b = append(c.b, r.Type...)
+	c.b = binary.AppendUvarint(c.b, uint64(len(r.Journal)))
+	for _, rec := range r.Journal {
+		c.record(shard, rec)
+	}
+	d.add("run:"+r.State.String(), c.b)
+	d.counts["record"] += int64(len(r.Journal))
+	if archive != nil {
+		c.b = append(c.b[:0], r.WorkflowID...)
+		c.b = binary.AppendUvarint(c.b, uint64(r.Gen))
+		for _, rec := range archive {
+			c.record(shard, rec)
+		}
+		d.add("archive", c.b)
+	}
+}
+
+func (c *canon) message(d *digest, m journal.Message) {
+	c.b = c.b[:0]
+	m.MapRefs(c.ref)
+	c.b = journal.EncodeMessage(c.b, &m)
+	d.add("outbox", c.b)
+}
+
+func (c *canon) seen(d *digest, id, wf string) {
+	c.b = binary.AppendUvarint(c.b[:0], uint64(len(id)))
+	c.b = append(c.b, id...)
+	c.b = append(c.b, wf...)
+	d.add("dedup", c.b)
+}
+
+func (c *canon) index(d *digest, wf string, ref journal.RunRef) {
+	c.b = append(c.b[:0], wf...)
+	c.b = append(c.b, 0)
+	c.ref(0, ref)
+	d.add("index", c.b)
+}

@@ -1,0 +1,95 @@
+package reshard
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"syscall"
+
+	"github.com/cockroachdb/pebble/v2/vfs"
+	"github.com/fusee-dev/fusee/meta"
+	"golang.org/x/sys/unix"
+)
+
+// metaDir is the locked data directory.
+type metaDir = meta.Dir
+
+// lockDir takes dir's lock and reads its fusee.meta, accepting an
+// interrupted reshard (which this package finishes) and refusing log
+// format 2 (`fusee upgrade` converts it).
+func lockDir(fs vfs.FS, dir string) (*metaDir, error) {
+	if fs != vfs.Default {
+		return nil, fmt.Errorf("reshard: only the operating system's filesystem is supported")
+	}
+	return meta.Open(dir, meta.Options{Log: meta.LogShared, AllowSwitching: true})
+}
+
+// syncDir fsyncs a directory.
+func syncDir(fs vfs.FS, dir string) error {
+	d, err := fs.OpenDir(dir)
+	if err != nil {
+		return fmt.Errorf("syncing directory %s: %w", dir, err)
+	}
+	err = d.Sync()
+	if cerr := d.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return fmt.Errorf("syncing directory %s: %w", dir, err)
+	}
+	return nil
+}
+
+// freeSpace is the space available to us on dir's filesystem (ok=false
+// when it cannot be known, as on an in-memory filesystem).
+func freeSpace(fs vfs.FS, dir string) (int64, bool) {
+	if fs != vfs.Default {
+		return 0, false
+	}
+	var st unix.Statfs_t
+	if err := unix.Statfs(dir, &st); err != nil {
+		return 0, false
+	}
+	return int64(st.Bavail) * int64(st.Bsize), true
+}
+
+// matchOwnership gives every file and directory under newDir the owner of
+// the data directory and its modes: directories the data directory's
+// mode, files the mode of its fusee.meta. Only on the real disk.
+func matchOwnership(fs vfs.FS, dir, newDir string) error {
+	if fs != vfs.Default {
+		return nil
+	}
+	dst, err := os.Stat(dir)
+	if err != nil {
+		return err
+	}
+	fst, err := os.Stat(filepath.Join(dir, meta.FileName))
+	if err != nil {
+		return err
+	}
+	uid, gid := -1, -1
+	if s, ok := dst.Sys().(*syscall.Stat_t); ok {
+		uid, gid = int(s.Uid), int(s.Gid)
+	}
+	return filepath.Walk(newDir, func(p string, info os.FileInfo, err error) error {
+		if err != nil {
+			return err
+		}
+		mode := fst.Mode().Perm()
+		if info.IsDir() {
+			mode = dst.Mode().Perm()
+		}
+		if info.Mode().Perm() != mode {
+			if err := os.Chmod(p, mode); err != nil {
+				return fmt.Errorf("giving %s the data directory's mode: %w", p, err)
+			}
+		}
+		if s, ok := info.Sys().(*syscall.Stat_t); ok && uid >= 0 && (int(s.Uid) != uid || int(s.Gid) != gid) {
+			if err := os.Lchown(p, uid, gid); err != nil {
+				return fmt.Errorf("giving %s the data directory's owner: %w", p, err)
+			}
+		}
+		return nil
+	})
+}

@@ -1,0 +1,239 @@
+package reshard
+
+import (
+	"context"
+	"encoding/binary"
+	"fmt"
+
+	"github.com/fusee-dev/fusee/journal"
+)
+
+// The renumbering plan (docs/reshard.md, "Run numbers").
+//
+// Pass 1 reads every old shard's runs (entries only matter) and writes one
+// plan key per run,
+//
+//	[new shard u16][old number u64][priority u8][old shard u16]
+//
+// where priority is 0 for an unfinished run (running or parked) and 1 for
+// a finished or tombstoned one. Iterating the keys in order visits each new
+// shard's runs by old number; among runs that share a number, the first one
+// (unfinished before finished, then the lowest old shard) keeps it. The
+// others are "losers": they are keyed again,
+//
+//	[new shard u16][generation u32][old number u64][old shard u16]
+//
+// and numbered in that order from maxUsed+1 up, where maxUsed is the
+// highest number any old shard ever handed out. Ordering losers by
+// generation first keeps the newest run of each workflow ID the highest
+// among that ID's renumbered runs (all runs of one ID share a new shard).
+// Growing to a multiple of the old count renumbers nothing: each new shard
+// draws from exactly one old shard, whose numbers are distinct.
+
+// planEntry is what the plan knows of a run.
+type planEntry struct {
+	State      journal.RunState
+	Gen        uint32
+	Renumbered bool // already renumbered by an earlier reshard
+	WorkflowID string
+}
+
+func encodePlanValue(e planEntry) []byte {
+	b := []byte{byte(e.State), 0}
+	if e.Renumbered {
+		b[1] = 1
+	}
+	b = binary.BigEndian.AppendUint32(b, e.Gen)
+	return append(b, e.WorkflowID...)
+}
+
+func decodePlanValue(v []byte) planEntry {
+	return planEntry{State: journal.RunState(v[0]), Renumbered: v[1] == 1,
+		Gen: binary.BigEndian.Uint32(v[2:6]), WorkflowID: string(v[6:])}
+}
+
+func planKey(newShard int, no journal.RunNo, unfinished bool, oldShard int) []byte {
+	b := binary.BigEndian.AppendUint16(nil, uint16(newShard))
+	b = binary.BigEndian.AppendUint64(b, uint64(no))
+	prio := byte(1)
+	if unfinished {
+		prio = 0
+	}
+	b = append(b, prio)
+	return binary.BigEndian.AppendUint16(b, uint16(oldShard))
+}
+
+func loserKey(newShard int, gen uint32, no journal.RunNo, oldShard int) []byte {
+	b := binary.BigEndian.AppendUint16(nil, uint16(newShard))
+	b = binary.BigEndian.AppendUint32(b, gen)
+	b = binary.BigEndian.AppendUint64(b, uint64(no))
+	return binary.BigEndian.AppendUint16(b, uint16(oldShard))
+}
+
+// runMapKey keys the run map: [old shard u16][old number u64].
+func runMapKey(shard int, no journal.RunNo) []byte {
+	return binary.BigEndian.AppendUint64(binary.BigEndian.AppendUint16(nil, uint16(shard)), uint64(no))
+}
+
+// mapped is where a run went, and who it is.
+type mapped struct {
+	Shard int
+	No    journal.RunNo
+	planEntry
+}
+
+func encodeMapped(m mapped) []byte {
+	b := binary.BigEndian.AppendUint16(nil, uint16(m.Shard))
+	b = binary.BigEndian.AppendUint64(b, uint64(m.No))
+	return append(b, encodePlanValue(m.planEntry)...)
+}
+
+func decodeMapped(v []byte) mapped {
+	return mapped{Shard: int(binary.BigEndian.Uint16(v)), No: journal.RunNo(binary.BigEndian.Uint64(v[2:])),
+		planEntry: decodePlanValue(v[10:])}
+}
+
+func unfinished(s journal.RunState) bool {
+	return s == journal.StateRunning || s == journal.StateParked
+}
+
+// plan is the result of pass 1 and the assignment.
+type plan struct {
+	oldN, newN           int
+	maxUsed              journal.RunNo
+	storeGen             uint64 // the old stores' generation (the highest)
+	now                  int64
+	created              int64
+	runs                 *spillMap // run map: old (shard, number) -> mapped
+	rev                  *spillMap // reverse: new (shard, number) -> old (shard, number)
+	nextRun              []journal.RunNo
+	shardRuns            []int64
+	renumbered           int64
+	moved                int64
+	byState              map[journal.RunState]int64
+	readBytes            int64
+	unfinishedRenumbered []RenumberedRun
+}
+
+// makePlan runs pass 1 over every old shard and assigns every run its new
+// shard and number.
+func (r *resharder) makePlan(ctx context.Context) (*plan, error) {
+	p := &plan{oldN: r.oldN, newN: r.newN, byState: map[journal.RunState]int64{},
+		nextRun: make([]journal.RunNo, r.newN), shardRuns: make([]int64, r.newN)}
+	keys := r.newMap("plan")
+	defer keys.Close()
+	for i := range r.oldN {
+		src, err := openSource(r.fs, r.dir, i, r.oldN)
+		if err != nil {
+			return nil, err
+		}
+		h := src.Header()
+		if h.NextRun > 0 && h.NextRun-1 > p.maxUsed {
+			p.maxUsed = h.NextRun - 1
+		}
+		p.storeGen = max(p.storeGen, h.Gen)
+		p.now = max(p.now, h.Now)
+		p.created = h.Created
+		err = src.Runs(ctx, func(run *journal.Run, _ []journal.Record) error {
+			if want := journal.ShardOf(run.WorkflowID, r.oldN); want != i {
+				return fmt.Errorf("shard %d holds run %d of workflow %q, which belongs on shard %d: the directory is damaged; run `fusee verify %s` for the full picture and restore it from a backup",
+					i, run.No, run.WorkflowID, want, r.dir)
+			}
+			j := journal.ShardOf(run.WorkflowID, r.newN)
+			e := planEntry{State: run.State, Gen: run.Gen, Renumbered: run.Renumbered, WorkflowID: run.WorkflowID}
+			p.byState[run.State]++
+			return keys.Put(planKey(j, run.No, unfinished(run.State), i), encodePlanValue(e))
+		})
+		if cerr := src.Close(); err == nil {
+			err = cerr
+		}
+		if err != nil {
+			return nil, err
+		}
+		r.progress("plan", int64(i+1), int64(r.oldN))
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	if p.maxUsed >= journal.MaxRunNo-1 {
+		return nil, fmt.Errorf("the old shards have used run numbers up to %d: no room to renumber", p.maxUsed)
+	}
+	p.runs = r.newMap("runs")
+	p.rev = r.newMap("rev")
+	losers := r.newMap("losers")
+	defer losers.Close()
+	put := func(oldShard int, oldNo journal.RunNo, m mapped) error {
+		if err := p.runs.Put(runMapKey(oldShard, oldNo), encodeMapped(m)); err != nil {
+			return err
+		}
+		p.shardRuns[m.Shard]++
+		if oldShard != m.Shard {
+			p.moved++
+		}
+		return p.rev.Put(runMapKey(m.Shard, m.No), runMapKey(oldShard, oldNo))
+	}
+	lastShard, lastNo := -1, journal.RunNo(0)
+	err := keys.Each(nil, func(k, v []byte) error {
+		j := int(binary.BigEndian.Uint16(k))
+		no := journal.RunNo(binary.BigEndian.Uint64(k[2:]))
+		i := int(binary.BigEndian.Uint16(k[11:]))
+		e := decodePlanValue(v)
+		if j == lastShard && no == lastNo {
+			return losers.Put(loserKey(j, e.Gen, no, i), v)
+		}
+		lastShard, lastNo = j, no
+		p.nextRun[j] = max(p.nextRun[j], no+1)
+		return put(i, no, mapped{Shard: j, No: no, planEntry: e})
+	})
+	if err != nil {
+		return nil, err
+	}
+	next := make([]journal.RunNo, r.newN)
+	for j := range next {
+		next[j] = p.maxUsed + 1
+	}
+	err = losers.Each(nil, func(k, v []byte) error {
+		j := int(binary.BigEndian.Uint16(k))
+		no := journal.RunNo(binary.BigEndian.Uint64(k[6:]))
+		i := int(binary.BigEndian.Uint16(k[14:]))
+		e := decodePlanValue(v)
+		newNo := next[j]
+		next[j]++
+		e.Renumbered = true
+		p.renumbered++
+		if unfinished(e.State) {
+			p.unfinishedRenumbered = append(p.unfinishedRenumbered, RenumberedRun{
+				WorkflowID: e.WorkflowID, OldShard: i, OldRun: uint64(no), NewShard: j, NewRun: uint64(newNo),
+				OldKey: fmt.Sprintf("%s/%d/", e.WorkflowID, no), NewKey: fmt.Sprintf("%s/%d/", e.WorkflowID, newNo)})
+		}
+		return put(i, no, mapped{Shard: j, No: newNo, planEntry: e})
+	})
+	if err != nil {
+		return nil, err
+	}
+	for j := range p.nextRun {
+		// Every new shard continues above every number any old shard
+		// used, so a reference that a renumbering could have made
+		// ambiguous never names a future run.
+		p.nextRun[j] = max(p.nextRun[j], next[j], 1)
+	}
+	return p, nil
+}
+
+// lookup returns where the old run (shard, no) went.
+func (p *plan) lookup(shard int, no journal.RunNo) (mapped, bool, error) {
+	v, ok, err := p.runs.Get(runMapKey(shard, no))
+	if err != nil || !ok {
+		return mapped{}, false, err
+	}
+	return decodeMapped(v), true, nil
+}
+
+func (p *plan) Close() {
+	if p.runs != nil {
+		p.runs.Close()
+	}
+	if p.rev != nil {
+		p.rev.Close()
+	}
+}

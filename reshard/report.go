@@ -1,0 +1,115 @@
+package reshard
+
+import "time"
+
+// Outcome says what a reshard did.
+type Outcome string
+
+// Outcomes.
+const (
+	// Done: the directory was resharded.
+	OutcomeDone Outcome = "done"
+	// NothingToDo: the directory already has the asked count (or no count
+	// was given and no reshard was interrupted).
+	OutcomeNothingToDo Outcome = "nothing-to-do"
+	// Finished: a reshard interrupted after its switch began was finished.
+	OutcomeFinished Outcome = "finished-interrupted"
+	// CleanedUp: only leftovers of an earlier attempt were removed.
+	OutcomeCleanedUp Outcome = "cleaned-up-leftovers"
+	// Planned: a dry run; nothing was changed.
+	OutcomePlanned Outcome = "planned"
+)
+
+// Report is what a reshard did, or (dry run) would do. Its JSON field
+// names are a stable interface, documented in docs/reshard.md; add
+// fields, never rename or remove them.
+type Report struct {
+	Version   int     `json:"report_version"` // ReportVersion
+	Dir       string  `json:"dir"`
+	Outcome   Outcome `json:"outcome"`
+	DryRun    bool    `json:"dry_run"`
+	OldShards int     `json:"old_shards"`
+	NewShards int     `json:"new_shards"`
+	// CleanedUp lists leftovers of earlier attempts that were removed
+	// (reshard.new before a switch, reshard.old after one).
+	CleanedUp []string `json:"cleaned_up,omitempty"`
+	// StoreGen is the new stores' generation (old + 1); its value mod 64
+	// is in every new completion token.
+	StoreGen uint64 `json:"store_generation,omitempty"`
+
+	Counts Counts `json:"counts"`
+	// Renumbered lists every unfinished run whose number changed: its
+	// Ctx::key values change.
+	Renumbered []RenumberedRun `json:"renumbered_unfinished"`
+	// Tokens lists every pending completion token and what it now is.
+	// Every pending token changes (the store generation is part of it).
+	Tokens []TokenChange `json:"token_changes"`
+	// NewShardRuns is how many runs each new shard holds.
+	NewShardRuns []int64 `json:"new_shard_runs,omitempty"`
+
+	// SpaceNeeded is an estimate of the free space the real run needs
+	// in the data directory's filesystem (bytes).
+	SpaceNeeded int64 `json:"space_needed_bytes"`
+	// Spilled reports whether the plan outgrew the memory budget and
+	// went to a scratch store.
+	Spilled bool    `json:"spilled"`
+	Phases  []Phase `json:"phases"`
+}
+
+// ReportVersion is the version of the report's JSON schema.
+const ReportVersion = 1
+
+// Counts are the report's totals.
+type Counts struct {
+	// Runs by state (running, parked, finished, tombstone), all of them.
+	Runs map[string]int64 `json:"runs_by_state"`
+	// RunsMoved counts runs whose shard changed.
+	RunsMoved int64 `json:"runs_moved"`
+	// RunsRenumbered counts runs whose number changed (finished ones too).
+	RunsRenumbered int64 `json:"runs_renumbered"`
+	// Records counts journal records, archives' included.
+	Records int64 `json:"records"`
+	// RefsRewritten counts run references whose value changed.
+	RefsRewritten int64 `json:"references_rewritten"`
+	// DanglingRefs counts references to runs that do not exist; they now
+	// name the reserved number no run is ever given.
+	DanglingRefs  int64 `json:"dangling_references"`
+	Outbox        int64 `json:"outbox_messages"`
+	OutboxMoved   int64 `json:"outbox_messages_moved"`
+	Dedup         int64 `json:"dedup_entries"`
+	DedupMoved    int64 `json:"dedup_entries_moved"`
+	Archives      int64 `json:"archives_rewritten"`
+	Timers        int64 `json:"timers"`
+	PendingTokens int64 `json:"pending_tokens"`
+	BytesRead     int64 `json:"bytes_read"`
+	BytesWritten  int64 `json:"bytes_written"`
+}
+
+// RenumberedRun is an unfinished run whose number changed.
+type RenumberedRun struct {
+	WorkflowID string `json:"workflow_id"`
+	OldShard   int    `json:"old_shard"`
+	OldRun     uint64 `json:"old_run"`
+	NewShard   int    `json:"new_shard"`
+	NewRun     uint64 `json:"new_run"`
+	// OldKey and NewKey are the Ctx::key values with the position left
+	// out: every key of the run was OldKey+<position> and is now
+	// NewKey+<position>.
+	OldKey string `json:"old_key_prefix"`
+	NewKey string `json:"new_key_prefix"`
+}
+
+// TokenChange is a pending async completion's token, before and after.
+type TokenChange struct {
+	WorkflowID string `json:"workflow_id"`
+	Position   uint32 `json:"position"`
+	Old        string `json:"old_token"`
+	New        string `json:"new_token"`
+}
+
+// Phase is one step of the reshard and its wall time.
+type Phase struct {
+	Name    string        `json:"name"`
+	Seconds float64       `json:"seconds"`
+	elapsed time.Duration `json:"-"`
+}

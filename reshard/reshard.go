@@ -1,0 +1,393 @@
+package reshard
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	iofs "io/fs"
+	"os"
+	"strconv"
+	"time"
+
+	"github.com/cockroachdb/pebble/v2/vfs"
+	"github.com/fusee-dev/fusee/journal"
+	"github.com/fusee-dev/fusee/meta"
+)
+
+// Names inside a data directory while a reshard runs.
+const (
+	NewDirName = "reshard.new" // the new shards and log, built before the switch
+	OldDirName = "reshard.old" // the old shards and log, moved aside during the switch
+	scratchDir = ".scratch"    // inside reshard.new (real run) or --scratch (dry run)
+)
+
+// DefaultMemory is the default memory budget (Options.Memory).
+const DefaultMemory = 256 << 20
+
+// Options configure a reshard.
+type Options struct {
+	// Shards is the new shard count, 1..meta.MaxShards; 0 only finishes
+	// an interrupted reshard (or removes leftovers).
+	Shards int
+	// DryRun reads and plans everything and changes nothing in the
+	// directory; scratch data goes under Scratch.
+	DryRun bool
+	// Scratch is where a dry run keeps its scratch store if the plan
+	// outgrows the budget ("": the system temporary directory).
+	Scratch string
+	// Memory is the budget for the plan and run map before they spill to
+	// a scratch store (0: DefaultMemory).
+	Memory int64
+	// Progress, if set, is told how far each phase has got.
+	Progress func(phase string, done, total int64)
+}
+
+// CountError is a shard count outside 1..meta.MaxShards.
+type CountError struct{ Shards int }
+
+func (e *CountError) Error() string {
+	return fmt.Sprintf("%d shards: a data directory has 1 to %d", e.Shards, meta.MaxShards)
+}
+
+// InProgressError is a count that disagrees with an interrupted reshard.
+type InProgressError struct {
+	Dir             string
+	Asked, Old, New int
+}
+
+func (e *InProgressError) Error() string {
+	return fmt.Sprintf("%s: a reshard from %d to %d shards was interrupted after its switch began; it must be finished first: run `fusee reshard %s` (without a count, or with %d), not with %d",
+		e.Dir, e.Old, e.New, e.Dir, e.New, e.Asked)
+}
+
+// Is makes an InProgressError match meta.ErrSwitching.
+func (e *InProgressError) Is(target error) bool { return target == meta.ErrSwitching }
+
+// CheckError is a built directory whose content does not match the old
+// one: the switch was not begun and the old directory is unchanged.
+type CheckError struct{ Diff string }
+
+func (e *CheckError) Error() string {
+	return "the new shards do not hold what the old ones did (" + e.Diff + "); nothing was switched and the directory is unchanged; this is a bug in fusee reshard: please report it with the output of `fusee verify`"
+}
+
+// SpaceError is a filesystem without room for the new shards.
+type SpaceError struct {
+	Dir         string
+	Need, Avail int64
+}
+
+func (e *SpaceError) Error() string {
+	return fmt.Sprintf("%s: a reshard needs about %s free, the filesystem has %s; free some space (or move the directory) and run it again; nothing was changed",
+		e.Dir, humanBytes(e.Need), humanBytes(e.Avail))
+}
+
+// resharder is one reshard in progress.
+type resharder struct {
+	fs         vfs.FS
+	dir        string
+	opts       Options
+	oldN, newN int
+	scratch    string
+	budget     int64
+	maps       int
+	newDigest  *digest
+	rep        *Report
+}
+
+// Reshard changes the shard count of the closed data directory dir to
+// opts.Shards, or finishes a reshard that was interrupted after its switch
+// began. It takes the directory's lock for its whole run. See
+// docs/reshard.md for what moves, the renumbering rules and why a crash
+// at any point is safe.
+func Reshard(ctx context.Context, fs vfs.FS, dir string, opts Options) (*Report, error) {
+	if opts.Shards < 0 || opts.Shards > meta.MaxShards {
+		return nil, &CountError{Shards: opts.Shards}
+	}
+	if opts.Memory <= 0 {
+		opts.Memory = DefaultMemory
+	}
+	d, err := lockDir(fs, dir)
+	if err != nil {
+		return nil, err
+	}
+	defer d.Close()
+	m := d.Meta()
+	rep := &Report{Version: ReportVersion, Dir: dir, DryRun: opts.DryRun, OldShards: m.Shards, NewShards: m.Shards,
+		Counts: Counts{Runs: map[string]int64{}}, Renumbered: []RenumberedRun{}, Tokens: []TokenChange{}}
+	r := &resharder{fs: fs, dir: dir, opts: opts, rep: rep, budget: opts.Memory}
+	newDir, oldDir := fs.PathJoin(dir, NewDirName), fs.PathJoin(dir, OldDirName)
+
+	if m.Switching() {
+		rep.OldShards, rep.NewShards = m.OldShards, m.NewShards
+		if opts.Shards != 0 && opts.Shards != m.NewShards {
+			return nil, &InProgressError{Dir: dir, Asked: opts.Shards, Old: m.OldShards, New: m.NewShards}
+		}
+		rep.Outcome = OutcomeFinished
+		if opts.DryRun {
+			return rep, nil
+		}
+		start := time.Now()
+		if err := r.finishSwitch(d, m.NewShards); err != nil {
+			return nil, err
+		}
+		r.phase("switch", start)
+		return rep, nil
+	}
+
+	// Leftovers: reshard.new of an attempt that never reached the switch,
+	// reshard.old of one that finished but crashed before deleting it.
+	for _, left := range []string{newDir, oldDir} {
+		if _, err := fs.Stat(left); err != nil {
+			continue
+		}
+		rep.CleanedUp = append(rep.CleanedUp, left)
+		if opts.DryRun {
+			continue
+		}
+		if err := fs.RemoveAll(left); err != nil {
+			return nil, fmt.Errorf("removing the leftover %s: %w", left, err)
+		}
+		if err := syncDir(fs, dir); err != nil {
+			return nil, err
+		}
+	}
+	if opts.Shards == 0 || opts.Shards == m.Shards {
+		rep.Outcome = OutcomeNothingToDo
+		if len(rep.CleanedUp) > 0 {
+			rep.Outcome = OutcomeCleanedUp
+		}
+		return rep, nil
+	}
+	r.oldN, r.newN = m.Shards, opts.Shards
+	rep.NewShards = opts.Shards
+
+	oldBytes, err := treeSize(fs, dir, NewDirName, OldDirName)
+	if err != nil {
+		return nil, err
+	}
+	rep.Counts.BytesRead = oldBytes
+	rep.SpaceNeeded = 2*oldBytes + 64<<20
+	if !opts.DryRun {
+		if avail, ok := freeSpace(fs, dir); ok && avail < rep.SpaceNeeded {
+			return nil, &SpaceError{Dir: dir, Need: rep.SpaceNeeded, Avail: avail}
+		}
+	}
+
+	// Scratch space: inside reshard.new for a real run, outside the
+	// directory for a dry run.
+	if opts.DryRun {
+		base := opts.Scratch
+		if base == "" {
+			base = os.TempDir()
+		}
+		r.scratch = fs.PathJoin(base, "fusee-reshard-"+strconv.Itoa(os.Getpid())+"-"+strconv.FormatInt(time.Now().UnixNano(), 36))
+	} else {
+		if err := fs.MkdirAll(newDir, 0o755); err != nil {
+			return nil, fmt.Errorf("creating %s: %w", newDir, err)
+		}
+		r.scratch = fs.PathJoin(newDir, scratchDir)
+	}
+	defer func() { _ = fs.RemoveAll(r.scratch) }()
+	abandon := func(err error) (*Report, error) {
+		if !opts.DryRun {
+			// Before the switch the old directory is untouched; what was
+			// built is discarded (a rerun would discard it anyway).
+			_ = fs.RemoveAll(newDir)
+			_ = syncDir(fs, dir)
+		}
+		return nil, err
+	}
+
+	start := time.Now()
+	p, err := r.makePlan(ctx)
+	if err != nil {
+		return abandon(err)
+	}
+	defer p.Close()
+	r.phase("plan", start)
+	for st, n := range p.byState {
+		rep.Counts.Runs[st.String()] = n
+	}
+	rep.Renumbered = append(rep.Renumbered, p.unfinishedRenumbered...)
+	rep.Counts.RunsRenumbered, rep.Counts.RunsMoved = p.renumbered, p.moved
+	rep.NewShardRuns = p.shardRuns
+	rep.StoreGen = p.storeGen + 1
+	rep.Spilled = p.runs.Spilled()
+	if opts.DryRun {
+		rep.Outcome = OutcomePlanned
+		return rep, nil
+	}
+
+	start = time.Now()
+	oldDigest, err := r.build(ctx, p, newDir, rep)
+	if err != nil {
+		return abandon(err)
+	}
+	r.phase("rewrite", start)
+
+	start = time.Now()
+	newDigest, err := r.readBack(ctx, p, newDir)
+	if err != nil {
+		return abandon(err)
+	}
+	if diff := oldDigest.diff(newDigest); diff != "" {
+		return abandon(&CheckError{Diff: diff})
+	}
+	if err := fs.RemoveAll(r.scratch); err != nil {
+		return abandon(err)
+	}
+	if err := matchOwnership(fs, dir, newDir); err != nil {
+		return abandon(err)
+	}
+	if err := syncDir(fs, newDir); err != nil {
+		return abandon(err)
+	}
+	if err := syncDir(fs, dir); err != nil {
+		return abandon(err)
+	}
+	r.phase("check", start)
+	if err := ctx.Err(); err != nil {
+		return abandon(err)
+	}
+
+	// The point of no return: from here a crash leaves a directory that
+	// only `fusee reshard` opens, and that it finishes.
+	start = time.Now()
+	sw := meta.Meta{Format: meta.Switching, Log: meta.LogShared, Shards: r.newN, OldShards: r.oldN, NewShards: r.newN}
+	if err := d.Write(sw); err != nil {
+		return abandon(err)
+	}
+	if err := r.finishSwitch(d, r.newN); err != nil {
+		return nil, err
+	}
+	r.phase("switch", start)
+	rep.Outcome = OutcomeDone
+	return rep, nil
+}
+
+// finishSwitch does the steps after fusee.meta says format=reshard. Every
+// step can be repeated, so a rerun after a crash anywhere here finishes
+// the job: for the log and the shards, if the new copy is still in
+// reshard.new, the old one (if still in place) moves to reshard.old and
+// the new one moves in; then the final fusee.meta; then reshard.old and
+// reshard.new are deleted.
+func (r *resharder) finishSwitch(d *metaDir, newN int) error {
+	fs, dir := r.fs, r.dir
+	newDir, oldDir := fs.PathJoin(dir, NewDirName), fs.PathJoin(dir, OldDirName)
+	for _, name := range []string{"wal", "shards"} {
+		src := fs.PathJoin(newDir, name)
+		if _, err := fs.Stat(src); err != nil {
+			if errors.Is(err, iofs.ErrNotExist) {
+				continue // already moved in
+			}
+			return fmt.Errorf("switching: %w", err)
+		}
+		cur := fs.PathJoin(dir, name)
+		if _, err := fs.Stat(cur); err == nil {
+			if err := fs.MkdirAll(oldDir, 0o755); err != nil {
+				return fmt.Errorf("switching: %w", err)
+			}
+			if err := syncDir(fs, dir); err != nil {
+				return err
+			}
+			if err := fs.Rename(cur, fs.PathJoin(oldDir, name)); err != nil {
+				return fmt.Errorf("switching: moving the old %s aside: %w", name, err)
+			}
+			if err := syncDir(fs, oldDir); err != nil {
+				return err
+			}
+			if err := syncDir(fs, dir); err != nil {
+				return err
+			}
+		}
+		if err := fs.Rename(src, cur); err != nil {
+			return fmt.Errorf("switching: moving the new %s in: %w", name, err)
+		}
+		if err := syncDir(fs, dir); err != nil {
+			return err
+		}
+		if err := syncDir(fs, newDir); err != nil {
+			return err
+		}
+	}
+	if err := d.Write(meta.Meta{Format: meta.FormatLocal, Log: meta.LogShared, Shards: newN}); err != nil {
+		return err
+	}
+	for _, left := range []string{oldDir, newDir} {
+		if err := fs.RemoveAll(left); err != nil {
+			return fmt.Errorf("removing %s (the reshard is complete; remove it by hand or run `fusee reshard %s`): %w", left, dir, err)
+		}
+	}
+	return syncDir(fs, dir)
+}
+
+// newMap is a spill map under the scratch directory with a share of the
+// memory budget.
+func (r *resharder) newMap(name string) *spillMap {
+	r.maps++
+	return newSpillMap(r.fs, r.fs.PathJoin(r.scratch, name), max(r.budget/5, 1))
+}
+
+func (r *resharder) progress(phase string, done, total int64) {
+	if r.opts.Progress != nil {
+		r.opts.Progress(phase, done, total)
+	}
+}
+
+func (r *resharder) phase(name string, start time.Time) {
+	el := time.Since(start)
+	r.rep.Phases = append(r.rep.Phases, Phase{Name: name, Seconds: el.Seconds(), elapsed: el})
+}
+
+// treeSize is the total size of the files under dir, skipping the named
+// top-level entries.
+func treeSize(fs vfs.FS, dir string, skip ...string) (int64, error) {
+	var total int64
+	var walk func(path string, top bool) error
+	walk = func(path string, top bool) error {
+		names, err := fs.List(path)
+		if err != nil {
+			return fmt.Errorf("reading %s: %w", path, err)
+		}
+	next:
+		for _, n := range names {
+			if top {
+				for _, s := range skip {
+					if n == s {
+						continue next
+					}
+				}
+			}
+			p := fs.PathJoin(path, n)
+			st, err := fs.Stat(p)
+			if err != nil {
+				return fmt.Errorf("reading %s: %w", p, err)
+			}
+			if st.IsDir() {
+				if err := walk(p, false); err != nil {
+					return err
+				}
+				continue
+			}
+			total += st.Size()
+		}
+		return nil
+	}
+	return total, walk(dir, true)
+}
+
+func humanBytes(n int64) string {
+	const unit = 1024
+	if n < unit {
+		return fmt.Sprintf("%d B", n)
+	}
+	div, exp := int64(unit), 0
+	for m := n / unit; m >= unit; m /= unit {
+		div *= unit
+		exp++
+	}
+	return fmt.Sprintf("%.1f %ciB", float64(n)/float64(div), "KMGTPE"[exp])
+}
+
+var _ = journal.MaxRunNo

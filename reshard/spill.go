@@ -1,0 +1,188 @@
+package reshard
+
+import (
+	"bytes"
+	"fmt"
+	"maps"
+	"slices"
+
+	"github.com/cockroachdb/pebble/v2"
+	"github.com/cockroachdb/pebble/v2/vfs"
+	"github.com/fusee-dev/fusee/journal"
+)
+
+// spillMap is a key-value map that stays in memory while it is small and
+// moves to a scratch pebble store once it holds more than its budget: the
+// renumbering plan, the run map and the external sort of new store keys
+// all live in one, so reshard's memory is bounded by the budget, never by
+// the number of runs. Iteration is in key order either way.
+type spillMap struct {
+	fs     vfs.FS
+	dir    string // where the scratch store goes if it spills
+	budget int64
+
+	mem      map[string][]byte
+	memBytes int64
+
+	db    *pebble.DB
+	batch *pebble.Batch
+}
+
+// entryOverhead approximates what a map entry costs beyond its bytes.
+const entryOverhead = 64
+
+func newSpillMap(fs vfs.FS, dir string, budget int64) *spillMap {
+	return &spillMap{fs: fs, dir: dir, budget: budget, mem: map[string][]byte{}}
+}
+
+// Spilled reports whether the map lives in a scratch store.
+func (m *spillMap) Spilled() bool { return m.db != nil }
+
+// Put sets key to value (both copied).
+func (m *spillMap) Put(key, value []byte) error {
+	if m.db != nil {
+		if err := m.batch.Set(key, value, nil); err != nil {
+			return err
+		}
+		if m.batch.Len() >= 4<<20 {
+			return m.commit()
+		}
+		return nil
+	}
+	old, had := m.mem[string(key)]
+	if had {
+		m.memBytes -= int64(len(old))
+	} else {
+		m.memBytes += int64(len(key)) + entryOverhead
+	}
+	m.mem[string(key)] = bytes.Clone(value)
+	m.memBytes += int64(len(value))
+	if m.memBytes > m.budget {
+		return m.spill()
+	}
+	return nil
+}
+
+// spill moves the in-memory entries to a new scratch store.
+func (m *spillMap) spill() error {
+	memtable := int(min(max(m.budget/2, 1<<20), 64<<20))
+	db, err := journal.OpenScratchStore(m.fs, m.dir, memtable)
+	if err != nil {
+		return err
+	}
+	m.db, m.batch = db, db.NewBatch()
+	for _, k := range slices.Sorted(maps.Keys(m.mem)) {
+		if err := m.batch.Set([]byte(k), m.mem[k], nil); err != nil {
+			return err
+		}
+		if m.batch.Len() >= 4<<20 {
+			if err := m.commit(); err != nil {
+				return err
+			}
+		}
+	}
+	m.mem, m.memBytes = nil, 0
+	return m.commit()
+}
+
+func (m *spillMap) commit() error {
+	if m.batch.Empty() {
+		return nil
+	}
+	if err := m.batch.Commit(pebble.NoSync); err != nil {
+		return fmt.Errorf("scratch store %s: %w", m.dir, err)
+	}
+	m.batch = m.db.NewBatch()
+	return nil
+}
+
+// Get returns the value of key; the slice is valid until the next call.
+func (m *spillMap) Get(key []byte) ([]byte, bool, error) {
+	if m.db == nil {
+		v, ok := m.mem[string(key)]
+		return v, ok, nil
+	}
+	if err := m.commit(); err != nil {
+		return nil, false, err
+	}
+	v, closer, err := m.db.Get(key)
+	if err == pebble.ErrNotFound {
+		return nil, false, nil
+	}
+	if err != nil {
+		return nil, false, fmt.Errorf("scratch store %s: %w", m.dir, err)
+	}
+	out := bytes.Clone(v)
+	closer.Close()
+	return out, true, nil
+}
+
+// Each calls fn with every entry whose key starts with prefix, in key
+// order. Key and value are valid only during the call.
+func (m *spillMap) Each(prefix []byte, fn func(k, v []byte) error) error {
+	if m.db == nil {
+		var keys []string
+		for k := range m.mem {
+			if bytes.HasPrefix([]byte(k), prefix) {
+				keys = append(keys, k)
+			}
+		}
+		slices.Sort(keys)
+		for _, k := range keys {
+			if err := fn([]byte(k), m.mem[k]); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	if err := m.commit(); err != nil {
+		return err
+	}
+	opts := &pebble.IterOptions{LowerBound: prefix, UpperBound: prefixEnd(prefix)}
+	it, err := m.db.NewIter(opts)
+	if err != nil {
+		return fmt.Errorf("scratch store %s: %w", m.dir, err)
+	}
+	for ok := it.First(); ok; ok = it.Next() {
+		v, err := it.ValueAndErr()
+		if err != nil {
+			it.Close()
+			return fmt.Errorf("scratch store %s: %w", m.dir, err)
+		}
+		if err := fn(it.Key(), v); err != nil {
+			it.Close()
+			return err
+		}
+	}
+	if err := it.Close(); err != nil {
+		return fmt.Errorf("scratch store %s: %w", m.dir, err)
+	}
+	return nil
+}
+
+// Close drops the map and deletes its scratch store.
+func (m *spillMap) Close() error {
+	m.mem = nil
+	if m.db == nil {
+		return nil
+	}
+	_ = m.batch.Close()
+	err := m.db.Close()
+	m.db = nil
+	if rerr := m.fs.RemoveAll(m.dir); err == nil {
+		err = rerr
+	}
+	return err
+}
+
+// prefixEnd is the smallest key above every key with prefix (nil: none).
+func prefixEnd(prefix []byte) []byte {
+	end := bytes.Clone(prefix)
+	for i := len(end) - 1; i >= 0; i-- {
+		if end[i] != 0xff {
+			end[i]++
+			return end[:i+1]
+		}
+	}
+	return nil
+}
