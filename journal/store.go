@@ -18,7 +18,9 @@ import (
 // fresh store built from sorted sstables).
 
 // StoreError is a problem with a shard store's content: a key that does
-// not decode, or a store that contradicts itself. The store is damaged.
+// not decode, or a store that contradicts itself. The store is damaged,
+// unless Err is a *StoreVersionError: a store of a layout version this
+// fusee does not read.
 type StoreError struct {
 	Path string // the store directory
 	Key  string // the key, as StoreKey.String renders it ("" for the store as a whole)
@@ -29,6 +31,10 @@ func (e *StoreError) Error() string {
 	where := e.Path
 	if e.Key != "" {
 		where += ": key " + e.Key
+	}
+	var ve *StoreVersionError
+	if errors.As(e.Err, &ve) {
+		return fmt.Sprintf("shard store %s: %v", where, e.Err) // not damage: the message says what to do
 	}
 	return fmt.Sprintf("shard store %s: %v; the store is damaged: restore the directory from a backup (fusee verify names every damaged part)", where, e.Err)
 }
