@@ -371,10 +371,8 @@ func checkLoaded(s *Shard, hdr *CheckpointHeader, index, count int, ids map[stri
 		} else if st := r.Start(); st == nil || st.Kind != KindStart || st.WorkflowID != r.WorkflowID {
 			return fmt.Errorf("run %d's journal does not begin with its start record", no)
 		}
-		if latest, ok := s.ByID[r.WorkflowID]; !ok || latest < no {
-			s.ByID[r.WorkflowID] = no
-		}
 	}
+	s.ByID = deriveIndex(s.Runs)
 	for no := range s.Archive {
 		if r, ok := s.Runs[no]; !ok || r.State != StateTombstone {
 			return fmt.Errorf("archived history of run %d, which is not a tombstone", no)
@@ -386,7 +384,7 @@ func checkLoaded(s *Shard, hdr *CheckpointHeader, index, count int, ids map[stri
 		}
 	}
 	if !maps.Equal(ids, s.ByID) {
-		return fmt.Errorf("the ID index (%d entries) differs from the runs' workflow IDs (%d latest runs): %s",
+		return fmt.Errorf("the ID index (%d entries) differs from the runs' workflow IDs (%d highest generations): %s",
 			len(ids), len(s.ByID), firstIDDiff(ids, s.ByID))
 	}
 	s.RebuildTimers()
@@ -408,7 +406,7 @@ func firstIDDiff(stored, derived map[string]RunNo) string {
 		a, aok := stored[id]
 		b, bok := derived[id]
 		if a != b || aok != bok {
-			return fmt.Sprintf("workflow ID %q: index says run %d, runs say %d", id, a, b)
+			return fmt.Sprintf("workflow ID %q: index says run %d, its highest generation is run %d", id, a, b)
 		}
 	}
 	return "?"

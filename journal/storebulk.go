@@ -131,11 +131,19 @@ const bulkTableSize = 64 << 20
 // own numbers (shard, count, LSN, next run, next seq) filled in from s;
 // the caller supplies the log position, clock, creation time and store
 // generation. Reshard, upgrade and the generator write shards with it.
+// s.ByID must be the index its runs imply (each ID's highest generation:
+// RebuildIndex makes it so); WriteShardStore refuses a shard whose index
+// differs rather than write a store that recovery would refuse.
 //
 // On failure dir may hold a partial store; the caller removes it (it was
 // building beside the directory anyway).
 func WriteShardStore(fs vfs.FS, dir string, s *Shard, hdr CheckpointHeader) error {
 	hdr = headerFor(s, hdr)
+	if ids := deriveIndex(s.Runs); !maps.Equal(ids, s.ByID) {
+		// The store would not load: its index must be the one the runs imply.
+		return fmt.Errorf("writing shard store %s: the shard's ID index differs from its runs' highest generations: %s",
+			dir, firstIDDiff(s.ByID, ids))
+	}
 	if _, err := fs.Stat(dir); err == nil {
 		return fmt.Errorf("writing shard store %s: it already exists", dir)
 	}
