@@ -59,7 +59,7 @@ const (
 	KindIndexMissingID   Kind = "index-missing-id"      // a run's workflow ID has no index entry
 	KindGenDuplicate     Kind = "gen-duplicate"         // two runs of one ID share a generation
 	KindGenGap           Kind = "gen-gap"               // an ID's generations are not 1..k
-	KindGenOrder         Kind = "gen-order"             // a later generation has a lower run number
+	KindGenOrder         Kind = "gen-order"             // a later generation has a lower run number, and neither run was renumbered
 	KindSupersededActive Kind = "superseded-unfinished" // a run that is not its ID's latest is not finished
 
 	// References.
@@ -135,7 +135,7 @@ var kinds = map[Kind]kindInfo{
 	KindIndexMissingID:   {SeverityError, "the workflow cannot be found by its ID; " + hintEngine},
 	KindGenDuplicate:     {SeverityError, "the dump and reshard cannot tell these runs apart; " + hintEngine},
 	KindGenGap:           {SeverityError, hintEngine},
-	KindGenOrder:         {SeverityError, "newest-first iteration would be wrong; " + hintReshard},
+	KindGenOrder:         {SeverityError, "only a reshard may number an older run above a newer one, and it flags the run it renumbered; " + hintReshard},
 	KindSupersededActive: {SeverityError, "two runs of one workflow ID would both be live; " + hintEngine},
 
 	KindRefBadShard:   {SeverityError, hintReshard},
