@@ -139,6 +139,12 @@ type Shard struct {
 	Count   int // shard count of the directory
 	LSN     uint64
 	NextRun RunNo // the number the next run started here gets
+	// StoreGen is the store generation (the checkpoint header's gen): 1
+	// for a new directory, one more each time a reshard or upgrade builds
+	// the shard's store anew. A store written from the shard gets it as
+	// its header's gen. Completion tokens carry it mod 64 (TokenGen), so
+	// tokens minted before a rebuild no longer match.
+	StoreGen uint64
 
 	Runs    map[RunNo]*Run
 	ByID    map[string]RunNo // workflow ID -> its newest run (highest generation: Run.NewerThan)
@@ -165,10 +171,10 @@ type TimerKey struct {
 	Pos uint32
 }
 
-// NewShard returns an empty shard.
+// NewShard returns an empty shard of store generation 1.
 func NewShard(index, count int) *Shard {
 	return &Shard{
-		Index: index, Count: count, NextRun: 1, NextSeq: 1,
+		Index: index, Count: count, NextRun: 1, NextSeq: 1, StoreGen: 1,
 		Runs: map[RunNo]*Run{}, ByID: map[string]RunNo{}, Outbox: map[string]*Message{},
 		Seen: map[string]string{}, Archive: map[RunNo][]Record{}, Timers: map[TimerKey]struct{}{},
 	}

@@ -358,8 +358,10 @@ func checkLoaded(s *Shard, hdr *CheckpointHeader, index, count int, ids map[stri
 		return fmt.Errorf("the checkpoint header says %d shards, but fusee.meta says %d", hdr.Count, count)
 	case hdr.NextRun == 0 || hdr.NextRun > MaxRunNo+1 || hdr.NextSeq == 0:
 		return fmt.Errorf("the checkpoint header has next run %d and next outbox seq %d", hdr.NextRun, hdr.NextSeq)
+	case hdr.Gen == 0:
+		return errors.New("the checkpoint header has store generation 0")
 	}
-	s.LSN, s.NextRun, s.NextSeq = hdr.LSN, hdr.NextRun, hdr.NextSeq
+	s.LSN, s.NextRun, s.NextSeq, s.StoreGen = hdr.LSN, hdr.NextRun, hdr.NextSeq, hdr.Gen
 	for no, r := range s.Runs {
 		if no >= s.NextRun {
 			return fmt.Errorf("run %d is not below the header's next run number %d", no, s.NextRun)

@@ -72,7 +72,7 @@ const (
 	KindPred          Kind = "pred-mismatch"   // a predecessor is not the previous generation, or not ended the way the origin says
 	KindNext          Kind = "next-mismatch"   // a continue-as-new/reset's next run is not the next generation naming it back
 	KindKey           Kind = "key-mismatch"    // a Ctx::key value does not name its own run
-	KindToken         Kind = "token-mismatch"  // a completion token does not name its own run and Async position
+	KindToken         Kind = "token-mismatch"  // a completion token does not name its shard's store generation, its own run and Async position
 	KindCaller        Kind = "caller-mismatch" // an update's caller reference names a run of another workflow ID
 
 	// Outputs regenerated from journals.

@@ -328,6 +328,9 @@ var plants = []plant{
 	{"token names another position", KindToken, func(sc *scenario, st *State) {
 		sc.run(sc.kid).Journal[sc.kidAsync].Token.Pos++
 	}, true},
+	{"token minted before the store was rebuilt", KindToken, func(sc *scenario, st *State) {
+		sc.shardOf(sc.kid).StoreGen++
+	}, true},
 	{"update caller is a run of another ID", KindCaller, func(sc *scenario, st *State) {
 		u := &sc.run(sc.chain2).Journal[sc.updatePos]
 		u.ParentID = sc.neighbor.id
