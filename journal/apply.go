@@ -165,11 +165,16 @@ func (s *Shard) applyStart(op *Op) error {
 	case op.Run > MaxRunNo:
 		return fmt.Errorf("start of run %d: over the largest run number %d", op.Run, MaxRunNo)
 	}
-	s.Runs[op.Run] = &Run{
+	r := &Run{
 		No: op.Run, WorkflowID: rec.WorkflowID, Gen: rec.Gen, Type: rec.Type,
 		State: StateRunning, Started: rec.Time, Journal: []Record{*rec},
 	}
-	s.setLatest(rec.WorkflowID, op.Run)
+	s.Runs[op.Run] = r
+	// The index names the ID's highest generation, not its highest number:
+	// after a reshard an older run can have a number above a newer one's.
+	if cur := s.Latest(rec.WorkflowID); cur == nil || r.NewerThan(cur) {
+		s.setLatest(rec.WorkflowID, op.Run)
+	}
 	s.NextRun = op.Run + 1
 	s.touchRun(op.Run, 0)
 	return nil

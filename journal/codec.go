@@ -185,7 +185,8 @@ func (e *enc) record(r *Record) {
 		e.uv(uint64(r.Key.Pos))
 	}
 	if m&fToken != 0 {
-		e.uv(uint64(r.Token.Shard))
+		// The token's generation rides above its 10 shard bits.
+		e.uv(uint64(r.Token.Gen&0x3f)<<10 | uint64(r.Token.Shard&0x3ff))
 		e.uv(uint64(r.Token.Run))
 		e.uv(uint64(r.Token.Pos))
 	}
@@ -276,7 +277,12 @@ func (d *dec) record(r *Record) {
 		r.Key = CtxKey{WorkflowID: d.str(), Run: RunNo(d.uv()), Pos: uint32(d.uv())}
 	}
 	if m&fToken != 0 {
-		r.Token = Token{Shard: int(d.uv()), Run: RunNo(d.uv()), Pos: uint32(d.uv())}
+		gs := d.uv()
+		if gs >= 1<<16 {
+			d.err = fmt.Errorf("completion token generation and shard %#x: more than 16 bits", gs)
+			return
+		}
+		r.Token = Token{Gen: uint8(gs >> 10), Shard: int(gs & 0x3ff), Run: RunNo(d.uv()), Pos: uint32(d.uv())}
 	}
 	if m&fPayload != 0 {
 		r.Payload = d.bytesCopy()

@@ -127,8 +127,9 @@ func Create(fs vfs.FS, dir string, opts CreateOptions) (*DB, error) {
 // store is built by WriteShardStore (sorted sstables, ingested), so this is
 // how a generator writes a large directory fast. shards[i] must be shard i
 // of len(shards) (opts.Shards is ignored) with LSN 0: the directory starts
-// a new log, whose LSNs start at 1. The shards are not modified or
-// retained.
+// a new log, whose LSNs start at 1. Each store's header gets its shard's
+// StoreGen (1 for a NewShard; a rebuild passes shards with the old
+// generation + 1). The shards are not modified or retained.
 func CreateFrom(fs vfs.FS, dir string, shards []*Shard, opts CreateOptions) (*DB, error) {
 	n := len(shards)
 	if n < 1 || n > meta.MaxShards {
@@ -161,7 +162,7 @@ func CreateFrom(fs vfs.FS, dir string, shards []*Shard, opts CreateOptions) (*DB
 			if err := fs.MkdirAll(ShardDir(fs, dir, i), 0o755); err != nil {
 				return err
 			}
-			hdr := CheckpointHeader{Log: pos, Now: opts.Now, Created: opts.Now, Gen: 1}
+			hdr := CheckpointHeader{Log: pos, Now: opts.Now, Created: opts.Now} // gen: s.StoreGen
 			if err := WriteShardStore(fs, StoreDir(fs, dir, i), s, hdr); err != nil {
 				return err
 			}
@@ -321,7 +322,7 @@ func (db *DB) Checkpoint() error {
 		if s.pendingChanges() == 0 && old.LSN == s.LSN && old.Log.Segment == pos.Segment {
 			continue
 		}
-		hdr := headerFor(s, CheckpointHeader{Log: pos, Now: db.Now, Created: db.created, Gen: old.Gen, Seq: old.Seq + 1})
+		hdr := headerFor(s, CheckpointHeader{Log: pos, Now: db.Now, Created: db.created, Seq: old.Seq + 1})
 		wg.Add(1)
 		sem <- struct{}{}
 		go func() {

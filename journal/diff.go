@@ -42,6 +42,9 @@ func (d *differ) shard(a, b *Shard) {
 	if a.LSN != b.LSN || a.NextRun != b.NextRun || a.NextSeq != b.NextSeq {
 		d.add("LSN/next run/next seq %d/%d/%d vs %d/%d/%d", a.LSN, a.NextRun, a.NextSeq, b.LSN, b.NextRun, b.NextSeq)
 	}
+	if a.StoreGen != b.StoreGen {
+		d.add("store generation %d vs %d", a.StoreGen, b.StoreGen)
+	}
 	for _, no := range unionKeys(a.Runs, b.Runs) {
 		ra, rb := a.Runs[no], b.Runs[no]
 		switch {

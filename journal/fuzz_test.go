@@ -318,7 +318,7 @@ func FuzzParseToken(f *testing.F) {
 		if err != nil {
 			return
 		}
-		if tk.Shard < 0 || tk.Shard > 1023 || tk.Run > journal.MaxRunNo {
+		if tk.Gen > 63 || tk.Shard < 0 || tk.Shard > 1023 || tk.Run > journal.MaxRunNo {
 			t.Fatalf("ParseToken(%q) = %+v, out of range", in, tk)
 		}
 		out := tk.String()

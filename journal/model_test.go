@@ -38,7 +38,7 @@ func genRecord() *rapid.Generator[Record] {
 			r.Key = CtxKey{WorkflowID: rapid.StringN(1, 20, -1).Draw(t, "kwf"), Run: ref("key").Run, Pos: rapid.Uint32().Draw(t, "kpos")}
 		}
 		tk := ref("token")
-		r.Token = Token{Shard: tk.Shard, Run: tk.Run, Pos: rapid.Uint32().Draw(t, "tpos")}
+		r.Token = Token{Gen: uint8(rapid.IntRange(0, 63).Draw(t, "tgen")), Shard: tk.Shard, Run: tk.Run, Pos: rapid.Uint32().Draw(t, "tpos")}
 		if r.Token.Run == 0 {
 			r.Token = Token{}
 		}
@@ -107,9 +107,13 @@ func TestOpRoundTrip(t *testing.T) {
 	})
 }
 
+// A token's text form keeps all four parts, the store generation
+// included, and every 24-digit form decodes (its six high bits are the
+// generation).
 func TestTokenRoundTrip(t *testing.T) {
 	rapid.Check(t, func(t *rapid.T) {
 		tk := Token{
+			Gen:   uint8(rapid.IntRange(0, 63).Draw(t, "gen")),
 			Shard: rapid.IntRange(0, 1023).Draw(t, "shard"),
 			Run:   RunNo(rapid.Uint64Range(0, uint64(MaxRunNo)).Draw(t, "run")),
 			Pos:   rapid.Uint32().Draw(t, "pos"),
@@ -119,13 +123,27 @@ func TestTokenRoundTrip(t *testing.T) {
 			t.Fatalf("ParseToken(%s) = %+v, %v; want %+v", tk, got, err, tk)
 		}
 	})
-	for _, bad := range []string{"", "tk", "tk00", "xx000000000000000000000000", "tkzz0000000000000000000000", "tkff0000000000000000000000"} {
+	for _, bad := range []string{"", "tk", "tk00", "xx000000000000000000000000", "tkzz0000000000000000000000", "tk04000000000000000000000000"} {
 		if _, err := ParseToken(bad); err == nil {
 			t.Errorf("ParseToken(%q) accepted a bad token", bad)
 		}
 	}
-	if got := (Token{Shard: 1023, Run: MaxRunNo, Pos: 0xffffffff}).String(); got != "tk03ffffffffffffffffffffff" {
-		t.Errorf("max token = %s", got)
+	for _, c := range []struct {
+		tk   Token
+		text string
+	}{
+		{Token{Shard: 1023, Run: MaxRunNo, Pos: 0xffffffff}, "tk03ffffffffffffffffffffff"},
+		{Token{Gen: 63, Shard: 1023, Run: MaxRunNo, Pos: 0xffffffff}, "tkffffffffffffffffffffffff"},
+		{Token{Gen: 1, Shard: 0, Run: 1, Pos: 2}, "tk040000000000000100000002"},
+		{Token{Gen: 63, Shard: 768}, "tkff0000000000000000000000"},
+		{Token{Gen: TokenGen(65), Shard: 5, Run: 7, Pos: 9}, "tk040500000000000700000009"},
+	} {
+		if got := c.tk.String(); got != c.text {
+			t.Errorf("%+v.String() = %s, want %s", c.tk, got, c.text)
+		}
+		if got, err := ParseToken(c.text); err != nil || got != c.tk {
+			t.Errorf("ParseToken(%s) = %+v, %v; want %+v", c.text, got, err, c.tk)
+		}
 	}
 }
 

@@ -1,6 +1,7 @@
 package journal
 
 import (
+	"encoding/binary"
 	"encoding/hex"
 	"fmt"
 	"strconv"
@@ -65,36 +66,40 @@ type CtxKey struct {
 func (k CtxKey) String() string { return fmt.Sprintf("%s/%d/%d", k.WorkflowID, k.Run, k.Pos) }
 
 // Token answers a pending async completion from outside the engine. It
-// packs the shard (10 bits), the run (48 bits) and the journal position
-// (32 bits) into 90 bits, written as 24 hex digits after "tk". It changes
-// when a run is renumbered or moves shard.
+// packs the store generation of the shard that minted it (6 bits: the
+// generation mod 64), the shard (10 bits), the run (48 bits) and the
+// journal position (32 bits) into 96 bits,
+//
+//	[gen:6][shard:10][run:48][pos:32]   big endian
+//
+// written as 24 hex digits after "tk". It changes when a run is renumbered
+// or moves shard, and when its shard's store is rebuilt whole (a reshard
+// or upgrade adds one to the store generation): a token handed out before
+// a reshard names a generation that is gone, so it is refused rather than
+// taken for whatever run now has the same shard, number and position.
 type Token struct {
-	Shard int
+	Gen   uint8 // the minting shard's store generation mod 64 (TokenGen); 0..63
+	Shard int   // 0..1023
 	Run   RunNo
 	Pos   uint32
 }
 
+// TokenGen is the Token.Gen of tokens minted by a shard of store
+// generation storeGen (Shard.StoreGen): the generation mod 64.
+func TokenGen(storeGen uint64) uint8 { return uint8(storeGen % 64) }
+
 // String encodes the token.
 func (t Token) String() string {
 	var b [12]byte
-	// [shard:10][run:48][pos:32], big-endian in 96 bits (6 high bits zero).
-	hi := uint64(t.Shard&0x3ff)<<48 | uint64(t.Run)&uint64(MaxRunNo)
-	b[0] = byte(hi >> 56)
-	b[1] = byte(hi >> 48)
-	b[2] = byte(hi >> 40)
-	b[3] = byte(hi >> 32)
-	b[4] = byte(hi >> 24)
-	b[5] = byte(hi >> 16)
-	b[6] = byte(hi >> 8)
-	b[7] = byte(hi)
-	b[8] = byte(t.Pos >> 24)
-	b[9] = byte(t.Pos >> 16)
-	b[10] = byte(t.Pos >> 8)
-	b[11] = byte(t.Pos)
+	hi := uint64(t.Gen&0x3f)<<58 | uint64(t.Shard&0x3ff)<<48 | uint64(t.Run)&uint64(MaxRunNo)
+	binary.BigEndian.PutUint64(b[:8], hi)
+	binary.BigEndian.PutUint32(b[8:], t.Pos)
 	return "tk" + hex.EncodeToString(b[:])
 }
 
-// ParseToken decodes a token written by Token.String.
+// ParseToken decodes a token written by Token.String. Every 24-digit
+// value decodes; whether it names a pending completion is for its shard
+// to say.
 func ParseToken(s string) (Token, error) {
 	if !strings.HasPrefix(s, "tk") || len(s) != 26 {
 		return Token{}, fmt.Errorf("completion token %q: want \"tk\" and 24 hex digits", s)
@@ -103,15 +108,9 @@ func ParseToken(s string) (Token, error) {
 	if err != nil {
 		return Token{}, fmt.Errorf("completion token %q: %v", s, err)
 	}
-	var hi uint64
-	for _, c := range b[:8] {
-		hi = hi<<8 | uint64(c)
-	}
-	if hi>>58 != 0 {
-		return Token{}, fmt.Errorf("completion token %q: high bits set", s)
-	}
-	pos := uint32(b[8])<<24 | uint32(b[9])<<16 | uint32(b[10])<<8 | uint32(b[11])
-	return Token{Shard: int(hi >> 48 & 0x3ff), Run: RunNo(hi & uint64(MaxRunNo)), Pos: pos}, nil
+	hi := binary.BigEndian.Uint64(b[:8])
+	return Token{Gen: uint8(hi >> 58), Shard: int(hi >> 48 & 0x3ff), Run: RunNo(hi & uint64(MaxRunNo)),
+		Pos: binary.BigEndian.Uint32(b[8:])}, nil
 }
 
 // Kind says what fact a journal record holds.

@@ -62,6 +62,18 @@ func (r *Run) Start() *Record {
 	return &r.Journal[0]
 }
 
+// NewerThan reports whether r counts as a newer run of its workflow ID
+// than o: it has the higher generation or, in a damaged state where both
+// have the same generation (verify's gen-duplicate), the higher number.
+// Run numbers alone do not order the runs of an ID: a reshard can
+// renumber an older run above a newer one that kept its number.
+func (r *Run) NewerThan(o *Run) bool {
+	if r.Gen != o.Gen {
+		return r.Gen > o.Gen
+	}
+	return r.No > o.No
+}
+
 // Key is the Ctx::key value for a position of this run.
 func (r *Run) Key(pos uint32) CtxKey { return CtxKey{WorkflowID: r.WorkflowID, Run: r.No, Pos: pos} }
 
@@ -127,9 +139,15 @@ type Shard struct {
 	Count   int // shard count of the directory
 	LSN     uint64
 	NextRun RunNo // the number the next run started here gets
+	// StoreGen is the store generation (the checkpoint header's gen): 1
+	// for a new directory, one more each time a reshard or upgrade builds
+	// the shard's store anew. A store written from the shard gets it as
+	// its header's gen. Completion tokens carry it mod 64 (TokenGen), so
+	// tokens minted before a rebuild no longer match.
+	StoreGen uint64
 
 	Runs    map[RunNo]*Run
-	ByID    map[string]RunNo // workflow ID -> latest run
+	ByID    map[string]RunNo // workflow ID -> its newest run (highest generation: Run.NewerThan)
 	Outbox  map[string]*Message
 	NextSeq uint64 // next outbox sequence number
 	// Seen is the receiver dedup set: the IDs of messages this shard has
@@ -153,21 +171,51 @@ type TimerKey struct {
 	Pos uint32
 }
 
-// NewShard returns an empty shard.
+// NewShard returns an empty shard of store generation 1.
 func NewShard(index, count int) *Shard {
 	return &Shard{
-		Index: index, Count: count, NextRun: 1, NextSeq: 1,
+		Index: index, Count: count, NextRun: 1, NextSeq: 1, StoreGen: 1,
 		Runs: map[RunNo]*Run{}, ByID: map[string]RunNo{}, Outbox: map[string]*Message{},
 		Seen: map[string]string{}, Archive: map[RunNo][]Record{}, Timers: map[TimerKey]struct{}{},
 	}
 }
 
-// Latest returns the latest run of a workflow ID, or nil.
+// Latest returns the latest run of a workflow ID (its highest generation,
+// whatever its number), or nil.
 func (s *Shard) Latest(workflowID string) *Run {
 	if no, ok := s.ByID[workflowID]; ok {
 		return s.Runs[no]
 	}
 	return nil
+}
+
+// deriveIndex is the ID index that runs imply: each workflow ID mapped to
+// its newest run (Run.NewerThan).
+func deriveIndex(runs map[RunNo]*Run) map[string]RunNo {
+	ids := map[string]RunNo{}
+	newest := map[string]*Run{}
+	for no, r := range runs {
+		if cur, ok := newest[r.WorkflowID]; !ok || r.NewerThan(cur) {
+			newest[r.WorkflowID], ids[r.WorkflowID] = r, no
+		}
+	}
+	return ids
+}
+
+// RebuildIndex recomputes the ID index from the runs: each workflow ID
+// maps to its highest-generation run. A reshard that moves and renumbers
+// runs builds the new shards' index with it.
+func (s *Shard) RebuildIndex() {
+	old := s.ByID
+	s.ByID = deriveIndex(s.Runs)
+	if c := s.changed; c != nil {
+		for id := range old {
+			c.ids[id] = struct{}{}
+		}
+		for id := range s.ByID {
+			c.ids[id] = struct{}{}
+		}
+	}
 }
 
 // SortedRuns returns the runs in run-number order.

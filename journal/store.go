@@ -18,7 +18,9 @@ import (
 // fresh store built from sorted sstables).
 
 // StoreError is a problem with a shard store's content: a key that does
-// not decode, or a store that contradicts itself. The store is damaged.
+// not decode, or a store that contradicts itself. The store is damaged,
+// unless Err is a *StoreVersionError: a store of a layout version this
+// fusee does not read.
 type StoreError struct {
 	Path string // the store directory
 	Key  string // the key, as StoreKey.String renders it ("" for the store as a whole)
@@ -29,6 +31,10 @@ func (e *StoreError) Error() string {
 	where := e.Path
 	if e.Key != "" {
 		where += ": key " + e.Key
+	}
+	var ve *StoreVersionError
+	if errors.As(e.Err, &ve) {
+		return fmt.Sprintf("shard store %s: %v", where, e.Err) // not damage: the message says what to do
 	}
 	return fmt.Sprintf("shard store %s: %v; the store is damaged: restore the directory from a backup (fusee verify names every damaged part)", where, e.Err)
 }
@@ -352,8 +358,10 @@ func checkLoaded(s *Shard, hdr *CheckpointHeader, index, count int, ids map[stri
 		return fmt.Errorf("the checkpoint header says %d shards, but fusee.meta says %d", hdr.Count, count)
 	case hdr.NextRun == 0 || hdr.NextRun > MaxRunNo+1 || hdr.NextSeq == 0:
 		return fmt.Errorf("the checkpoint header has next run %d and next outbox seq %d", hdr.NextRun, hdr.NextSeq)
+	case hdr.Gen == 0:
+		return errors.New("the checkpoint header has store generation 0")
 	}
-	s.LSN, s.NextRun, s.NextSeq = hdr.LSN, hdr.NextRun, hdr.NextSeq
+	s.LSN, s.NextRun, s.NextSeq, s.StoreGen = hdr.LSN, hdr.NextRun, hdr.NextSeq, hdr.Gen
 	for no, r := range s.Runs {
 		if no >= s.NextRun {
 			return fmt.Errorf("run %d is not below the header's next run number %d", no, s.NextRun)
@@ -365,10 +373,8 @@ func checkLoaded(s *Shard, hdr *CheckpointHeader, index, count int, ids map[stri
 		} else if st := r.Start(); st == nil || st.Kind != KindStart || st.WorkflowID != r.WorkflowID {
 			return fmt.Errorf("run %d's journal does not begin with its start record", no)
 		}
-		if latest, ok := s.ByID[r.WorkflowID]; !ok || latest < no {
-			s.ByID[r.WorkflowID] = no
-		}
 	}
+	s.ByID = deriveIndex(s.Runs)
 	for no := range s.Archive {
 		if r, ok := s.Runs[no]; !ok || r.State != StateTombstone {
 			return fmt.Errorf("archived history of run %d, which is not a tombstone", no)
@@ -380,7 +386,7 @@ func checkLoaded(s *Shard, hdr *CheckpointHeader, index, count int, ids map[stri
 		}
 	}
 	if !maps.Equal(ids, s.ByID) {
-		return fmt.Errorf("the ID index (%d entries) differs from the runs' workflow IDs (%d latest runs): %s",
+		return fmt.Errorf("the ID index (%d entries) differs from the runs' workflow IDs (%d highest generations): %s",
 			len(ids), len(s.ByID), firstIDDiff(ids, s.ByID))
 	}
 	s.RebuildTimers()
@@ -402,7 +408,7 @@ func firstIDDiff(stored, derived map[string]RunNo) string {
 		a, aok := stored[id]
 		b, bok := derived[id]
 		if a != b || aok != bok {
-			return fmt.Sprintf("workflow ID %q: index says run %d, runs say %d", id, a, b)
+			return fmt.Sprintf("workflow ID %q: index says run %d, its highest generation is run %d", id, a, b)
 		}
 	}
 	return "?"

@@ -112,11 +112,13 @@ func eachStoreKey(s *Shard, hdr *CheckpointHeader, fn func(key, value []byte) er
 	return nil
 }
 
-// headerFor fills the counters of hdr from s.
+// headerFor fills the counters of hdr from s, the store generation
+// included: a store's header gen is always its shard's StoreGen.
 func headerFor(s *Shard, hdr CheckpointHeader) CheckpointHeader {
 	hdr.Version = StoreVersion
 	hdr.Shard, hdr.Count = s.Index, s.Count
 	hdr.LSN, hdr.NextRun, hdr.NextSeq = s.LSN, s.NextRun, s.NextSeq
+	hdr.Gen = s.StoreGen
 	return hdr
 }
 
@@ -128,14 +130,29 @@ const bulkTableSize = 64 << 20
 // fast: it writes s's keys in order into sstables, ingests them into a
 // fresh pebble store, which places them in its last level without
 // rewriting them, and syncs. The store's header is hdr with the shard's
-// own numbers (shard, count, LSN, next run, next seq) filled in from s;
-// the caller supplies the log position, clock, creation time and store
-// generation. Reshard, upgrade and the generator write shards with it.
+// own numbers (shard, count, LSN, next run, next seq, store generation)
+// filled in from s; the caller supplies the log position, clock, creation
+// time and checkpoint seq. hdr.Gen must be 0 or s.StoreGen: a store
+// rebuilt whole gets a new generation by its shard getting one (a
+// reshard sets each new shard's StoreGen to the old one's + 1 before
+// writing it). Reshard, upgrade and the generator write shards with it.
+// s.ByID must be the index its runs imply (each ID's highest generation:
+// RebuildIndex makes it so); WriteShardStore refuses a shard whose index
+// differs rather than write a store that recovery would refuse.
 //
 // On failure dir may hold a partial store; the caller removes it (it was
 // building beside the directory anyway).
 func WriteShardStore(fs vfs.FS, dir string, s *Shard, hdr CheckpointHeader) error {
+	if s.StoreGen == 0 || (hdr.Gen != 0 && hdr.Gen != s.StoreGen) {
+		return fmt.Errorf("writing shard store %s: store generation %d for a shard of store generation %d (0 is no generation)",
+			dir, hdr.Gen, s.StoreGen)
+	}
 	hdr = headerFor(s, hdr)
+	if ids := deriveIndex(s.Runs); !maps.Equal(ids, s.ByID) {
+		// The store would not load: its index must be the one the runs imply.
+		return fmt.Errorf("writing shard store %s: the shard's ID index differs from its runs' highest generations: %s",
+			dir, firstIDDiff(s.ByID, ids))
+	}
 	if _, err := fs.Stat(dir); err == nil {
 		return fmt.Errorf("writing shard store %s: it already exists", dir)
 	}

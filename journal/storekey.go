@@ -12,7 +12,7 @@ import (
 //
 //	"A" run:8                      archived history of a tombstoned run
 //	"H"                            the checkpoint header
-//	"I" workflowID                 ID index: latest run of the ID (value: run:8)
+//	"I" workflowID                 ID index: the ID's highest-generation run (value: run:8)
 //	"O" seq:8                      outbox message
 //	"R" run:8                      run entry (state, flags, identity, times)
 //	"R" run:8 pos:4                journal record pos of the run

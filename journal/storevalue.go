@@ -13,10 +13,13 @@ import (
 // docs/format.md is the reference.
 
 // StoreVersion is the version of the store layout, in every header.
-// Version 2: dedup ("S") values name the receiving workflow; outbox ("O")
-// values carry the parent's workflow ID and the send time. A store of
-// another version is refused as a whole.
-const StoreVersion = 2
+// Version 3: the ID index names each workflow ID's highest-generation run
+// (not its highest-numbered one), completion tokens carry the store
+// generation that minted them, and run number NoSuchRun is reserved for
+// references a reshard could not resolve. A store of another version is
+// refused as a whole. Versions 1 and 2 were never released: only a
+// development build wrote them.
+const StoreVersion = 3
 
 // CheckpointHeader is the value of a store's "H" key: what the store
 // reflects and where recovery continues in the log.
@@ -62,7 +65,7 @@ func DecodeHeader(p []byte) (CheckpointHeader, error) {
 	d := dec{b: p}
 	h.Version = d.uv()
 	if d.err == nil && h.Version != StoreVersion {
-		return h, fmt.Errorf("store layout version %d, this fusee reads %d", h.Version, StoreVersion)
+		return h, &StoreVersionError{Version: h.Version}
 	}
 	h.Shard = int(d.uv())
 	h.Count = int(d.uv())
@@ -76,6 +79,24 @@ func DecodeHeader(p []byte) (CheckpointHeader, error) {
 	h.Gen = d.uv()
 	h.Seq = d.uv()
 	return h, d.finish()
+}
+
+// StoreVersionError is a checkpoint header of a store layout version
+// this fusee does not read. The store is not damaged; it was written by
+// another build. Versions below StoreVersion were only ever written by
+// development builds, so there is nothing to upgrade from: such a
+// directory must be generated again.
+type StoreVersionError struct {
+	Version uint64 // the version the header has
+}
+
+func (e *StoreVersionError) Error() string {
+	if e.Version < StoreVersion {
+		return fmt.Sprintf("store layout version %d, this fusee reads only version %d: version %d was never released, "+
+			"so the directory was written by a development build of fusee and must be regenerated", e.Version, StoreVersion, e.Version)
+	}
+	return fmt.Sprintf("store layout version %d, this fusee reads only version %d: the directory was written by a newer fusee",
+		e.Version, StoreVersion)
 }
 
 // finish reports a decoding error or trailing bytes.

@@ -31,7 +31,7 @@ func WriteLogicalDump(w io.Writer, shards []*journal.Shard) error {
 // WriteDump writes the state of shards as sorted JSON lines, one object
 // per line, each with a "t" member saying what it is:
 //
-//	{"t":"shard","phys":{...}}                      only with Physical: shard, count, lsn, next_run, next_seq
+//	{"t":"shard","phys":{...}}                      only with Physical: shard, count, lsn, next_run, next_seq, store_gen
 //	{"t":"run","run":"wf#2","workflow_id":"wf","gen":2,"type":..,"state":..,"status":..,"started":..,"finished":..,"latest":true}
 //	{"t":"rec","run":"wf#2","pos":5,"kind":"child","archived":true,...record fields...}
 //	{"t":"timer","run":"wf#2","pos":3,"at":1000}
@@ -49,7 +49,11 @@ func WriteLogicalDump(w io.Writer, shards []*journal.Shard) error {
 // it resolves to, with "@<pos>" where it names a journal position: parent
 // and caller references, Ctx::key values (key) and completion tokens
 // (token) are positioned; pred, next, by and from are not. A reference
-// that matches no run is "dangling". Payloads are JSON strings when they
+// that matches no run is "dangling". A completion token's store
+// generation is physical (a reshard changes it, as it changes run
+// numbers): the logical form leaves it out, the "phys" member has the
+// token's text form ("tk" + 24 hex digits), generation included.
+// Payloads are JSON strings when they
 // are UTF-8 ("payload"), base64 otherwise ("payload_b64"). Record fields
 // keep the names of journal.Record in snake case; statuses, origins and
 // kinds are their String forms.
@@ -172,7 +176,7 @@ func (d *dumper) lines(ctx context.Context) ([]any, error) {
 		for _, s := range d.shards {
 			if s != nil {
 				out = append(out, shardLine{T: "shard", Phys: &shardPhys{Shard: s.Index, Count: s.Count, LSN: s.LSN,
-					NextRun: uint64(s.NextRun), NextSeq: s.NextSeq}})
+					NextRun: uint64(s.NextRun), NextSeq: s.NextSeq, StoreGen: s.StoreGen}})
 			}
 		}
 	}
@@ -205,11 +209,12 @@ type shardLine struct {
 }
 
 type shardPhys struct {
-	Shard   int    `json:"shard"`
-	Count   int    `json:"count"`
-	LSN     uint64 `json:"lsn"`
-	NextRun uint64 `json:"next_run"`
-	NextSeq uint64 `json:"next_seq"`
+	Shard    int    `json:"shard"`
+	Count    int    `json:"count"`
+	LSN      uint64 `json:"lsn"`
+	NextRun  uint64 `json:"next_run"`
+	NextSeq  uint64 `json:"next_seq"`
+	StoreGen uint64 `json:"store_gen"`
 }
 
 type runLine struct {

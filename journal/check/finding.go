@@ -59,7 +59,7 @@ const (
 	KindIndexMissingID   Kind = "index-missing-id"      // a run's workflow ID has no index entry
 	KindGenDuplicate     Kind = "gen-duplicate"         // two runs of one ID share a generation
 	KindGenGap           Kind = "gen-gap"               // an ID's generations are not 1..k
-	KindGenOrder         Kind = "gen-order"             // a later generation has a lower run number
+	KindGenOrder         Kind = "gen-order"             // a later generation has a lower run number, and neither run was renumbered
 	KindSupersededActive Kind = "superseded-unfinished" // a run that is not its ID's latest is not finished
 
 	// References.
@@ -72,7 +72,7 @@ const (
 	KindPred          Kind = "pred-mismatch"   // a predecessor is not the previous generation, or not ended the way the origin says
 	KindNext          Kind = "next-mismatch"   // a continue-as-new/reset's next run is not the next generation naming it back
 	KindKey           Kind = "key-mismatch"    // a Ctx::key value does not name its own run
-	KindToken         Kind = "token-mismatch"  // a completion token does not name its own run and Async position
+	KindToken         Kind = "token-mismatch"  // a completion token does not name its shard's store generation, its own run and Async position
 	KindCaller        Kind = "caller-mismatch" // an update's caller reference names a run of another workflow ID
 
 	// Outputs regenerated from journals.
@@ -135,7 +135,7 @@ var kinds = map[Kind]kindInfo{
 	KindIndexMissingID:   {SeverityError, "the workflow cannot be found by its ID; " + hintEngine},
 	KindGenDuplicate:     {SeverityError, "the dump and reshard cannot tell these runs apart; " + hintEngine},
 	KindGenGap:           {SeverityError, hintEngine},
-	KindGenOrder:         {SeverityError, "newest-first iteration would be wrong; " + hintReshard},
+	KindGenOrder:         {SeverityError, "only a reshard may number an older run above a newer one, and it flags the run it renumbered; " + hintReshard},
 	KindSupersededActive: {SeverityError, "two runs of one workflow ID would both be live; " + hintEngine},
 
 	KindRefBadShard:   {SeverityError, hintReshard},

@@ -19,8 +19,9 @@ func sortedKeys[K cmp.Ordered, V any](m map[K]V) []K {
 
 // index checks the ID index and the generations of each workflow ID: the
 // runs of one ID are generations 1..k with no gap or repeat, numbered in
-// generation order, all finished but the latest, and the index points at
-// the latest (the highest generation).
+// generation order except where a reshard renumbered a run, all finished
+// but the latest, and the index points at the latest (the highest
+// generation).
 func (v *verifier) index(s *journal.Shard) {
 	byID := map[string][]*journal.Run{}
 	for _, r := range s.SortedRuns() {
@@ -28,12 +29,7 @@ func (v *verifier) index(s *journal.Shard) {
 	}
 	for _, id := range sortedIDs(byID) {
 		runs := byID[id] // in run-number order
-		for i := 1; i < len(runs); i++ {
-			if runs[i].Gen < runs[i-1].Gen {
-				v.addf(KindGenOrder, s.Index, runs[i].No, "workflow %q generation %d has a higher run number than generation %d (run %d)",
-					id, runs[i].Gen, runs[i-1].Gen, runs[i-1].No)
-			}
-		}
+		v.genOrder(s, id, runs)
 		byGen := slices.Clone(runs)
 		sort.SliceStable(byGen, func(a, b int) bool { return byGen[a].Gen < byGen[b].Gen })
 		want := uint32(1)
@@ -72,5 +68,26 @@ func (v *verifier) index(s *journal.Shard) {
 		case r.WorkflowID != id:
 			v.addf(KindIndexWrongID, s.Index, no, "the index entry for %q names a run of %q", id, r.WorkflowID)
 		}
+	}
+}
+
+// genOrder reports a pair of runs of one workflow ID whose run numbers
+// are in the opposite order of their generations, unless a reshard
+// renumbered either of them: a renumbered run gets a number above every
+// number its old shard used, so it legitimately counts as newer than it
+// is. Among the runs that kept their numbers the order must hold, and it
+// holds for every pair exactly when it holds for each neighbour in run
+// number order, which is what is checked.
+func (v *verifier) genOrder(s *journal.Shard, id string, runs []*journal.Run) {
+	var prev *journal.Run
+	for _, r := range runs { // in run-number order
+		if r.Renumbered {
+			continue
+		}
+		if prev != nil && r.Gen < prev.Gen {
+			v.addf(KindGenOrder, s.Index, r.No, "workflow %q generation %d has a higher run number than generation %d (run %d), and neither was renumbered",
+				id, r.Gen, prev.Gen, prev.No)
+		}
+		prev = r
 	}
 }

@@ -215,7 +215,7 @@ func (v *verifier) msgIDRunNumber(s *journal.Shard, r *journal.Run, id string) {
 	if r.No != journal.RunNo(r.Gen) && strings.Contains(id, fmt.Sprintf("%s/%d/", r.WorkflowID, r.No)) {
 		v.addf(KindMsgIDRunNumber, s.Index, r.No, "message ID %q contains this run's Ctx::key prefix %q", id, fmt.Sprintf("%s/%d/", r.WorkflowID, r.No))
 	}
-	tok := journal.Token{Shard: s.Index, Run: r.No}.String()[:18] // "tk" + shard and run, without the position
+	tok := journal.Token{Gen: journal.TokenGen(s.StoreGen), Shard: s.Index, Run: r.No}.String()[:18] // "tk" + gen, shard and run, without the position
 	if strings.Contains(strings.ToLower(id), tok) {
 		v.addf(KindMsgIDRunNumber, s.Index, r.No, "message ID %q contains this run's completion token prefix %q", id, tok)
 	}

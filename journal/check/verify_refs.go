@@ -25,10 +25,12 @@ func (v *verifier) references(s *journal.Shard, r *journal.Run, j []journal.Reco
 				add(KindKey, "step at %d ran with key %s, this run's keys are %s", rec.Pos, k, r.Key(k.Pos))
 			}
 		case journal.KindAsync:
-			want := journal.Token{Shard: s.Index, Run: r.No, Pos: rec.Pos}
+			// A token carries the store generation that minted it, so one
+			// minted before the store was rebuilt (a reshard) is refused.
+			want := journal.Token{Gen: journal.TokenGen(s.StoreGen), Shard: s.Index, Run: r.No, Pos: rec.Pos}
 			if t := rec.Token; t.Run != 0 && t != want {
-				add(KindToken, "async at %d has token %s (shard %d run %d position %d), want %s",
-					rec.Pos, t, t.Shard, t.Run, t.Pos, want)
+				add(KindToken, "async at %d has token %s (store generation %d mod 64, shard %d, run %d, position %d), want %s (store generation %d)",
+					rec.Pos, t, t.Gen, t.Shard, t.Run, t.Pos, want, s.StoreGen)
 			}
 		case journal.KindUpdate:
 			if rec.Parent.IsZero() {

@@ -328,6 +328,9 @@ var plants = []plant{
 	{"token names another position", KindToken, func(sc *scenario, st *State) {
 		sc.run(sc.kid).Journal[sc.kidAsync].Token.Pos++
 	}, true},
+	{"token minted before the store was rebuilt", KindToken, func(sc *scenario, st *State) {
+		sc.shardOf(sc.kid).StoreGen++
+	}, true},
 	{"update caller is a run of another ID", KindCaller, func(sc *scenario, st *State) {
 		u := &sc.run(sc.chain2).Journal[sc.updatePos]
 		u.ParentID = sc.neighbor.id
@@ -509,4 +512,33 @@ func physDump(t *testing.T, w *world) string {
 		t.Fatal(err)
 	}
 	return b.String()
+}
+
+// A reshard may number an older run above a newer one that kept its
+// number, and flags the run it renumbered: such an inversion is clean.
+// The same inversion with neither run flagged is gen-order.
+func TestGenOrderAllowsRenumbered(t *testing.T) {
+	for _, flagged := range []bool{true, false} {
+		sc := newScenario(t)
+		s, old := sc.shardOf(sc.again1), sc.run(sc.again1)
+		delete(s.Runs, old.No)
+		old.No = hole(s) // above generation 2's number
+		old.Renumbered = flagged
+		s.Runs[old.No] = old
+		sc.run(sc.again2).Journal[0].Pred.Run = old.No
+		if sc.run(sc.again2).No > old.No {
+			t.Fatal("the renumbered generation 1 is not above generation 2")
+		}
+		fs := Verify(sc.w.state())
+		if flagged {
+			if len(fs) != 0 {
+				t.Errorf("an inversion with a renumbered run has findings:\n%s", findingLines(fs))
+			}
+			continue
+		}
+		if len(fs) != 1 || fs[0].Kind != KindGenOrder || fs[0].Run != old.No {
+			t.Errorf("an inversion of two runs that kept their numbers: want one gen-order finding on run %d, got:\n%s",
+				old.No, findingLines(fs))
+		}
+	}
 }

@@ -126,7 +126,7 @@ func (w *world) step(x ident, name string, payload []byte) uint32 {
 func (w *world) async(x ident, name string) uint32 {
 	ref := w.ref(x)
 	pos := uint32(len(w.run(x).Journal))
-	return w.add(x, journal.Record{Kind: journal.KindAsync, Name: name, Token: journal.Token{Shard: ref.Shard, Run: ref.Run, Pos: pos}})
+	return w.add(x, journal.Record{Kind: journal.KindAsync, Name: name, Token: journal.Token{Gen: journal.TokenGen(w.shards[ref.Shard].StoreGen), Shard: ref.Shard, Run: ref.Run, Pos: pos}})
 }
 
 func (w *world) child(x ident, childID, typ string, payload []byte) string {

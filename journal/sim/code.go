@@ -304,13 +304,16 @@ func (c *ctx) send(target, name string, flag uint32, payload []byte) {
 }
 
 // Async registers an async completion; the outside world answers it by its
-// token.
+// token, which carries the store generation of the run's shard: a reshard
+// rebuilds the store with a new generation, so tokens handed out before it
+// no longer match.
 func (c *ctx) Async(name string) uint32 {
 	pos, ok := c.replay(journal.KindAsync, name)
 	if !ok {
 		p := uint32(len(c.v.j))
+		gen := journal.TokenGen(c.t.e.b.shards()[c.v.shard].StoreGen)
 		pos = c.add(journal.Record{Kind: journal.KindAsync, Name: name,
-			Token: journal.Token{Shard: c.v.shard, Run: c.v.no, Pos: p}})
+			Token: journal.Token{Gen: gen, Shard: c.v.shard, Run: c.v.no, Pos: p}})
 	}
 	return pos
 }

@@ -8,8 +8,8 @@ import (
 )
 
 // ErrNoPendingAsync is returned for a completion token that names no
-// pending async completion (never issued, already answered, or its run
-// has finished).
+// pending async completion (never issued, already answered, its run has
+// finished, or handed out before a reshard rebuilt its shard's store).
 var ErrNoPendingAsync = errors.New("token names no pending async completion")
 
 // handle performs one event inside t. It reports false when the event
@@ -105,7 +105,11 @@ func (e *Engine) reset(t *tx, v *runView) {
 }
 
 // complete answers an async completion by its token, the way an outside
-// caller does: the token alone names the shard, the run and the position.
+// caller does: the token alone names the shard, the run and the position,
+// and the whole token, store generation included, must be the one the
+// Async record holds. A token handed out before a reshard carries the old
+// store generation, so it is refused even when a run now has its shard,
+// number and position.
 func (e *Engine) complete(t *tx, token string, payload []byte) error {
 	tok, err := journal.ParseToken(token)
 	if err != nil {
@@ -116,6 +120,11 @@ func (e *Engine) complete(t *tx, token string, payload []byte) error {
 	if tok.Shard >= len(ss) {
 		t.stats.rejected++
 		return fmt.Errorf("%w: %s names shard %d of %d", ErrNoPendingAsync, token, tok.Shard, len(ss))
+	}
+	if want := journal.TokenGen(ss[tok.Shard].StoreGen); tok.Gen != want {
+		t.stats.rejected++
+		return fmt.Errorf("%w: %s was handed out by store generation %d (mod 64); shard %d's store is at generation %d",
+			ErrNoPendingAsync, token, tok.Gen, tok.Shard, ss[tok.Shard].StoreGen)
 	}
 	r, ok := ss[tok.Shard].Runs[tok.Run]
 	if !ok {

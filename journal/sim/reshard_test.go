@@ -44,9 +44,15 @@ func testReshardSeen(old []*journal.Shard, n int, salt uint64, seenShard func(wf
 		}
 		return all[i].run < all[j].run
 	})
+	// The new stores are a new store generation: tokens carry it.
+	var gen uint64
+	for _, s := range old {
+		gen = max(gen, s.StoreGen+1)
+	}
 	shards := make([]*journal.Shard, n)
 	for i := range shards {
 		shards[i] = journal.NewShard(i, n)
+		shards[i].StoreGen = gen
 	}
 	moved := map[key]journal.RunRef{}
 	for _, k := range all {
@@ -82,7 +88,7 @@ func testReshardSeen(old []*journal.Shard, n int, salt uint64, seenShard func(wf
 			}
 			if r.Token.Run != 0 {
 				m := moved[key{r.Token.Shard, r.Token.Run}]
-				r.Token = journal.Token{Shard: m.Shard, Run: m.Run, Pos: r.Token.Pos}
+				r.Token = journal.Token{Gen: journal.TokenGen(gen), Shard: m.Shard, Run: m.Run, Pos: r.Token.Pos}
 			}
 			out[i] = r
 		}

@@ -10,7 +10,9 @@ import (
 
 // TestCompleteByToken: the outside world answers an async completion by its
 // token alone; a token that names nothing pending is refused and changes
-// nothing.
+// nothing, and so is a token of another store generation (one handed out
+// before a reshard) that names a pending completion's shard, run and
+// position.
 func TestCompleteByToken(t *testing.T) {
 	_, b := genMem(t, GenOptions{Shards: 4, Runs: 400, Seed: 11})
 	e := reopenMem(b, Config{})
@@ -36,12 +38,16 @@ func TestCompleteByToken(t *testing.T) {
 		t.Fatal("the workload has no pending or no answered async completion")
 	}
 	tok := pending.Token
+	if want := journal.TokenGen(b.sh[tok.Shard].StoreGen); tok.Gen != want || want != 1 {
+		t.Fatalf("token %s has store generation %d, its shard mints %d (want 1: a new directory)", tok, tok.Gen, want)
+	}
 	before := logical(t, b.sh)
 	for _, bad := range []string{
 		answered.Token.String(), // answered already
-		journal.Token{Shard: tok.Shard, Run: tok.Run, Pos: tok.Pos + 1}.String(),      // not an async position
-		journal.Token{Shard: tok.Shard, Run: journal.MaxRunNo, Pos: tok.Pos}.String(), // no such run
-		journal.Token{Shard: 1000, Run: tok.Run, Pos: tok.Pos}.String(),               // no such shard
+		journal.Token{Shard: tok.Shard, Run: tok.Run, Pos: tok.Pos + 1}.String(),                      // not an async position
+		journal.Token{Shard: tok.Shard, Run: journal.MaxRunNo, Pos: tok.Pos}.String(),                 // no such run
+		journal.Token{Shard: 1000, Run: tok.Run, Pos: tok.Pos}.String(),                               // no such shard
+		journal.Token{Gen: (tok.Gen + 1) % 64, Shard: tok.Shard, Run: tok.Run, Pos: tok.Pos}.String(), // another store generation
 	} {
 		if err := e.Complete(bad, nil); !errors.Is(err, ErrNoPendingAsync) {
 			t.Errorf("Complete(%s) = %v, want ErrNoPendingAsync", bad, err)
@@ -62,8 +68,8 @@ func TestCompleteByToken(t *testing.T) {
 	if err := e.Complete(tok.String(), nil); !errors.Is(err, ErrNoPendingAsync) {
 		t.Errorf("second answer: %v, want ErrNoPendingAsync", err)
 	}
-	if e.Stats().Rejected != 6 {
-		t.Errorf("rejected %d tokens, want 6", e.Stats().Rejected)
+	if e.Stats().Rejected != 7 {
+		t.Errorf("rejected %d tokens, want 7", e.Stats().Rejected)
 	}
 	if err := e.Drive(context.Background()); err != nil {
 		t.Fatal(err)
