@@ -15,10 +15,14 @@ const noSuchRun = journal.MaxRunNo
 
 // clearTokenGen zeroes a record's token generation bits (the digest leaves
 // them out: every reshard changes them).
-func clearTokenGen(rec *journal.Record) {}
+func clearTokenGen(rec *journal.Record) { rec.Token.Gen = 0 }
 
 // setTokenGen stamps a record's token with the new store generation.
-func setTokenGen(rec *journal.Record, gen uint64) {}
+func setTokenGen(rec *journal.Record, gen uint64) {
+	if rec.Token.Run != 0 {
+		rec.Token.Gen = journal.TokenGen(gen)
+	}
+}
 
 // sortKey prefixes a new store key with its new shard, for the external
 // sort of pass 2.

@@ -30,6 +30,19 @@ type config struct {
 // notConfigurable are flags that only make sense on the command line.
 var notConfigurable = map[string]bool{"help": true, "version": true, "config": true}
 
+// cliOnly is the flag annotation that keeps one command's flag out of the
+// environment and config file: a destructive command's target or output
+// must come from the command line (see markCLIOnly).
+const cliOnly = "fusee-cli-only"
+
+// markCLIOnly makes the named flags of cmd settable only on the command
+// line.
+func markCLIOnly(cmd *cobra.Command, names ...string) {
+	for _, n := range names {
+		_ = cmd.Flags().SetAnnotation(n, cliOnly, []string{"true"})
+	}
+}
+
 func (c *config) apply(cmd *cobra.Command) error {
 	v := viper.New()
 	file := c.file
@@ -48,7 +61,7 @@ func (c *config) apply(cmd *cobra.Command) error {
 	path := commandPath(cmd)
 	var firstErr error
 	cmd.Flags().VisitAll(func(f *pflag.Flag) {
-		if firstErr != nil || notConfigurable[f.Name] {
+		if firstErr != nil || notConfigurable[f.Name] || f.Annotations[cliOnly] != nil {
 			return
 		}
 		if f.Changed {

@@ -123,3 +123,13 @@ func minArgs(n int) cobra.PositionalArgs {
 		return nil
 	}
 }
+
+// rangeArgs is cobra.RangeArgs with a usage exit code.
+func rangeArgs(lo, hi int) cobra.PositionalArgs {
+	return func(cmd *cobra.Command, args []string) error {
+		if err := cobra.RangeArgs(lo, hi)(cmd, args); err != nil {
+			return usageError{err}
+		}
+		return nil
+	}
+}

@@ -1,0 +1,292 @@
+package cli
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/cockroachdb/pebble/v2/vfs"
+	"github.com/google/renameio/v2"
+	"github.com/spf13/cobra"
+
+	"github.com/fusee-dev/fusee/reshard"
+)
+
+func init() {
+	addCommand(newReshardCmd)
+	registerCodeMapper(func(err error) (int, bool) {
+		var ce *reshard.CountError
+		if errors.As(err, &ce) {
+			return ExitUsage, true
+		}
+		return 0, false
+	})
+}
+
+type reshardOptions struct {
+	dryRun  bool
+	json    bool
+	report  string
+	scratch string
+	memory  string
+}
+
+func newReshardCmd(ios *IO) *cobra.Command {
+	var opts reshardOptions
+	cmd := &cobra.Command{
+		Use:   "reshard <dir> [<shards>]",
+		Short: "Change a closed data directory's shard count, offline and crash-safely",
+		Long: `Reshard changes the shard count of a closed local data directory. Every run
+(running, parked, finished, tombstoned with its archive) moves to the shard
+its workflow ID hashes to under the new count, with its whole journal; runs
+are renumbered only where two would share a number; every reference to a
+run is rewritten; unacknowledged outbox messages move to the sending run's
+new shard and are sent again; dedup entries move with the workflow that
+received them. Old shards are read through the engine's own recovery,
+read-only: no timer fires, no code runs, nothing is appended.
+
+The new shards are built and checked under <dir>/reshard.new; then
+fusee.meta switches through format=reshard, the old files move to
+<dir>/reshard.old, the new ones move in, and a final fusee.meta names the
+new count. A crash before the switch leaves the directory as it was; after
+it, run "fusee reshard <dir>" (no count) to finish. The design is in
+docs/reshard.md.
+
+With no <shards>, reshard finishes an interrupted reshard, or removes the
+leftovers of an earlier attempt, or says there is nothing to do.
+
+The shard count comes only from the command line, never from FUSEE_*
+variables or a config file. --dry-run reads and plans everything,
+prints the same report and the disk space the real run needs, and changes
+nothing in the directory (its scratch space is under --scratch).
+
+The report names what happened (done, nothing-to-do, finished-interrupted,
+cleaned-up-leftovers, planned), the counts, every renumbered unfinished run
+with its old and new Ctx::key prefixes, and every pending completion token
+with the token that now answers it (every pending token changes: it
+carries the store generation). --json prints it as one JSON object
+(schema in docs/reshard.md); --report FILE also writes it there, durably.
+
+Exit codes: 0 done or nothing to do; 1 failure (the directory is left as it
+was, or finishable by a rerun, as the message says); 2 a count outside
+1..1024 or bad flags; 3 the directory is in use; 4 a different reshard is
+in progress (finish it first); 130 interrupted.`,
+		Example: `  # See what a change from the current count to 16 shards would do:
+  fusee reshard /var/lib/engine/data 16 --dry-run
+  # Do it, keeping the report (token changes) for the application owners:
+  fusee reshard /var/lib/engine/data 16 --report /root/reshard-16.json
+  # Finish a reshard interrupted by a crash or Ctrl-C:
+  fusee reshard /var/lib/engine/data`,
+		Args: rangeArgs(1, 2),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			shards := 0
+			if len(args) == 2 {
+				n, err := strconv.Atoi(args[1])
+				if err != nil {
+					return usagef("shard count %q: want a number from 1 to 1024", args[1])
+				}
+				if n < 1 || n > 1024 {
+					return usagef("shard count %d: want a number from 1 to 1024", n)
+				}
+				shards = n
+			}
+			return runReshard(cmd.Context(), ios, opts, args[0], shards)
+		},
+	}
+	f := cmd.Flags()
+	f.BoolVar(&opts.dryRun, "dry-run", false, "plan and report, change nothing")
+	f.BoolVar(&opts.json, "json", false, "print the report as JSON")
+	f.StringVar(&opts.report, "report", "", "also write the JSON report to `FILE` (atomically, synced)")
+	f.StringVar(&opts.scratch, "scratch", "", "dry run: scratch `DIR` for a plan larger than --memory (default: the system temp directory)")
+	f.StringVar(&opts.memory, "memory", "256MiB", "memory `BUDGET` before the plan spills to a scratch store (e.g. 64MiB, 1GiB)")
+	markCLIOnly(cmd, "report", "dry-run")
+	return cmd
+}
+
+func runReshard(ctx context.Context, ios *IO, opts reshardOptions, dir string, shards int) error {
+	budget, err := parseSize(opts.memory)
+	if err != nil {
+		return usagef("--memory %q: %v", opts.memory, err)
+	}
+	prog := newPhaseProgress(ios)
+	rep, err := reshard.Reshard(ctx, vfs.Default, dir, reshard.Options{
+		Shards: shards, DryRun: opts.dryRun, Scratch: opts.scratch, Memory: budget, Progress: prog.update,
+	})
+	prog.done()
+	if err != nil {
+		if ctx.Err() != nil && errors.Is(err, ctx.Err()) {
+			return fmt.Errorf("reshard interrupted before its switch began: %s is as it was (what was built was discarded); run the same command again to start over: %w", dir, err)
+		}
+		return err
+	}
+	if opts.report != "" {
+		data, err := json.MarshalIndent(rep, "", "  ")
+		if err != nil {
+			return err
+		}
+		if err := renameio.WriteFile(opts.report, append(data, '\n'), 0o644); err != nil {
+			return fmt.Errorf("writing the report to %s (the reshard itself is %s): %w", opts.report, rep.Outcome, err)
+		}
+	}
+	if opts.json {
+		return ios.printJSON(rep)
+	}
+	return printReshardReport(ios, rep)
+}
+
+func printReshardReport(ios *IO, rep *reshard.Report) error {
+	out := ios.Out
+	verb := map[reshard.Outcome]string{
+		reshard.OutcomeDone:        fmt.Sprintf("resharded %s from %d to %d shards", rep.Dir, rep.OldShards, rep.NewShards),
+		reshard.OutcomeNothingToDo: fmt.Sprintf("nothing to do: %s has %d shards and no reshard in progress", rep.Dir, rep.OldShards),
+		reshard.OutcomeFinished:    fmt.Sprintf("finished the interrupted reshard of %s from %d to %d shards", rep.Dir, rep.OldShards, rep.NewShards),
+		reshard.OutcomeCleanedUp:   fmt.Sprintf("removed leftovers of an earlier reshard from %s; it has %d shards", rep.Dir, rep.OldShards),
+		reshard.OutcomePlanned:     fmt.Sprintf("dry run: %s would go from %d to %d shards; nothing was changed", rep.Dir, rep.OldShards, rep.NewShards),
+	}[rep.Outcome]
+	if rep.DryRun && rep.Outcome == reshard.OutcomeFinished {
+		verb = fmt.Sprintf("dry run: would finish the interrupted reshard of %s from %d to %d shards", rep.Dir, rep.OldShards, rep.NewShards)
+	}
+	fmt.Fprintln(out, styleGood.Render(verb))
+	for _, c := range rep.CleanedUp {
+		if rep.DryRun {
+			fmt.Fprintf(out, "would remove leftover %s\n", c)
+		} else {
+			fmt.Fprintf(out, "removed leftover %s\n", c)
+		}
+	}
+	if rep.Outcome != reshard.OutcomeDone && rep.Outcome != reshard.OutcomePlanned {
+		return nil
+	}
+	c := rep.Counts
+	var states []string
+	for _, s := range []string{"running", "parked", "finished", "tombstone"} {
+		states = append(states, fmt.Sprintf("%d %s", c.Runs[s], s))
+	}
+	rows := [][]string{
+		{"runs", strings.Join(states, ", ")},
+		{"runs moved to another shard", strconv.FormatInt(c.RunsMoved, 10)},
+		{"runs renumbered", fmt.Sprintf("%d (%d unfinished)", c.RunsRenumbered, len(rep.Renumbered))},
+	}
+	if !rep.DryRun {
+		rows = append(rows,
+			[]string{"references rewritten", strconv.FormatInt(c.RefsRewritten, 10)},
+			[]string{"dangling references", strconv.FormatInt(c.DanglingRefs, 10)},
+			[]string{"outbox messages (moved)", fmt.Sprintf("%d (%d)", c.Outbox, c.OutboxMoved)},
+			[]string{"dedup entries (moved)", fmt.Sprintf("%d (%d)", c.Dedup, c.DedupMoved)},
+			[]string{"archives rewritten", strconv.FormatInt(c.Archives, 10)},
+			[]string{"pending completion tokens", strconv.FormatInt(c.PendingTokens, 10)},
+			[]string{"bytes read / written", fmt.Sprintf("%s / %s", sizeString(c.BytesRead), sizeString(c.BytesWritten))},
+		)
+	} else {
+		rows = append(rows, []string{"space needed", sizeString(rep.SpaceNeeded)})
+	}
+	for _, p := range rep.Phases {
+		rows = append(rows, []string{"time: " + p.Name, fmt.Sprintf("%.2fs", p.Seconds)})
+	}
+	if err := ios.printTable([]string{"what", "count"}, rows); err != nil {
+		return err
+	}
+	const show = 20
+	if n := len(rep.Renumbered); n > 0 {
+		fmt.Fprintln(out, styleHeader.Render("renumbered unfinished runs (their Ctx::key values change):"))
+		for _, r := range rep.Renumbered[:min(n, show)] {
+			fmt.Fprintf(out, "  %s*  ->  %s*\n", r.OldKey, r.NewKey)
+		}
+		if n > show {
+			fmt.Fprintf(out, "  … and %d more (--json or --report FILE lists them all)\n", n-show)
+		}
+	}
+	if n := len(rep.Tokens); n > 0 {
+		fmt.Fprintln(out, styleHeader.Render("pending completion tokens (hand the new ones to whoever holds the old):"))
+		for _, t := range rep.Tokens[:min(n, show)] {
+			fmt.Fprintf(out, "  %s  ->  %s  (%s@%d)\n", t.Old, t.New, t.WorkflowID, t.Position)
+		}
+		if n > show {
+			fmt.Fprintf(out, "  … and %d more (--json or --report FILE lists them all)\n", n-show)
+		}
+	}
+	return nil
+}
+
+// phaseProgress shows reshard's phases: on a terminal a bar per phase with
+// an ETA from the phase's own rate; elsewhere one plain line per finished
+// phase.
+type phaseProgress struct {
+	ios   *IO
+	phase string
+	start time.Time
+	last  time.Time
+}
+
+func newPhaseProgress(ios *IO) *phaseProgress { return &phaseProgress{ios: ios} }
+
+func (p *phaseProgress) update(phase string, done, total int64) {
+	now := time.Now()
+	if phase != p.phase {
+		if p.phase != "" && p.ios.ErrTTY {
+			p.ios.progressDone()
+		}
+		p.phase, p.start = phase, now
+	}
+	if !p.ios.ErrTTY {
+		if done == total {
+			fmt.Fprintf(p.ios.Err, "reshard: %s: %d/%d done in %.1fs\n", phase, done, total, now.Sub(p.start).Seconds())
+		}
+		return
+	}
+	if done != total && now.Sub(p.last) < 100*time.Millisecond {
+		return
+	}
+	p.last = now
+	const width = 30
+	filled := int(int64(width) * done / max(total, 1))
+	eta := "…"
+	if el := now.Sub(p.start); done > 0 && el > 200*time.Millisecond {
+		eta = (time.Duration(float64(el) * float64(total-done) / float64(done))).Round(time.Second).String()
+	}
+	p.ios.progressf("%-8s [%s%s] %d/%d  eta %s", phase, strings.Repeat("#", filled), strings.Repeat(".", width-filled), done, total, eta)
+}
+
+func (p *phaseProgress) done() {
+	if p.phase != "" && p.ios.ErrTTY {
+		p.ios.progressDone()
+	}
+}
+
+// parseSize reads a byte count: a number with an optional unit (B, KiB,
+// MiB, GiB, or K, M, G as the same powers of two).
+func parseSize(s string) (int64, error) {
+	units := []struct {
+		suffix string
+		mult   int64
+	}{{"GiB", 1 << 30}, {"MiB", 1 << 20}, {"KiB", 1 << 10}, {"G", 1 << 30}, {"M", 1 << 20}, {"K", 1 << 10}, {"B", 1}}
+	mult := int64(1)
+	for _, u := range units {
+		if rest, ok := strings.CutSuffix(s, u.suffix); ok {
+			s, mult = rest, u.mult
+			break
+		}
+	}
+	n, err := strconv.ParseInt(strings.TrimSpace(s), 10, 64)
+	if err != nil || n <= 0 {
+		return 0, fmt.Errorf("want a positive size such as 256MiB")
+	}
+	return n * mult, nil
+}
+
+func sizeString(n int64) string {
+	switch {
+	case n >= 1<<30:
+		return fmt.Sprintf("%.1f GiB", float64(n)/(1<<30))
+	case n >= 1<<20:
+		return fmt.Sprintf("%.1f MiB", float64(n)/(1<<20))
+	case n >= 1<<10:
+		return fmt.Sprintf("%.1f KiB", float64(n)/(1<<10))
+	}
+	return fmt.Sprintf("%d B", n)
+}
+
