@@ -289,4 +289,3 @@ func sizeString(n int64) string {
 	}
 	return fmt.Sprintf("%d B", n)
 }
-
