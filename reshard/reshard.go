@@ -254,9 +254,15 @@ func Reshard(ctx context.Context, fs vfs.FS, dir string, opts Options) (*Report,
 	// The point of no return: from here a crash leaves a directory that
 	// only `fusee reshard` opens, and that it finishes.
 	start = time.Now()
+	if err := hook("before-switch"); err != nil {
+		return abandon(err)
+	}
 	sw := meta.Meta{Format: meta.Switching, Log: meta.LogShared, Shards: r.newN, OldShards: r.oldN, NewShards: r.newN}
 	if err := d.Write(sw); err != nil {
 		return abandon(err)
+	}
+	if err := hook("meta-switching"); err != nil {
+		return nil, err
 	}
 	if err := r.finishSwitch(d, r.newN); err != nil {
 		return nil, err
@@ -294,6 +300,9 @@ func (r *resharder) finishSwitch(d *metaDir, newN int) error {
 			if err := fs.Rename(cur, fs.PathJoin(oldDir, name)); err != nil {
 				return fmt.Errorf("switching: moving the old %s aside: %w", name, err)
 			}
+			if err := hook("old-" + name + "-aside"); err != nil {
+				return err
+			}
 			if err := syncDir(fs, oldDir); err != nil {
 				return err
 			}
@@ -303,6 +312,9 @@ func (r *resharder) finishSwitch(d *metaDir, newN int) error {
 		}
 		if err := fs.Rename(src, cur); err != nil {
 			return fmt.Errorf("switching: moving the new %s in: %w", name, err)
+		}
+		if err := hook("new-" + name + "-in"); err != nil {
+			return err
 		}
 		if err := syncDir(fs, dir); err != nil {
 			return err
@@ -314,12 +326,26 @@ func (r *resharder) finishSwitch(d *metaDir, newN int) error {
 	if err := d.Write(meta.Meta{Format: meta.FormatLocal, Log: meta.LogShared, Shards: newN}); err != nil {
 		return err
 	}
+	if err := hook("meta-final"); err != nil {
+		return err
+	}
 	for _, left := range []string{oldDir, newDir} {
 		if err := fs.RemoveAll(left); err != nil {
 			return fmt.Errorf("removing %s (the reshard is complete; remove it by hand or run `fusee reshard %s`): %w", left, dir, err)
 		}
 	}
 	return syncDir(fs, dir)
+}
+
+// testHook, when set (by tests), is called at each named step of the
+// switch; an error it returns stops the reshard there, as a crash would.
+var testHook func(step string) error
+
+func hook(step string) error {
+	if testHook == nil {
+		return nil
+	}
+	return testHook(step)
 }
 
 // newMap is a spill map under the scratch directory with a share of the
