@@ -35,7 +35,11 @@ func sortKey(dst []byte, shard int, key []byte) []byte {
 // and number, sorts the new stores' keys through a spill map and writes
 // each new store under newDir with a new, empty shared log. It returns the
 // old directory's digest.
+//
+// A dry run (newDir "") does all of that but keep the keys: it counts
+// what the real run would write and reports the token changes.
 func (r *resharder) build(ctx context.Context, p *plan, newDir string, rep *Report) (*digest, error) {
+	dry := newDir == ""
 	sorter := r.newMap("sort")
 	defer sorter.Close()
 	oldDigest, newDigest := newDigestPair()
@@ -79,6 +83,9 @@ func (r *resharder) build(ctx context.Context, p *plan, newDir string, rep *Repo
 	put := func(shard int, key, value []byte) error {
 		kb = sortKey(kb, shard, key)
 		rep.Counts.BytesWritten += int64(len(key) + len(value))
+		if dry {
+			return nil
+		}
 		return sorter.Put(kb, value)
 	}
 	rewrite := func(recs []journal.Record, keyShard int) []journal.Record {
@@ -187,6 +194,9 @@ func (r *resharder) build(ctx context.Context, p *plan, newDir string, rep *Repo
 	}
 	rep.Counts.RunsRenumbered = p.renumbered
 	rep.Counts.RunsMoved = p.moved
+	if dry {
+		return oldDigest, nil
+	}
 
 	// The new shared log, empty, with a new log ID.
 	w, err := wal.Create(r.fs, wal.Dir(r.fs, newDir), wal.Options{})

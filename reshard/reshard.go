@@ -215,6 +215,11 @@ func Reshard(ctx context.Context, fs vfs.FS, dir string, opts Options) (*Report,
 	rep.StoreGen = p.storeGen + 1
 	rep.Spilled = p.runs.Spilled()
 	if opts.DryRun {
+		start = time.Now()
+		if _, err := r.build(ctx, p, "", rep); err != nil {
+			return nil, err
+		}
+		r.phase("rewrite", start)
 		rep.Outcome = OutcomePlanned
 		return rep, nil
 	}

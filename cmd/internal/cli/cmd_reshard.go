@@ -171,7 +171,7 @@ func printReshardReport(ios *IO, rep *reshard.Report) error {
 		{"runs moved to another shard", strconv.FormatInt(c.RunsMoved, 10)},
 		{"runs renumbered", fmt.Sprintf("%d (%d unfinished)", c.RunsRenumbered, len(rep.Renumbered))},
 	}
-	if !rep.DryRun {
+	{
 		rows = append(rows,
 			[]string{"references rewritten", strconv.FormatInt(c.RefsRewritten, 10)},
 			[]string{"dangling references", strconv.FormatInt(c.DanglingRefs, 10)},
@@ -181,8 +181,9 @@ func printReshardReport(ios *IO, rep *reshard.Report) error {
 			[]string{"pending completion tokens", strconv.FormatInt(c.PendingTokens, 10)},
 			[]string{"bytes read / written", fmt.Sprintf("%s / %s", sizeString(c.BytesRead), sizeString(c.BytesWritten))},
 		)
-	} else {
-		rows = append(rows, []string{"space needed", sizeString(rep.SpaceNeeded)})
+	}
+	if rep.DryRun {
+		rows = append(rows, []string{"free space the real run needs", "about " + sizeString(rep.SpaceNeeded)})
 	}
 	for _, p := range rep.Phases {
 		rows = append(rows, []string{"time: " + p.Name, fmt.Sprintf("%.2fs", p.Seconds)})
