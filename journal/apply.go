@@ -156,14 +156,14 @@ func (s *Shard) run(op *Op) (*Run, error) {
 func (s *Shard) applyStart(op *Op) error {
 	rec := &op.Rec
 	switch {
+	case op.Run >= NoSuchRun:
+		return fmt.Errorf("start of run %d: run numbers end at %d (%d is reserved for references to no run)", op.Run, NoSuchRun-1, NoSuchRun)
 	case op.Run != s.NextRun:
 		return fmt.Errorf("start of run %d: shard %d's next run number is %d", op.Run, s.Index, s.NextRun)
 	case rec.Kind != KindStart || rec.Pos != 0:
 		return fmt.Errorf("start of run %d: first record is %s at %d, want start at 0", op.Run, rec.Kind, rec.Pos)
 	case rec.WorkflowID == "":
 		return fmt.Errorf("start of run %d: empty workflow ID", op.Run)
-	case op.Run > MaxRunNo:
-		return fmt.Errorf("start of run %d: over the largest run number %d", op.Run, MaxRunNo)
 	}
 	r := &Run{
 		No: op.Run, WorkflowID: rec.WorkflowID, Gen: rec.Gen, Type: rec.Type,

@@ -20,6 +20,12 @@
 //     mismatch or undecodable key is an error naming the file and offset or
 //     the store and key, never silently skipped.
 //   - A read-only open changes no byte of the directory.
+//   - The ID index names each workflow ID's highest generation
+//     (Run.NewerThan), never its highest run number: a reshard can number
+//     an older run above a newer one. Run number NoSuchRun is never given
+//     to a run; references carry it when the run they named is gone.
+//   - A store's header gen is its shard's StoreGen; completion tokens carry
+//     it mod 64 (Token.Gen), so tokens minted before a rebuild are refused.
 //
 // docs/format.md specifies the bytes. Memory is O(directory size): an open
 // DB holds every run's journal, so tools that rewrite a directory

@@ -9,16 +9,29 @@ import (
 )
 
 // RunNo numbers a run within its shard, in start order, from 1. It fits in
-// 48 bits (the run table packs it beside state and flags). 0 means "no run".
+// 48 bits (the run table packs it beside state and flags). 0 means "no run";
+// NoSuchRun, the largest 48-bit number, names a run known not to exist. A
+// shard hands out 1..MaxRunNo-1.
 type RunNo uint64
 
-// MaxRunNo is the largest run number a shard can hand out.
+// MaxRunNo is the largest number that fits in a run number's 48 bits. It is
+// NoSuchRun, which no run is given: the last number a shard hands out is
+// MaxRunNo-1.
 const MaxRunNo RunNo = 1<<48 - 1
+
+// NoSuchRun is the reserved run number of a reference whose run is known
+// not to exist: a reshard that cannot resolve a reference (the run it named
+// was dropped) rewrites the reference's run number to NoSuchRun rather than
+// let it name whatever run later gets the old number. No run is ever given
+// it: Apply refuses to start a run numbered NoSuchRun or above, and the
+// store loader refuses a run keyed NoSuchRun. A reference to NoSuchRun is a
+// dangling reference that nothing resolves.
+const NoSuchRun RunNo = MaxRunNo
 
 // RunRef names a run: its shard and its number there. The zero value names
 // no run. A reference whose run no longer exists (retention ended and the
-// run was dropped) matches nothing; that is a dangling reference, not an
-// error.
+// run was dropped), or whose number is NoSuchRun (a reshard found it gone),
+// matches nothing; that is a dangling reference, not an error.
 type RunRef struct {
 	Shard int
 	Run   RunNo

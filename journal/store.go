@@ -310,6 +310,9 @@ func loadKey(s *Shard, k StoreKey, val []byte, hdr *CheckpointHeader, haveHeader
 }
 
 func loadRunKey(s *Shard, k StoreKey, val []byte, cur **Run, curWant *uint32) error {
+	if k.Run == NoSuchRun {
+		return fmt.Errorf("a run numbered %d, the number reserved for references to no run", NoSuchRun)
+	}
 	if !k.IsRecord {
 		e, err := DecodeRunEntry(val)
 		if err != nil {
@@ -356,7 +359,7 @@ func checkLoaded(s *Shard, hdr *CheckpointHeader, index, count int, ids map[stri
 		return fmt.Errorf("the checkpoint header says shard %d, but the store is shard %d's", hdr.Shard, index)
 	case hdr.Count != count:
 		return fmt.Errorf("the checkpoint header says %d shards, but fusee.meta says %d", hdr.Count, count)
-	case hdr.NextRun == 0 || hdr.NextRun > MaxRunNo+1 || hdr.NextSeq == 0:
+	case hdr.NextRun == 0 || hdr.NextRun > NoSuchRun || hdr.NextSeq == 0:
 		return fmt.Errorf("the checkpoint header has next run %d and next outbox seq %d", hdr.NextRun, hdr.NextSeq)
 	case hdr.Gen == 0:
 		return errors.New("the checkpoint header has store generation 0")

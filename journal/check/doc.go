@@ -33,12 +33,20 @@
 //
 // A reference is dangling when it names a shard that exists and a run
 // number that shard has handed out (below its NextRun) but no longer
-// holds. A reference to a run number the shard never handed out, or to a
+// holds, or when its run number is journal.NoSuchRun, the number a reshard
+// writes into a reference whose run it found gone; NoSuchRun is never
+// looked up, whatever shard the reference names. A reference to a run number the shard never handed out, or to a
 // shard that does not exist, is an error: no sequence of engine steps
 // makes one. A reference that resolves must name the right run: a child's
 // parent reference must land on a Child record naming the child's ID, a
 // predecessor must be the previous generation of the same workflow ID, and
 // so on (see the Kind constants).
+//
+// Run numbers do not order the runs of a workflow ID: the latest run is the
+// highest generation (the ID index must name it), and a run number below
+// an older generation's is an error (KindGenOrder) only when neither run
+// was renumbered by a reshard. A completion token must name its own run
+// and position and carry its shard's store generation mod 64.
 //
 // # The logical dump
 //
@@ -50,8 +58,8 @@
 // number, and every typed reference (parent, predecessor, next run, sender,
 // Ctx::key value, completion token) is rendered through that identity, with
 // a journal position where it has one ("wf-17#2@5"), or as "dangling".
-// Run numbers, shard numbers, outbox sequence numbers and the renumbered
-// flag are physical: WriteDump with Physical set puts them under a "phys"
+// Run numbers, shard numbers, outbox sequence numbers, store generations
+// (in tokens too) and the renumbered flag are physical: WriteDump with Physical set puts them under a "phys"
 // member of each line, and the logical dump omits them. Two directories
 // holding the same workflows therefore dump byte for byte the same
 // whatever their shard counts; that is the oracle the simulator and

@@ -33,9 +33,9 @@ const (
 
 	// Run numbers and placement.
 	KindRunKeyMismatch    Kind = "run-key-mismatch"    // a run stored under number k says it is number j
-	KindRunNumberInvalid  Kind = "run-number-invalid"  // run number 0 or above MaxRunNo
+	KindRunNumberInvalid  Kind = "run-number-invalid"  // run number 0, or NoSuchRun (reserved) or above
 	KindRunNumberUnissued Kind = "run-number-unissued" // run number >= the shard's NextRun
-	KindNextRunInvalid    Kind = "next-run-invalid"    // the shard's NextRun is 0 or past MaxRunNo+1
+	KindNextRunInvalid    Kind = "next-run-invalid"    // the shard's NextRun is 0 or past NoSuchRun
 	KindWrongShard        Kind = "wrong-shard"         // ShardOf(workflow ID, N) != the shard holding the run
 
 	// A run against its own journal.
@@ -66,7 +66,7 @@ const (
 	KindRefBadShard   Kind = "ref-bad-shard"   // a reference names a shard that does not exist
 	KindRefUnissued   Kind = "ref-unissued"    // a reference names a run number its shard never handed out
 	KindRefWrongShard Kind = "ref-wrong-shard" // a reference's shard is not where its workflow ID lives
-	KindRefDangling   Kind = "ref-dangling"    // (info) a reference names a run that no longer exists
+	KindRefDangling   Kind = "ref-dangling"    // (info) a reference names a run that no longer exists, or NoSuchRun
 	KindParent        Kind = "parent-mismatch" // a child's parent reference does not land on a Child record naming it
 	KindOrigin        Kind = "origin-mismatch" // Start's origin disagrees with its parent/predecessor references
 	KindPred          Kind = "pred-mismatch"   // a predecessor is not the previous generation, or not ended the way the origin says
@@ -141,7 +141,7 @@ var kinds = map[Kind]kindInfo{
 	KindRefBadShard:   {SeverityError, hintReshard},
 	KindRefUnissued:   {SeverityError, "a later run would be mistaken for the one meant; " + hintReshard},
 	KindRefWrongShard: {SeverityError, hintReshard},
-	KindRefDangling:   {SeverityInfo, "the run it named ended its retention; results or replies for it are dropped"},
+	KindRefDangling:   {SeverityInfo, "the run it named ended its retention (or a reshard found it gone and wrote the reserved number for no run); results or replies for it are dropped"},
 	KindParent:        {SeverityError, "the child's result would go to the wrong place; " + hintReshard},
 	KindOrigin:        {SeverityError, hintEngine},
 	KindPred:          {SeverityError, hintReshard},

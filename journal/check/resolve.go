@@ -47,14 +47,19 @@ func newUniverse(shards []*journal.Shard) *universe {
 type resolution uint8
 
 const (
-	resolved resolution = iota
-	badShard            // no such shard
-	unissued            // the shard never handed that number out
-	dangling            // handed out, no longer held
+	resolved  resolution = iota
+	badShard             // no such shard
+	unissued             // the shard never handed that number out
+	dangling             // handed out, no longer held
+	noSuchRun            // journal.NoSuchRun: a reshard found the run gone
 )
 
-// run looks up run no on shard.
+// run looks up run no on shard. NoSuchRun is never looked up: it names no
+// run on any shard, whatever shard the reference says.
 func (u *universe) run(shard int, no journal.RunNo) (*journal.Shard, *journal.Run, resolution) {
+	if no == journal.NoSuchRun {
+		return nil, nil, noSuchRun
+	}
 	s, ok := u.byIndex[shard]
 	if !ok {
 		return nil, nil, badShard
@@ -62,7 +67,7 @@ func (u *universe) run(shard int, no journal.RunNo) (*journal.Shard, *journal.Ru
 	if r, ok := s.Runs[no]; ok {
 		return s, r, resolved
 	}
-	if no == 0 || no >= s.NextRun || no > journal.MaxRunNo {
+	if no == 0 || no >= s.NextRun {
 		return s, nil, unissued
 	}
 	return s, nil, dangling

@@ -93,7 +93,7 @@ func (v *verifier) directory() {
 		if s.Count != st.ShardCount {
 			v.addf(KindShardCount, i, 0, "its checkpoint says %d shards, fusee.meta says %d", s.Count, st.ShardCount)
 		}
-		if s.NextRun == 0 || s.NextRun > journal.MaxRunNo+1 {
+		if s.NextRun == 0 || s.NextRun > journal.NoSuchRun {
 			v.addf(KindNextRunInvalid, i, 0, "next run number is %d", s.NextRun)
 		}
 	}
@@ -199,8 +199,8 @@ func (v *verifier) shard(s *journal.Shard) error {
 func (v *verifier) runEntry(s *journal.Shard, r *journal.Run) {
 	add := func(k Kind, format string, args ...any) { v.addf(k, s.Index, r.No, format, args...) }
 	switch {
-	case r.No == 0 || r.No > journal.MaxRunNo:
-		add(KindRunNumberInvalid, "run number %d is outside 1..%d", r.No, journal.MaxRunNo)
+	case r.No == 0 || r.No >= journal.NoSuchRun:
+		add(KindRunNumberInvalid, "run number %d is outside 1..%d (%d is reserved for references to no run)", r.No, journal.NoSuchRun-1, journal.NoSuchRun)
 	case r.No >= s.NextRun:
 		add(KindRunNumberUnissued, "run number %d is not below the shard's next run number %d", r.No, s.NextRun)
 	}

@@ -73,7 +73,7 @@ func (v *verifier) startRefs(s *journal.Shard, r *journal.Run, st *journal.Recor
 		}
 	}
 	if hasPred {
-		if st.Pred.Shard != s.Index {
+		if st.Pred.Shard != s.Index && st.Pred.Run != journal.NoSuchRun {
 			add(KindRefWrongShard, "predecessor %s is on another shard than its own workflow %q", st.Pred, r.WorkflowID)
 		} else if p := v.resolve(s, r, st, "predecessor", st.Pred); p != nil {
 			v.predecessor(s, r, st, p)
@@ -139,7 +139,7 @@ func (v *verifier) nextRef(s *journal.Shard, r *journal.Run, d *journal.Record) 
 		return
 	case d.Next.IsZero():
 		return
-	case d.Next.Shard != s.Index:
+	case d.Next.Shard != s.Index && d.Next.Run != journal.NoSuchRun:
 		v.addf(KindRefWrongShard, s.Index, r.No, "next run %s is on another shard than its own workflow %q", d.Next, r.WorkflowID)
 		return
 	}
@@ -176,6 +176,9 @@ func (v *verifier) resolveShard(s *journal.Shard, r *journal.Run, rec *journal.R
 			rec.Kind, rec.Pos, what, ref, ref.Shard, ts.NextRun)
 	case dangling:
 		v.addf(KindRefDangling, s.Index, r.No, "%s at %d: %s %s no longer exists", rec.Kind, rec.Pos, what, ref)
+	case noSuchRun:
+		v.addf(KindRefDangling, s.Index, r.No, "%s at %d: %s %s is the reserved number for no run: a reshard found the run it named gone",
+			rec.Kind, rec.Pos, what, ref)
 	}
 	return t, ts
 }
@@ -188,7 +191,7 @@ func (v *verifier) located(s *journal.Shard, r *journal.Run, rec *journal.Record
 }
 
 func (v *verifier) locatedShard(s *journal.Shard, r *journal.Run, rec *journal.Record, what string, ref journal.RunRef, id string) (*journal.Run, *journal.Shard) {
-	if _, ok := v.u.byIndex[ref.Shard]; ok && id != "" {
+	if _, ok := v.u.byIndex[ref.Shard]; ok && id != "" && ref.Run != journal.NoSuchRun {
 		if want := journal.ShardOf(id, v.st.ShardCount); want != ref.Shard {
 			v.addf(KindRefWrongShard, s.Index, r.No, "%s at %d: %s %s is on shard %d, but %q lives on shard %d",
 				rec.Kind, rec.Pos, what, ref, ref.Shard, id, want)

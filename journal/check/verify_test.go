@@ -542,3 +542,29 @@ func TestGenOrderAllowsRenumbered(t *testing.T) {
 		}
 	}
 }
+
+// A reference a reshard rewrote to NoSuchRun is a known dangling
+// reference: an info finding, never looked up as a run, whatever shard
+// it names.
+func TestNoSuchRunIsDangling(t *testing.T) {
+	sc := newScenario(t)
+	lastOf(sc.run(sc.chain2), journal.KindSignal).By = journal.RunRef{Shard: 0, Run: journal.NoSuchRun}
+	sc.run(sc.kid).Journal[0].Parent.Run = journal.NoSuchRun
+	sc.run(sc.again2).Journal[0].Pred = journal.RunRef{Shard: 9, Run: journal.NoSuchRun} // no shard 9 either
+	fs := Verify(sc.w.state())
+	if Problems(fs) != 0 || len(fs) != 3 {
+		t.Fatalf("want 3 info findings, got:\n%s", findingLines(fs))
+	}
+	for _, f := range fs {
+		if f.Kind != KindRefDangling || f.Severity != SeverityInfo || !strings.Contains(f.Detail, "reserved number for no run") {
+			t.Errorf("finding %s: want an info ref-dangling naming the reserved number", f)
+		}
+	}
+	var b strings.Builder
+	if err := WriteLogicalDump(&b, sc.w.shards); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(b.String(), `"pred":"dangling"`) || !strings.Contains(b.String(), `"by":"dangling"`) {
+		t.Errorf("the dump does not render NoSuchRun references as dangling")
+	}
+}

@@ -39,7 +39,11 @@
 //
 // Run numbers appear only in the typed reference fields the format has
 // for them (parent, caller, predecessor, next, by, Ctx::key, completion
-// token); payloads and message IDs never contain one.
+// token); payloads and message IDs never contain one. A workflow ID's
+// latest run is its highest generation (the shard's ID index), never its
+// highest number. Completion tokens carry their shard's store generation
+// mod 64, and an answer must present the whole token the Async record
+// holds, so a token handed out before a reshard is refused.
 //
 // # What it must never do
 //
