@@ -11,7 +11,7 @@ import (
 
 // noSuchRun is the reserved run number a dangling reference is rewritten
 // to: no run is ever given it.
-const noSuchRun = journal.MaxRunNo
+const noSuchRun = journal.NoSuchRun
 
 // clearTokenGen zeroes a record's token generation bits (the digest leaves
 // them out: every reshard changes them).

@@ -129,8 +129,8 @@ func TestRenumberingRules(t *testing.T) {
 	if p := s.Runs[2].Journal[0].Pred; p != (journal.RunRef{Shard: 0, Run: 4}) {
 		t.Errorf("x#2's predecessor is %v, want 0:4", p)
 	}
-	if by := s.Runs[1].Journal[1].By; by.Run != journal.MaxRunNo {
-		t.Errorf("a's dangling sender became %v, want the reserved number %d", by, journal.MaxRunNo)
+	if by := s.Runs[1].Journal[1].By; by.Run != journal.NoSuchRun {
+		t.Errorf("a's dangling sender became %v, want the reserved number %d", by, journal.NoSuchRun)
 	}
 	if rep.Counts.DanglingRefs != 1 {
 		t.Errorf("dangling references counted %d, want 1", rep.Counts.DanglingRefs)
