@@ -35,9 +35,13 @@ real commands one after another and showing each with its output:
      outboxes, a log tail after the last checkpoint);
   2. verify and inspect: the directory is read through the engine's own
      recovery, read-only, and checked;
-  3. sim drive: the engine reopens it and runs every run to completion;
+  3. reshard: a dry run shows the plan (runs moved and renumbered, the
+     pending completion tokens that change, the space needed), then the
+     real run changes the shard count (from --shards to --shards+3);
+     verify and inspect the result;
+  4. sim drive: the engine reopens it and runs every run to completion;
      verify again;
-  4. ring: a namespace's placement file goes through a cell split (the
+  5. ring: a namespace's placement file goes through a cell split (the
      seed's worked example): ids minted before the split keep resolving to
      their old cell, new ones go to the new cell.
 
@@ -86,7 +90,13 @@ func runDemo(cmd *cobra.Command, ios *IO, opts demoOptions) (err error) {
 	d.run("verify", data)
 	d.run("inspect", data)
 
-	d.section("The engine reopens it (recovery) and runs every run to completion")
+	d.section("Reshard it offline to a new shard count: plan first, then the real run")
+	d.run("reshard", data, fmt.Sprint(opts.shards+3), "--dry-run")
+	d.run("reshard", data, fmt.Sprint(opts.shards+3))
+	d.run("verify", data)
+	d.run("inspect", data)
+
+	d.section("The engine reopens the resharded directory and runs every run to completion")
 	d.run("sim", "drive", data)
 	d.run("verify", data)
 
