@@ -179,3 +179,70 @@ func TestLockHeldByOtherProcess(t *testing.T) {
 	}
 	d.Close()
 }
+
+// TestFSLockIsFlock: on the disk, FS(vfs.Default).Lock, the lock pebble
+// takes on each store's LOCK when opened through FS, is a flock(2) lock
+// that flock(1) sees, and opening an existing lock file changes nothing
+// in it.
+func TestFSLockIsFlock(t *testing.T) {
+	flock := flockPath(t)
+	name := filepath.Join(t.TempDir(), "LOCK")
+	if err := os.WriteFile(name, []byte("kept"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	fs := FS(vfs.Default)
+	if FS(fs) != fs {
+		t.Error("FS(FS(x)) is not FS(x)")
+	}
+	if vfs.Root(fs) != vfs.Default {
+		t.Error("vfs.Root(FS(vfs.Default)) is not vfs.Default")
+	}
+	l, err := fs.Lock(name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := fs.Lock(name); !errors.Is(err, unix.EWOULDBLOCK) {
+		t.Errorf("second Lock in the same process = %v, want EWOULDBLOCK", err)
+	}
+	err = exec.Command(flock, "-n", name, "true").Run()
+	var ee *exec.ExitError
+	if !errors.As(err, &ee) || ee.ExitCode() != 1 {
+		t.Errorf("flock -n while held: %v, want exit status 1", err)
+	}
+	if err := l.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if err := exec.Command(flock, "-n", name, "true").Run(); err != nil {
+		t.Errorf("flock -n after Close: %v, want success", err)
+	}
+	if got := readFile(t, name); got != "kept" {
+		t.Errorf("the lock file holds %q after the lock, want it untouched", got)
+	}
+	if fi, err := os.Stat(name); err != nil || fi.Mode() != 0o600 {
+		t.Errorf("the lock file's mode is %v (%v), want it untouched", fi.Mode(), err)
+	}
+}
+
+// TestLockReadOnly: a directory the caller may only read can still be
+// locked when its LOCK exists, so read-only commands need no write access.
+func TestLockReadOnly(t *testing.T) {
+	if os.Geteuid() == 0 {
+		t.Skip("root ignores file permissions")
+	}
+	dir := newDir(t, local8)
+	if err := os.Chmod(filepath.Join(dir, LockName), 0o444); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chmod(dir, 0o555); err != nil {
+		t.Fatal(err)
+	}
+	defer os.Chmod(dir, 0o755)
+	d, err := Open(vfs.Default, dir, Options{})
+	if err != nil {
+		t.Fatalf("Open of a read-only directory: %v", err)
+	}
+	if _, err := Open(vfs.Default, dir, Options{}); !errors.Is(err, ErrInUse) {
+		t.Errorf("second Open = %v, want ErrInUse", err)
+	}
+	d.Close()
+}
