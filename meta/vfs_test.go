@@ -69,9 +69,9 @@ func transcript(t *testing.T, fs vfs.FS, dir string) []string {
 
 	_, err = Open(fs, dir, Options{Log: LogShared})
 	note("open switching", err)
-	m, err := Read(fs, dir)
+	_, err = Read(fs, dir)
 	note("read switching", err)
-	m, err = ReadAny(fs, dir)
+	m, err := ReadAny(fs, dir)
 	note(fmt.Sprintf("read any %+v", m), err)
 	d, err = Open(fs, dir, Options{Log: LogShared, AllowSwitching: true})
 	note("open switching allowed", err)
