@@ -84,7 +84,7 @@ type DB struct {
 	Shards []*Shard
 	Now    int64 // the virtual clock as last checkpointed or set
 
-	lock     *lockedDir
+	lock     *meta.Dir
 	readOnly bool
 	noSync   bool
 	cache    *pebble.Cache
@@ -140,6 +140,7 @@ func CreateFrom(fs vfs.FS, dir string, shards []*Shard, opts CreateOptions) (*DB
 			return nil, fmt.Errorf("creating %s: shards[%d] is shard %d of %d at LSN %d; want shard %d of %d at LSN 0", dir, i, s.Index, s.Count, s.LSN, i, n)
 		}
 	}
+	fs = meta.FS(fs) // the stores' LOCK files are flock(2) locks too
 	m := meta.Meta{Format: meta.FormatLocal, Log: meta.LogShared, Shards: n}
 	walOpts := wal.Options{NoSync: opts.NoSync, SegmentSize: opts.SegmentSize, LogID: opts.LogID}
 	var w *wal.Writer
@@ -166,16 +167,16 @@ func CreateFrom(fs vfs.FS, dir string, shards []*Shard, opts CreateOptions) (*DB
 			if err := WriteShardStore(fs, StoreDir(fs, dir, i), s, hdr); err != nil {
 				return err
 			}
-			if err := syncDir(fs, ShardDir(fs, dir, i)); err != nil {
+			if err := meta.SyncDir(fs, ShardDir(fs, dir, i)); err != nil {
 				return err
 			}
 		}
-		if err := syncDir(fs, fs.PathJoin(dir, "shards")); err != nil {
+		if err := meta.SyncDir(fs, fs.PathJoin(dir, "shards")); err != nil {
 			return err
 		}
-		return syncDir(fs, dir)
+		return meta.SyncDir(fs, dir)
 	}
-	lock, err := createDir(fs, dir, m, build)
+	lock, err := meta.Create(fs, dir, m, build)
 	if err != nil {
 		if w != nil {
 			_ = w.Close()
@@ -217,7 +218,7 @@ func (db *DB) openStores(n int) error {
 }
 
 // Meta is the directory's fusee.meta as read when it was opened.
-func (db *DB) Meta() meta.Meta { return db.lock.meta }
+func (db *DB) Meta() meta.Meta { return db.lock.Meta() }
 
 // ReadOnly reports whether the DB was opened read-only.
 func (db *DB) ReadOnly() bool { return db.readOnly }

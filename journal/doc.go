@@ -1,7 +1,11 @@
 // Package journal owns the durable state of a fusee data directory: the
 // data model (records, ops, the Shard state machine in apply.go) and its
 // persistence (DB: fusee.meta and LOCK through package meta, the shared
-// write-ahead log through journal/wal, one pebble store per shard).
+// write-ahead log through journal/wal, one pebble store per shard). It has
+// no filesystem code of its own for those files: every vfs.FS it is given,
+// the disk or a memory filesystem, goes through meta.FS (so the stores'
+// LOCK files are flock(2) locks) and meta.Open/meta.Create, and every
+// directory fsync is meta.SyncDir.
 //
 // # Invariants
 //

@@ -52,7 +52,8 @@ func OpenContext(ctx context.Context, fs vfs.FS, dir string, opts OpenOptions) (
 	if err := ctx.Err(); err != nil {
 		return nil, nil, err
 	}
-	lock, err := openDir(fs, dir, meta.Options{Log: meta.LogShared})
+	fs = meta.FS(fs) // the stores' LOCK files are flock(2) locks too
+	lock, err := meta.Open(fs, dir, meta.Options{Log: meta.LogShared})
 	if err != nil {
 		return nil, nil, err
 	}
@@ -66,7 +67,7 @@ func OpenContext(ctx context.Context, fs vfs.FS, dir string, opts OpenOptions) (
 }
 
 func (db *DB) recover(ctx context.Context, opts OpenOptions) (*RecoveryReport, error) {
-	fs, n := db.FS, db.lock.meta.Shards
+	fs, n := db.FS, db.lock.Meta().Shards
 	if err := db.openStores(n); err != nil {
 		return nil, err
 	}
@@ -181,6 +182,7 @@ func RecoverShard(fs vfs.FS, dir string, shard, count int) (*Shard, CheckpointHe
 	if shard < 0 || shard >= count {
 		return nil, CheckpointHeader{}, nil, fmt.Errorf("shard %d: the directory has shards 0..%d", shard, count-1)
 	}
+	fs = meta.FS(fs)
 	path := StoreDir(fs, dir, shard)
 	store, err := openStore(fs, path, nil, true, false)
 	if err != nil {

@@ -8,17 +8,14 @@ import (
 )
 
 // ShardOf is the shard a workflow ID belongs to among n shards:
-// FloorMod(idcodec.Hash64(id), n). Because FloorMod with a positive divisor
-// is a true modulo, ShardOf(id, k*n) mod n == ShardOf(id, n): growing to a
-// multiple of the shard count keeps every ID on a shard congruent to its
-// old one. Golden vectors in tests pin this function; changing it strands
-// every directory ever written.
-func ShardOf(workflowID string, n int) int {
-	if n <= 1 {
-		return 0
-	}
-	return int(idcodec.FloorMod(idcodec.Hash64(workflowID), int64(n)))
-}
+// FloorMod(idcodec.Hash64(id), n), 0 when n <= 1. It is idcodec.ShardFor,
+// the one place the formula is written, under the name this package's
+// callers look for. Because FloorMod with a positive divisor is a true
+// modulo, ShardOf(id, k*n) mod n == ShardOf(id, n): growing to a multiple
+// of the shard count keeps every ID on a shard congruent to its old one.
+// Golden vectors in tests pin this function; changing it strands every
+// directory ever written.
+func ShardOf(workflowID string, n int) int { return idcodec.ShardFor(workflowID, n) }
 
 // RunState is where a run is in its life.
 type RunState uint8

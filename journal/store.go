@@ -10,6 +10,7 @@ import (
 
 	"github.com/cockroachdb/pebble/v2"
 	"github.com/cockroachdb/pebble/v2/vfs"
+	"github.com/fusee-dev/fusee/meta"
 )
 
 // A shard store is a pebble database holding one shard's checkpointed
@@ -147,7 +148,9 @@ const storeFormat = pebble.FormatNewest
 // every store of a directory (nil: each store gets a small one).
 func storeOptions(fs vfs.FS, cache *pebble.Cache, readOnly, create bool) *pebble.Options {
 	o := &pebble.Options{
-		FS:     fs,
+		// Through meta.FS, pebble's LOCK is a flock(2) lock, which an
+		// existing LOCK needs no write access for (a read-only open).
+		FS:     meta.FS(fs),
 		Cache:  cache,
 		Logger: quietLogger{},
 		// Many shards open at once: keep each store's memtable small.

@@ -14,6 +14,7 @@ import (
 	"github.com/cockroachdb/pebble/v2/objstorage/objstorageprovider"
 	"github.com/cockroachdb/pebble/v2/sstable"
 	"github.com/cockroachdb/pebble/v2/vfs"
+	"github.com/fusee-dev/fusee/meta"
 )
 
 // A keyPart emits one key range of a store in ascending order; the parts
@@ -185,7 +186,7 @@ func WriteShardStore(fs vfs.FS, dir string, s *Shard, hdr CheckpointHeader) erro
 	if err != nil {
 		return fmt.Errorf("writing shard store %s: %w", dir, err)
 	}
-	return syncDir(fs, fs.PathDir(dir))
+	return meta.SyncDir(fs, fs.PathDir(dir))
 }
 
 // writeTables writes s's keys into sstables under tmp and returns their
@@ -257,21 +258,4 @@ func writePart(fs vfs.FS, prefix string, wopts sstable.WriterOptions, part keyPa
 		return nil, err
 	}
 	return paths, closeTable()
-}
-
-// syncDir fsyncs a directory so the entries created or renamed in it are
-// durable.
-func syncDir(fs vfs.FS, dir string) error {
-	d, err := fs.OpenDir(dir)
-	if err != nil {
-		return fmt.Errorf("syncing directory %s: %w", dir, err)
-	}
-	err = d.Sync()
-	if cerr := d.Close(); err == nil {
-		err = cerr
-	}
-	if err != nil {
-		return fmt.Errorf("syncing directory %s: %w", dir, err)
-	}
-	return nil
 }

@@ -34,13 +34,14 @@ type V2State struct {
 // above the checkpoint's LSN. It writes nothing, and releases the lock
 // before returning. Memory is O(directory size).
 func ReadV2(fs vfs.FS, dir string) (*V2State, error) {
-	lock, err := openDir(fs, dir, meta.Options{Log: meta.LogPerShard})
+	fs = meta.FS(fs) // the stores' LOCK files are flock(2) locks too
+	lock, err := meta.Open(fs, dir, meta.Options{Log: meta.LogPerShard})
 	if err != nil {
 		return nil, err
 	}
 	defer lock.Close()
-	n := lock.meta.Shards
-	st := &V2State{Meta: lock.meta, Shards: make([]*Shard, n), Headers: make([]CheckpointHeader, n),
+	n := lock.Meta().Shards
+	st := &V2State{Meta: lock.Meta(), Shards: make([]*Shard, n), Headers: make([]CheckpointHeader, n),
 		Report: &RecoveryReport{Shards: make([]ShardRecovery, n)}, Torn: make([]string, n)}
 	cache := pebble.NewCache(cacheSize)
 	defer cache.Unref()

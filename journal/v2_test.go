@@ -22,10 +22,13 @@ func writeV2Dir(t *rapid.T, fs vfs.FS, dir string, shards int) *workload {
 	if err := fs.MkdirAll(dir, 0o755); err != nil {
 		t.Fatal(err)
 	}
-	if err := writeMetaVFS(fs, dir, meta.Meta{Format: meta.FormatLocal, Log: meta.LogPerShard, Shards: shards}); err != nil {
+	d, err := meta.Create(fs, dir, meta.Meta{Format: meta.FormatLocal, Log: meta.LogPerShard, Shards: shards}, nil)
+	if err != nil {
 		t.Fatal(err)
 	}
-	writeAll(t, fs, fs.PathJoin(dir, meta.LockName), nil) // every data directory has its LOCK
+	if err := d.Close(); err != nil {
+		t.Fatal(err)
+	}
 	logs := make([]*wal.WriterV2, shards)
 	for i := range logs {
 		w, err := wal.CreateV2(fs, wal.ShardLogDir(fs, dir, i), i, wal.Options{})

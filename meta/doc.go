@@ -1,6 +1,13 @@
 // Package meta owns the two files that make a directory a fusee data
 // directory: fusee.meta, its identity, and LOCK, the lock that keeps two
-// processes out of it at once.
+// processes out of it at once. It is also the one home of the primitives
+// every writer of a data directory shares: the filesystem wrapper that
+// makes every lock a flock(2) (FS), the directory fsync (SyncDir), the
+// atomic replace of a file (ReplaceFile) and the shard limit (MaxShards).
+//
+// Everything here works on a pebble vfs.FS: on the disk callers pass
+// vfs.Default; tests pass vfs.NewMem or vfs.NewCrashableMem and run the
+// very same code. There is no second path for either.
 //
 // # fusee.meta
 //
@@ -30,17 +37,21 @@
 //
 // Every parse error is a *FileError naming the file, the line and the fix.
 // Writes produce canonical bytes (fixed key order, one header comment) and
-// replace the file atomically and durably: a temporary file in the same
-// directory, fsync, rename, then fsync of the directory so the rename
-// itself survives a crash.
+// replace the file through ReplaceFile, atomically and durably: a temporary
+// file in the same directory, fsync, rename, then SyncDir of the directory
+// so the rename itself survives a crash. A crash at any point leaves the
+// old file or the new one, whole.
 //
 // # Opening
 //
-// Every program that opens a data directory goes through Open: it takes the
-// lock, reads fusee.meta and refuses a directory whose reshard was
-// interrupted (ErrSwitching) or whose log format the caller cannot read
-// (ErrOldLog). Only reshard, which finishes an interrupted switch, opens
-// with Options.AllowSwitching.
+// Every program that opens a data directory goes through Open: it refuses
+// a directory without fusee.meta before taking any lock (so it leaves no
+// LOCK file behind), then takes the lock, reads fusee.meta and refuses a
+// directory whose reshard was interrupted (ErrSwitching) or whose log
+// format the caller cannot read (ErrOldLog). Only reshard, which finishes
+// an interrupted switch, opens with Options.AllowSwitching. Create makes a
+// new directory: it locks it, lets the caller fill it, and writes
+// fusee.meta last.
 //
 // # LOCK
 //
@@ -49,6 +60,15 @@
 // drops the lock when the holder exits, however it exits, so a crash never
 // leaves a stale lock behind. Another process that cannot take it gets
 // ErrInUse; `flock -n <dir>/LOCK true` fails while it is held.
+//
+// pebble's vfs.Default.Lock is an fcntl(2) lock, which flock does not see,
+// and it opens the file for writing. FS wraps a filesystem so that Lock is
+// a flock(2) on the disk, taken on a read-only descriptor when the file
+// exists, and the filesystem's own Lock on anything else (memfs). Open,
+// Create and Lock go through it, and so does every pebble store of a data
+// directory (package journal opens them through FS): the stores' own LOCK
+// files are flock(2) locks too, and a read-only open needs no write access
+// to a directory whose LOCK files exist.
 //
 // # What this package must never do
 //

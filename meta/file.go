@@ -4,12 +4,10 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"io/fs"
-	"os"
-	"path/filepath"
+	iofs "io/fs"
 	"strings"
 
-	"github.com/google/renameio/v2"
+	"github.com/cockroachdb/pebble/v2/vfs"
 )
 
 // FileName is the identity file of a data directory.
@@ -19,14 +17,14 @@ const FileName = "fusee.meta"
 // a hundred bytes, so anything this large is some other file.
 const maxFileSize = 64 << 10
 
-// ReadAny reads and parses dir's fusee.meta in any valid state, including
-// a switch in progress. It does not take the lock; reshard, which finishes
-// a switch, reads through Open with AllowSwitching instead.
-func ReadAny(dir string) (Meta, error) {
-	path := filepath.Join(dir, FileName)
-	f, err := os.Open(path)
-	if errors.Is(err, fs.ErrNotExist) {
-		if _, derr := os.Stat(dir); derr != nil {
+// ReadAny reads and parses dir's fusee.meta on fs in any valid state,
+// including a switch in progress. It does not take the lock; reshard,
+// which finishes a switch, reads through Open with AllowSwitching instead.
+func ReadAny(fs vfs.FS, dir string) (Meta, error) {
+	path := fs.PathJoin(dir, FileName)
+	f, err := fs.Open(path)
+	if errors.Is(err, iofs.ErrNotExist) {
+		if _, derr := fs.Stat(dir); derr != nil {
 			return Meta{}, fmt.Errorf("data directory %s: %w", dir, derr)
 		}
 		return Meta{}, fmt.Errorf("%s is not a fusee data directory: it has no %s: %w", dir, FileName, err)
@@ -45,10 +43,10 @@ func ReadAny(dir string) (Meta, error) {
 	return Parse(path, data)
 }
 
-// Read reads dir's fusee.meta for opening it: a directory whose reshard
-// was interrupted is refused with a *SwitchingError (ErrSwitching).
-func Read(dir string) (Meta, error) {
-	m, err := ReadAny(dir)
+// Read reads dir's fusee.meta on fs for opening it: a directory whose
+// reshard was interrupted is refused with a *SwitchingError (ErrSwitching).
+func Read(fs vfs.FS, dir string) (Meta, error) {
+	m, err := ReadAny(fs, dir)
 	if err != nil {
 		return Meta{}, err
 	}
@@ -80,73 +78,35 @@ func Check(dir string, m Meta, opts Options) error {
 	return nil
 }
 
-// testHookBeforeRename, when set, runs after the temporary file is written
-// and before it replaces fusee.meta; an error aborts the write. Tests use
-// it to stop a write at that point.
-var testHookBeforeRename func(tmpPath string) error
-
-// writeFile replaces dir's fusee.meta with m, atomically and durably:
-// readers see the old file or the new one, never a mix, and once it
-// returns nil the new file survives a crash. The caller holds the lock.
-func writeFile(dir string, m Meta) error {
+// writeFile replaces dir's fusee.meta with m through ReplaceFile,
+// atomically and durably: readers see the old file or the new one, never a
+// mix, and once it returns nil the new file survives a crash. The caller
+// holds the lock.
+func writeFile(fs vfs.FS, dir string, m Meta) error {
 	data, err := m.Marshal()
 	if err != nil {
 		return err
 	}
-	removeLeftovers(dir)
-	path := filepath.Join(dir, FileName)
-	// The temporary file goes in dir itself, not $TMPDIR, so the rename
-	// stays within one directory and one fsync of it covers both names.
-	pf, err := renameio.NewPendingFile(path, renameio.WithTempDir(dir), renameio.WithPermissions(0o644), renameio.WithExistingPermissions())
-	if err != nil {
-		return fmt.Errorf("writing %s: %w", path, err)
-	}
-	defer pf.Cleanup()
-	if _, err := pf.Write(data); err != nil {
-		return fmt.Errorf("writing %s: %w", path, err)
-	}
-	if testHookBeforeRename != nil {
-		if err := testHookBeforeRename(pf.Name()); err != nil {
-			return fmt.Errorf("writing %s: %w", path, err)
-		}
-	}
-	// CloseAtomicallyReplace fsyncs the file and renames it, but does not
-	// fsync the directory: without that the rename may not survive a
-	// crash, and the old file would come back.
-	if err := pf.CloseAtomicallyReplace(); err != nil {
-		return fmt.Errorf("writing %s: %w", path, err)
-	}
-	if err := syncDir(dir); err != nil {
-		return fmt.Errorf("writing %s: %w", path, err)
-	}
-	return nil
+	removeLeftovers(fs, dir)
+	return ReplaceFile(fs, fs.PathJoin(dir, FileName), data)
 }
 
 // removeLeftovers deletes temporary files an earlier writer left when it
-// crashed between creating and renaming one. The caller holds the lock, so
-// no writer is using them. Failures only leave litter, so they are ignored.
-func removeLeftovers(dir string) {
-	entries, err := os.ReadDir(dir)
+// crashed between creating and renaming one (".fusee.meta*"). The caller
+// holds the lock, so no writer is using them. Failures only leave litter,
+// so they are ignored.
+func removeLeftovers(fs vfs.FS, dir string) {
+	names, err := fs.List(dir)
 	if err != nil {
 		return
 	}
-	for _, e := range entries {
-		if name := e.Name(); strings.HasPrefix(name, "."+FileName) && e.Type().IsRegular() {
-			_ = os.Remove(filepath.Join(dir, name))
+	for _, name := range names {
+		if !strings.HasPrefix(name, "."+FileName) {
+			continue
+		}
+		path := fs.PathJoin(dir, name)
+		if fi, err := fs.Stat(path); err == nil && fi.Mode().IsRegular() {
+			_ = fs.Remove(path)
 		}
 	}
-}
-
-// syncDir fsyncs a directory so the entries just created or renamed in it
-// are durable.
-func syncDir(dir string) error {
-	d, err := os.Open(dir)
-	if err != nil {
-		return err
-	}
-	if err := d.Sync(); err != nil {
-		d.Close()
-		return fmt.Errorf("syncing directory %s: %w", dir, err)
-	}
-	return d.Close()
 }

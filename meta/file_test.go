@@ -8,6 +8,8 @@ import (
 	"sort"
 	"strings"
 	"testing"
+
+	"github.com/cockroachdb/pebble/v2/vfs"
 )
 
 var (
@@ -19,7 +21,7 @@ var (
 func newDir(t *testing.T, m Meta) string {
 	t.Helper()
 	dir := filepath.Join(t.TempDir(), "data")
-	d, err := Create(dir, m)
+	d, err := Create(vfs.Default, dir, m, nil)
 	if err != nil {
 		t.Fatalf("Create: %v", err)
 	}
@@ -61,7 +63,7 @@ func TestCreateOpen(t *testing.T) {
 	if got := readFile(t, filepath.Join(dir, FileName)); got != string(want) {
 		t.Errorf("fusee.meta = %q, want %q", got, want)
 	}
-	d, err := Open(dir, Options{Log: LogShared})
+	d, err := Open(vfs.Default, dir, Options{Log: LogShared})
 	if err != nil {
 		t.Fatalf("Open: %v", err)
 	}
@@ -73,7 +75,7 @@ func TestCreateOpen(t *testing.T) {
 
 func TestCreateRefusesExisting(t *testing.T) {
 	dir := newDir(t, local8)
-	_, err := Create(dir, Meta{Format: FormatLocal, Log: LogShared, Shards: 2})
+	_, err := Create(vfs.Default, dir, Meta{Format: FormatLocal, Log: LogShared, Shards: 2}, nil)
 	if !errors.Is(err, fs.ErrExist) {
 		t.Fatalf("Create over an existing directory: got %v, want fs.ErrExist", err)
 	}
@@ -81,11 +83,11 @@ func TestCreateRefusesExisting(t *testing.T) {
 	if err.Error() != want {
 		t.Errorf("error:\n got %s\nwant %s", err, want)
 	}
-	if m, _ := Read(dir); m != local8 {
+	if m, _ := Read(vfs.Default, dir); m != local8 {
 		t.Errorf("after a refused Create, meta = %+v, want %+v", m, local8)
 	}
 	// The refusal released the lock.
-	l, err := Lock(dir)
+	l, err := Lock(vfs.Default, dir)
 	if err != nil {
 		t.Fatalf("Lock after refused Create: %v", err)
 	}
@@ -94,7 +96,7 @@ func TestCreateRefusesExisting(t *testing.T) {
 
 func TestCreateExistingEmptyDir(t *testing.T) {
 	dir := t.TempDir()
-	d, err := Create(dir, local8)
+	d, err := Create(vfs.Default, dir, local8, nil)
 	if err != nil {
 		t.Fatalf("Create in an existing empty directory: %v", err)
 	}
@@ -103,7 +105,7 @@ func TestCreateExistingEmptyDir(t *testing.T) {
 
 func TestCreateInvalidMeta(t *testing.T) {
 	dir := filepath.Join(t.TempDir(), "data")
-	if _, err := Create(dir, Meta{Format: FormatLocal, Log: 3, Shards: 2000}); err == nil {
+	if _, err := Create(vfs.Default, dir, Meta{Format: FormatLocal, Log: 3, Shards: 2000}, nil); err == nil {
 		t.Fatal("Create with shards=2000 succeeded")
 	}
 	if _, err := os.Stat(dir); !errors.Is(err, fs.ErrNotExist) {
@@ -113,7 +115,7 @@ func TestCreateInvalidMeta(t *testing.T) {
 
 func TestCreateMissingParent(t *testing.T) {
 	dir := filepath.Join(t.TempDir(), "no", "such")
-	_, err := Create(dir, local8)
+	_, err := Create(vfs.Default, dir, local8, nil)
 	if !errors.Is(err, fs.ErrNotExist) {
 		t.Errorf("Create under a missing parent: got %v, want fs.ErrNotExist", err)
 	}
@@ -122,16 +124,16 @@ func TestCreateMissingParent(t *testing.T) {
 func TestReadMissing(t *testing.T) {
 	root := t.TempDir()
 	missing := filepath.Join(root, "gone")
-	_, err := ReadAny(missing)
+	_, err := ReadAny(vfs.Default, missing)
 	if want := "data directory " + missing + ": stat " + missing + ": no such file or directory"; err == nil || err.Error() != want {
-		t.Errorf("ReadAny(missing dir):\n got %v\nwant %s", err, want)
+		t.Errorf("ReadAny(vfs.Default, missing dir):\n got %v\nwant %s", err, want)
 	}
-	_, err = ReadAny(root)
+	_, err = ReadAny(vfs.Default, root)
 	if want := root + " is not a fusee data directory: it has no fusee.meta: open " + filepath.Join(root, FileName) + ": no such file or directory"; err == nil || err.Error() != want {
-		t.Errorf("ReadAny(dir without meta):\n got %v\nwant %s", err, want)
+		t.Errorf("ReadAny(vfs.Default, dir without meta):\n got %v\nwant %s", err, want)
 	}
 	if !errors.Is(err, fs.ErrNotExist) {
-		t.Errorf("ReadAny(dir without meta) = %v, want fs.ErrNotExist", err)
+		t.Errorf("ReadAny(vfs.Default, dir without meta) = %v, want fs.ErrNotExist", err)
 	}
 }
 
@@ -141,12 +143,12 @@ func TestReadMalformedNamesPath(t *testing.T) {
 	if err := os.WriteFile(path, []byte("format=local\nlog=3\nshards=2000\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	_, err := Read(dir)
+	_, err := Read(vfs.Default, dir)
 	want := path + ":3: shards=2000 is out of range 1..1024; a shard number is packed into 10 bits, so set a count from 1 to 1024"
 	if err == nil || err.Error() != want {
 		t.Errorf("Read:\n got %v\nwant %s", err, want)
 	}
-	if _, err := Open(dir, Options{}); err == nil || err.Error() != want {
+	if _, err := Open(vfs.Default, dir, Options{}); err == nil || err.Error() != want {
 		t.Errorf("Open:\n got %v\nwant %s", err, want)
 	}
 }
@@ -158,8 +160,8 @@ func TestReadTooLarge(t *testing.T) {
 		t.Fatal(err)
 	}
 	var fe *FileError
-	if _, err := ReadAny(dir); !errors.As(err, &fe) || !strings.Contains(fe.Msg, "far larger than any fusee.meta") {
-		t.Errorf("ReadAny(large file) = %v", err)
+	if _, err := ReadAny(vfs.Default, dir); !errors.As(err, &fe) || !strings.Contains(fe.Msg, "far larger than any fusee.meta") {
+		t.Errorf("ReadAny(vfs.Default, large file) = %v", err)
 	}
 }
 
@@ -167,7 +169,7 @@ func TestReadTooLarge(t *testing.T) {
 // and no temporary file is left beside it.
 func TestWriteReplaces(t *testing.T) {
 	dir := newDir(t, local8)
-	d, err := Open(dir, Options{})
+	d, err := Open(vfs.Default, dir, Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -184,7 +186,7 @@ func TestWriteReplaces(t *testing.T) {
 		if got := readFile(t, filepath.Join(dir, FileName)); got != string(want) {
 			t.Fatalf("after Write(%+v): %q, want %q", m, got, want)
 		}
-		if got, err := ReadAny(dir); err != nil || got != m || d.Meta() != m {
+		if got, err := ReadAny(vfs.Default, dir); err != nil || got != m || d.Meta() != m {
 			t.Fatalf("ReadAny = %+v, %v; Meta() = %+v; want %+v", got, err, d.Meta(), m)
 		}
 		if got := strings.Join(names(t, dir), " "); got != "LOCK fusee.meta" {
@@ -198,7 +200,7 @@ func TestWriteReplaces(t *testing.T) {
 // bytes sit complete in the temporary file, and the failed write removes it.
 func TestWriteInterrupted(t *testing.T) {
 	dir := newDir(t, local8)
-	d, err := Open(dir, Options{})
+	d, err := Open(vfs.Default, dir, Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -241,10 +243,10 @@ func TestWriteRemovesLeftovers(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(dir, ".fusee.meta8675309"), []byte("format=lo"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	if m, err := Read(dir); err != nil || m != local8 {
+	if m, err := Read(vfs.Default, dir); err != nil || m != local8 {
 		t.Fatalf("Read with a leftover = %+v, %v", m, err)
 	}
-	d, err := Open(dir, Options{})
+	d, err := Open(vfs.Default, dir, Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -259,7 +261,7 @@ func TestWriteRemovesLeftovers(t *testing.T) {
 
 func TestWriteInvalidLeavesFile(t *testing.T) {
 	dir := newDir(t, local8)
-	d, err := Open(dir, Options{})
+	d, err := Open(vfs.Default, dir, Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -267,14 +269,14 @@ func TestWriteInvalidLeavesFile(t *testing.T) {
 	if err := d.Write(Meta{Format: FormatLocal, Log: 3, Shards: 0}); err == nil {
 		t.Fatal("Write(shards=0) succeeded")
 	}
-	if m, err := ReadAny(dir); err != nil || m != local8 {
+	if m, err := ReadAny(vfs.Default, dir); err != nil || m != local8 {
 		t.Errorf("after an invalid Write: %+v, %v", m, err)
 	}
 }
 
 func TestWriteAfterClose(t *testing.T) {
 	dir := newDir(t, local8)
-	d, err := Open(dir, Options{})
+	d, err := Open(vfs.Default, dir, Options{})
 	if err != nil {
 		t.Fatal(err)
 	}

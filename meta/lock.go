@@ -3,73 +3,57 @@ package meta
 import (
 	"errors"
 	"fmt"
-	"os"
-	"path/filepath"
+	"io"
+	"syscall"
 
-	"golang.org/x/sys/unix"
+	"github.com/cockroachdb/pebble/v2/vfs"
 )
 
 // LockName is the lock file of a data directory.
 const LockName = "LOCK"
 
-// DirLock is a held exclusive flock(2) on a directory's LOCK file.
+// DirLock is a held lock on a directory's LOCK file.
 type DirLock struct {
 	dir string
-	f   *os.File
+	c   io.Closer // nil once unlocked
 }
 
-// Lock takes dir's lock without waiting, creating LOCK (mode 0644) if it
-// is missing. If another process, or another open in this one, holds it,
-// the error is an *InUseError (ErrInUse).
-//
-// The lock belongs to the open file, not the process: it is dropped by
-// Unlock or when the process exits, however it exits, and is not inherited
-// by child processes (Go opens files close-on-exec).
-func Lock(dir string) (*DirLock, error) {
-	fi, err := os.Stat(dir)
+// Lock takes dir's lock without waiting, creating LOCK if it is missing,
+// through FS(fs): on the disk an exclusive flock(2), on a memory
+// filesystem that filesystem's own lock. If another process, or another
+// open in this one, holds it, the error is an *InUseError (ErrInUse).
+func Lock(fs vfs.FS, dir string) (*DirLock, error) {
+	fs = FS(fs)
+	fi, err := fs.Stat(dir)
 	if err != nil {
 		return nil, fmt.Errorf("data directory %s: %w", dir, err)
 	}
 	if !fi.IsDir() {
 		return nil, fmt.Errorf("data directory %s is not a directory", dir)
 	}
-	path := filepath.Join(dir, LockName)
-	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o644)
+	path := fs.PathJoin(dir, LockName)
+	c, err := fs.Lock(path)
 	if err != nil {
-		return nil, fmt.Errorf("opening lock file: %w", err)
-	}
-	for {
-		err = unix.Flock(int(f.Fd()), unix.LOCK_EX|unix.LOCK_NB)
-		if err != unix.EINTR {
-			break
-		}
-	}
-	if err != nil {
-		f.Close()
-		if errors.Is(err, unix.EWOULDBLOCK) {
+		if errors.Is(err, syscall.EWOULDBLOCK) || errors.Is(err, syscall.EAGAIN) {
 			return nil, &InUseError{Dir: dir}
 		}
 		return nil, fmt.Errorf("locking %s: %w", path, err)
 	}
-	return &DirLock{dir: dir, f: f}, nil
+	return &DirLock{dir: dir, c: c}, nil
 }
 
 // Dir is the locked directory.
 func (l *DirLock) Dir() string { return l.dir }
 
+// held reports whether the lock is still held by l.
+func (l *DirLock) held() bool { return l != nil && l.c != nil }
+
 // Unlock releases the lock. Calling it again does nothing.
 func (l *DirLock) Unlock() error {
-	if l.f == nil {
+	if !l.held() {
 		return nil
 	}
-	f := l.f
-	l.f = nil
-	// Closing the only descriptor of the open file releases the flock; the
-	// explicit LOCK_UN makes the release not depend on that.
-	uerr := unix.Flock(int(f.Fd()), unix.LOCK_UN)
-	cerr := f.Close()
-	if uerr != nil {
-		return fmt.Errorf("unlocking %s: %w", filepath.Join(l.dir, LockName), uerr)
-	}
-	return cerr
+	c := l.c
+	l.c = nil
+	return c.Close()
 }

@@ -3,33 +3,36 @@ package meta
 import (
 	"errors"
 	"fmt"
-	"io/fs"
-	"os"
-	"path/filepath"
+	iofs "io/fs"
+
+	"github.com/cockroachdb/pebble/v2/vfs"
 )
 
 // Dir is an open data directory: its lock is held and its fusee.meta has
 // been read and checked.
 type Dir struct {
+	fs   vfs.FS
 	path string
 	meta Meta
 	lock *DirLock
 }
 
-// Open takes dir's lock, reads fusee.meta and applies opts (see Check). On
-// any failure the lock is released. Every program that opens a data
-// directory goes through here.
-func Open(dir string, opts Options) (*Dir, error) {
+// Open takes dir's lock, reads fusee.meta and applies opts (see Check),
+// all on FS(fs). On any failure the lock is released. Every program that
+// opens a data directory goes through here, on the disk (vfs.Default) and
+// in tests on a memory filesystem alike.
+func Open(fs vfs.FS, dir string, opts Options) (*Dir, error) {
+	fs = FS(fs)
 	// A directory without fusee.meta is not a data directory: refuse it
 	// before the lock, so that opening one leaves no LOCK file behind.
-	if _, err := ReadAny(dir); errors.Is(err, fs.ErrNotExist) {
+	if _, err := ReadAny(fs, dir); errors.Is(err, iofs.ErrNotExist) {
 		return nil, err
 	}
-	l, err := Lock(dir)
+	l, err := Lock(fs, dir)
 	if err != nil {
 		return nil, err
 	}
-	m, err := ReadAny(dir)
+	m, err := ReadAny(fs, dir)
 	if err == nil {
 		err = Check(dir, m, opts)
 	}
@@ -37,47 +40,92 @@ func Open(dir string, opts Options) (*Dir, error) {
 		l.Unlock()
 		return nil, err
 	}
-	return &Dir{path: dir, meta: m, lock: l}, nil
+	return &Dir{fs: fs, path: dir, meta: m, lock: l}, nil
 }
 
-// Create makes a new data directory at dir with meta m and returns it open.
-// dir may exist (empty, or at least without a fusee.meta) or be created
-// here; its parent must exist. A directory that already has a fusee.meta is
-// refused with an error matching fs.ErrExist.
-func Create(dir string, m Meta) (*Dir, error) {
+// Create makes a new data directory at dir with meta m and returns it
+// open, on FS(fs). dir may exist, empty (a LOCK file alone is allowed), or
+// be created here; its parent must exist. A directory that already has a
+// fusee.meta is refused with an error matching fs.ErrExist, any other
+// non-empty one with an error naming a file in it; neither is touched.
+//
+// fill, when not nil, runs with the lock held and before fusee.meta is
+// written: it writes the directory's content and makes it durable. If it
+// fails, Create releases the lock and returns its error, leaving what it
+// wrote. fusee.meta comes last, so a crash before then leaves a directory
+// that is not a data directory (docs/format.md §7.2), never a broken one.
+func Create(fs vfs.FS, dir string, m Meta, fill func() error) (*Dir, error) {
 	if err := m.Validate(); err != nil {
 		return nil, err
 	}
-	switch err := os.Mkdir(dir, 0o755); {
-	case err == nil:
-		// Make the new directory's name durable before anything in it.
-		if err := syncDir(filepath.Dir(dir)); err != nil {
-			return nil, err
-		}
-	case !errors.Is(err, fs.ErrExist):
-		return nil, fmt.Errorf("creating data directory: %w", err)
+	fs = FS(fs)
+	if err := makeDir(fs, dir); err != nil {
+		return nil, err
 	}
-	l, err := Lock(dir)
+	// Check before the lock, so that refusing a directory leaves no LOCK
+	// file in it, and again under the lock, which another creator may have
+	// held in between.
+	if err := checkEmpty(fs, dir); err != nil {
+		return nil, err
+	}
+	l, err := Lock(fs, dir)
 	if err != nil {
 		return nil, err
 	}
-	d := &Dir{path: dir, lock: l}
-	if err := d.create(m); err != nil {
+	d := &Dir{fs: fs, path: dir, lock: l}
+	if err := d.create(m, fill); err != nil {
 		l.Unlock()
 		return nil, err
 	}
 	return d, nil
 }
 
-func (d *Dir) create(m Meta) error {
-	path := filepath.Join(d.path, FileName)
-	if _, err := os.Lstat(path); err == nil {
-		return fmt.Errorf("%s is already a fusee data directory (it has a %s); refusing to overwrite it: %w", d.path, FileName, fs.ErrExist)
-	} else if !errors.Is(err, fs.ErrNotExist) {
+// makeDir creates dir unless it exists, and makes its name durable. The
+// parent must exist: creating it too would need its parent synced as well.
+func makeDir(fs vfs.FS, dir string) error {
+	parent := fs.PathDir(dir)
+	if _, err := fs.Stat(parent); err != nil {
+		return fmt.Errorf("creating data directory %s: %w", dir, err)
+	}
+	if err := fs.MkdirAll(dir, 0o755); err != nil {
+		return fmt.Errorf("creating data directory %s: %w", dir, err)
+	}
+	return SyncDir(fs, parent)
+}
+
+// checkEmpty refuses a directory that holds anything but a LOCK file.
+func checkEmpty(fs vfs.FS, dir string) error {
+	names, err := fs.List(dir)
+	if err != nil {
+		return fmt.Errorf("creating data directory %s: %w", dir, err)
+	}
+	for _, name := range names {
+		if name == FileName {
+			return fmt.Errorf("%s is already a fusee data directory (it has a %s); refusing to overwrite it: %w", dir, FileName, iofs.ErrExist)
+		}
+	}
+	for _, name := range names {
+		if name != LockName {
+			return fmt.Errorf("creating data directory %s: it is not empty (it has %s); create a data directory in a new or empty directory", dir, name)
+		}
+	}
+	return nil
+}
+
+func (d *Dir) create(m Meta, fill func() error) error {
+	if err := checkEmpty(d.fs, d.path); err != nil {
 		return err
+	}
+	if fill != nil {
+		if err := fill(); err != nil {
+			return err
+		}
 	}
 	return d.Write(m)
 }
+
+// FS is the filesystem the directory was opened on, as FS returned it.
+func (d *Dir) FS() vfs.FS { return d.fs }
 
 // Path is the directory's path as given to Open or Create.
 func (d *Dir) Path() string { return d.path }
@@ -85,14 +133,14 @@ func (d *Dir) Path() string { return d.path }
 // Meta is the directory's fusee.meta as last read or written.
 func (d *Dir) Meta() Meta { return d.meta }
 
-// Write replaces fusee.meta with m, atomically and durably (see the
-// package documentation). If it fails, fusee.meta is either the old file
-// or the new one, whole, and Meta still returns the old value.
+// Write replaces fusee.meta with m, atomically and durably (ReplaceFile).
+// If it fails, fusee.meta is either the old file or the new one, whole,
+// and Meta still returns the old value.
 func (d *Dir) Write(m Meta) error {
-	if d.lock == nil || d.lock.f == nil {
+	if !d.lock.held() {
 		return fmt.Errorf("%s: writing %s after Close", d.path, FileName)
 	}
-	if err := writeFile(d.path, m); err != nil {
+	if err := writeFile(d.fs, d.path, m); err != nil {
 		return err
 	}
 	d.meta = m

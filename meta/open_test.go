@@ -4,6 +4,8 @@ import (
 	"errors"
 	"os"
 	"testing"
+
+	"github.com/cockroachdb/pebble/v2/vfs"
 )
 
 // TestSwitchingRefused: a directory whose reshard was interrupted is
@@ -25,27 +27,27 @@ func TestSwitchingRefused(t *testing.T) {
 			t.Errorf("%s: %#v", what, err)
 		}
 	}
-	_, err := Open(dir, Options{})
+	_, err := Open(vfs.Default, dir, Options{})
 	check("Open", err)
-	_, err = Open(dir, Options{Log: LogShared})
-	check("Open(log=3)", err)
-	_, err = Read(dir)
+	_, err = Open(vfs.Default, dir, Options{Log: LogShared})
+	check("Open(vfs.Default, log=3)", err)
+	_, err = Read(vfs.Default, dir)
 	check("Read", err)
 	check("Check", Check(dir, switching, Options{}))
 
 	// A refused Open released the lock.
-	l, err := Lock(dir)
+	l, err := Lock(vfs.Default, dir)
 	if err != nil {
 		t.Fatalf("Lock after refused Open: %v", err)
 	}
 	l.Unlock()
 
-	if m, err := ReadAny(dir); err != nil || m != switching {
+	if m, err := ReadAny(vfs.Default, dir); err != nil || m != switching {
 		t.Errorf("ReadAny = %+v, %v; want %+v", m, err, switching)
 	}
-	d, err := Open(dir, Options{Log: LogShared, AllowSwitching: true})
+	d, err := Open(vfs.Default, dir, Options{Log: LogShared, AllowSwitching: true})
 	if err != nil {
-		t.Fatalf("Open(AllowSwitching): %v", err)
+		t.Fatalf("Open(vfs.Default, AllowSwitching): %v", err)
 	}
 	defer d.Close()
 	if d.Meta() != switching {
@@ -57,7 +59,7 @@ func TestSwitchingRefused(t *testing.T) {
 		t.Fatal(err)
 	}
 	d.Close()
-	if m, err := Read(dir); err != nil || m != done {
+	if m, err := Read(vfs.Default, dir); err != nil || m != done {
 		t.Errorf("Read after the switch = %+v, %v", m, err)
 	}
 }
@@ -72,23 +74,23 @@ func TestSwitchingMessageQuotes(t *testing.T) {
 
 func TestOldLogRefused(t *testing.T) {
 	dir := newDir(t, Meta{Format: FormatLocal, Log: LogPerShard, Shards: 4})
-	_, err := Open(dir, Options{Log: LogShared})
+	_, err := Open(vfs.Default, dir, Options{Log: LogShared})
 	if !errors.Is(err, ErrOldLog) {
-		t.Fatalf("Open(log=3) of a log=2 directory = %v, want ErrOldLog", err)
+		t.Fatalf("Open(vfs.Default, log=3) of a log=2 directory = %v, want ErrOldLog", err)
 	}
 	want := dir + " uses log format 2, older than the format 3 this command reads: run `fusee upgrade " + dir + "` to convert it (offline)"
 	if err.Error() != want {
 		t.Errorf("error:\n got %s\nwant %s", err, want)
 	}
 	// Without a log requirement (upgrade's own path), it opens.
-	d, err := Open(dir, Options{})
+	d, err := Open(vfs.Default, dir, Options{})
 	if err != nil {
-		t.Fatalf("Open(any log): %v", err)
+		t.Fatalf("Open(vfs.Default, any log): %v", err)
 	}
 	d.Close()
-	d, err = Open(dir, Options{Log: LogPerShard})
+	d, err = Open(vfs.Default, dir, Options{Log: LogPerShard})
 	if err != nil {
-		t.Fatalf("Open(log=2): %v", err)
+		t.Fatalf("Open(vfs.Default, log=2): %v", err)
 	}
 	d.Close()
 }
@@ -122,7 +124,7 @@ func TestShellQuote(t *testing.T) {
 // not even a LOCK file is left behind.
 func TestOpenNonDataDirLeavesNoLock(t *testing.T) {
 	dir := t.TempDir()
-	if _, err := Open(dir, Options{}); err == nil {
+	if _, err := Open(vfs.Default, dir, Options{}); err == nil {
 		t.Fatal("Open of an empty directory succeeded")
 	}
 	names, err := os.ReadDir(dir)

@@ -15,6 +15,7 @@ import (
 	"github.com/cockroachdb/pebble/v2/vfs"
 
 	"github.com/fusee-dev/fusee/journal"
+	"github.com/fusee-dev/fusee/meta"
 )
 
 // genWindow is roughly how much virtual time a generated workload spans
@@ -66,8 +67,8 @@ type GenOptions struct {
 const DefaultFinishedFrac = 0.7
 
 func (o GenOptions) check() (GenOptions, error) {
-	if o.Shards < 1 || o.Shards > 1024 {
-		return o, fmt.Errorf("shard count %d: want 1..1024", o.Shards)
+	if o.Shards < 1 || o.Shards > meta.MaxShards {
+		return o, fmt.Errorf("shard count %d: want 1..%d", o.Shards, meta.MaxShards)
 	}
 	if o.Runs < 1 {
 		return o, fmt.Errorf("run count %d: want at least 1", o.Runs)
@@ -174,7 +175,7 @@ func Generate(ctx context.Context, fs vfs.FS, dir string, o GenOptions) (*GenRep
 		}
 		return nil, fmt.Errorf("gen %s failed; %s was not created: %w", dir, dir, err)
 	}
-	if err := syncParent(fs, parent); err != nil {
+	if err := meta.SyncDir(fs, parent); err != nil {
 		// dir is complete, but its name may not survive a crash.
 		return nil, fmt.Errorf("gen %s: %w", dir, err)
 	}
@@ -218,22 +219,6 @@ func moveInto(fs vfs.FS, tmp, dir string) error {
 		return err
 	}
 	return fs.Rename(tmp, dir)
-}
-
-// syncParent syncs the directory parent, making a rename in it durable.
-func syncParent(fs vfs.FS, parent string) error {
-	d, err := fs.OpenDir(parent)
-	if err != nil {
-		return fmt.Errorf("syncing directory %s: %w", parent, err)
-	}
-	err = d.Sync()
-	if cerr := d.Close(); err == nil {
-		err = cerr
-	}
-	if err != nil {
-		return fmt.Errorf("syncing directory %s: %w", parent, err)
-	}
-	return nil
 }
 
 func randomSuffix() string {

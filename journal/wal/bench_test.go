@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/cockroachdb/pebble/v2/vfs"
+	"github.com/fusee-dev/fusee/meta"
 )
 
 // BenchmarkAppendNoSync measures bulk generation: batches of entries over
@@ -36,7 +37,7 @@ func benchmarkAppend(b *testing.B, fs vfs.FS, dir string, opts Options, entries,
 	}
 	batch := make([]Entry, entries)
 	for i := range batch {
-		batch[i] = Entry{Shard: (i * 37) % MaxShards, Data: payload(uint64(i), size)}
+		batch[i] = Entry{Shard: (i * 37) % meta.MaxShards, Data: payload(uint64(i), size)}
 	}
 	b.SetBytes(int64(entries * size))
 	b.ReportAllocs()

@@ -7,7 +7,8 @@
 // them), touch a shard's store, or decide checkpoint policy: it assigns
 // LSNs, says where each batch starts (a Position), and deletes whole
 // segments when told to (RemoveBefore). It reads and writes only through a
-// vfs.FS.
+// vfs.FS. From package meta it takes the shard limit (meta.MaxShards) and
+// the directory fsync (meta.SyncDir), and nothing else.
 //
 // # Invariants
 //

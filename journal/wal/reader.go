@@ -9,6 +9,7 @@ import (
 
 	"github.com/cockroachdb/pebble/v2/record"
 	"github.com/cockroachdb/pebble/v2/vfs"
+	"github.com/fusee-dev/fusee/meta"
 )
 
 // Tail is what a read found at the end of the log: the state a writer
@@ -22,7 +23,7 @@ type Tail struct {
 	LastSum   uint32
 	// NextLSN is every shard's next LSN (1 for a shard with no entries).
 	// A format 2 read fills in only its shard; the others stay 1.
-	NextLSN [MaxShards]uint64
+	NextLSN [meta.MaxShards]uint64
 	// End is just past the last good batch: where the log continues.
 	End Position
 	// Torn is the never-acknowledged tail the read dropped, if any.
@@ -332,7 +333,7 @@ type chainV3 struct {
 	logID   uint64
 	last    uint64
 	lastSum uint32
-	next    [MaxShards]uint64
+	next    [meta.MaxShards]uint64
 	scratch Batch
 }
 
@@ -340,7 +341,7 @@ func (c *chainV3) header(h *segmentHeader, first bool) error {
 	if h.format != FormatShared {
 		return fmt.Errorf("a segment of log format %d in a format %d log", h.format, FormatShared)
 	}
-	var next [MaxShards]uint64
+	var next [meta.MaxShards]uint64
 	for i := range next {
 		next[i] = 1
 	}

@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"hash/crc32"
 	"math"
+
+	"github.com/fusee-dev/fusee/meta"
 )
 
 // The payload of every pebble record in a segment starts with a kind byte.
@@ -317,7 +319,7 @@ func (d *decoder) u64() uint64 {
 
 func (d *decoder) shard() int {
 	v := d.uvarint()
-	if d.err == nil && v >= MaxShards {
+	if d.err == nil && v >= meta.MaxShards {
 		d.fail(fmt.Sprintf("shard %d out of range", v))
 		return 0
 	}

@@ -4,6 +4,7 @@ import (
 	"fmt"
 
 	"github.com/cockroachdb/pebble/v2/vfs"
+	"github.com/fusee-dev/fusee/meta"
 )
 
 // RemoveBefore deletes the whole segments of the log in dir that come before
@@ -36,7 +37,7 @@ func RemoveBefore(fs vfs.FS, dir string, pos Position) error {
 		removed = true
 	}
 	if removed {
-		return syncDir(fs, dir)
+		return meta.SyncDir(fs, dir)
 	}
 	return nil
 }

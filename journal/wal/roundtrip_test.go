@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/cockroachdb/pebble/v2/vfs"
+	"github.com/fusee-dev/fusee/meta"
 	"pgregory.net/rapid"
 )
 
@@ -25,7 +26,7 @@ func TestRoundTrip(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		pool := rapid.SliceOfNDistinct(rapid.IntRange(0, MaxShards-1), 1, 5, rapid.ID[int]).Draw(t, "shards")
+		pool := rapid.SliceOfNDistinct(rapid.IntRange(0, meta.MaxShards-1), 1, 5, rapid.ID[int]).Draw(t, "shards")
 		size := rapid.OneOf(
 			rapid.IntRange(0, 40).AsAny(),
 			rapid.IntRange(0, 3000).AsAny(),

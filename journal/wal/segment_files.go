@@ -7,11 +7,8 @@ import (
 	"strings"
 
 	"github.com/cockroachdb/pebble/v2/vfs"
+	"github.com/fusee-dev/fusee/meta"
 )
-
-// MaxShards is the most shards a data directory can have; shard numbers are
-// 0..MaxShards-1.
-const MaxShards = 1024
 
 // Position names where a batch starts: a segment and the byte offset of the
 // batch's first chunk in that segment file. A checkpoint stores one to say
@@ -104,24 +101,7 @@ func removeTemps(fs vfs.FS, dir string) error {
 		removed = true
 	}
 	if removed {
-		return syncDir(fs, dir)
-	}
-	return nil
-}
-
-// syncDir makes dir's entries (files created, renamed or removed in it)
-// durable.
-func syncDir(fs vfs.FS, dir string) error {
-	d, err := fs.OpenDir(dir)
-	if err != nil {
-		return fmt.Errorf("wal: opening directory %s to sync it: %w", dir, err)
-	}
-	err = d.Sync()
-	if cerr := d.Close(); err == nil {
-		err = cerr
-	}
-	if err != nil {
-		return fmt.Errorf("wal: syncing directory %s: %w", dir, err)
+		return meta.SyncDir(fs, dir)
 	}
 	return nil
 }

@@ -8,6 +8,7 @@ import (
 
 	"github.com/cockroachdb/pebble/v2/record"
 	"github.com/cockroachdb/pebble/v2/vfs"
+	"github.com/fusee-dev/fusee/meta"
 )
 
 // Pebble's record wire format (documented in its package comment): 32 KiB
@@ -79,7 +80,7 @@ func createSegment(fs vfs.FS, dir string, seg uint64, header []byte) (*segmentWr
 	if err := fs.Rename(tmp, path); err != nil {
 		return fail(fmt.Errorf("wal: renaming %s: %w", tmp, err))
 	}
-	if err := syncDir(fs, dir); err != nil {
+	if err := meta.SyncDir(fs, dir); err != nil {
 		// The segment exists under its name and is closed with the writer;
 		// the writer is unusable after a failed sync anyway.
 		_ = s.lw.Close()

@@ -4,6 +4,7 @@ import (
 	"fmt"
 
 	"github.com/cockroachdb/pebble/v2/vfs"
+	"github.com/fusee-dev/fusee/meta"
 )
 
 // Log format 2 keeps one log per shard, in shards/NNNN/log. Its segments and
@@ -24,8 +25,8 @@ type WriterV2 struct {
 // CreateV2 starts a new, empty format 2 log for shard in dir (normally
 // ShardLogDir(fs, datadir, shard)), creating dir if needed.
 func CreateV2(fs vfs.FS, dir string, shard int, opts Options) (*WriterV2, error) {
-	if shard < 0 || shard >= MaxShards {
-		return nil, fmt.Errorf("wal: shard %d out of range 0..%d", shard, MaxShards-1)
+	if shard < 0 || shard >= meta.MaxShards {
+		return nil, fmt.Errorf("wal: shard %d out of range 0..%d", shard, meta.MaxShards-1)
 	}
 	if err := prepareNewLog(fs, dir); err != nil {
 		return nil, err
@@ -90,8 +91,8 @@ func (w *WriterV2) Close() error { return w.log.close() }
 // same rules and the same memory caveat as Read. The returned Tail has
 // NextLSN[shard] and End; its format 3 fields are zero.
 func ReadV2(fs vfs.FS, dir string, shard int, fn func(b Batch) error) (Tail, error) {
-	if shard < 0 || shard >= MaxShards {
-		return Tail{}, fmt.Errorf("wal: shard %d out of range 0..%d", shard, MaxShards-1)
+	if shard < 0 || shard >= meta.MaxShards {
+		return Tail{}, fmt.Errorf("wal: shard %d out of range 0..%d", shard, meta.MaxShards-1)
 	}
 	ch := &chainV2{shard: shard}
 	r := logReader{fs: fs, dir: dir, ch: ch, fn: fn}

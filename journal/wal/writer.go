@@ -7,6 +7,7 @@ import (
 	"slices"
 
 	"github.com/cockroachdb/pebble/v2/vfs"
+	"github.com/fusee-dev/fusee/meta"
 )
 
 // Entry is one opaque journal record for a shard. Append sets LSN.
@@ -24,7 +25,7 @@ type Writer struct {
 	logID   uint64
 	last    uint64 // number of the last batch appended
 	lastSum uint32
-	next    [MaxShards]uint64
+	next    [meta.MaxShards]uint64
 	order   []int // scratch: entry indexes grouped by shard
 }
 
@@ -52,7 +53,7 @@ func prepareNewLog(fs vfs.FS, dir string) error {
 	if err := fs.MkdirAll(dir, 0o755); err != nil {
 		return fmt.Errorf("wal: creating %s: %w", dir, err)
 	}
-	if err := syncDir(fs, fs.PathDir(dir)); err != nil {
+	if err := meta.SyncDir(fs, fs.PathDir(dir)); err != nil {
 		return err
 	}
 	segs, err := listSegments(fs, dir)
@@ -172,8 +173,8 @@ func (w *Writer) Append(entries []Entry) (Position, error) {
 		return Position{}, fmt.Errorf("wal: append of an empty batch")
 	}
 	for _, e := range entries {
-		if e.Shard < 0 || e.Shard >= MaxShards {
-			return Position{}, fmt.Errorf("wal: shard %d out of range 0..%d", e.Shard, MaxShards-1)
+		if e.Shard < 0 || e.Shard >= meta.MaxShards {
+			return Position{}, fmt.Errorf("wal: shard %d out of range 0..%d", e.Shard, meta.MaxShards-1)
 		}
 	}
 	w.order = w.order[:0]
