@@ -9,6 +9,7 @@ import (
 	"github.com/cockroachdb/pebble/v2/objstorage/objstorageprovider"
 	"github.com/cockroachdb/pebble/v2/sstable"
 	"github.com/cockroachdb/pebble/v2/vfs"
+	"github.com/fusee-dev/fusee/meta"
 )
 
 // StoreWriter builds a new shard store from keys given in ascending order,
@@ -120,7 +121,7 @@ func (sw *StoreWriter) Finish() (err error) {
 	if err != nil {
 		return fmt.Errorf("writing shard store %s: %w", sw.dir, err)
 	}
-	return syncDir(sw.fs, sw.fs.PathDir(sw.dir))
+	return meta.SyncDir(sw.fs, sw.fs.PathDir(sw.dir))
 }
 
 // Abort stops a write that will not be finished and releases the store.

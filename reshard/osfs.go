@@ -18,32 +18,16 @@ type metaDir = meta.Dir
 // interrupted reshard (which this package finishes) and refusing log
 // format 2 (`fusee upgrade` converts it).
 func lockDir(fs vfs.FS, dir string) (*metaDir, error) {
-	if fs != vfs.Default {
-		return nil, fmt.Errorf("reshard: only the operating system's filesystem is supported")
-	}
-	return meta.Open(dir, meta.Options{Log: meta.LogShared, AllowSwitching: true})
+	return meta.Open(fs, dir, meta.Options{Log: meta.LogShared, AllowSwitching: true})
 }
 
-// syncDir fsyncs a directory.
-func syncDir(fs vfs.FS, dir string) error {
-	d, err := fs.OpenDir(dir)
-	if err != nil {
-		return fmt.Errorf("syncing directory %s: %w", dir, err)
-	}
-	err = d.Sync()
-	if cerr := d.Close(); err == nil {
-		err = cerr
-	}
-	if err != nil {
-		return fmt.Errorf("syncing directory %s: %w", dir, err)
-	}
-	return nil
-}
+// syncDir is meta.SyncDir: the one directory fsync.
+func syncDir(fs vfs.FS, dir string) error { return meta.SyncDir(fs, dir) }
 
 // freeSpace is the space available to us on dir's filesystem (ok=false
 // when it cannot be known, as on an in-memory filesystem).
 func freeSpace(fs vfs.FS, dir string) (int64, bool) {
-	if fs != vfs.Default {
+	if vfs.Root(fs) != vfs.Default {
 		return 0, false
 	}
 	var st unix.Statfs_t
@@ -57,7 +41,7 @@ func freeSpace(fs vfs.FS, dir string) (int64, bool) {
 // the data directory and its modes: directories the data directory's
 // mode, files the mode of its fusee.meta. Only on the real disk.
 func matchOwnership(fs vfs.FS, dir, newDir string) error {
-	if fs != vfs.Default {
+	if vfs.Root(fs) != vfs.Default {
 		return nil
 	}
 	dst, err := os.Stat(dir)

@@ -107,6 +107,7 @@ func Reshard(ctx context.Context, fs vfs.FS, dir string, opts Options) (*Report,
 	if opts.Memory <= 0 {
 		opts.Memory = DefaultMemory
 	}
+	fs = meta.FS(fs) // LOCK and the stores' locks are flock(2) on the disk
 	d, err := lockDir(fs, dir)
 	if err != nil {
 		return nil, err

@@ -40,7 +40,7 @@ func TestInterruptedAtEveryStep(t *testing.T) {
 			if !errors.Is(err, errStop) {
 				t.Fatalf("reshard: %v, want the test's stop", err)
 			}
-			m, err := meta.ReadAny(dir)
+			m, err := meta.ReadAny(vfs.Default, dir)
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -10,9 +10,9 @@ import (
 	"time"
 
 	"github.com/cockroachdb/pebble/v2/vfs"
-	"github.com/google/renameio/v2"
 	"github.com/spf13/cobra"
 
+	"github.com/fusee-dev/fusee/meta"
 	"github.com/fusee-dev/fusee/reshard"
 )
 
@@ -128,7 +128,7 @@ func runReshard(ctx context.Context, ios *IO, opts reshardOptions, dir string, s
 		if err != nil {
 			return err
 		}
-		if err := renameio.WriteFile(opts.report, append(data, '\n'), 0o644); err != nil {
+		if err := meta.ReplaceFile(vfs.Default, opts.report, append(data, '\n')); err != nil {
 			return fmt.Errorf("writing the report to %s (the reshard itself is %s): %w", opts.report, rep.Outcome, err)
 		}
 	}
