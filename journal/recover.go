@@ -106,16 +106,10 @@ func (db *DB) recover(ctx context.Context, opts OpenOptions) (*RecoveryReport, e
 	rep.LogEnd = tail.End
 	rep.TornTail = tail.Torn.String()
 	for i, s := range db.Shards {
-		if next := tail.NextLSN[i]; next != s.LSN+1 {
-			return nil, fmt.Errorf("recovering %s: shard %d's checkpoint and log disagree: the store reflects LSN %d, the log's entries for it end at LSN %d; restore the data directory from a backup",
-				db.Dir, i, db.headers[i].LSN, next-1)
-		}
 		rep.Shards[i].LSN = s.LSN
 	}
-	for k := n; k < len(tail.NextLSN); k++ {
-		if tail.NextLSN[k] != 1 {
-			return nil, fmt.Errorf("recovering %s: the log has entries for shard %d, but the directory has %d shards; restore the data directory from a backup", db.Dir, k, n)
-		}
+	if err := checkLogEnd(db.Dir, &tail, rep.Shards); err != nil {
+		return nil, err
 	}
 	if !opts.ReadOnly {
 		w, err := wal.OpenAppend(fs, walDir, tail, wal.Options{NoSync: opts.NoSync, SegmentSize: opts.SegmentSize})
@@ -131,41 +125,82 @@ func (db *DB) recover(ctx context.Context, opts OpenOptions) (*RecoveryReport, e
 func (db *DB) replay(b *wal.Batch, rep *RecoveryReport) error {
 	for si := range b.Sections {
 		sec := &b.Sections[si]
-		if sec.Shard >= len(db.Shards) {
-			return &LogError{Pos: b.Pos, Shard: sec.Shard, LSN: sec.FirstLSN,
-				Err: fmt.Errorf("an entry for shard %d, but the directory has %d shards", sec.Shard, len(db.Shards))}
+		if err := checkSectionShard(b.Pos, sec, len(db.Shards)); err != nil {
+			return err
 		}
-		if err := replaySection(db.Shards[sec.Shard], b.Pos, sec, &rep.Shards[sec.Shard], &db.tails[sec.Shard]); err != nil {
+		s := db.Shards[sec.Shard]
+		if err := replaySection(b.Pos, sec, &s.LSN, &rep.Shards[sec.Shard], &db.tails[sec.Shard], applyTo(s)); err != nil {
 			return err
 		}
 	}
 	return nil
 }
 
-// replaySection applies a log section's entries above s's LSN to s.
-func replaySection(s *Shard, pos wal.Position, sec *wal.Section, sr *ShardRecovery, t *tailStats) error {
+// checkSectionShard refuses a log section for a shard the directory, which
+// has count shards, does not have.
+func checkSectionShard(pos wal.Position, sec *wal.Section, count int) error {
+	if sec.Shard >= count {
+		return &LogError{Pos: pos, Shard: sec.Shard, LSN: sec.FirstLSN,
+			Err: fmt.Errorf("an entry for shard %d, but the directory has %d shards", sec.Shard, count)}
+	}
+	return nil
+}
+
+// replaySection passes a log section's entries above *lsn to apply, each
+// decoded, with its LSN, in LSN order, and advances *lsn past each one
+// apply accepts. The next entry must be exactly *lsn + 1: a gap is
+// damage, and so is an entry that does not decode or that apply refuses.
+// Recovery applies the entries to the shard (Shard.Apply); ReadTails
+// keeps them. t, if not nil, counts what was applied.
+func replaySection(pos wal.Position, sec *wal.Section, lsn *uint64, sr *ShardRecovery, t *tailStats, apply func(lsn uint64, op *Op) error) error {
 	for j, data := range sec.Entries {
-		lsn := sec.FirstLSN + uint64(j)
-		if lsn <= s.LSN {
+		n := sec.FirstLSN + uint64(j)
+		if n <= *lsn {
 			sr.Skipped++
 			continue
 		}
-		fail := func(err error) error { return &LogError{Pos: pos, Shard: sec.Shard, LSN: lsn, Err: err} }
-		if lsn != s.LSN+1 {
-			return fail(fmt.Errorf("a gap: the shard is at LSN %d", s.LSN))
+		fail := func(err error) error { return &LogError{Pos: pos, Shard: sec.Shard, LSN: n, Err: err} }
+		if n != *lsn+1 {
+			return fail(fmt.Errorf("a gap: the shard is at LSN %d", *lsn))
 		}
 		op, err := DecodeOp(data)
 		if err != nil {
 			return fail(fmt.Errorf("entry does not decode: %w", err))
 		}
-		if err := s.Apply(&op); err != nil {
+		if err := apply(n, &op); err != nil {
 			return fail(err)
 		}
-		s.LSN = lsn
+		*lsn = n
 		sr.Replayed++
 		if t != nil {
 			t.entries++
 			t.bytes += int64(len(data))
+		}
+	}
+	return nil
+}
+
+// applyTo is replaySection's apply for recovery: Shard.Apply on s.
+func applyTo(s *Shard) func(uint64, *Op) error {
+	return func(_ uint64, op *Op) error { return s.Apply(op) }
+}
+
+// checkLogEnd checks, at the end of a read of the shared log of dir, that
+// each shard's entries in the log end exactly where its recovered state
+// does (shards[i].LSN; shards[i].CheckpointLSN is its store's), and that
+// the log holds no entry for a shard the directory does not have. A store
+// that reflects more than the log holds, or a log that starts after
+// entries a store lacks, is damage.
+func checkLogEnd(dir string, tail *wal.Tail, shards []ShardRecovery) error {
+	for i := range shards {
+		if next := tail.NextLSN[i]; next != shards[i].LSN+1 {
+			return fmt.Errorf("recovering %s: shard %d's checkpoint and log disagree: the store reflects LSN %d, the log's entries for it end at LSN %d; restore the data directory from a backup",
+				dir, i, shards[i].CheckpointLSN, next-1)
+		}
+	}
+	for k := len(shards); k < len(tail.NextLSN); k++ {
+		if tail.NextLSN[k] != 1 {
+			return fmt.Errorf("recovering %s: the log has entries for shard %d, but the directory has %d shards; restore the data directory from a backup", dir, k, len(shards))
 		}
 	}
 	return nil
@@ -199,7 +234,7 @@ func RecoverShard(fs vfs.FS, dir string, shard, count int) (*Shard, CheckpointHe
 	tail, err := wal.Read(fs, wal.Dir(fs, dir), hdr.Log, func(b wal.Batch) error {
 		for si := range b.Sections {
 			if sec := &b.Sections[si]; sec.Shard == shard {
-				return replaySection(s, b.Pos, sec, sr, nil)
+				return replaySection(b.Pos, sec, &s.LSN, sr, nil, applyTo(s))
 			}
 		}
 		return nil

@@ -357,15 +357,8 @@ func loadRunKey(s *Shard, k StoreKey, val []byte, cur **Run, curWant *uint32) er
 // checkLoaded checks a loaded shard against its header and rebuilds the
 // derived indexes, refusing a store whose stored copies differ.
 func checkLoaded(s *Shard, hdr *CheckpointHeader, index, count int, ids map[string]RunNo, timers map[TimerKey]struct{}) error {
-	switch {
-	case hdr.Shard != index:
-		return fmt.Errorf("the checkpoint header says shard %d, but the store is shard %d's", hdr.Shard, index)
-	case hdr.Count != count:
-		return fmt.Errorf("the checkpoint header says %d shards, but fusee.meta says %d", hdr.Count, count)
-	case hdr.NextRun == 0 || hdr.NextRun > NoSuchRun || hdr.NextSeq == 0:
-		return fmt.Errorf("the checkpoint header has next run %d and next outbox seq %d", hdr.NextRun, hdr.NextSeq)
-	case hdr.Gen == 0:
-		return errors.New("the checkpoint header has store generation 0")
+	if err := checkHeader(hdr, index, count); err != nil {
+		return err
 	}
 	s.LSN, s.NextRun, s.NextSeq, s.StoreGen = hdr.LSN, hdr.NextRun, hdr.NextSeq, hdr.Gen
 	for no, r := range s.Runs {

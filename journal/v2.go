@@ -80,7 +80,7 @@ func readShardV2(fs vfs.FS, dir string, i, n int, cache *pebble.Cache, st *V2Sta
 			if sec.Shard != i {
 				return &LogError{Pos: b.Pos, Shard: sec.Shard, LSN: sec.FirstLSN, Err: fmt.Errorf("an entry for shard %d in shard %d's log", sec.Shard, i)}
 			}
-			if err := replaySection(s, b.Pos, &sec, sr, nil); err != nil {
+			if err := replaySection(b.Pos, &sec, &s.LSN, sr, nil, applyTo(s)); err != nil {
 				return err
 			}
 		}

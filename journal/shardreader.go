@@ -1,0 +1,691 @@
+package journal
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"maps"
+	"slices"
+	"strings"
+
+	"github.com/cockroachdb/pebble/v2"
+	"github.com/cockroachdb/pebble/v2/vfs"
+)
+
+// Streamed recovery, part two: a ShardReader gives the state RecoverShard
+// would recover for one shard — its store plus its log tail — as streams in
+// key order, holding one run's journal at a time besides the tail's
+// overlay.
+//
+// The overlay is a small *Shard to which the tail is applied with
+// Shard.Apply, so that the rules of §6.3 have one implementation. Before
+// the tail is applied it holds just what the tail's entries read: every
+// run an entry names (loaded whole from the store by key), the ID-index
+// entry of every workflow ID a start names with that run's entry (the
+// index rule may compare the new run with it), and the stored outbox
+// messages the tail acknowledges (one scan of the outbox keys). After the
+// tail:
+//
+//   - a run the tail names is streamed from the overlay, any other from the
+//     store;
+//   - the store's outbox messages are streamed but those whose ID the tail
+//     acknowledged or sent again; then the overlay's, all of them sent by
+//     the tail, whose seqs follow the store's;
+//   - seen and ID-index entries are the store's with the overlay's merged
+//     in (the overlay's win);
+//   - timers likewise, with the timers of the runs the tail names taken
+//     from the overlay only.
+
+// ShardReader streams one old shard of a closed log format 3 directory:
+// its store, read-only with pebble iterators, with its log tail applied
+// as an overlay. Memory is the overlay (bounded by the tail) plus one
+// run's journal and archive at a time. A ShardReader is not safe for
+// concurrent use; each stream opens its own iterators, so the streams may
+// be read in any order and more than once.
+type ShardReader struct {
+	path    string
+	store   *pebble.DB
+	stored  CheckpointHeader // the store's checkpoint header
+	overlay *Shard           // what the tail changed, after the tail
+	touched map[RunNo]bool   // runs the tail names: streamed from the overlay
+	msgGone map[string]bool  // message IDs the tail acked or sent: the store's copies are gone
+	scratch *Shard           // loadRunKey's target while decoding one run
+}
+
+// OpenShardReader opens shard's store in dir (a directory of count shards)
+// read-only and applies tail, that shard's log entries after its
+// checkpoint (ReadTails), to an overlay. An entry that does not fit the
+// state is a *LogError, as in recovery; a store that does not decode or
+// contradicts itself where the reader looks is a *StoreError. The caller
+// holds the directory's lock and must Close the reader.
+func OpenShardReader(fs vfs.FS, dir string, shard, count int, tail *ShardTail) (*ShardReader, error) {
+	if shard < 0 || shard >= count {
+		return nil, fmt.Errorf("shard %d: the directory has shards 0..%d", shard, count-1)
+	}
+	if tail == nil || tail.Shard != shard {
+		return nil, fmt.Errorf("reading shard %d of %s: no log tail for it", shard, dir)
+	}
+	path := StoreDir(fs, dir, shard)
+	store, err := openStore(fs, path, nil, true, false)
+	if err != nil {
+		return nil, err
+	}
+	sr := &ShardReader{path: path, store: store, scratch: &Shard{Runs: map[RunNo]*Run{}}}
+	if err := sr.open(tail, count); err != nil {
+		store.Close()
+		return nil, err
+	}
+	return sr, nil
+}
+
+func (sr *ShardReader) open(tail *ShardTail, count int) (err error) {
+	defer recoverStoreFatal(sr.path, &err)
+	if err := sr.checkKeyKinds(); err != nil {
+		return err
+	}
+	hdr, err := readStoreHeader(sr.store, sr.path, tail.Shard, count)
+	if err != nil {
+		return err
+	}
+	if hdr.LSN != tail.CheckpointLSN {
+		return fmt.Errorf("reading shard store %s: its checkpoint is at LSN %d, the log tail given follows LSN %d", sr.path, hdr.LSN, tail.CheckpointLSN)
+	}
+	sr.stored = hdr
+	o := NewShard(hdr.Shard, hdr.Count)
+	o.LSN, o.NextRun, o.NextSeq = hdr.LSN, hdr.NextRun, hdr.NextSeq
+	sr.overlay = o
+	if err := sr.preload(tail); err != nil {
+		return err
+	}
+	for i := range tail.Entries {
+		e := &tail.Entries[i]
+		if err := o.Apply(&e.Op); err != nil {
+			return &LogError{Pos: e.Pos, Shard: o.Index, LSN: e.LSN, Err: err}
+		}
+		o.LSN = e.LSN
+	}
+	// Every stored message the overlay held was acked or replaced by the
+	// tail (the first entry about its ID did either); what is left in the
+	// overlay's outbox the tail sent.
+	for id := range o.Outbox {
+		sr.msgGone[id] = true
+	}
+	return nil
+}
+
+// preload fills the overlay with what the tail's entries read from the
+// store (see the comment at the top of this file).
+func (sr *ShardReader) preload(tail *ShardTail) error {
+	o := sr.overlay
+	sr.touched, sr.msgGone = map[RunNo]bool{}, map[string]bool{}
+	started := map[string]bool{}
+	for i := range tail.Entries {
+		op := &tail.Entries[i].Op
+		switch op.Kind {
+		case OpStart, OpAppend, OpPark, OpLoad, OpTombstone:
+			sr.touched[op.Run] = true
+			if op.Kind == OpStart {
+				started[op.Rec.WorkflowID] = true
+			}
+		case OpAck:
+			sr.msgGone[op.MsgID] = true
+		}
+	}
+	for _, no := range slices.Sorted(maps.Keys(sr.touched)) {
+		if no >= sr.stored.NextRun {
+			continue // started by the tail, or refused by Apply
+		}
+		r, err := sr.loadRun(no, true)
+		if err != nil {
+			return err
+		}
+		if r != nil {
+			o.Runs[no] = r
+		}
+	}
+	for _, id := range slices.Sorted(maps.Keys(started)) {
+		no, ok, err := sr.indexEntry(id)
+		if err != nil {
+			return err
+		}
+		if !ok {
+			continue // a new workflow ID
+		}
+		o.ByID[id] = no
+		if _, ok := o.Runs[no]; !ok && no < sr.stored.NextRun {
+			// The index rule may compare a new run with the ID's latest:
+			// its entry is enough, and it stays the store's to stream.
+			r, err := sr.loadRun(no, false)
+			if err != nil {
+				return err
+			}
+			if r != nil {
+				o.Runs[no] = r
+			}
+		}
+	}
+	if len(sr.msgGone) > 0 {
+		err := sr.storedOutbox(func(key []byte, m *Message) error {
+			if !sr.msgGone[m.ID] {
+				return nil
+			}
+			if _, dup := o.Outbox[m.ID]; dup {
+				return sr.keyError(key, fmt.Errorf("message ID %q is in the outbox twice", m.ID))
+			}
+			o.Outbox[m.ID] = m
+			return nil
+		})
+		if err != nil {
+			return err
+		}
+	}
+	o.RebuildTimers()
+	return nil
+}
+
+// loadRun reads run no from the store by key: with its journal, or (for
+// the index rule's comparison) its entry alone. It returns nil if the
+// store has no such run.
+func (sr *ShardReader) loadRun(no RunNo, journal bool) (*Run, error) {
+	if !journal {
+		val, closer, err := sr.store.Get(RunKey(no))
+		if errors.Is(err, pebble.ErrNotFound) {
+			return nil, nil
+		}
+		if err != nil {
+			return nil, storeError(sr.path, "reading", err)
+		}
+		defer closer.Close()
+		var cur *Run
+		var want uint32
+		if err := loadRunKey(sr.scratch, StoreKey{Kind: KeyRun, Run: no}, val, &cur, &want); err != nil {
+			return nil, sr.keyError(RunKey(no), err)
+		}
+		delete(sr.scratch.Runs, no)
+		cur.Journal = nil
+		return cur, nil
+	}
+	it, err := sr.store.NewIter(&pebble.IterOptions{LowerBound: RunKey(no), UpperBound: RunKey(no + 1)})
+	if err != nil {
+		return nil, storeError(sr.path, "reading", err)
+	}
+	var r *Run
+	if it.First() {
+		r, err = sr.readRun(it)
+		if err == nil {
+			err = sr.checkStoredRun(r)
+		}
+	}
+	return r, closeIter(sr.path, it, err)
+}
+
+// readRun decodes the run whose entry is the iterator's current key and
+// its journal records, which follow it, and leaves the iterator just past
+// them.
+func (sr *ShardReader) readRun(it *pebble.Iterator) (*Run, error) {
+	var cur *Run
+	var want uint32
+	for ok := true; ok; ok = it.Next() {
+		key := it.Key()
+		k, err := ParseStoreKey(key)
+		if err != nil {
+			return nil, sr.keyError(nil, err)
+		}
+		if cur != nil && !k.IsRecord {
+			break // the next run's entry
+		}
+		if err := loadRunKey(sr.scratch, k, it.Value(), &cur, &want); err != nil {
+			return nil, sr.keyError(key, err)
+		}
+	}
+	if err := it.Error(); err != nil {
+		return nil, storeError(sr.path, "reading", err)
+	}
+	delete(sr.scratch.Runs, cur.No)
+	if uint32(len(cur.Journal)) != want {
+		return nil, sr.keyError(RunKey(cur.No), fmt.Errorf("the run entry says %d journal records, the store has %d", want, len(cur.Journal)))
+	}
+	return cur, nil
+}
+
+// checkStoredRun checks what loading a store checks of one run that does
+// not need the rest of the store.
+func (sr *ShardReader) checkStoredRun(r *Run) error {
+	if r.No >= sr.stored.NextRun {
+		return sr.keyError(RunKey(r.No), fmt.Errorf("run %d is not below the header's next run number %d", r.No, sr.stored.NextRun))
+	}
+	if r.State != StateTombstone {
+		if st := r.Start(); st == nil || st.Kind != KindStart || st.WorkflowID != r.WorkflowID {
+			return sr.keyError(RunKey(r.No), fmt.Errorf("run %d's journal does not begin with its start record", r.No))
+		}
+	}
+	return nil
+}
+
+// indexEntry reads the ID-index entry of a workflow ID.
+func (sr *ShardReader) indexEntry(id string) (RunNo, bool, error) {
+	key := IndexKey(id)
+	val, closer, err := sr.store.Get(key)
+	if errors.Is(err, pebble.ErrNotFound) {
+		return 0, false, nil
+	}
+	if err != nil {
+		return 0, false, storeError(sr.path, "reading", err)
+	}
+	defer closer.Close()
+	no, err := DecodeIndexValue(val)
+	if err != nil {
+		return 0, false, sr.keyError(key, err)
+	}
+	return no, true, nil
+}
+
+// keyKindGaps are the key ranges no store key may be in: the bytes
+// before, between and after the kinds of storekey.go (and "H" followed by
+// anything).
+var keyKindGaps = [][2][]byte{
+	{nil, {KeyArchive}}, {{KeyArchive + 1}, {KeyHeader}}, {{KeyHeader, 0}, {KeyIndex}},
+	{{KeyIndex + 1}, {KeyOutbox}}, {{KeyOutbox + 1}, {KeyRun}}, {{KeyTimer + 1}, nil},
+}
+
+// checkKeyKinds refuses a store holding a key of no known kind, which
+// loading a whole store would find; the streams only look at their own
+// kinds. One seek per gap between the kinds.
+func (sr *ShardReader) checkKeyKinds() error {
+	it, err := sr.store.NewIter(nil)
+	if err != nil {
+		return storeError(sr.path, "reading", err)
+	}
+	for _, gap := range keyKindGaps {
+		ok := it.First()
+		if gap[0] != nil {
+			ok = it.SeekGE(gap[0])
+		}
+		if ok && (gap[1] == nil || bytes.Compare(it.Key(), gap[1]) < 0) {
+			_, perr := ParseStoreKey(it.Key())
+			if perr == nil {
+				perr = fmt.Errorf("store key %q: not a key of this layout", it.Key())
+			}
+			err = sr.keyError(nil, perr)
+			break
+		}
+	}
+	if err == nil {
+		if ierr := it.Error(); ierr != nil {
+			err = storeError(sr.path, "reading", ierr)
+		}
+	}
+	return closeIter(sr.path, it, err)
+}
+
+// keyError is a *StoreError for key (nil: the store as a whole).
+func (sr *ShardReader) keyError(key []byte, err error) error {
+	ks := ""
+	if key != nil {
+		ks = fmt.Sprintf("%q", key)
+		if k, perr := ParseStoreKey(key); perr == nil {
+			ks = k.String()
+		}
+	}
+	return &StoreError{Path: sr.path, Key: ks, Err: err}
+}
+
+// closeIter closes it and returns err, or the error closing it.
+func closeIter(path string, it *pebble.Iterator, err error) error {
+	if cerr := it.Close(); err == nil && cerr != nil {
+		err = storeError(path, "reading", cerr)
+	}
+	return err
+}
+
+// scan calls fn for every key of one kind in key order, parsed. An error
+// from fn is returned as is.
+func (sr *ShardReader) scan(kind byte, fn func(key, val []byte, k StoreKey) error) error {
+	it, err := sr.store.NewIter(&pebble.IterOptions{LowerBound: []byte{kind}, UpperBound: []byte{kind + 1}})
+	if err != nil {
+		return storeError(sr.path, "reading", err)
+	}
+	for ok := it.First(); ok && err == nil; ok = it.Next() {
+		k, perr := ParseStoreKey(it.Key())
+		if perr != nil {
+			err = sr.keyError(nil, perr)
+			break
+		}
+		err = fn(it.Key(), it.Value(), k)
+	}
+	if err == nil {
+		if ierr := it.Error(); ierr != nil {
+			err = storeError(sr.path, "reading", ierr)
+		}
+	}
+	return closeIter(sr.path, it, err)
+}
+
+// storedOutbox calls fn for each of the store's outbox messages in seq
+// order, checking that it decodes and is below the header's next seq.
+func (sr *ShardReader) storedOutbox(fn func(key []byte, m *Message) error) error {
+	return sr.scan(KeyOutbox, func(key, val []byte, k StoreKey) error {
+		m, err := DecodeMessage(val, k.Seq)
+		if err != nil {
+			return sr.keyError(key, err)
+		}
+		if m.Seq >= sr.stored.NextSeq {
+			return sr.keyError(key, fmt.Errorf("outbox message %d is not below the header's next seq %d", m.Seq, sr.stored.NextSeq))
+		}
+		return fn(key, m)
+	})
+}
+
+// Header is the shard's checkpoint header as recovery would leave it: the
+// LSN, next run and next seq after the tail, the rest as the store has it.
+func (sr *ShardReader) Header() CheckpointHeader {
+	h, o := sr.stored, sr.overlay
+	h.LSN, h.NextRun, h.NextSeq = o.LSN, o.NextRun, o.NextSeq
+	return h
+}
+
+// Runs calls fn for every run of the shard in ascending run number, with
+// its whole journal, after the tail; for a tombstone, archive is its
+// archived history (nil otherwise). fn must not modify r or archive, and
+// must not keep them if memory is to stay bounded. The reader checks each
+// stored run as loading a store does (records at positions 0..n-1 with
+// the Start first, the number below the header's next run, a tombstone
+// with an archive and no records, no archive without a tombstone). Runs
+// checks ctx between runs and returns ctx.Err() when it is done; an error
+// from fn is returned as is.
+func (sr *ShardReader) Runs(ctx context.Context, fn func(r *Run, archive []Record) error) (err error) {
+	defer recoverStoreFatal(sr.path, &err)
+	o := sr.overlay
+	var mine []RunNo // the overlay's runs, in order
+	for no := range sr.touched {
+		if _, ok := o.Runs[no]; ok {
+			mine = append(mine, no)
+		}
+	}
+	slices.Sort(mine)
+	emit := func(r *Run, archive []Record) error {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		return fn(r, archive)
+	}
+	// emitMine emits the overlay's runs below no (all of them: 0).
+	emitMine := func(below RunNo) error {
+		for len(mine) > 0 && (below == 0 || mine[0] < below) {
+			r := o.Runs[mine[0]]
+			mine = mine[1:]
+			if err := emit(r, o.Archive[r.No]); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	arch, err := sr.newArchiveCursor()
+	if err != nil {
+		return err
+	}
+	defer func() { err = closeIter(sr.path, arch.it, err) }()
+	it, err := sr.store.NewIter(&pebble.IterOptions{LowerBound: []byte{KeyRun}, UpperBound: []byte{KeyRun + 1}})
+	if err != nil {
+		return storeError(sr.path, "reading", err)
+	}
+	defer func() { err = closeIter(sr.path, it, err) }()
+	for ok := it.First(); ok; {
+		k, err := ParseStoreKey(it.Key())
+		if err != nil {
+			return sr.keyError(nil, err)
+		}
+		if err := emitMine(k.Run); err != nil {
+			return err
+		}
+		if sr.touched[k.Run] && !k.IsRecord {
+			// Streamed from the overlay; checked when it was loaded. Its
+			// stored state still decides whether an archive may follow.
+			if k.Run >= sr.stored.NextRun {
+				return sr.keyError(it.Key(), fmt.Errorf("run %d is not below the header's next run number %d", k.Run, sr.stored.NextRun))
+			}
+			e, err := DecodeRunEntry(it.Value())
+			if err != nil {
+				return sr.keyError(it.Key(), err)
+			}
+			if _, err := arch.take(k.Run, e.State == StateTombstone); err != nil {
+				return err
+			}
+			ok = it.SeekGE(RunKey(k.Run + 1))
+			continue
+		}
+		r, err := sr.readRun(it)
+		if err != nil {
+			return err
+		}
+		ok = it.Valid()
+		if err := sr.checkStoredRun(r); err != nil {
+			return err
+		}
+		archive, err := arch.take(r.No, r.State == StateTombstone)
+		if err != nil {
+			return err
+		}
+		if err := emit(r, archive); err != nil {
+			return err
+		}
+	}
+	if err := it.Error(); err != nil {
+		return storeError(sr.path, "reading", err)
+	}
+	if err := arch.finish(); err != nil {
+		return err
+	}
+	return emitMine(0)
+}
+
+// archiveCursor walks the store's archives ("A" keys) in step with its
+// runs, so that each archive is read once and matched with its run.
+type archiveCursor struct {
+	sr *ShardReader
+	it *pebble.Iterator
+	ok bool
+}
+
+func (sr *ShardReader) newArchiveCursor() (*archiveCursor, error) {
+	it, err := sr.store.NewIter(&pebble.IterOptions{LowerBound: []byte{KeyArchive}, UpperBound: []byte{KeyArchive + 1}})
+	if err != nil {
+		return nil, storeError(sr.path, "reading", err)
+	}
+	return &archiveCursor{sr: sr, it: it, ok: it.First()}, nil
+}
+
+// take returns the archive of stored run no, which must exist exactly
+// when the run is a tombstone, after checking that no archive before it
+// is left over.
+func (c *archiveCursor) take(no RunNo, tombstone bool) ([]Record, error) {
+	if c.ok {
+		key := c.it.Key()
+		k, err := ParseStoreKey(key)
+		if err != nil {
+			return nil, c.sr.keyError(nil, err)
+		}
+		if k.Run < no || (k.Run == no && !tombstone) {
+			return nil, c.sr.keyError(key, fmt.Errorf("archived history of run %d, which is not a tombstone", k.Run))
+		}
+		if k.Run == no {
+			recs, err := DecodeHistory(c.it.Value())
+			if err != nil {
+				return nil, c.sr.keyError(key, err)
+			}
+			c.ok = c.it.Next()
+			return recs, nil
+		}
+	}
+	if err := c.it.Error(); err != nil {
+		return nil, storeError(c.sr.path, "reading", err)
+	}
+	if tombstone {
+		return nil, c.sr.keyError(RunKey(no), fmt.Errorf("tombstoned run %d has no archived history", no))
+	}
+	return nil, nil
+}
+
+// finish refuses an archive after the last run.
+func (c *archiveCursor) finish() error {
+	if c.ok {
+		key := c.it.Key()
+		k, err := ParseStoreKey(key)
+		if err != nil {
+			return c.sr.keyError(nil, err)
+		}
+		return c.sr.keyError(key, fmt.Errorf("archived history of run %d, which is not a tombstone", k.Run))
+	}
+	if err := c.it.Error(); err != nil {
+		return storeError(c.sr.path, "reading", err)
+	}
+	return nil
+}
+
+// Outbox calls fn for every outbox message after the tail, in ascending
+// seq: the store's, but those the tail acknowledged or sent again, then
+// those the tail sent. fn must not modify m. An error from fn is returned
+// as is.
+func (sr *ShardReader) Outbox(fn func(m *Message) error) (err error) {
+	defer recoverStoreFatal(sr.path, &err)
+	err = sr.storedOutbox(func(_ []byte, m *Message) error {
+		if sr.msgGone[m.ID] {
+			return nil
+		}
+		return fn(m)
+	})
+	if err != nil {
+		return err
+	}
+	for _, m := range sr.overlay.SortedOutbox() {
+		if err := fn(m); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// Seen calls fn for every receiver-dedup entry after the tail, in message
+// ID order: the store's merged with those the tail added. An error from fn
+// is returned as is.
+func (sr *ShardReader) Seen(fn func(msgID, workflowID string) error) (err error) {
+	defer recoverStoreFatal(sr.path, &err)
+	seen := sr.overlay.Seen
+	m := merger[string]{keys: slices.Sorted(maps.Keys(seen)), cmp: strings.Compare,
+		emit: func(id string) error { return fn(id, seen[id]) }}
+	err = sr.scan(KeySeen, func(key, val []byte, k StoreKey) error {
+		wf, err := DecodeSeenValue(val)
+		if err != nil {
+			return sr.keyError(key, err)
+		}
+		if mine, err := m.upTo(k.ID); mine || err != nil {
+			return err
+		}
+		return fn(k.ID, wf)
+	})
+	if err != nil {
+		return err
+	}
+	return m.rest()
+}
+
+// Index calls fn for every ID-index entry after the tail, in workflow ID
+// order: the store's "I" keys, and for each workflow ID a start in the
+// tail names, the entry Shard.Apply left (so the index rule is Apply's).
+// The stored entries are not checked against the runs (loading a whole
+// store does that). An error from fn is returned as is.
+func (sr *ShardReader) Index(fn func(workflowID string, no RunNo) error) (err error) {
+	defer recoverStoreFatal(sr.path, &err)
+	ids := sr.overlay.ByID
+	m := merger[string]{keys: slices.Sorted(maps.Keys(ids)), cmp: strings.Compare,
+		emit: func(id string) error { return fn(id, ids[id]) }}
+	err = sr.scan(KeyIndex, func(key, val []byte, k StoreKey) error {
+		no, err := DecodeIndexValue(val)
+		if err != nil {
+			return sr.keyError(key, err)
+		}
+		if mine, err := m.upTo(k.ID); mine || err != nil {
+			return err
+		}
+		return fn(k.ID, no)
+	})
+	if err != nil {
+		return err
+	}
+	return m.rest()
+}
+
+// Timers calls fn for every pending timer after the tail, in fire-time
+// order (the store's "T" key order): the store's, but the timers of the
+// runs the tail changed, which come from the overlay. The stored timers
+// are not checked against the journals (loading a whole store does that).
+// An error from fn is returned as is.
+func (sr *ShardReader) Timers(fn func(TimerKey) error) (err error) {
+	defer recoverStoreFatal(sr.path, &err)
+	m := merger[TimerKey]{keys: slices.SortedFunc(maps.Keys(sr.overlay.Timers), compareTimers), cmp: compareTimers, emit: fn}
+	err = sr.scan(KeyTimer, func(key, val []byte, k StoreKey) error {
+		if len(val) != 0 {
+			return sr.keyError(key, fmt.Errorf("timer value of %d bytes, want none", len(val)))
+		}
+		t := TimerKey{At: k.At, Run: k.Run, Pos: k.Pos}
+		if mine, err := m.upTo(t); mine || err != nil || sr.touched[t.Run] {
+			return err
+		}
+		return fn(t)
+	})
+	if err != nil {
+		return err
+	}
+	return m.rest()
+}
+
+// merger merges the overlay's sorted keys into a stream of the store's.
+type merger[K any] struct {
+	keys []K
+	cmp  func(a, b K) int
+	emit func(K) error
+}
+
+// upTo emits the overlay's keys up to k and reports whether k was one of
+// them: the overlay's entry replaces the store's.
+func (m *merger[K]) upTo(k K) (bool, error) {
+	for len(m.keys) > 0 {
+		c := m.cmp(m.keys[0], k)
+		if c > 0 {
+			break
+		}
+		if err := m.emit(m.keys[0]); err != nil {
+			return false, err
+		}
+		m.keys = m.keys[1:]
+		if c == 0 {
+			return true, nil
+		}
+	}
+	return false, nil
+}
+
+// rest emits the overlay's keys after the store's last.
+func (m *merger[K]) rest() error {
+	for _, k := range m.keys {
+		if err := m.emit(k); err != nil {
+			return err
+		}
+	}
+	m.keys = nil
+	return nil
+}
+
+// Close closes the store.
+func (sr *ShardReader) Close() error {
+	if sr.store == nil {
+		return nil
+	}
+	err := sr.store.Close()
+	sr.store = nil
+	if err != nil {
+		return fmt.Errorf("closing shard store %s: %w", sr.path, err)
+	}
+	return nil
+}

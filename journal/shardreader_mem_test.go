@@ -1,0 +1,142 @@
+package journal
+
+import (
+	"context"
+	"fmt"
+	"path/filepath"
+	"runtime"
+	"testing"
+
+	"github.com/cockroachdb/pebble/v2"
+	"github.com/cockroachdb/pebble/v2/vfs"
+)
+
+// writeManyRuns makes a one-shard directory on the real disk whose store
+// holds n finished runs of four records each (written key by key, so that
+// the test itself never holds the shard), then commits a small tail
+// touching some of them without a checkpoint.
+func writeManyRuns(t *testing.T, dir string, n int) {
+	t.Helper()
+	db, err := Create(vfs.Default, dir, CreateOptions{Shards: 1, Now: 100})
+	must(t, err)
+	must(t, db.Close())
+	path := StoreDir(vfs.Default, dir, 0)
+	st, err := openStore(vfs.Default, path, nil, false, false)
+	must(t, err)
+	val, closer, err := st.Get(headerKey)
+	must(t, err)
+	hdr, err := DecodeHeader(val)
+	must(t, err)
+	closer.Close()
+	payload := make([]byte, 200)
+	b := st.NewBatch()
+	var buf []byte
+	for no := RunNo(1); no <= RunNo(n); no++ {
+		id := fmt.Sprintf("wf-%08d", no)
+		recs := []Record{
+			{Kind: KindStart, WorkflowID: id, Type: "order", Gen: 1, Time: 10, Payload: payload},
+			{Kind: KindStep, Pos: 1, Name: "charge", Status: StatusOK, Attempt: 1, Payload: payload},
+			{Kind: KindValue, Pos: 2, Name: "random", Time: 20, Payload: payload},
+			{Kind: KindDone, Pos: 3, Status: StatusOK, Time: 30, Payload: payload},
+		}
+		r := Run{No: no, WorkflowID: id, Gen: 1, Type: "order", State: StateFinished, Status: StatusOK, Started: 10, Finished: 30, Journal: recs}
+		e := entryOf(&r)
+		must(t, b.Set(RunKey(no), EncodeRunEntry(buf[:0], &e), nil))
+		for i := range recs {
+			must(t, b.Set(RecordKey(no, uint32(i)), EncodeRecord(buf[:0], &recs[i]), nil))
+		}
+		must(t, b.Set(IndexKey(id), encodeRunNo(no), nil))
+		if no%2000 == 0 || no == RunNo(n) {
+			must(t, b.Commit(pebble.NoSync))
+			b.Close()
+			b = st.NewBatch()
+		}
+	}
+	hdr.NextRun = RunNo(n) + 1
+	must(t, b.Set(headerKey, EncodeHeader(nil, &hdr), nil))
+	must(t, b.Commit(pebble.Sync))
+	b.Close()
+	must(t, st.Close())
+
+	// A tail: tombstone a few stored runs, start a few new ones.
+	db, _, err = Open(vfs.Default, dir, OpenOptions{})
+	must(t, err)
+	var ops []ShardOp
+	for no := RunNo(1); no <= RunNo(n); no += RunNo(n / 10) {
+		ops = append(ops, ShardOp{Op: Op{Kind: OpTombstone, Run: no}})
+	}
+	for i := range 10 {
+		ops = append(ops, ShardOp{Op: Op{Kind: OpStart, Run: RunNo(n + 1 + i),
+			Rec: Record{Kind: KindStart, WorkflowID: fmt.Sprintf("new-%d", i), Gen: 1, Type: "order"}}})
+	}
+	must(t, db.Commit(ops))
+	must(t, db.Close())
+}
+
+// streamPeakHeap streams every run of the directory's one shard and
+// returns the run count and the largest HeapInuse seen during the stream
+// above the heap in use before it.
+func streamPeakHeap(t *testing.T, dir string) (int, uint64) {
+	t.Helper()
+	_, tails, _ := readAllTails(t, vfs.Default, dir, 1)
+	sr, err := OpenShardReader(vfs.Default, dir, 0, 1, &tails[0])
+	must(t, err)
+	defer sr.Close()
+	var ms runtime.MemStats
+	runtime.GC()
+	runtime.ReadMemStats(&ms)
+	base, peak := ms.HeapInuse, ms.HeapInuse
+	runs := 0
+	err = sr.Runs(context.Background(), func(r *Run, archive []Record) error {
+		runs++
+		if runs%500 == 0 {
+			runtime.ReadMemStats(&ms)
+			peak = max(peak, ms.HeapInuse)
+		}
+		return nil
+	})
+	must(t, err)
+	return runs, peak - base
+}
+
+// recoverHeap is the heap in use that RecoverShard's whole shard takes,
+// for comparison.
+func recoverHeap(t *testing.T, dir string) uint64 {
+	var ms runtime.MemStats
+	runtime.GC()
+	runtime.ReadMemStats(&ms)
+	base := ms.HeapInuse
+	s, _, _, err := RecoverShard(vfs.Default, dir, 0, 1)
+	must(t, err)
+	runtime.GC()
+	runtime.ReadMemStats(&ms)
+	runtime.KeepAlive(s)
+	return ms.HeapInuse - base
+}
+
+// TestShardReaderMemoryFlat streams a shard of 20,000 and one of 100,000
+// runs (each about 1 KB of journal): the heap in use while streaming does
+// not grow with the shard. Loading the larger shard whole takes well over
+// 100 MiB; the bound here is generous so that GC timing cannot fail it.
+func TestShardReaderMemoryFlat(t *testing.T) {
+	if testing.Short() {
+		t.Skip("writes two stores of 20k and 100k runs")
+	}
+	var growth [2]uint64
+	for i, n := range []int{20_000, 100_000} {
+		dir := filepath.Join(t.TempDir(), "d")
+		writeManyRuns(t, dir, n)
+		runs, g := streamPeakHeap(t, dir)
+		if runs != n+10 {
+			t.Fatalf("streamed %d runs, want %d", runs, n+10)
+		}
+		growth[i] = g
+		t.Logf("%d runs: peak heap in use while streaming: %.1f MiB above the start", runs, float64(g)/(1<<20))
+		if i == 1 {
+			t.Logf("%d runs: RecoverShard's shard holds %.1f MiB", runs, float64(recoverHeap(t, dir))/(1<<20))
+		}
+	}
+	if growth[1] > growth[0]+32<<20 {
+		t.Fatalf("streaming 100k runs grew the heap by %d bytes, 20k runs by %d: memory follows the data", growth[1], growth[0])
+	}
+}
