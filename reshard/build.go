@@ -98,7 +98,7 @@ func (r *resharder) build(ctx context.Context, p *plan, newDir string, rep *Repo
 		return out
 	}
 	for i := range r.oldN {
-		src, err := openSource(r.fs, r.dir, i, r.oldN)
+		src, err := openSource(r.fs, r.dir, i, r.oldN, r.tails)
 		if err != nil {
 			return nil, err
 		}
@@ -163,6 +163,12 @@ func (r *resharder) build(ctx context.Context, p *plan, newDir string, rep *Repo
 					rep.Counts.DedupMoved++
 				}
 				return put(j, journal.SeenKey(id), journal.EncodeSeenValue(nil, wf))
+			})
+		}
+		if err == nil {
+			err = src.Timers(func(k journal.TimerKey) error {
+				oldCanon.timer(oldDigest, k, i)
+				return nil
 			})
 		}
 		if err == nil {
@@ -289,8 +295,12 @@ func (r *resharder) readBack(ctx context.Context, p *plan, newDir string) (*dige
 		m, ok, err := p.lookup(int(binary.BigEndian.Uint16(v)), journal.RunNo(binary.BigEndian.Uint64(v[2:])))
 		return m.WorkflowID, m.Gen, ok, err
 	}}
+	tails, err := logTails(ctx, r.fs, newDir, r.newN)
+	if err != nil {
+		return nil, fmt.Errorf("reading back the new shards: %w", err)
+	}
 	for j := range r.newN {
-		src, err := openSource(r.fs, newDir, j, r.newN)
+		src, err := openSource(r.fs, newDir, j, r.newN, tails)
 		if err != nil {
 			return nil, fmt.Errorf("reading back new shard %d: %w", j, err)
 		}
@@ -303,6 +313,9 @@ func (r *resharder) readBack(ctx context.Context, p *plan, newDir string) (*dige
 		}
 		if err == nil {
 			err = src.Seen(func(id, wf string) error { c.seen(d, id, wf); return nil })
+		}
+		if err == nil {
+			err = src.Timers(func(k journal.TimerKey) error { c.timer(d, k, j); return c.err })
 		}
 		if err == nil {
 			err = src.Index(func(wf string, no journal.RunNo) error {

@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"fmt"
 	"hash/maphash"
+	"maps"
 	"slices"
 	"strings"
 
@@ -52,7 +53,7 @@ func (d *digest) diff(o *digest) string {
 		kinds[k] = true
 	}
 	var diffs []string
-	for _, k := range slices.Sorted(mapKeys(kinds)) {
+	for _, k := range slices.Sorted(maps.Keys(kinds)) {
 		if d.counts[k] != o.counts[k] {
 			diffs = append(diffs, fmt.Sprintf("%s: %d before, %d after", k, d.counts[k], o.counts[k]))
 		}
@@ -148,4 +149,11 @@ func (c *canon) index(d *digest, wf string, ref journal.RunRef) {
 	c.b = append(c.b, 0)
 	c.ref(0, ref)
 	d.add("index", c.b)
+}
+
+func (c *canon) timer(d *digest, k journal.TimerKey, shard int) {
+	c.b = binary.AppendVarint(c.b[:0], k.At)
+	c.b = binary.AppendUvarint(c.b, uint64(k.Pos))
+	c.ref(0, journal.RunRef{Shard: shard, Run: k.Run})
+	d.add("timer", c.b)
 }

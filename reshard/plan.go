@@ -122,8 +122,13 @@ func (r *resharder) makePlan(ctx context.Context) (*plan, error) {
 		nextRun: make([]journal.RunNo, r.newN), shardRuns: make([]int64, r.newN)}
 	keys := r.newMap("plan")
 	defer keys.Close()
+	tails, err := logTails(ctx, r.fs, r.dir, r.oldN)
+	if err != nil {
+		return nil, err
+	}
+	r.tails = tails
 	for i := range r.oldN {
-		src, err := openSource(r.fs, r.dir, i, r.oldN)
+		src, err := openSource(r.fs, r.dir, i, r.oldN, r.tails)
 		if err != nil {
 			return nil, err
 		}
@@ -173,7 +178,7 @@ func (r *resharder) makePlan(ctx context.Context) (*plan, error) {
 		return p.rev.Put(runMapKey(m.Shard, m.No), runMapKey(oldShard, oldNo))
 	}
 	lastShard, lastNo := -1, journal.RunNo(0)
-	err := keys.Each(nil, func(k, v []byte) error {
+	err = keys.Each(nil, func(k, v []byte) error {
 		j := int(binary.BigEndian.Uint16(k))
 		no := journal.RunNo(binary.BigEndian.Uint64(k[2:]))
 		i := int(binary.BigEndian.Uint16(k[11:]))

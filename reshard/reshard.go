@@ -93,6 +93,7 @@ type resharder struct {
 	maps       int
 	newDigest  *digest
 	rep        *Report
+	tails      []journal.ShardTail // the old shards' log tails, read once
 }
 
 // Reshard changes the shard count of the closed data directory dir to
@@ -421,5 +422,3 @@ func humanBytes(n int64) string {
 	}
 	return fmt.Sprintf("%.1f %ciB", float64(n)/float64(div), "KMGTPE"[exp])
 }
-
-var _ = journal.MaxRunNo
