@@ -184,6 +184,12 @@ func OpenScratchStore(fs vfs.FS, path string, memtableBytes int) (_ *pebble.DB, 
 	o := storeOptions(fs, pebble.NewCache(1<<20), false, true)
 	o.DisableWAL = true
 	o.MemTableSize = uint64(max(memtableBytes, 1<<20))
+	// Written once, read once in key order: compacting would rewrite the
+	// data for nothing; a merging iterator over the flushed tables sorts
+	// it as well.
+	o.DisableAutomaticCompactions = true
+	o.L0CompactionThreshold = 1 << 20
+	o.L0StopWritesThreshold = 1 << 20
 	o.ErrorIfExists = false
 	db, err := pebble.Open(path, o)
 	o.Cache.Unref()

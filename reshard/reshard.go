@@ -355,11 +355,18 @@ func hook(step string) error {
 	return testHook(step)
 }
 
+// mapShare is the part of the memory budget each spill map may hold in
+// memory (or in its scratch store's memtables once spilled). At most four
+// maps are alive at once (plan, losers, runs and rev; then runs, rev and
+// sort); the rest of the budget is for the Go runtime, the store readers'
+// and writers' buffers and pebble's caches.
+const mapShare = 8
+
 // newMap is a spill map under the scratch directory with a share of the
 // memory budget.
 func (r *resharder) newMap(name string) *spillMap {
 	r.maps++
-	return newSpillMap(r.fs, r.fs.PathJoin(r.scratch, name), max(r.budget/5, 1))
+	return newSpillMap(r.fs, r.fs.PathJoin(r.scratch, name), max(r.budget/mapShare, 1))
 }
 
 func (r *resharder) progress(phase string, done, total int64) {

@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/cockroachdb/pebble/v2/vfs"
+	"github.com/fusee-dev/fusee/journal"
 	"github.com/fusee-dev/fusee/journal/check"
 	"github.com/fusee-dev/fusee/journal/sim"
 	"github.com/fusee-dev/fusee/reshard"
@@ -93,6 +94,8 @@ func doReshard(t testing.TB, dir string, n int, opts reshard.Options) *reshard.R
 // same.
 func TestReshardKeepsLogicalState(t *testing.T) {
 	rng := rand.New(rand.NewPCG(1, 2))
+	var seen []string
+	defer func() { requireEveryKind(t, seen) }()
 	iters := 4
 	if testing.Short() {
 		iters = 2
@@ -105,6 +108,7 @@ func TestReshardKeepsLogicalState(t *testing.T) {
 		seed := rng.Uint64()
 		t.Run(fmt.Sprintf("%d/%d->%d", it, oldN, newN), func(t *testing.T) {
 			dir := genDir(t, oldN, 300+rng.IntN(300), seed)
+			seen = append(seen, kindsIn(t, dir)...)
 			before := logicalDump(t, dir)
 			rep := doReshard(t, dir, newN, reshard.Options{})
 			if rep.Outcome != reshard.OutcomeDone {
@@ -115,5 +119,76 @@ func TestReshardKeepsLogicalState(t *testing.T) {
 			t.Logf("renumbered %d (unfinished %d), moved %d, refs %d, dangling %d, tokens %d",
 				rep.Counts.RunsRenumbered, len(rep.Renumbered), rep.Counts.RunsMoved, rep.Counts.RefsRewritten, rep.Counts.DanglingRefs, len(rep.Tokens))
 		})
+	}
+}
+
+// everyKind is every state and every kind of journal record, outbox
+// message and reference a directory can hold.
+func everyKind() []string {
+	var all []string
+	for _, s := range []string{"running", "parked", "finished", "tombstone"} {
+		all = append(all, "state "+s)
+	}
+	for k := journal.KindStart; k <= journal.KindDone; k++ {
+		all = append(all, "record "+k.String())
+	}
+	for k := journal.MsgStartChild; k <= journal.MsgUpdateResult; k++ {
+		all = append(all, "message "+k.String())
+	}
+	for _, r := range []string{sim.RefParent, sim.RefPred, sim.RefNext, sim.RefCancelBy, sim.RefSignalBy, sim.RefKey,
+		sim.RefToken, sim.RefCaller, sim.RefMsgFrom, sim.RefMsgParent} {
+		all = append(all, "reference "+r)
+	}
+	return append(all, "dedup entries")
+}
+
+// kindsIn lists which of everyKind the directory holds.
+func kindsIn(t testing.TB, dir string) []string {
+	t.Helper()
+	st, err := check.Load(vfs.Default, dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := sim.TakeCensus(st.Shards)
+	var have []string
+	for _, k := range everyKind() {
+		kind, name, _ := strings.Cut(k, " ")
+		n := 0
+		switch kind {
+		case "state":
+			n = c.States[name]
+		case "record":
+			n = c.Records[name]
+		case "message":
+			n = c.Messages[name]
+		case "reference":
+			n = c.Refs[name]
+		default:
+			n = c.Seen
+		}
+		if n > 0 {
+			have = append(have, k)
+		}
+	}
+	return have
+}
+
+// requireEveryKind fails unless the directories a property test resharded
+// held, between them, every kind: a test over workloads missing one would
+// prove nothing about it.
+func requireEveryKind(t testing.TB, seen []string) {
+	t.Helper()
+	have := map[string]bool{}
+	for _, k := range seen {
+		have[k] = true
+	}
+	var missing []string
+	for _, k := range everyKind() {
+		if !have[k] {
+			missing = append(missing, k)
+		}
+	}
+	if len(missing) > 0 {
+		t.Errorf("no resharded directory held %v: change the workload, or the test shows nothing about them", missing)
 	}
 }

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"maps"
 	"slices"
+	"strings"
 
 	"github.com/cockroachdb/pebble/v2"
 	"github.com/cockroachdb/pebble/v2/vfs"
@@ -28,8 +29,10 @@ type spillMap struct {
 	batch *pebble.Batch
 }
 
-// entryOverhead approximates what a map entry costs beyond its bytes.
-const entryOverhead = 64
+// entryOverhead approximates what an in-memory entry costs beyond its
+// key and value bytes: the map's slot, the key's string header, the
+// value's slice header and the allocator's rounding.
+const entryOverhead = 128
 
 func newSpillMap(fs vfs.FS, dir string, budget int64) *spillMap {
 	return &spillMap{fs: fs, dir: dir, budget: budget, mem: map[string][]byte{}}
@@ -65,7 +68,9 @@ func (m *spillMap) Put(key, value []byte) error {
 
 // spill moves the in-memory entries to a new scratch store.
 func (m *spillMap) spill() error {
-	memtable := int(min(max(m.budget/2, 1<<20), 64<<20))
+	// Pebble may hold two memtables while one flushes: keep both within
+	// this map's share.
+	memtable := int(min(max(m.budget/4, 1<<20), 16<<20))
 	db, err := journal.OpenScratchStore(m.fs, m.dir, memtable)
 	if err != nil {
 		return err
@@ -123,7 +128,7 @@ func (m *spillMap) Each(prefix []byte, fn func(k, v []byte) error) error {
 	if m.db == nil {
 		var keys []string
 		for k := range m.mem {
-			if bytes.HasPrefix([]byte(k), prefix) {
+			if strings.HasPrefix(k, string(prefix)) {
 				keys = append(keys, k)
 			}
 		}

@@ -1,0 +1,90 @@
+package reshard_test
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"testing"
+
+	"github.com/cockroachdb/pebble/v2/vfs"
+	"github.com/fusee-dev/fusee/journal/sim"
+	"github.com/fusee-dev/fusee/reshard"
+)
+
+// benchRuns is the size of the benchmark's directory: FUSEE_BENCH_RUNS
+// (default 20000).
+func benchRuns() int {
+	if n, err := strconv.Atoi(os.Getenv("FUSEE_BENCH_RUNS")); err == nil && n > 0 {
+		return n
+	}
+	return 20000
+}
+
+// benchDir generates the benchmark's source directory once per process.
+var benchDirs = map[string]string{}
+
+func benchSource(b *testing.B, shards, runs int) string {
+	key := fmt.Sprint(shards, runs)
+	if d, ok := benchDirs[key]; ok {
+		return d
+	}
+	base, err := os.MkdirTemp("", "fusee-bench-")
+	if err != nil {
+		b.Fatal(err)
+	}
+	dir := filepath.Join(base, "src")
+	if _, err := sim.Generate(context.Background(), vfs.Default, dir, sim.GenOptions{Shards: shards, Runs: runs, Seed: 1}); err != nil {
+		b.Fatal(err)
+	}
+	benchDirs[key] = dir
+	return dir
+}
+
+// copyDir is `cp -a src dst && sync`: the physical floor a rewrite is
+// measured against.
+func copyDir(b *testing.B, src, dst string) {
+	if err := os.RemoveAll(dst); err != nil {
+		b.Fatal(err)
+	}
+	if out, err := exec.Command("sh", "-c", `cp -a "$1" "$2" && sync`, "sh", src, dst).CombinedOutput(); err != nil {
+		b.Fatalf("cp: %v: %s", err, out)
+	}
+}
+
+// BenchmarkReshard times a reshard (shrink 8->3, grow to a multiple 8->16,
+// an odd change 7->12) and, for the ratio, a plain copy of the same
+// directory. The copy before each reshard is not timed.
+func BenchmarkReshard(b *testing.B) {
+	runs := benchRuns()
+	for _, p := range [][2]int{{8, 3}, {8, 16}, {7, 12}} {
+		src := benchSource(b, p[0], runs)
+		work := filepath.Join(filepath.Dir(src), "work")
+		b.Run(fmt.Sprintf("runs=%d/%d->%d", runs, p[0], p[1]), func(b *testing.B) {
+			for range b.N {
+				b.StopTimer()
+				copyDir(b, src, work)
+				b.StartTimer()
+				if _, err := reshard.Reshard(context.Background(), vfs.Default, work, reshard.Options{Shards: p[1]}); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+		b.Run(fmt.Sprintf("runs=%d/%d->%d/dry-run", runs, p[0], p[1]), func(b *testing.B) {
+			copyDir(b, src, work)
+			b.ResetTimer()
+			for range b.N {
+				if _, err := reshard.Reshard(context.Background(), vfs.Default, work, reshard.Options{Shards: p[1], DryRun: true}); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+		b.Run(fmt.Sprintf("runs=%d/%d/cp-a-sync", runs, p[0]), func(b *testing.B) {
+			for range b.N {
+				copyDir(b, src, work)
+			}
+		})
+	}
+}
