@@ -96,9 +96,9 @@ func TestReshardKeepsLogicalState(t *testing.T) {
 	rng := rand.New(rand.NewPCG(1, 2))
 	var seen []string
 	defer func() { requireEveryKind(t, seen) }()
-	iters := 4
-	if testing.Short() {
-		iters = 2
+	iters := 4 // fewer would not hold every kind between them
+	if longTests() {
+		iters = 40
 	}
 	for it := range iters {
 		oldN, newN := 1+rng.IntN(9), 1+rng.IntN(12)
