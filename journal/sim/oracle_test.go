@@ -59,9 +59,17 @@ func TestOracle(t *testing.T) {
 			genCanon := logical(t, a.sh)
 			sameCanon(t, "gen, same shard count", genCanon, logical(t, a2.sh))
 			sameCanon(t, fmt.Sprintf("gen, %d vs %d shards", n1, n2), genCanon, logical(t, b.sh))
-			c := &memBackend{sh: testReshard(a2.sh, n3, seed), cpNow: a2.cpNow}
+			// C: resharded by the product's reshard; D: by the test
+			// reshard, which renumbers every run (the harsher test that
+			// the engine never depends on run numbers).
+			o.Shards, o.Config.BatchOps = n1, 0
+			_, a3 := genMem(t, o)
+			c := &memBackend{sh: realReshard(t, a2.sh, n3), cpNow: a2.cpNow}
 			sameCanon(t, fmt.Sprintf("gen, resharded %d to %d", n1, n3), genCanon, logical(t, c.sh))
 			verifyClean(t, fmt.Sprintf("resharded %d to %d", n1, n3), c.sh)
+			d := &memBackend{sh: testReshard(a3.sh, n3, seed), cpNow: a3.cpNow}
+			sameCanon(t, fmt.Sprintf("gen, renumbered %d to %d", n1, n3), genCanon, logical(t, d.sh))
+			verifyClean(t, fmt.Sprintf("renumbered %d to %d", n1, n3), d.sh)
 
 			// A: the engine never stops. A2, B, C: reopened.
 			if err := eA.Drive(context.Background()); err != nil {
@@ -70,10 +78,12 @@ func TestOracle(t *testing.T) {
 			driveBackend(t, a2, cfg)
 			driveBackend(t, b, Config{Tick: cfg.Tick, BatchOps: 1 + rng.IntN(40)})
 			driveBackend(t, c, cfg)
+			driveBackend(t, d, cfg)
 			final := logical(t, a.sh)
 			sameCanon(t, "driven: never stopped vs reopened", final, logical(t, a2.sh))
 			sameCanon(t, fmt.Sprintf("driven: %d vs %d shards", n1, n2), final, logical(t, b.sh))
 			sameCanon(t, fmt.Sprintf("driven: resharded %d to %d", n1, n3), final, logical(t, c.sh))
+			sameCanon(t, fmt.Sprintf("driven: renumbered %d to %d", n1, n3), final, logical(t, d.sh))
 		})
 	}
 }
