@@ -12,6 +12,7 @@ import (
 	"path/filepath"
 	"sort"
 	"strings"
+	"syscall"
 	"testing"
 
 	"github.com/cockroachdb/pebble/v2/vfs"
@@ -249,5 +250,56 @@ func TestStaleTokenRefused(t *testing.T) {
 		if err := e.Complete(tc.New, []byte("fresh")); err != nil {
 			t.Fatalf("the new token %s (was %s) was refused: %v", tc.New, tc.Old, err)
 		}
+	}
+}
+
+// TestNewFilesGetOwnerAndMode: the files and directories a reshard creates
+// get the data directory's owner, the directories its mode and the files
+// the mode of its fusee.meta (needs root to give files away).
+func TestNewFilesGetOwnerAndMode(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("needs root to change owners")
+	}
+	dir := genDir(t, 2, 100, 3)
+	const uid, gid = 65534, 65534
+	err := filepath.Walk(dir, func(p string, info os.FileInfo, err error) error {
+		if err != nil {
+			return err
+		}
+		return os.Lchown(p, uid, gid)
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chmod(dir, 0o750); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chmod(filepath.Join(dir, "fusee.meta"), 0o640); err != nil {
+		t.Fatal(err)
+	}
+	doReshard(t, dir, 3, reshard.Options{})
+	n := 0
+	for _, sub := range []string{"wal", "shards", "fusee.meta"} {
+		err := filepath.Walk(filepath.Join(dir, sub), func(p string, info os.FileInfo, err error) error {
+			if err != nil {
+				return err
+			}
+			n++
+			st := info.Sys().(*syscall.Stat_t)
+			want := os.FileMode(0o640)
+			if info.IsDir() {
+				want = 0o750
+			}
+			if st.Uid != uid || st.Gid != gid || info.Mode().Perm() != want {
+				t.Errorf("%s: owner %d:%d mode %v, want %d:%d %v", p, st.Uid, st.Gid, info.Mode().Perm(), uid, gid, want)
+			}
+			return nil
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	if n < 10 {
+		t.Fatalf("only %d files checked", n)
 	}
 }

@@ -37,32 +37,47 @@ func freeSpace(fs vfs.FS, dir string) (int64, bool) {
 	return int64(st.Bavail) * int64(st.Bsize), true
 }
 
-// matchOwnership gives every file and directory under newDir the owner of
-// the data directory and its modes: directories the data directory's
-// mode, files the mode of its fusee.meta. Only on the real disk.
-func matchOwnership(fs vfs.FS, dir, newDir string) error {
+// ownership is what the files a reshard creates must get: the data
+// directory's owner; for directories its mode, for files the mode of its
+// fusee.meta. Only known on the real disk (nil otherwise).
+type ownership struct {
+	uid, gid          int
+	dirMode, fileMode os.FileMode
+}
+
+func ownershipOf(fs vfs.FS, dir string) (*ownership, error) {
 	if vfs.Root(fs) != vfs.Default {
-		return nil
+		return nil, nil
 	}
 	dst, err := os.Stat(dir)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	fst, err := os.Stat(filepath.Join(dir, meta.FileName))
 	if err != nil {
-		return err
+		return nil, err
 	}
-	uid, gid := -1, -1
+	o := &ownership{uid: -1, gid: -1, dirMode: dst.Mode().Perm(), fileMode: fst.Mode().Perm()}
 	if s, ok := dst.Sys().(*syscall.Stat_t); ok {
-		uid, gid = int(s.Uid), int(s.Gid)
+		o.uid, o.gid = int(s.Uid), int(s.Gid)
 	}
-	return filepath.Walk(newDir, func(p string, info os.FileInfo, err error) error {
+	return o, nil
+}
+
+// apply gives path (and, for a directory, everything under it) the owner
+// and modes.
+func (o *ownership) apply(path string) error {
+	if o == nil {
+		return nil
+	}
+	uid, gid := o.uid, o.gid
+	return filepath.Walk(path, func(p string, info os.FileInfo, err error) error {
 		if err != nil {
 			return err
 		}
-		mode := fst.Mode().Perm()
+		mode := o.fileMode
 		if info.IsDir() {
-			mode = dst.Mode().Perm()
+			mode = o.dirMode
 		}
 		if info.Mode().Perm() != mode {
 			if err := os.Chmod(p, mode); err != nil {

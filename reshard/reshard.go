@@ -94,6 +94,7 @@ type resharder struct {
 	newDigest  *digest
 	rep        *Report
 	tails      []journal.ShardTail // the old shards' log tails, read once
+	owner      *ownership          // what new files get (nil: not on the disk)
 }
 
 // Reshard changes the shard count of the closed data directory dir to
@@ -118,6 +119,9 @@ func Reshard(ctx context.Context, fs vfs.FS, dir string, opts Options) (*Report,
 	rep := &Report{Version: ReportVersion, Dir: dir, DryRun: opts.DryRun, OldShards: m.Shards, NewShards: m.Shards,
 		Counts: Counts{Runs: map[string]int64{}}, Renumbered: []RenumberedRun{}, Tokens: []TokenChange{}}
 	r := &resharder{fs: fs, dir: dir, opts: opts, rep: rep, budget: opts.Memory}
+	if r.owner, err = ownershipOf(fs, dir); err != nil {
+		return nil, err
+	}
 	newDir, oldDir := fs.PathJoin(dir, NewDirName), fs.PathJoin(dir, OldDirName)
 
 	if m.Switching() {
@@ -244,7 +248,7 @@ func Reshard(ctx context.Context, fs vfs.FS, dir string, opts Options) (*Report,
 	if err := fs.RemoveAll(r.scratch); err != nil {
 		return abandon(err)
 	}
-	if err := matchOwnership(fs, dir, newDir); err != nil {
+	if err := r.owner.apply(newDir); err != nil {
 		return abandon(err)
 	}
 	if err := syncDir(fs, newDir); err != nil {
@@ -265,7 +269,7 @@ func Reshard(ctx context.Context, fs vfs.FS, dir string, opts Options) (*Report,
 		return abandon(err)
 	}
 	sw := meta.Meta{Format: meta.Switching, Log: meta.LogShared, Shards: r.newN, OldShards: r.oldN, NewShards: r.newN}
-	if err := d.Write(sw); err != nil {
+	if err := r.writeMeta(d, sw); err != nil {
 		return abandon(err)
 	}
 	if err := hook("meta-switching"); err != nil {
@@ -330,7 +334,7 @@ func (r *resharder) finishSwitch(d *metaDir, newN int) error {
 			return err
 		}
 	}
-	if err := d.Write(meta.Meta{Format: meta.FormatLocal, Log: meta.LogShared, Shards: newN}); err != nil {
+	if err := r.writeMeta(d, meta.Meta{Format: meta.FormatLocal, Log: meta.LogShared, Shards: newN}); err != nil {
 		return err
 	}
 	if err := hook("meta-final"); err != nil {
@@ -342,6 +346,15 @@ func (r *resharder) finishSwitch(d *metaDir, newN int) error {
 		}
 	}
 	return syncDir(fs, dir)
+}
+
+// writeMeta replaces fusee.meta and gives the new file the old one's owner
+// and mode.
+func (r *resharder) writeMeta(d *metaDir, m meta.Meta) error {
+	if err := d.Write(m); err != nil {
+		return err
+	}
+	return r.owner.apply(r.fs.PathJoin(r.dir, meta.FileName))
 }
 
 // testHook, when set (by tests), is called at each named step of the
