@@ -1,11 +1,17 @@
 package ringfile
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"strconv"
 	"strings"
 )
+
+// cancelEvery is how many lines the parser reads between looks at its
+// context: often enough to stop within milliseconds, rarely enough to cost
+// nothing.
+const cancelEvery = 1 << 14
 
 // Parse reads a ring file. It rejects only what it cannot represent:
 // syntax, unknown keys, duplicate fields or epochs, malformed values. All
@@ -13,14 +19,31 @@ import (
 // numbers), together with what could be read. Semantic problems (a shard
 // placed twice, an undeclared cell, two open epochs...) are left for
 // Validate, so a faulty policy still loads and can be reported in full.
+//
+// Every line ends with "\n", the last one included: a file cut short (a
+// partial copy, a full disk) most often ends mid-line, and a cut through a
+// name or a range can leave a line that still parses, so a missing final
+// newline is refused rather than guessed complete.
 func Parse(file string, data []byte) (*Policy, error) {
+	return ParseContext(context.Background(), file, data)
+}
+
+// ParseContext is Parse that gives up, returning ctx's error, once ctx is
+// done. The work is linear in the size of the file.
+func ParseContext(ctx context.Context, file string, data []byte) (*Policy, error) {
 	ps := &parser{file: file, p: &Policy{File: file, Current: NoEpoch}, seen: map[string]int{}}
 	lines := strings.Split(string(data), "\n")
-	if len(lines) > 0 && lines[len(lines)-1] == "" {
+	cut := lines[len(lines)-1] != "" // Split gives "" after a final newline
+	if !cut {
 		lines = lines[:len(lines)-1]
 	}
 	ps.un = unread{keys: map[string]bool{}, rings: map[int64]bool{}}
 	for i, raw := range lines {
+		if i%cancelEvery == 0 {
+			if err := ctx.Err(); err != nil {
+				return nil, err
+			}
+		}
 		ps.kind = ""
 		if len(ps.errs) >= maxErrors {
 			ps.errorf(i+1, "too many errors; stopping")
@@ -33,6 +56,9 @@ func Parse(file string, data []byte) (*Policy, error) {
 		ps.line(i+1, raw)
 	}
 	ps.kind = ""
+	if cut && len(ps.errs) < maxErrors {
+		ps.errorf(len(lines), "the last line does not end with a newline: the file may have been cut short (fusee always writes one; add it if the file is complete)")
+	}
 	ps.finish()
 	if len(ps.errs) > 0 {
 		ps.p.unread = &ps.un
@@ -46,6 +72,7 @@ type parser struct {
 	p     *Policy
 	errs  []error
 	seen  map[string]int // header key -> line
+	cells map[CellDecl]int // declaration (id, fingerprint) -> line
 	magic bool
 	body  bool   // a cell or epoch line has been read
 	epoch *Epoch // the epoch slot lines belong to
@@ -206,12 +233,15 @@ func (ps *parser) cellLine(n int, fields []string) {
 		}
 		d.Fingerprint = v
 	}
-	for _, c := range ps.p.Cells {
-		if c.ID == d.ID && c.Fingerprint == d.Fingerprint {
-			ps.errorf(n, "duplicate declaration of cell %s (first on line %d)", d.ID, c.Line)
-			return
-		}
+	key := CellDecl{ID: d.ID, Fingerprint: d.Fingerprint}
+	if first, dup := ps.cells[key]; dup {
+		ps.errorf(n, "duplicate declaration of cell %s (first on line %d)", d.ID, first)
+		return
 	}
+	if ps.cells == nil {
+		ps.cells = map[CellDecl]int{}
+	}
+	ps.cells[key] = n
 	ps.p.Cells = append(ps.p.Cells, d)
 }
 

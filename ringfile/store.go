@@ -1,6 +1,7 @@
 package ringfile
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -31,18 +32,31 @@ type WriteOptions struct {
 // Load reads and parses a ring file. On a syntax error it returns what it
 // could read along with every error; it does not validate.
 func Load(path string) (*Policy, error) {
+	return LoadContext(context.Background(), path)
+}
+
+// LoadContext is Load that stops when ctx is done.
+func LoadContext(ctx context.Context, path string) (*Policy, error) {
 	data, err := os.ReadFile(path)
 	if err != nil {
 		return nil, fmt.Errorf("reading ring file: %w", err)
 	}
-	return Parse(path, data)
+	return ParseContext(ctx, path, data)
 }
 
 // LoadValid loads a ring file and refuses it (an *InvalidError) if
 // Validate finds an error: commands must not act on an invalid policy.
 func LoadValid(path string) (*Policy, error) {
-	p, err := Load(path)
+	return LoadValidContext(context.Background(), path)
+}
+
+// LoadValidContext is LoadValid that stops when ctx is done.
+func LoadValidContext(ctx context.Context, path string) (*Policy, error) {
+	p, err := LoadContext(ctx, path)
 	if err != nil {
+		return nil, err
+	}
+	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
 	if err := Check(p); err != nil {
@@ -51,18 +65,62 @@ func LoadValid(path string) (*Policy, error) {
 	return p, nil
 }
 
+// resolveLink follows the symbolic links path names, if any, to the file
+// they end at (which may not exist yet). A write renames a new file over
+// its target: done on the link it would replace the link with a copy, and
+// the link's old target and the new file would then place the same ids on
+// different cells. Locking the target, not the link, also makes two
+// writers reaching one file by different names exclude each other.
+// Directories on the way need no care: a rename through them lands in the
+// real directory.
+func resolveLink(path string) (string, error) {
+	for hops := 0; ; hops++ {
+		fi, err := os.Lstat(path)
+		if errors.Is(err, fs.ErrNotExist) {
+			return path, nil
+		}
+		if err != nil {
+			return "", err
+		}
+		if fi.Mode()&fs.ModeSymlink == 0 {
+			return path, nil
+		}
+		if hops == 40 {
+			return "", fmt.Errorf("%s: too many levels of symbolic links", path)
+		}
+		target, err := os.Readlink(path)
+		if err != nil {
+			return "", err
+		}
+		if !filepath.IsAbs(target) {
+			target = filepath.Join(filepath.Dir(path), target)
+		}
+		path = target
+	}
+}
+
 // Create writes a new ring file, refusing to replace one that exists: the
 // compare-and-set of a create, which expects no file (an expected revision
 // other than 0 is a *ConflictError, as there is nothing at that revision).
 func Create(path string, p *Policy, opt WriteOptions) error {
+	return CreateContext(context.Background(), path, p, opt)
+}
+
+// CreateContext is Create that gives up, writing nothing, once ctx is done.
+// A path that is a symbolic link creates the file it points at.
+func CreateContext(ctx context.Context, path string, p *Policy, opt WriteOptions) error {
 	if err := Check(p); err != nil {
 		return err
 	}
 	if opt.ExpectRevision != AnyRevision && opt.ExpectRevision != 0 {
 		return &ConflictError{File: path, Expected: opt.ExpectRevision, Missing: true, What: opt.ExpectedBy}
 	}
-	return withLock(path, opt.LockWait, func() error {
-		if _, err := os.Stat(path); err == nil {
+	target, err := resolveLink(path)
+	if err != nil {
+		return fmt.Errorf("resolving %s: %w", path, err)
+	}
+	return withLock(ctx, target, opt.LockWait, func() error {
+		if _, err := os.Lstat(target); err == nil {
 			return fmt.Errorf("%s already exists: refusing to overwrite a ring file (%w)", path, fs.ErrExist)
 		} else if !errors.Is(err, fs.ErrNotExist) {
 			return err
@@ -70,7 +128,10 @@ func Create(path string, p *Policy, opt WriteOptions) error {
 		if opt.DryRun {
 			return nil
 		}
-		return writeDurably(path, Format(p))
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		return writeDurably(target, Format(p))
 	})
 }
 
@@ -80,14 +141,27 @@ func Create(path string, p *Policy, opt WriteOptions) error {
 // policy, checks that it only moves history forward (CheckTransition) and
 // is valid, then replaces the file atomically and durably. Two processes
 // updating one file are serialised by the lock, so one of two writers that
-// expected the same revision loses with a *ConflictError.
+// expected the same revision loses with a *ConflictError. A path that is a
+// symbolic link is resolved once: the target is locked, read and replaced,
+// and the link stays a link.
 func Update(path string, opt WriteOptions, change func(cur *Policy) (*Policy, error)) (*Policy, error) {
+	return UpdateContext(context.Background(), path, opt, change)
+}
+
+// UpdateContext is Update that gives up, writing nothing, once ctx is done
+// before the new file is renamed into place.
+func UpdateContext(ctx context.Context, path string, opt WriteOptions, change func(cur *Policy) (*Policy, error)) (*Policy, error) {
+	target, err := resolveLink(path)
+	if err != nil {
+		return nil, fmt.Errorf("resolving %s: %w", path, err)
+	}
 	var next *Policy
-	err := withLock(path, opt.LockWait, func() error {
-		cur, err := LoadValid(path)
+	err = withLock(ctx, target, opt.LockWait, func() error {
+		cur, err := LoadValidContext(ctx, target)
 		if err != nil {
 			return err
 		}
+		cur.File = path
 		if opt.ExpectRevision != AnyRevision && cur.Revision != opt.ExpectRevision {
 			by := opt.ExpectedBy
 			if by == "" {
@@ -108,7 +182,10 @@ func Update(path string, opt WriteOptions, change func(cur *Policy) (*Policy, er
 		if opt.DryRun {
 			return nil
 		}
-		return writeDurably(path, Format(next))
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		return writeDurably(target, Format(next))
 	})
 	if err != nil {
 		return nil, err
@@ -118,8 +195,8 @@ func Update(path string, opt WriteOptions, change func(cur *Policy) (*Policy, er
 
 // withLock runs fn holding an exclusive flock on <path>.lock. The lock
 // file is left in place: removing it would let a waiter lock a file that a
-// third process can no longer see.
-func withLock(path string, wait time.Duration, fn func() error) error {
+// third process can no longer see. Waiting stops when ctx is done.
+func withLock(ctx context.Context, path string, wait time.Duration, fn func() error) error {
 	if wait == 0 {
 		wait = 10 * time.Second
 	}
@@ -140,7 +217,11 @@ func withLock(path string, wait time.Duration, fn func() error) error {
 		if time.Now().After(deadline) {
 			return fmt.Errorf("%s: %w (waited %s)", path, ErrLocked, wait)
 		}
-		time.Sleep(5 * time.Millisecond)
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(5 * time.Millisecond):
+		}
 	}
 	defer unix.Flock(int(f.Fd()), unix.LOCK_UN) //nolint:errcheck // closing releases it anyway
 	return fn()

@@ -48,8 +48,20 @@ func HasErrors(fs []Finding) bool {
 
 // findings collects what Validate reports.
 type findings struct {
-	file string
-	list []Finding
+	file    string
+	list    []Finding
+	covered []bool // scratch for validateRing, reused across epochs
+}
+
+// coverage returns a cleared scratch slice of n flags.
+func (fs *findings) coverage(n int) []bool {
+	n = max(n, 0)
+	if cap(fs.covered) < n {
+		fs.covered = make([]bool, n)
+	}
+	fs.covered = fs.covered[:n]
+	clear(fs.covered)
+	return fs.covered
 }
 
 func (fs *findings) errorf(line int, format string, args ...any) {
@@ -73,8 +85,12 @@ func Validate(p *Policy) []Finding {
 	if !p.unread.epochList() {
 		validateEpochs(fs, p)
 	}
+	declared := make(map[string]bool, len(p.Cells))
+	for _, c := range p.Cells {
+		declared[c.ID] = true
+	}
 	for i := range p.Epochs {
-		validateRing(fs, p, &p.Epochs[i])
+		validateRing(fs, p, &p.Epochs[i], declared)
 	}
 	if p.unread == nil {
 		warnStandby(fs, p)
@@ -185,8 +201,9 @@ func validateEpochs(fs *findings, p *Policy) {
 }
 
 // validateRing reports every way an id stamped in epoch e could resolve to
-// the wrong cell or to none.
-func validateRing(fs *findings, p *Policy, e *Epoch) {
+// the wrong cell or to none. declared holds the declared cell ids: a set,
+// so the work is linear in the ring whatever the number of cells.
+func validateRing(fs *findings, p *Policy, e *Epoch, declared map[string]bool) {
 	if p.unread.key("shards") {
 		p = &Policy{Shards: MaxShards, Cells: p.Cells, unread: p.unread} // check names only
 	}
@@ -194,7 +211,8 @@ func validateRing(fs *findings, p *Policy, e *Epoch) {
 		fs.errorf(e.Line, "epoch %d has an empty ring: no id of it can resolve", e.Number)
 		return
 	}
-	byShard := map[int][]Slot{}
+	inRange := 0
+	covered := fs.coverage(p.Shards)
 	outside := map[int][]int{} // line -> shards outside 0..S-1
 	undeclared := map[string]int{}
 	for _, s := range e.Ring {
@@ -202,10 +220,11 @@ func validateRing(fs *findings, p *Policy, e *Epoch) {
 			outside[s.Line] = append(outside[s.Line], s.Shard)
 			continue
 		}
-		byShard[s.Shard] = append(byShard[s.Shard], s)
+		inRange++
+		covered[s.Shard] = true
 		if !validName(s.Cell) {
 			fs.errorf(s.Line, "epoch %d: cell id %q is not a valid name (%s)", e.Number, s.Cell, nameRule)
-		} else if _, seen := undeclared[s.Cell]; !seen && !p.IsDeclared(s.Cell) && !p.unread.declared() {
+		} else if _, seen := undeclared[s.Cell]; !seen && !declared[s.Cell] && !p.unread.declared() {
 			undeclared[s.Cell] = s.Line
 			fs.errorf(s.Line, "epoch %d: cell %s is not declared (add a line `cell %s`)", e.Number, s.Cell, s.Cell)
 		}
@@ -215,6 +234,15 @@ func validateRing(fs *findings, p *Policy, e *Epoch) {
 	}
 	for _, line := range sortedKeys(outside) {
 		fs.errorf(line, "epoch %d: %s outside 0..%d", e.Number, shardsAre(outside[line]), p.Shards-1)
+	}
+	if inRange == p.Shards && !slices.Contains(covered, false) {
+		return // every shard exactly once: nothing to report
+	}
+	byShard := map[int][]Slot{} // only for a ring that covers badly
+	for _, s := range e.Ring {
+		if s.Shard >= 0 && s.Shard < p.Shards {
+			byShard[s.Shard] = append(byShard[s.Shard], s)
+		}
 	}
 	reportCoverage(fs, p, e, byShard)
 }
@@ -264,12 +292,19 @@ func warnStandby(fs *findings, p *Policy) {
 	}
 	owns := cur.Ring.Counts()
 	seen := map[string]bool{}
+	var serving map[string][]string
 	for _, c := range p.Cells {
 		if seen[c.ID] || owns[c.ID] > 0 {
 			continue
 		}
 		seen[c.ID] = true
-		also := servingEpochs(p, c.ID)
+		if serving == nil {
+			serving = servingEpochs(p)
+		}
+		also := ""
+		if nums := serving[c.ID]; len(nums) > 0 {
+			also = "; it still serves draining epoch " + strings.Join(nums, ", ")
+		}
 		fs.warnf(c.Line, "cell %s owns no shard in the current epoch %d: standby, it mints nothing%s", c.ID, p.Current, also)
 	}
 	for _, cell := range cur.Ring.Cells() {
@@ -281,19 +316,20 @@ func warnStandby(fs *findings, p *Policy) {
 	}
 }
 
-// servingEpochs describes the other non-retired epochs that still place
-// shards on cell.
-func servingEpochs(p *Policy, cell string) string {
-	var nums []string
+// servingEpochs maps each cell to the other non-retired epochs that still
+// place shards on it, in one pass over the rings.
+func servingEpochs(p *Policy) map[string][]string {
+	out := map[string][]string{}
 	for _, e := range p.Epochs {
-		if e.Number != p.Current && e.Status != StatusRetired && len(e.Ring.Owned(cell)) > 0 {
-			nums = append(nums, strconv.FormatInt(e.Number, 10))
+		if e.Number == p.Current || e.Status == StatusRetired {
+			continue
+		}
+		num := strconv.FormatInt(e.Number, 10)
+		for _, c := range e.Ring.Cells() {
+			out[c] = append(out[c], num)
 		}
 	}
-	if len(nums) == 0 {
-		return ""
-	}
-	return "; it still serves draining epoch " + strings.Join(nums, ", ")
+	return out
 }
 
 func sortedKeys[V any](m map[int]V) []int {
