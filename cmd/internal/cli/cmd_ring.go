@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"maps"
@@ -123,8 +124,8 @@ func ringNonNil[T any](s []T) []T {
 }
 
 // loadRing loads a ring file that must be valid to act on.
-func loadRing(path string) (*ringfile.Policy, error) {
-	p, err := ringfile.LoadValid(path)
+func loadRing(ctx context.Context, path string) (*ringfile.Policy, error) {
+	p, err := ringfile.LoadValidContext(ctx, path)
 	return p, ringExplainInvalid(path, err)
 }
 

@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"context"
 	"fmt"
 
 	"github.com/spf13/cobra"
@@ -26,7 +27,7 @@ when to re-read the list.`,
   fusee ring active-cells orders.ring --json`,
 		Args: exactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			return runRingActiveCells(ios, opts, args[0])
+			return runRingActiveCells(cmd.Context(), ios, opts, args[0])
 		},
 	}
 	cmd.Flags().BoolVar(&opts.json, "json", false, "print as JSON")
@@ -38,8 +39,8 @@ type ringActiveCellView struct {
 	Epochs []int64 `json:"epochs"`
 }
 
-func runRingActiveCells(ios *IO, opts ringActiveCellsOptions, path string) error {
-	p, err := loadRing(path)
+func runRingActiveCells(ctx context.Context, ios *IO, opts ringActiveCellsOptions, path string) error {
+	p, err := loadRing(ctx, path)
 	if err != nil {
 		return err
 	}

@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"context"
 	"github.com/spf13/cobra"
 
 	"github.com/fusee-dev/fusee/ringfile"
@@ -34,7 +35,7 @@ compare-and-set there too: fence it on the key's version.`,
   fusee ring export orders.ring --epochs-only`,
 		Args: exactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			return runRingExport(ios, opts, args[0])
+			return runRingExport(cmd.Context(), ios, opts, args[0])
 		},
 	}
 	cmd.Flags().StringVarP(&opts.output, "output", "o", "", "write to this file instead of standard output")
@@ -42,8 +43,8 @@ compare-and-set there too: fence it on the key's version.`,
 	return cmd
 }
 
-func runRingExport(ios *IO, opts ringExportOptions, path string) error {
-	p, err := loadRing(path)
+func runRingExport(ctx context.Context, ios *IO, opts ringExportOptions, path string) error {
+	p, err := loadRing(ctx, path)
 	if err != nil {
 		return err
 	}

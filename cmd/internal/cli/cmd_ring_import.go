@@ -2,6 +2,7 @@ package cli
 
 import (
 	"bytes"
+	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -54,7 +55,7 @@ is refused. --expect-revision and --dry-run work as for every write.`,
 			if err := requireFlags(cmd, "from", "namespace", "shards"); err != nil {
 				return err
 			}
-			return runRingImport(ios, &opts, args[0])
+			return runRingImport(cmd.Context(), ios, &opts, args[0])
 		},
 	}
 	f := cmd.Flags()
@@ -66,7 +67,7 @@ is refused. --expect-revision and --dry-run work as for every write.`,
 	return cmd
 }
 
-func runRingImport(ios *IO, opts *ringImportOptions, path string) error {
+func runRingImport(ctx context.Context, ios *IO, opts *ringImportOptions, path string) error {
 	p, err := opts.read(ios)
 	if err != nil {
 		return err
@@ -78,13 +79,13 @@ func runRingImport(ios *IO, opts *ringImportOptions, path string) error {
 	}
 	p.File = path
 	if _, err := os.Stat(path); errors.Is(err, fs.ErrNotExist) {
-		if err := ringfile.Create(path, p, opts.write.options()); err != nil {
+		if err := ringfile.CreateContext(ctx, path, p, opts.write.options()); err != nil {
 			return err
 		}
 		return opts.write.reportWrite(ios, p, fmt.Sprintf("imported %s into %s: %d epochs, current %d, revision %d", opts.from, path, len(p.Epochs), p.Current, p.Revision))
 	}
 	upToDate := errors.New("up to date")
-	next, err := ringfile.Update(path, opts.write.options(), func(cur *ringfile.Policy) (*ringfile.Policy, error) {
+	next, err := ringfile.UpdateContext(ctx, path, opts.write.options(), func(cur *ringfile.Policy) (*ringfile.Policy, error) {
 		if bytes.Equal(ringfile.Format(cur), ringfile.Format(p)) {
 			return nil, upToDate
 		}

@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"context"
 	"fmt"
 
 	"github.com/spf13/cobra"
@@ -42,7 +43,7 @@ declarations of one cell id with different fingerprints are refused later
 			if err := requireFlags(cmd, "namespace", "shards", "cells"); err != nil {
 				return err
 			}
-			return runRingInit(ios, &opts, args[0])
+			return runRingInit(cmd.Context(), ios, &opts, args[0])
 		},
 	}
 	f := cmd.Flags()
@@ -54,7 +55,7 @@ declarations of one cell id with different fingerprints are refused later
 	return cmd
 }
 
-func runRingInit(ios *IO, opts *ringInitOptions, path string) error {
+func runRingInit(ctx context.Context, ios *IO, opts *ringInitOptions, path string) error {
 	if opts.shards < 1 || opts.shards > ringfile.MaxShards {
 		return usagef("--shards %d: want 1 to %d", opts.shards, ringfile.MaxShards)
 	}
@@ -67,7 +68,7 @@ func runRingInit(ios *IO, opts *ringInitOptions, path string) error {
 		return err
 	}
 	p.File = path
-	if err := ringfile.Create(path, p, opts.write.options()); err != nil {
+	if err := ringfile.CreateContext(ctx, path, p, opts.write.options()); err != nil {
 		return err
 	}
 	return opts.write.reportWrite(ios, p, fmt.Sprintf("created %s: namespace %s, %d shards, epoch 0 open on %d cell%s (revision %d)",

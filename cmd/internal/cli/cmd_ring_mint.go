@@ -49,7 +49,7 @@ object per line (the fields of "fusee id parse --json").`,
 }
 
 func runRingMint(cmd *cobra.Command, ios *IO, opts ringMintOptions, path string) error {
-	p, err := loadRing(path)
+	p, err := loadRing(cmd.Context(), path)
 	if err != nil {
 		return err
 	}

@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"context"
 	"fmt"
 	"maps"
 	"slices"
@@ -56,7 +57,7 @@ the new epoch resolve to them at once.`,
 			if opts.plan != "" && (len(opts.fingerprints) > 0 || len(opts.newCells) > 0) {
 				return usagef("--fingerprint and --new-cell go with --slots; a plan declares its own cells")
 			}
-			return runRingOpenEpoch(ios, &opts, args[0])
+			return runRingOpenEpoch(cmd.Context(), ios, &opts, args[0])
 		},
 	}
 	f := cmd.Flags()
@@ -68,14 +69,14 @@ the new epoch resolve to them at once.`,
 	return cmd
 }
 
-func runRingOpenEpoch(ios *IO, opts *ringOpenEpochOptions, path string) error {
+func runRingOpenEpoch(ctx context.Context, ios *IO, opts *ringOpenEpochOptions, path string) error {
 	wopt := opts.write.options()
 	open, err := opts.opener(&wopt)
 	if err != nil {
 		return err
 	}
 	var before ringfile.Ring
-	next, err := ringfile.Update(path, wopt, func(cur *ringfile.Policy) (*ringfile.Policy, error) {
+	next, err := ringfile.UpdateContext(ctx, path, wopt, func(cur *ringfile.Policy) (*ringfile.Policy, error) {
 		if e := cur.CurrentEpoch(); e != nil {
 			before = e.Ring
 		}

@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"context"
 	"fmt"
 	"strconv"
 	"strings"
@@ -56,7 +57,7 @@ moves nothing (an epoch that changes nothing is needless).`,
 			if err != nil {
 				return err
 			}
-			return runRingPlan(ios, opts, goal, args[0])
+			return runRingPlan(cmd.Context(), ios, opts, goal, args[0])
 		},
 	}
 	f := cmd.Flags()
@@ -101,8 +102,8 @@ func (o ringPlanOptions) goal() (ringfile.Goal, error) {
 	return g, nil
 }
 
-func runRingPlan(ios *IO, opts ringPlanOptions, goal ringfile.Goal, path string) error {
-	p, err := loadRing(path)
+func runRingPlan(ctx context.Context, ios *IO, opts ringPlanOptions, goal ringfile.Goal, path string) error {
+	p, err := loadRing(ctx, path)
 	if err != nil {
 		return err
 	}

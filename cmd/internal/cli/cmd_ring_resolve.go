@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"context"
 	"fmt"
 	"strconv"
 
@@ -34,7 +35,7 @@ region, legacy} or {id, error}.`,
   fusee ring resolve orders.ring wfi_0042 orders.ccellB.e1.s900.01ARZ3NDEKTSV4RRFFQ69G5FAV --json`,
 		Args: minArgs(2),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			return runRingResolve(ios, opts, args[0], args[1:])
+			return runRingResolve(cmd.Context(), ios, opts, args[0], args[1:])
 		},
 	}
 	cmd.Flags().BoolVar(&opts.json, "json", false, "print as JSON")
@@ -47,8 +48,8 @@ type ringResolveFailure struct {
 	Error string `json:"error"`
 }
 
-func runRingResolve(ios *IO, opts ringResolveOptions, path string, ids []string) error {
-	p, err := loadRing(path)
+func runRingResolve(ctx context.Context, ios *IO, opts ringResolveOptions, path string, ids []string) error {
+	p, err := loadRing(ctx, path)
 	if err != nil {
 		return err
 	}

@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"context"
 	"fmt"
 	"strings"
 	"time"
@@ -55,7 +56,7 @@ worked on. --expect-revision and --dry-run work as for every write.`,
 			if opts.census == "" && !opts.force {
 				return usagef("retiring needs --census CENSUS showing the epoch empty, or --force")
 			}
-			return runRingRetire(ios, &opts, args[0])
+			return runRingRetire(cmd.Context(), ios, &opts, args[0])
 		},
 	}
 	f := cmd.Flags()
@@ -69,7 +70,7 @@ worked on. --expect-revision and --dry-run work as for every write.`,
 	return cmd
 }
 
-func runRingRetire(ios *IO, opts *ringRetireOptions, path string) error {
+func runRingRetire(ctx context.Context, ios *IO, opts *ringRetireOptions, path string) error {
 	now, err := opts.clock()
 	if err != nil {
 		return err
@@ -80,7 +81,7 @@ func runRingRetire(ios *IO, opts *ringRetireOptions, path string) error {
 			return err
 		}
 	}
-	next, err := ringfile.Update(path, opts.write.options(), func(cur *ringfile.Policy) (*ringfile.Policy, error) {
+	next, err := ringfile.UpdateContext(ctx, path, opts.write.options(), func(cur *ringfile.Policy) (*ringfile.Policy, error) {
 		next, err := ringfile.Retire(cur, opts.epoch)
 		if err != nil {
 			return nil, err

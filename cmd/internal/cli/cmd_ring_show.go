@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"context"
 	"fmt"
 	"slices"
 	"strconv"
@@ -40,7 +41,7 @@ syntax error and its line.
 			if !cmd.Flags().Changed("epoch") {
 				opts.epoch = ringfile.NoEpoch
 			}
-			return runRingShow(ios, opts, args[0])
+			return runRingShow(cmd.Context(), ios, opts, args[0])
 		},
 	}
 	cmd.Flags().Int64Var(&opts.epoch, "epoch", 0, "show only this epoch")
@@ -80,8 +81,8 @@ type ringShowView struct {
 	Epochs       []ringEpochView `json:"epochs"`
 }
 
-func runRingShow(ios *IO, opts ringShowOptions, path string) error {
-	p, err := ringfile.Load(path)
+func runRingShow(ctx context.Context, ios *IO, opts ringShowOptions, path string) error {
+	p, err := ringfile.LoadContext(ctx, path)
 	if err != nil {
 		return err
 	}

@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"context"
 	"errors"
 	"fmt"
 
@@ -36,15 +37,15 @@ any, after listing them all. It only reads FILE. --json prints
   fusee ring validate orders.ring --json`,
 		Args: exactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			return runRingValidate(ios, opts, args[0])
+			return runRingValidate(cmd.Context(), ios, opts, args[0])
 		},
 	}
 	cmd.Flags().BoolVar(&opts.json, "json", false, "print the findings as JSON")
 	return cmd
 }
 
-func runRingValidate(ios *IO, opts ringValidateOptions, path string) error {
-	findings, err := ringFindings(path)
+func runRingValidate(ctx context.Context, ios *IO, opts ringValidateOptions, path string) error {
+	findings, err := ringFindings(ctx, path)
 	if err != nil {
 		return err
 	}
@@ -68,8 +69,8 @@ func runRingValidate(ios *IO, opts ringValidateOptions, path string) error {
 
 // ringFindings loads path and returns every finding: its syntax errors,
 // if any, then what Validate reports of what could be read.
-func ringFindings(path string) ([]ringfile.Finding, error) {
-	p, err := ringfile.Load(path)
+func ringFindings(ctx context.Context, path string) ([]ringfile.Finding, error) {
+	p, err := ringfile.LoadContext(ctx, path)
 	if err == nil {
 		return ringfile.Validate(p), nil
 	}

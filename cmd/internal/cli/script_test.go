@@ -17,6 +17,9 @@ var updateScripts = flag.Bool("update", false, "rewrite the expected output in t
 // run `exec fusee ...` (or just `fusee ...`) as a real process, with real
 // exit codes, stdin, stdout and stderr.
 func TestMain(m *testing.M) {
+	if os.Getenv("FUSEE_TEST_AS_FUSEE") == "1" { // signal_test.go runs the binary as fusee
+		os.Exit(Main("test", os.Args[1:], os.Stdin, os.Stdout, os.Stderr))
+	}
 	testscript.Main(m, map[string]func(){
 		"fusee": func() { os.Exit(Main("test", os.Args[1:], os.Stdin, os.Stdout, os.Stderr)) },
 	})
