@@ -71,7 +71,7 @@ type parser struct {
 	file  string
 	p     *Policy
 	errs  []error
-	seen  map[string]int // header key -> line
+	seen  map[string]int   // header key -> line
 	cells map[CellDecl]int // declaration (id, fingerprint) -> line
 	magic bool
 	body  bool   // a cell or epoch line has been read
