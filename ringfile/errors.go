@@ -35,14 +35,19 @@ type ConflictError struct {
 	Actual   int64
 	What     string // what carried the expectation: "--expect-revision", "the plan"
 	Missing  bool   // there is no file yet
+	Noun     string // what holds the policy: "file" when empty, "key" in etcd
 }
 
 func (e *ConflictError) Error() string {
-	if e.Missing {
-		return fmt.Sprintf("%s: %s expects revision %d but the file does not exist yet", e.File, e.What, e.Expected)
+	noun := e.Noun
+	if noun == "" {
+		noun = "file"
 	}
-	return fmt.Sprintf("%s: %s expects revision %d but the file is at revision %d: it moved on; re-read it and retry",
-		e.File, e.What, e.Expected, e.Actual)
+	if e.Missing {
+		return fmt.Sprintf("%s: %s expects revision %d but the %s does not exist yet", e.File, e.What, e.Expected, noun)
+	}
+	return fmt.Sprintf("%s: %s expects revision %d but the %s is at revision %d: it moved on; re-read it and retry",
+		e.File, e.What, e.Expected, noun, e.Actual)
 }
 
 func (e *ConflictError) Unwrap() error { return ErrConflict }

@@ -27,6 +27,16 @@ type WriteOptions struct {
 	DryRun bool
 	// LockWait bounds the wait for another writer; 10s when zero.
 	LockWait time.Duration
+	// Noun is what the policy is held in, for a conflict's message: "file"
+	// when empty.
+	Noun string
+}
+
+func (o WriteOptions) noun() string {
+	if o.Noun == "" {
+		return "file"
+	}
+	return o.Noun
 }
 
 // Load reads and parses a ring file. On a syntax error it returns what it
@@ -113,7 +123,7 @@ func CreateContext(ctx context.Context, path string, p *Policy, opt WriteOptions
 		return err
 	}
 	if opt.ExpectRevision != AnyRevision && opt.ExpectRevision != 0 {
-		return &ConflictError{File: path, Expected: opt.ExpectRevision, Missing: true, What: opt.ExpectedBy}
+		return &ConflictError{File: path, Expected: opt.ExpectRevision, Missing: true, What: opt.ExpectedBy, Noun: opt.noun()}
 	}
 	target, err := resolveLink(path)
 	if err != nil {
@@ -162,21 +172,7 @@ func UpdateContext(ctx context.Context, path string, opt WriteOptions, change fu
 			return err
 		}
 		cur.File = path
-		if opt.ExpectRevision != AnyRevision && cur.Revision != opt.ExpectRevision {
-			by := opt.ExpectedBy
-			if by == "" {
-				by = "the write"
-			}
-			return &ConflictError{File: path, Expected: opt.ExpectRevision, Actual: cur.Revision, What: by}
-		}
-		if next, err = change(cur.Clone()); err != nil {
-			return err
-		}
-		next.File = path
-		if err := CheckTransition(cur, next); err != nil {
-			return err
-		}
-		if err := Check(next); err != nil {
+		if next, err = Apply(cur, path, opt, change); err != nil {
 			return err
 		}
 		if opt.DryRun {

@@ -1,0 +1,94 @@
+package etcdstore
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+
+	"github.com/fusee-dev/fusee/ringfile"
+)
+
+// Sentinels for errors.Is.
+var (
+	// ErrUnreachable: no etcd endpoint answered in time.
+	ErrUnreachable = errors.New("etcd unreachable")
+	// ErrDenied: etcd refused the credentials or the access.
+	ErrDenied = errors.New("etcd permission denied")
+	// ErrAbsent: the namespace has no policy key: not coordinated yet.
+	ErrAbsent = errors.New("no policy in etcd")
+	// ErrBadValue: the key holds a value the reference would not read.
+	ErrBadValue = errors.New("unreadable policy value")
+)
+
+// UnreachableError: the cluster did not answer a request within the
+// command timeout (down, partitioned, or without a quorum: a cluster that
+// lost its quorum leaves writes and linearizable reads waiting).
+type UnreachableError struct {
+	Endpoints []string
+	Elapsed   time.Duration
+	What, Key string
+	Err       error
+}
+
+func (e *UnreachableError) Error() string {
+	return fmt.Sprintf("etcd at %s did not answer %s %s within %s (--command-timeout): check that the endpoints are right, that the cluster is up and has a quorum (etcdctl endpoint health), and that TLS settings match; nothing was written by this request unless etcd committed it before the timeout (re-read to see) [%v]",
+		strings.Join(e.Endpoints, ","), e.What, e.Key, e.Elapsed.Round(10*time.Millisecond), e.Err)
+}
+
+func (e *UnreachableError) Unwrap() []error { return []error{ErrUnreachable, e.Err} }
+
+// DeniedError: authentication failed or the user may not touch the key.
+type DeniedError struct {
+	Name, Key, User, What string
+	Err                   error
+}
+
+func (e *DeniedError) Error() string {
+	user := e.User
+	if user == "" {
+		user = "(no user: give --user)"
+	}
+	if e.What == "authenticating" {
+		return fmt.Sprintf("%s: etcd refused user %s: %v (check --user and --password)", e.Name, user, e.Err)
+	}
+	return fmt.Sprintf("%s: etcd denied %s %s to user %s: grant a role with readwrite on %s (etcdctl role grant-permission ROLE readwrite %s --prefix) [%v]",
+		e.Name, e.What, e.Key, user, e.Key, KeyPrefix, e.Err)
+}
+
+func (e *DeniedError) Unwrap() []error { return []error{ErrDenied, e.Err} }
+
+// AbsentError: the key does not exist.
+type AbsentError struct{ Name, Namespace string }
+
+func (e *AbsentError) Error() string {
+	return fmt.Sprintf("%s: no policy: namespace %s is not coordinated yet (create it with `fusee ring init --store ...` or `fusee ring push FILE --store ...`), or the namespace or endpoints are wrong",
+		e.Name, e.Namespace)
+}
+
+func (e *AbsentError) Unwrap() error { return ErrAbsent }
+
+// ValueError: the stored value is not what the reference writes.
+type ValueError struct {
+	Name string
+	Err  error
+}
+
+func (e *ValueError) Error() string {
+	return fmt.Sprintf("%s: the stored value is not a policy the reference coordinator would read: %v (see it with `etcdctl get KEY --print-value-only`; fusee writes nothing over a value it cannot read)", e.Name, e.Err)
+}
+
+func (e *ValueError) Unwrap() []error { return []error{ErrBadValue, e.Err} }
+
+// isUnavailable reports a gRPC Unavailable: no endpoint could be dialed.
+func isUnavailable(err error) bool {
+	if s, ok := status.FromError(err); ok {
+		return s.Code() == codes.Unavailable || s.Code() == codes.DeadlineExceeded
+	}
+	return false
+}
+
+var _ ringfile.Store = (*Store)(nil)

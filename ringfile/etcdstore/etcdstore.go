@@ -1,0 +1,334 @@
+package etcdstore
+
+import (
+	"bytes"
+	"context"
+	"crypto/tls"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"strings"
+	"time"
+
+	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
+	clientv3 "go.etcd.io/etcd/client/v3"
+	"go.uber.org/zap"
+
+	"github.com/fusee-dev/fusee/ringfile"
+)
+
+// KeyPrefix is where the reference coordinator keeps policies.
+const KeyPrefix = "/wiggle/coord/policy/"
+
+// Defaults, as etcdctl has them.
+const (
+	DefaultDialTimeout    = 2 * time.Second
+	DefaultCommandTimeout = 5 * time.Second
+)
+
+// retries is how many times a write without an expected revision is
+// recomputed after losing a race before it reports the conflict.
+const retries = 5
+
+// Config says how to reach etcd and which policy to work on.
+type Config struct {
+	Endpoints []string // host:port, or a URL with http:// or https://
+	Namespace string   // the policy's namespace: the key's last segment
+	// Shards is the namespace's shard count; 0 takes it from the rings.
+	Shards             int
+	TLS                *tls.Config // nil: plain connections
+	Username, Password string
+	DialTimeout        time.Duration // 0: DefaultDialTimeout
+	CommandTimeout     time.Duration // each request; 0: DefaultCommandTimeout
+}
+
+// Store is one namespace's policy in etcd.
+type Store struct {
+	cfg Config
+	cli *clientv3.Client
+	key string
+}
+
+// Open makes a client for cfg. It does not wait for a connection: an
+// unreachable cluster shows on the first request, as an *UnreachableError.
+func Open(cfg Config) (*Store, error) {
+	if len(cfg.Endpoints) == 0 {
+		return nil, errors.New("etcd: no endpoint given")
+	}
+	if cfg.Namespace == "" {
+		return nil, errors.New("etcd: no namespace given: the namespace names the policy's key")
+	}
+	if strings.Contains(cfg.Namespace, "/") {
+		return nil, fmt.Errorf("etcd: namespace %q contains '/'", cfg.Namespace)
+	}
+	if cfg.DialTimeout == 0 {
+		cfg.DialTimeout = DefaultDialTimeout
+	}
+	if cfg.CommandTimeout == 0 {
+		cfg.CommandTimeout = DefaultCommandTimeout
+	}
+	cli, err := clientv3.New(clientv3.Config{
+		Endpoints:   cfg.Endpoints,
+		DialTimeout: cfg.DialTimeout,
+		TLS:         cfg.TLS,
+		Username:    cfg.Username,
+		Password:    cfg.Password,
+		Logger:      zap.NewNop(),
+	})
+	if err != nil {
+		return nil, fmt.Errorf("etcd at %s: %w", strings.Join(cfg.Endpoints, ","), err)
+	}
+	return &Store{cfg: cfg, cli: cli, key: KeyPrefix + cfg.Namespace}, nil
+}
+
+// Close closes the client.
+func (s *Store) Close() error { return s.cli.Close() }
+
+// Key is the policy's etcd key.
+func (s *Store) Key() string { return s.key }
+
+// Name is "etcd://ENDPOINTS/wiggle/coord/policy/NS", for messages.
+func (s *Store) Name() string {
+	hosts := make([]string, len(s.cfg.Endpoints))
+	for i, e := range s.cfg.Endpoints {
+		_, rest, ok := strings.Cut(e, "://")
+		if !ok {
+			rest = e
+		}
+		hosts[i] = rest
+	}
+	return "etcd://" + strings.Join(hosts, ",") + s.key
+}
+
+// stored is what one read found.
+type stored struct {
+	policy   *ringfile.Policy
+	raw      []byte
+	version  int64
+	modRev   int64
+	revision int64 // the store's revision at the read
+}
+
+// Load reads and decodes the policy; it does not validate it.
+func (s *Store) Load(ctx context.Context) (*ringfile.Policy, error) {
+	st, err := s.read(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return st.policy, nil
+}
+
+// Raw returns the value's bytes as stored.
+func (s *Store) Raw(ctx context.Context) ([]byte, error) {
+	st, err := s.read(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return st.raw, nil
+}
+
+func (s *Store) read(ctx context.Context) (*stored, error) {
+	var resp *clientv3.GetResponse
+	err := s.do(ctx, "reading", func(ctx context.Context) (err error) {
+		resp, err = s.cli.Get(ctx, s.key)
+		return err
+	})
+	if err != nil {
+		return nil, err
+	}
+	if len(resp.Kvs) == 0 {
+		return nil, &AbsentError{Name: s.Name(), Namespace: s.cfg.Namespace}
+	}
+	kv := resp.Kvs[0]
+	p, err := Decode(kv.Value, s.Name(), s.cfg.Namespace, s.cfg.Shards)
+	if err != nil {
+		return nil, err
+	}
+	return &stored{policy: p, raw: kv.Value, version: kv.Version, modRev: kv.ModRevision, revision: resp.Header.Revision}, nil
+}
+
+// Decode reads a stored value as the reference would, then as fusee does.
+// shards 0 takes the shard count from the rings.
+func Decode(value []byte, name, namespace string, shards int) (*ringfile.Policy, error) {
+	if err := checkShape(value); err != nil {
+		return nil, &ValueError{Name: name, Err: err}
+	}
+	p, err := ringfile.ImportWiggle(value, ringfile.ImportOptions{File: name, Namespace: namespace, Shards: shards})
+	if err != nil {
+		return nil, &ValueError{Name: name, Err: err}
+	}
+	if shards == 0 {
+		p.Shards = ShardsOf(p)
+	}
+	p.File = name
+	return p, nil
+}
+
+// checkShape refuses what ImportWiggle accepts but the reference's etcd
+// store would not read: anything but an object whose epochs is a string.
+func checkShape(value []byte) error {
+	var top map[string]json.RawMessage
+	if err := json.Unmarshal(value, &top); err != nil {
+		return fmt.Errorf("not a JSON object: %v", err)
+	}
+	epochs, ok := top["epochs"]
+	if !ok {
+		return errors.New(`no "epochs" key`)
+	}
+	if t := bytes.TrimSpace(epochs); len(t) == 0 || t[0] != '"' {
+		return errors.New(`"epochs" is not a string holding the epochs object (the reference stores it as a JSON string)`)
+	}
+	return nil
+}
+
+// ShardsOf is the shard count the rings imply: one more than the highest
+// shard any ring places (0 with no epoch).
+func ShardsOf(p *ringfile.Policy) int {
+	n := 0
+	for _, e := range p.Epochs {
+		for _, sl := range e.Ring {
+			n = max(n, sl.Shard+1)
+		}
+	}
+	return n
+}
+
+// Encode is the value the reference writes for p: compact, no newline.
+func Encode(p *ringfile.Policy) []byte {
+	return bytes.TrimSuffix(ringfile.ExportWiggle(p, false), []byte("\n"))
+}
+
+// Create writes a new policy, conditioned on the key being absent.
+func (s *Store) Create(ctx context.Context, p *ringfile.Policy, opt ringfile.WriteOptions) error {
+	if err := ringfile.Check(p); err != nil {
+		return err
+	}
+	if opt.ExpectRevision != ringfile.AnyRevision && opt.ExpectRevision != 0 {
+		return &ringfile.ConflictError{File: s.Name(), Expected: opt.ExpectRevision, Missing: true, What: opt.ExpectedBy, Noun: "key"}
+	}
+	if opt.DryRun {
+		_, err := s.read(ctx)
+		var absent *AbsentError
+		if errors.As(err, &absent) {
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+		return s.exists()
+	}
+	var resp *clientv3.TxnResponse
+	err := s.do(ctx, "creating", func(ctx context.Context) (err error) {
+		resp, err = s.cli.Txn(ctx).
+			If(clientv3.Compare(clientv3.CreateRevision(s.key), "=", 0)).
+			Then(clientv3.OpPut(s.key, string(Encode(p)))).
+			Commit()
+		return err
+	})
+	if err != nil {
+		return err
+	}
+	if !resp.Succeeded {
+		return s.exists()
+	}
+	return nil
+}
+
+func (s *Store) exists() error {
+	return fmt.Errorf("%s already exists: refusing to overwrite a policy (%w)", s.Name(), fs.ErrExist)
+}
+
+// Update is the compare-and-set read-modify-write (see ringfile.Store).
+func (s *Store) Update(ctx context.Context, opt ringfile.WriteOptions, change func(cur *ringfile.Policy) (*ringfile.Policy, error)) (*ringfile.Policy, error) {
+	opt.Noun = "key"
+	for attempt := 1; ; attempt++ {
+		cur, err := s.read(ctx)
+		if err != nil {
+			return nil, err
+		}
+		next, err := ringfile.Apply(cur.policy, s.Name(), opt, change)
+		if err != nil {
+			return nil, err
+		}
+		if opt.DryRun {
+			return next, nil
+		}
+		if err := ctx.Err(); err != nil {
+			return nil, err
+		}
+		var resp *clientv3.TxnResponse
+		err = s.do(ctx, "writing", func(ctx context.Context) (err error) {
+			resp, err = s.cli.Txn(ctx).
+				If(clientv3.Compare(clientv3.Version(s.key), "=", cur.version),
+					clientv3.Compare(clientv3.ModRevision(s.key), "=", cur.modRev)).
+				Then(clientv3.OpPut(s.key, string(Encode(next)))).
+				Commit()
+			return err
+		})
+		if err != nil {
+			return nil, err
+		}
+		if resp.Succeeded {
+			return next, nil
+		}
+		// Someone wrote between the read and the transaction.
+		if opt.ExpectRevision == ringfile.AnyRevision && attempt < retries {
+			continue
+		}
+		now, err := s.read(ctx)
+		if err != nil {
+			return nil, err
+		}
+		expected, by := opt.ExpectRevision, opt.ExpectedBy
+		if expected == ringfile.AnyRevision {
+			expected, by = cur.policy.Revision, fmt.Sprintf("the write (recomputed %d times)", attempt)
+		}
+		if by == "" {
+			by = "the write"
+		}
+		return nil, &ringfile.ConflictError{File: s.Name(), Expected: expected, Actual: now.policy.Revision, What: by, Noun: "key"}
+	}
+}
+
+// Put writes raw bytes as the value, conditioned on the key being absent:
+// for tests and fixtures that stand for what the reference wrote.
+func (s *Store) Put(ctx context.Context, value []byte) error {
+	var resp *clientv3.TxnResponse
+	err := s.do(ctx, "writing", func(ctx context.Context) (err error) {
+		resp, err = s.cli.Txn(ctx).
+			If(clientv3.Compare(clientv3.CreateRevision(s.key), "=", 0)).
+			Then(clientv3.OpPut(s.key, string(value))).
+			Commit()
+		return err
+	})
+	if err == nil && !resp.Succeeded {
+		err = s.exists()
+	}
+	return err
+}
+
+// do runs one request bounded by the command timeout and turns what etcd
+// answers into errors an operator can act on.
+func (s *Store) do(ctx context.Context, what string, req func(ctx context.Context) error) error {
+	start := time.Now()
+	rctx, cancel := context.WithTimeout(ctx, s.cfg.CommandTimeout)
+	defer cancel()
+	err := req(rctx)
+	if err == nil {
+		return nil
+	}
+	if ctx.Err() != nil {
+		return ctx.Err() // interrupted: the caller's, not the cluster's
+	}
+	switch {
+	case errors.Is(err, rpctypes.ErrPermissionDenied):
+		return &DeniedError{Name: s.Name(), Key: s.key, User: s.cfg.Username, What: what, Err: err}
+	case errors.Is(err, rpctypes.ErrAuthFailed), errors.Is(err, rpctypes.ErrUserEmpty),
+		errors.Is(err, rpctypes.ErrAuthNotEnabled), errors.Is(err, rpctypes.ErrInvalidAuthToken):
+		return &DeniedError{Name: s.Name(), Key: s.key, User: s.cfg.Username, What: "authenticating", Err: err}
+	case errors.Is(err, context.DeadlineExceeded) || rctx.Err() != nil || isUnavailable(err):
+		return &UnreachableError{Endpoints: s.cfg.Endpoints, Elapsed: time.Since(start), What: what, Key: s.key, Err: err}
+	}
+	return fmt.Errorf("%s: %s %s: %w", s.Name(), what, s.key, err)
+}
