@@ -157,6 +157,10 @@ func (p *Policy) IsDeclared(cell string) bool {
 	return slices.ContainsFunc(p.Cells, func(c CellDecl) bool { return c.ID == cell })
 }
 
+// Declare adds a cell declaration as declare does, without its source line:
+// how a policy read from elsewhere keeps a ring file's fingerprints.
+func (p *Policy) Declare(d CellDecl) { p.declare(CellDecl{ID: d.ID, Fingerprint: d.Fingerprint}) }
+
 // declare adds a declaration unless one that says as much exists: a
 // fingerprint given for a cell declared without one fills it in; a
 // different fingerprint is added, for Validate to refuse as a conflict.

@@ -332,3 +332,7 @@ func (s *Store) do(ctx context.Context, what string, req func(ctx context.Contex
 	}
 	return fmt.Errorf("%s: %s %s: %w", s.Name(), what, s.key, err)
 }
+
+// SetShards sets the shard count reads give the policy; 0 takes it from
+// the rings.
+func (s *Store) SetShards(n int) { s.cfg.Shards = n }

@@ -12,6 +12,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/fusee-dev/fusee/ringfile"
+	"github.com/fusee-dev/fusee/ringfile/etcdstore"
 )
 
 func init() {
@@ -57,6 +58,7 @@ The format, the planner's rule and a worked split are in docs/rings.md.`,
 		newRingPlanCmd(ios), newRingOpenEpochCmd(ios), newRingRetireCmd(ios),
 		newRingResolveCmd(ios), newRingActiveCellsCmd(ios), newRingMintCmd(ios),
 		newRingImportCmd(ios), newRingExportCmd(ios),
+		newRingPushCmd(ios), newRingPullCmd(ios),
 	)
 	return cmd
 }
@@ -67,6 +69,7 @@ type ringWriteFlags struct {
 	expect int64
 	json   bool
 	cmd    *cobra.Command
+	etcd   bool // the policy is written to etcd: a dry run prints the value
 }
 
 func (w *ringWriteFlags) add(cmd *cobra.Command) {
@@ -75,6 +78,7 @@ func (w *ringWriteFlags) add(cmd *cobra.Command) {
 	f.BoolVar(&w.dryRun, "dry-run", false, "print the file that would be written and write nothing")
 	f.Int64Var(&w.expect, "expect-revision", 0, "refuse to write (exit 5) unless the file is at this revision")
 	f.BoolVar(&w.json, "json", false, "print the result as JSON")
+	markCLIOnly(cmd, "expect-revision")
 }
 
 // options turns the flags into the store's write options.
@@ -109,7 +113,11 @@ func (w *ringWriteFlags) reportWrite(ios *IO, p *ringfile.Policy, summary string
 	}
 	if w.dryRun {
 		fmt.Fprintf(ios.Err, "dry run: %s would be at revision %d; nothing written\n", p.File, p.Revision)
-		_, err := ios.Out.Write(ringfile.Format(p))
+		text := ringfile.Format(p)
+		if w.etcd {
+			text = append(etcdstore.Encode(p), '\n')
+		}
+		_, err := ios.Out.Write(text)
 		return err
 	}
 	_, err := fmt.Fprintln(ios.Out, summary)

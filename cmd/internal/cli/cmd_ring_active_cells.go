@@ -9,12 +9,15 @@ import (
 	"github.com/fusee-dev/fusee/ringfile"
 )
 
-type ringActiveCellsOptions struct{ json bool }
+type ringActiveCellsOptions struct {
+	json  bool
+	store ringStoreFlags
+}
 
 func newRingActiveCellsCmd(ios *IO) *cobra.Command {
 	var opts ringActiveCellsOptions
 	cmd := &cobra.Command{
-		Use:   "active-cells FILE",
+		Use:   "active-cells (FILE | --store etcd://HOST:PORT --namespace NS)",
 		Short: "List the cells workers must poll: every cell of a non-retired epoch",
 		Long: `Active-cells prints every cell named by the ring of an epoch that is OPEN
 or DRAINING, one per line, sorted: a draining epoch's instances live on
@@ -22,14 +25,19 @@ until they finish, so workers keep polling its cells until it is retired.
 
 Preconditions: FILE is valid. --json prints {"revision", "cells": [{"cell",
 "epochs"}]}: the revision is the generation a worker can watch to know
-when to re-read the list.`,
+when to re-read the list.` + ringStoreHelp,
 		Example: `  fusee ring active-cells orders.ring
   fusee ring active-cells orders.ring --json`,
-		Args: exactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			return runRingActiveCells(cmd.Context(), ios, opts, args[0])
+			st, _, done, err := opts.store.open(args, 0, 0)
+			if err != nil {
+				return err
+			}
+			defer done()
+			return runRingActiveCells(cmd.Context(), ios, opts, st)
 		},
 	}
+	opts.store.add(cmd, nil)
 	cmd.Flags().BoolVar(&opts.json, "json", false, "print as JSON")
 	return cmd
 }
@@ -39,8 +47,8 @@ type ringActiveCellView struct {
 	Epochs []int64 `json:"epochs"`
 }
 
-func runRingActiveCells(ctx context.Context, ios *IO, opts ringActiveCellsOptions, path string) error {
-	p, err := loadRing(ctx, path)
+func runRingActiveCells(ctx context.Context, ios *IO, opts ringActiveCellsOptions, st ringfile.Store) error {
+	p, err := ringLoad(ctx, st)
 	if err != nil {
 		return err
 	}

@@ -10,12 +10,13 @@ import (
 type ringExportOptions struct {
 	output     string
 	epochsOnly bool
+	store      ringStoreFlags
 }
 
 func newRingExportCmd(ios *IO) *cobra.Command {
 	var opts ringExportOptions
 	cmd := &cobra.Command{
-		Use:   "export FILE [-o POLICY.json] [--epochs-only]",
+		Use:   "export (FILE | --store etcd://HOST:PORT --namespace NS) [-o POLICY.json] [--epochs-only]",
 		Short: "Write a ring file as the reference coordinator's stored policy JSON",
 		Long: `Export writes the policy in FILE as the reference coordinator stores it: by
 default its etcd value, {"currentEpoch":N,"revision":N,"epochs":"..."} with
@@ -30,21 +31,27 @@ the reference's value for "none".
 
 Preconditions: FILE is valid. It writes to standard output, or atomically
 to -o. Putting the value back into a running coordinator's store is a
-compare-and-set there too: fence it on the key's version.`,
+compare-and-set there too: fence it on the key's version, or let
+"fusee ring push" do it.` + ringStoreHelp,
 		Example: `  fusee ring export orders.ring -o orders.json
   fusee ring export orders.ring --epochs-only`,
-		Args: exactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			return runRingExport(cmd.Context(), ios, opts, args[0])
+			st, _, done, err := opts.store.open(args, 0, 0)
+			if err != nil {
+				return err
+			}
+			defer done()
+			return runRingExport(cmd.Context(), ios, opts, st)
 		},
 	}
+	opts.store.add(cmd, nil)
 	cmd.Flags().StringVarP(&opts.output, "output", "o", "", "write to this file instead of standard output")
 	cmd.Flags().BoolVar(&opts.epochsOnly, "epochs-only", false, "write only the epochs object")
 	return cmd
 }
 
-func runRingExport(ctx context.Context, ios *IO, opts ringExportOptions, path string) error {
-	p, err := loadRing(ctx, path)
+func runRingExport(ctx context.Context, ios *IO, opts ringExportOptions, st ringfile.Store) error {
+	p, err := ringLoad(ctx, st)
 	if err != nil {
 		return err
 	}

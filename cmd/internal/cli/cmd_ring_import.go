@@ -1,12 +1,10 @@
 package cli
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
 	"io"
-	"io/fs"
 	"os"
 
 	"github.com/spf13/cobra"
@@ -18,12 +16,13 @@ type ringImportOptions struct {
 	from, namespace, cellsFrom string
 	shards                     int
 	write                      ringWriteFlags
+	store                      ringStoreFlags
 }
 
 func newRingImportCmd(ios *IO) *cobra.Command {
 	var opts ringImportOptions
 	cmd := &cobra.Command{
-		Use:   "import FILE --from POLICY.json --namespace NS --shards S [--cells-from RING]",
+		Use:   "import (FILE | --store etcd://HOST:PORT) --from POLICY.json --namespace NS --shards S [--cells-from RING]",
 		Short: "Make a ring file from the reference coordinator's stored policy JSON",
 		Long: `Import reads a namespace's policy as the reference coordinator stores it
 and writes it as a ring file. It accepts the etcd value (the key
@@ -46,16 +45,20 @@ reference checks nothing, so a hole in a ring or a shard placed twice is
 listed with every other finding and the exit code is 1. If FILE does not
 exist it is created; if it exists, the import must move it forward (a newer
 revision, every epoch and ring of FILE kept, no status going back) or it
-is refused. --expect-revision and --dry-run work as for every write.`,
+is refused. --expect-revision and --dry-run work as for every write.` + ringStoreHelp,
 		Example: `  etcdctl get --print-value-only /wiggle/coord/policy/orders > orders.json
   fusee ring import orders.ring --from orders.json --namespace orders --shards 1024
   fusee ring import orders.ring --from orders.json --namespace orders --shards 1024 --cells-from old.ring --dry-run`,
-		Args: exactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if err := requireFlags(cmd, "from", "namespace", "shards"); err != nil {
 				return err
 			}
-			return runRingImport(cmd.Context(), ios, &opts, args[0])
+			st, _, done, err := opts.store.open(args, 0, 0)
+			if err != nil {
+				return err
+			}
+			defer done()
+			return runRingImport(cmd.Context(), ios, &opts, st)
 		},
 	}
 	f := cmd.Flags()
@@ -64,10 +67,12 @@ is refused. --expect-revision and --dry-run work as for every write.`,
 	f.IntVar(&opts.shards, "shards", 0, "the namespace's shard count, 1 to 1024 (required)")
 	f.StringVar(&opts.cellsFrom, "cells-from", "", "carry the cell declarations (fingerprints) of this ring file over")
 	opts.write.add(cmd)
+	opts.store.add(cmd, &opts.namespace)
+	markCLIOnly(cmd, "shards")
 	return cmd
 }
 
-func runRingImport(ctx context.Context, ios *IO, opts *ringImportOptions, path string) error {
+func runRingImport(ctx context.Context, ios *IO, opts *ringImportOptions, st ringfile.Store) error {
 	p, err := opts.read(ios)
 	if err != nil {
 		return err
@@ -77,28 +82,56 @@ func runRingImport(ctx context.Context, ios *IO, opts *ringImportOptions, path s
 		printRingFindings(ios, opts.from, findings)
 		return exitSilently(ExitFailure, "the imported policy has errors; nothing written")
 	}
-	p.File = path
-	if _, err := os.Stat(path); errors.Is(err, fs.ErrNotExist) {
-		if err := ringfile.CreateContext(ctx, path, p, opts.write.options()); err != nil {
-			return err
+	return ringPut(ctx, ios, st, p, &opts.write, ringPutHow{verb: "imported", from: opts.from, etcd: opts.store.etcd()})
+}
+
+// ringPutHow says how ringPut reports and merges.
+type ringPutHow struct {
+	verb, from string
+	etcd       bool // st is etcd
+	keepCells  bool // keep st's cell declarations (fingerprints) in what is written
+}
+
+// ringPut writes a valid policy into st as import does: st is created if
+// it holds no policy; otherwise the write must move st's policy forward (a
+// newer revision, every epoch and ring kept, no status going back), which
+// the store's Update checks like any write. Used by import, push and pull.
+func ringPut(ctx context.Context, ios *IO, st ringfile.Store, p *ringfile.Policy, w *ringWriteFlags, how ringPutHow) error {
+	w.etcd = how.etcd
+	name := st.Name()
+	exists, err := ringExists(ctx, st)
+	if err != nil {
+		return err
+	}
+	if !exists {
+		p = p.Clone()
+		p.File = name
+		if err := st.Create(ctx, p, w.options()); err != nil {
+			return ringExplainInvalidIn(st, err)
 		}
-		return opts.write.reportWrite(ios, p, fmt.Sprintf("imported %s into %s: %d epochs, current %d, revision %d", opts.from, path, len(p.Epochs), p.Current, p.Revision))
+		return w.reportWrite(ios, p, fmt.Sprintf("%s %s into %s: %d epochs, current %d, revision %d", how.verb, how.from, name, len(p.Epochs), p.Current, p.Revision))
 	}
 	upToDate := errors.New("up to date")
-	next, err := ringfile.UpdateContext(ctx, path, opts.write.options(), func(cur *ringfile.Policy) (*ringfile.Policy, error) {
-		if bytes.Equal(ringfile.Format(cur), ringfile.Format(p)) {
+	next, err := st.Update(ctx, w.options(), func(cur *ringfile.Policy) (*ringfile.Policy, error) {
+		q := p.Clone()
+		if how.keepCells {
+			for _, c := range cur.Cells {
+				q.Declare(c)
+			}
+		}
+		if ringSameStored(st, cur, q) {
 			return nil, upToDate
 		}
-		return p, nil
+		return q, nil
 	})
 	if errors.Is(err, upToDate) {
-		_, err = fmt.Fprintf(ios.Out, "%s already holds this policy (revision %d); nothing written\n", path, p.Revision)
+		_, err = fmt.Fprintf(ios.Out, "%s already holds this policy (revision %d); nothing written\n", name, p.Revision)
 		return err
 	}
 	if err != nil {
-		return ringExplainInvalid(path, err)
+		return ringExplainInvalidIn(st, err)
 	}
-	return opts.write.reportWrite(ios, next, fmt.Sprintf("imported %s into %s: now revision %d, current epoch %d", opts.from, path, next.Revision, next.Current))
+	return w.reportWrite(ios, next, fmt.Sprintf("%s %s into %s: now revision %d, current epoch %d", how.verb, how.from, name, next.Revision, next.Current))
 }
 
 // read parses the JSON and the declarations to carry over.

@@ -15,12 +15,13 @@ type ringInitOptions struct {
 	cells        []string
 	fingerprints map[string]string
 	write        ringWriteFlags
+	store        ringStoreFlags
 }
 
 func newRingInitCmd(ios *IO) *cobra.Command {
 	var opts ringInitOptions
 	cmd := &cobra.Command{
-		Use:   "init FILE --namespace NS --shards S --cells A,B,...",
+		Use:   "init (FILE | --store etcd://HOST:PORT) --namespace NS --shards S --cells A,B,...",
 		Short: "Create a ring file with a genesis epoch spread evenly over cells",
 		Long: `Init creates FILE holding a new policy for one namespace: S shards (1 to
 1024; choose generously, a cell needs at least one shard and raising the
@@ -34,16 +35,23 @@ namespace and cell ids are 1 to 64 letters, digits, '-' or '_'.
 
 --fingerprint CELL=FP records a cell's storage fingerprint: two
 declarations of one cell id with different fingerprints are refused later
-(they would conflate two databases into one cell).`,
+(they would conflate two databases into one cell). In etcd the key must
+not exist (the transaction is conditioned on its absence), and the
+fingerprints are checked but not stored: the reference's value has no
+place for them.` + ringStoreHelp,
 		Example: `  fusee ring init orders.ring --namespace orders --shards 1024 --cells cellA
   fusee ring init orders.ring --namespace orders --shards 1024 --cells a,b,c --fingerprint a=jdbc-5f1c0e
   fusee ring init orders.ring --namespace orders --shards 8 --cells a,b --dry-run`,
-		Args: exactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if err := requireFlags(cmd, "namespace", "shards", "cells"); err != nil {
 				return err
 			}
-			return runRingInit(cmd.Context(), ios, &opts, args[0])
+			st, _, done, err := opts.store.open(args, 0, 0)
+			if err != nil {
+				return err
+			}
+			defer done()
+			return runRingInit(cmd.Context(), ios, &opts, st)
 		},
 	}
 	f := cmd.Flags()
@@ -52,10 +60,14 @@ declarations of one cell id with different fingerprints are refused later
 	f.StringSliceVar(&opts.cells, "cells", nil, "the cells of the genesis ring, in order (required)")
 	f.StringToStringVar(&opts.fingerprints, "fingerprint", nil, "a cell's storage fingerprint, CELL=FP (repeatable)")
 	opts.write.add(cmd)
+	opts.store.add(cmd, &opts.namespace)
+	markCLIOnly(cmd, "shards")
 	return cmd
 }
 
-func runRingInit(ctx context.Context, ios *IO, opts *ringInitOptions, path string) error {
+func runRingInit(ctx context.Context, ios *IO, opts *ringInitOptions, st ringfile.Store) error {
+	path := st.Name()
+	opts.write.etcd = opts.store.etcd()
 	if opts.shards < 1 || opts.shards > ringfile.MaxShards {
 		return usagef("--shards %d: want 1 to %d", opts.shards, ringfile.MaxShards)
 	}
@@ -68,7 +80,7 @@ func runRingInit(ctx context.Context, ios *IO, opts *ringInitOptions, path strin
 		return err
 	}
 	p.File = path
-	if err := ringfile.CreateContext(ctx, path, p, opts.write.options()); err != nil {
+	if err := st.Create(ctx, p, opts.write.options()); err != nil {
 		return err
 	}
 	return opts.write.reportWrite(ios, p, fmt.Sprintf("created %s: namespace %s, %d shards, epoch 0 open on %d cell%s (revision %d)",

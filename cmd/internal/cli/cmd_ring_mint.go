@@ -7,18 +7,20 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/fusee-dev/fusee/idcodec"
+	"github.com/fusee-dev/fusee/ringfile"
 )
 
 type ringMintOptions struct {
 	cell  string
 	count int
 	json  bool
+	store ringStoreFlags
 }
 
 func newRingMintCmd(ios *IO) *cobra.Command {
 	var opts ringMintOptions
 	cmd := &cobra.Command{
-		Use:   "mint FILE --cell C [--count K]",
+		Use:   "mint (FILE | --store etcd://HOST:PORT --namespace NS) --cell C [--count K]",
 		Short: "Mint ids as a cell would now, from the ring file's current epoch",
 		Long: `Mint makes the ids cell C would mint now: stamped with the current epoch
 and one of the shards C owns in the current ring, chosen as
@@ -28,10 +30,9 @@ appear in the ring, and labelled with C. Each resolves to C.
 Preconditions: FILE is valid and has a current epoch. A cell that owns no
 shard in the current ring is on standby: it mints nothing and this refuses
 (exit 1). It writes nothing. Prints one id per line, or with --json one
-object per line (the fields of "fusee id parse --json").`,
+object per line (the fields of "fusee id parse --json").` + ringStoreHelp,
 		Example: `  fusee ring mint orders.ring --cell cellB
   fusee ring mint orders.ring --cell cellB --count 100 --json`,
-		Args: exactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if err := requireFlags(cmd, "cell"); err != nil {
 				return err
@@ -39,17 +40,23 @@ object per line (the fields of "fusee id parse --json").`,
 			if opts.count < 1 {
 				return usagef("--count must be at least 1, not %d", opts.count)
 			}
-			return runRingMint(cmd, ios, opts, args[0])
+			st, _, done, err := opts.store.open(args, 0, 0)
+			if err != nil {
+				return err
+			}
+			defer done()
+			return runRingMint(cmd, ios, opts, st)
 		},
 	}
+	opts.store.add(cmd, nil)
 	cmd.Flags().StringVar(&opts.cell, "cell", "", "the minting cell (required)")
 	cmd.Flags().IntVar(&opts.count, "count", 1, "how many ids to mint")
 	cmd.Flags().BoolVar(&opts.json, "json", false, "print one JSON object per id")
 	return cmd
 }
 
-func runRingMint(cmd *cobra.Command, ios *IO, opts ringMintOptions, path string) error {
-	p, err := loadRing(cmd.Context(), path)
+func runRingMint(cmd *cobra.Command, ios *IO, opts ringMintOptions, st ringfile.Store) error {
+	p, err := ringLoad(cmd.Context(), st)
 	if err != nil {
 		return err
 	}

@@ -18,12 +18,13 @@ type ringOpenEpochOptions struct {
 	fingerprints map[string]string
 	newCells     []string
 	write        ringWriteFlags
+	store        ringStoreFlags
 }
 
 func newRingOpenEpochCmd(ios *IO) *cobra.Command {
 	var opts ringOpenEpochOptions
 	cmd := &cobra.Command{
-		Use:   "open-epoch FILE (--plan PLAN | --slots 0-127=a,128-255=b) [--expect-revision R]",
+		Use:   "open-epoch (FILE | --store etcd://HOST:PORT --namespace NS) (--plan PLAN | --slots 0-127=a,128-255=b) [--expect-revision R]",
 		Short: "Open a new epoch with a new ring: the only write that changes placement",
 		Long: `Open-epoch publishes a ring as the next epoch: current+1 becomes OPEN and
 current, the previous OPEN epoch becomes DRAINING and keeps its ring (its
@@ -44,12 +45,11 @@ one cell and differs from the current ring. A plan must have been computed
 from FILE's current revision, and --expect-revision R requires revision R:
 otherwise nothing is written and the exit code is 5 (re-read, re-plan,
 retry). Before opening, register the new ring's cells' nodes: ids minted in
-the new epoch resolve to them at once.`,
+the new epoch resolve to them at once.` + ringStoreHelp,
 		Example: `  fusee ring open-epoch orders.ring --plan split.plan
   fusee ring open-epoch orders.ring --slots 0-511=cellA,512-1023=cellB --expect-revision 3
   fusee ring open-epoch orders.ring --slots 0-1023=cellC --fingerprint cellC=jdbc-77e1 --dry-run
   fusee ring open-epoch orders.ring --slots 0-511=cellA,512-1023=cellD --new-cell cellD`,
-		Args: exactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if (opts.plan == "") == (len(opts.slots) == 0) {
 				return usagef("give exactly one of --plan and --slots")
@@ -57,9 +57,15 @@ the new epoch resolve to them at once.`,
 			if opts.plan != "" && (len(opts.fingerprints) > 0 || len(opts.newCells) > 0) {
 				return usagef("--fingerprint and --new-cell go with --slots; a plan declares its own cells")
 			}
-			return runRingOpenEpoch(cmd.Context(), ios, &opts, args[0])
+			st, _, done, err := opts.store.open(args, 0, 0)
+			if err != nil {
+				return err
+			}
+			defer done()
+			return runRingOpenEpoch(cmd.Context(), ios, &opts, st)
 		},
 	}
+	opts.store.add(cmd, nil)
 	f := cmd.Flags()
 	f.StringVar(&opts.plan, "plan", "", "open the ring of this plan file")
 	f.StringSliceVar(&opts.slots, "slots", nil, "the new ring, FIRST-LAST=CELL[@REGION],... in ring order")
@@ -69,21 +75,23 @@ the new epoch resolve to them at once.`,
 	return cmd
 }
 
-func runRingOpenEpoch(ctx context.Context, ios *IO, opts *ringOpenEpochOptions, path string) error {
+func runRingOpenEpoch(ctx context.Context, ios *IO, opts *ringOpenEpochOptions, st ringfile.Store) error {
+	path := st.Name()
+	opts.write.etcd = opts.store.etcd()
 	wopt := opts.write.options()
 	open, err := opts.opener(&wopt)
 	if err != nil {
 		return err
 	}
 	var before ringfile.Ring
-	next, err := ringfile.UpdateContext(ctx, path, wopt, func(cur *ringfile.Policy) (*ringfile.Policy, error) {
+	next, err := st.Update(ctx, wopt, func(cur *ringfile.Policy) (*ringfile.Policy, error) {
 		if e := cur.CurrentEpoch(); e != nil {
 			before = e.Ring
 		}
 		return open(cur)
 	})
 	if err != nil {
-		return ringExplainInvalid(path, err)
+		return ringExplainInvalidIn(st, err)
 	}
 	if opts.write.json || opts.write.dryRun {
 		return opts.write.reportWrite(ios, next, "")

@@ -18,12 +18,13 @@ type ringPlanOptions struct {
 	fingerprint, region        string
 	output                     string
 	json                       bool
+	store                      ringStoreFlags
 }
 
 func newRingPlanCmd(ios *IO) *cobra.Command {
 	var opts ringPlanOptions
 	cmd := &cobra.Command{
-		Use:   "plan FILE (--add-cell C | --remove-cell C | --split A:B | --rebalance) [--weights a=2,b=1] [-o PLAN]",
+		Use:   "plan (FILE | --store etcd://HOST:PORT --namespace NS) (--add-cell C | --remove-cell C | --split A:B | --rebalance) [--weights a=2,b=1] [-o PLAN]",
 		Short: "Compute the next ring that moves the fewest shards for a goal",
 		Long: `Plan computes the ring of the next epoch from the current one and prints
 the moves (shard ranges, from -> to), each cell's shards before and after,
@@ -47,19 +48,24 @@ bound: the sum over cells of max(0, before - target).
 
 Preconditions: FILE is valid and has a current epoch. Plan refuses a goal
 that leaves a kept cell with no shard, needs more cells than shards, or
-moves nothing (an epoch that changes nothing is needless).`,
+moves nothing (an epoch that changes nothing is needless).` + ringStoreHelp,
 		Example: `  fusee ring plan orders.ring --split cellA:cellB -o split.plan
   fusee ring plan orders.ring --add-cell cellC --fingerprint jdbc-77e1 --region eu-west
   fusee ring plan orders.ring --rebalance --weights cellA=2,cellB=1 --json`,
-		Args: exactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			goal, err := opts.goal()
 			if err != nil {
 				return err
 			}
-			return runRingPlan(cmd.Context(), ios, opts, goal, args[0])
+			st, _, done, err := opts.store.open(args, 0, 0)
+			if err != nil {
+				return err
+			}
+			defer done()
+			return runRingPlan(cmd.Context(), ios, opts, goal, st)
 		},
 	}
+	opts.store.add(cmd, nil)
 	f := cmd.Flags()
 	f.StringVar(&opts.addCell, "add-cell", "", "plan adding this cell")
 	f.StringVar(&opts.removeCell, "remove-cell", "", "plan removing this cell")
@@ -102,8 +108,9 @@ func (o ringPlanOptions) goal() (ringfile.Goal, error) {
 	return g, nil
 }
 
-func runRingPlan(ctx context.Context, ios *IO, opts ringPlanOptions, goal ringfile.Goal, path string) error {
-	p, err := loadRing(ctx, path)
+func runRingPlan(ctx context.Context, ios *IO, opts ringPlanOptions, goal ringfile.Goal, st ringfile.Store) error {
+	path := st.Name()
+	p, err := ringLoad(ctx, st)
 	if err != nil {
 		return err
 	}

@@ -6,14 +6,19 @@ import (
 	"strconv"
 
 	"github.com/spf13/cobra"
+
+	"github.com/fusee-dev/fusee/ringfile"
 )
 
-type ringResolveOptions struct{ json bool }
+type ringResolveOptions struct {
+	json  bool
+	store ringStoreFlags
+}
 
 func newRingResolveCmd(ios *IO) *cobra.Command {
 	var opts ringResolveOptions
 	cmd := &cobra.Command{
-		Use:   "resolve FILE ID...",
+		Use:   "resolve (FILE | --store etcd://HOST:PORT --namespace NS) ID...",
 		Short: "Print the cell each instance id lives on",
 		Long: `Resolve finds each id's cell through the ring of the id's own epoch,
 whatever that epoch's status (open, draining or retired: retirement is
@@ -30,14 +35,19 @@ about work, not addressing). It never guesses:
 
 Preconditions: FILE is valid. It exits 1 if any id fails, after printing
 the others. --json prints one array of {id, epoch, shard, status, cell,
-region, legacy} or {id, error}.`,
+region, legacy} or {id, error}.` + ringStoreHelp,
 		Example: `  fusee ring resolve orders.ring orders.e2.s517.01ARZ3NDEKTSV4RRFFQ69G5FAV
   fusee ring resolve orders.ring wfi_0042 orders.ccellB.e1.s900.01ARZ3NDEKTSV4RRFFQ69G5FAV --json`,
-		Args: minArgs(2),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			return runRingResolve(cmd.Context(), ios, opts, args[0], args[1:])
+			st, ids, done, err := opts.store.open(args, 1, -1)
+			if err != nil {
+				return err
+			}
+			defer done()
+			return runRingResolve(cmd.Context(), ios, opts, st, ids)
 		},
 	}
+	opts.store.add(cmd, nil)
 	cmd.Flags().BoolVar(&opts.json, "json", false, "print as JSON")
 	return cmd
 }
@@ -48,8 +58,8 @@ type ringResolveFailure struct {
 	Error string `json:"error"`
 }
 
-func runRingResolve(ctx context.Context, ios *IO, opts ringResolveOptions, path string, ids []string) error {
-	p, err := loadRing(ctx, path)
+func runRingResolve(ctx context.Context, ios *IO, opts ringResolveOptions, st ringfile.Store, ids []string) error {
+	p, err := ringLoad(ctx, st)
 	if err != nil {
 		return err
 	}

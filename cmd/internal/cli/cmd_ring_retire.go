@@ -18,6 +18,7 @@ type ringRetireOptions struct {
 	force  bool
 	now    string
 	write  ringWriteFlags
+	store  ringStoreFlags
 }
 
 // ringForceRisk is what --force says before it retires without proof.
@@ -26,7 +27,7 @@ const ringForceRisk = "retiring epoch %d without a census that proves it empty: 
 func newRingRetireCmd(ios *IO) *cobra.Command {
 	var opts ringRetireOptions
 	cmd := &cobra.Command{
-		Use:   "retire FILE --epoch E (--census CENSUS [--max-age 5m] | --force)",
+		Use:   "retire (FILE | --store etcd://HOST:PORT --namespace NS) --epoch E (--census CENSUS [--max-age 5m] | --force)",
 		Short: "Retire a drained epoch, when a fresh census shows it empty",
 		Long: `Retire turns a DRAINING epoch RETIRED and bumps the revision. Its ring stays,
 so its ids still resolve; what changes is that workers stop polling the
@@ -44,11 +45,10 @@ its nodes' reports, the epoch's the sum over cells. The census format:
 
 --force retires without a census, or despite one that does not allow it,
 and says what it risks: an instance still live in the epoch stops being
-worked on. --expect-revision and --dry-run work as for every write.`,
+worked on. --expect-revision and --dry-run work as for every write.` + ringStoreHelp,
 		Example: `  fusee ring retire orders.ring --epoch 1 --census census.txt
   fusee ring retire orders.ring --epoch 1 --census census.txt --max-age 2m --expect-revision 5
   fusee ring retire orders.ring --epoch 1 --force`,
-		Args: exactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if err := requireFlags(cmd, "epoch"); err != nil {
 				return err
@@ -56,7 +56,12 @@ worked on. --expect-revision and --dry-run work as for every write.`,
 			if opts.census == "" && !opts.force {
 				return usagef("retiring needs --census CENSUS showing the epoch empty, or --force")
 			}
-			return runRingRetire(cmd.Context(), ios, &opts, args[0])
+			st, _, done, err := opts.store.open(args, 0, 0)
+			if err != nil {
+				return err
+			}
+			defer done()
+			return runRingRetire(cmd.Context(), ios, &opts, st)
 		},
 	}
 	f := cmd.Flags()
@@ -67,10 +72,13 @@ worked on. --expect-revision and --dry-run work as for every write.`,
 	f.StringVar(&opts.now, "now", "", "the time to judge freshness at, RFC 3339 (for tests)")
 	_ = f.MarkHidden("now")
 	opts.write.add(cmd)
+	opts.store.add(cmd, nil)
 	return cmd
 }
 
-func runRingRetire(ctx context.Context, ios *IO, opts *ringRetireOptions, path string) error {
+func runRingRetire(ctx context.Context, ios *IO, opts *ringRetireOptions, st ringfile.Store) error {
+	path := st.Name()
+	opts.write.etcd = opts.store.etcd()
 	now, err := opts.clock()
 	if err != nil {
 		return err
@@ -81,7 +89,7 @@ func runRingRetire(ctx context.Context, ios *IO, opts *ringRetireOptions, path s
 			return err
 		}
 	}
-	next, err := ringfile.UpdateContext(ctx, path, opts.write.options(), func(cur *ringfile.Policy) (*ringfile.Policy, error) {
+	next, err := st.Update(ctx, opts.write.options(), func(cur *ringfile.Policy) (*ringfile.Policy, error) {
 		next, err := ringfile.Retire(cur, opts.epoch)
 		if err != nil {
 			return nil, err
@@ -89,7 +97,7 @@ func runRingRetire(ctx context.Context, ios *IO, opts *ringRetireOptions, path s
 		return next, checkRingCensus(ios, opts, cur, census, now)
 	})
 	if err != nil {
-		return ringExplainInvalid(path, err)
+		return ringExplainInvalidIn(st, err)
 	}
 	return opts.write.reportWrite(ios, next, fmt.Sprintf("retired epoch %d of %s in %s (revision %d); active cells (workers poll): %s",
 		opts.epoch, next.Namespace, path, next.Revision, strings.Join(next.ActiveCells(), ", ")))

@@ -15,12 +15,13 @@ import (
 type ringShowOptions struct {
 	epoch int64
 	json  bool
+	store ringStoreFlags
 }
 
 func newRingShowCmd(ios *IO) *cobra.Command {
 	var opts ringShowOptions
 	cmd := &cobra.Command{
-		Use:   "show FILE [--epoch E] [--json]",
+		Use:   "show (FILE | --store etcd://HOST:PORT --namespace NS) [--epoch E] [--json]",
 		Short: "Show a ring file: epochs, status, shards per cell, balance",
 		Long: `Show prints the namespace, shard count, revision and current epoch, the
 declared cells (with fingerprints) and the active cells workers must poll,
@@ -32,18 +33,24 @@ It only reads FILE. A file with errors is still shown, with a warning, so
 that it can be looked at; a file that does not parse is refused with every
 syntax error and its line.
 
---epoch E shows one epoch. --json prints the same as one object.`,
+--epoch E shows one epoch. --json prints the same as one object.` + ringStoreHelp,
 		Example: `  fusee ring show orders.ring
   fusee ring show orders.ring --epoch 2
-  fusee ring show orders.ring --json | jq '.epochs[0].cells'`,
-		Args: exactArgs(1),
+  fusee ring show orders.ring --json | jq '.epochs[0].cells'
+  fusee ring show --store etcd://10.0.0.1:2379,10.0.0.2:2379 --namespace orders`,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if !cmd.Flags().Changed("epoch") {
 				opts.epoch = ringfile.NoEpoch
 			}
-			return runRingShow(cmd.Context(), ios, opts, args[0])
+			st, _, done, err := opts.store.open(args, 0, 0)
+			if err != nil {
+				return err
+			}
+			defer done()
+			return runRingShow(cmd.Context(), ios, opts, st)
 		},
 	}
+	opts.store.add(cmd, nil)
 	cmd.Flags().Int64Var(&opts.epoch, "epoch", 0, "show only this epoch")
 	cmd.Flags().BoolVar(&opts.json, "json", false, "print as JSON")
 	return cmd
@@ -81,13 +88,14 @@ type ringShowView struct {
 	Epochs       []ringEpochView `json:"epochs"`
 }
 
-func runRingShow(ctx context.Context, ios *IO, opts ringShowOptions, path string) error {
-	p, err := ringfile.LoadContext(ctx, path)
+func runRingShow(ctx context.Context, ios *IO, opts ringShowOptions, st ringfile.Store) error {
+	p, err := st.Load(ctx)
 	if err != nil {
 		return err
 	}
+	path := st.Name()
 	if fs := ringfile.Validate(p); ringfile.HasErrors(fs) {
-		ios.warnf("%s has errors (run `fusee ring validate %s`); showing it as it is", path, path)
+		ios.warnf("%s has errors (run `fusee ring validate %s`); showing it as it is", path, ringValidateArgs(st))
 	}
 	if opts.epoch != ringfile.NoEpoch && p.Epoch(opts.epoch) == nil {
 		return fmt.Errorf("%s has no epoch %d", path, opts.epoch)

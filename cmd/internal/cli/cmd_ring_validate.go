@@ -10,12 +10,15 @@ import (
 	"github.com/fusee-dev/fusee/ringfile"
 )
 
-type ringValidateOptions struct{ json bool }
+type ringValidateOptions struct {
+	json  bool
+	store ringStoreFlags
+}
 
 func newRingValidateCmd(ios *IO) *cobra.Command {
 	var opts ringValidateOptions
 	cmd := &cobra.Command{
-		Use:   "validate FILE",
+		Use:   "validate (FILE | --store etcd://HOST:PORT --namespace NS)",
 		Short: "Check a ring file against every rule and list all findings",
 		Long: `Validate reads FILE and reports every problem at once, each with its line:
 
@@ -32,20 +35,27 @@ func newRingValidateCmd(ios *IO) *cobra.Command {
 
 It exits 0 when there is no error (warnings are printed), 1 when there is
 any, after listing them all. It only reads FILE. --json prints
-{"file", "valid", "findings": [{"severity", "file", "line", "message"}]}.`,
+{"file", "valid", "findings": [{"severity", "file", "line", "message"}]}.` + ringStoreHelp,
 		Example: `  fusee ring validate orders.ring
-  fusee ring validate orders.ring --json`,
-		Args: exactArgs(1),
+  fusee ring validate orders.ring --json
+  fusee ring validate --store etcd://10.0.0.1:2379 --namespace orders`,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			return runRingValidate(cmd.Context(), ios, opts, args[0])
+			st, _, done, err := opts.store.open(args, 0, 0)
+			if err != nil {
+				return err
+			}
+			defer done()
+			return runRingValidate(cmd.Context(), ios, opts, st)
 		},
 	}
+	opts.store.add(cmd, nil)
 	cmd.Flags().BoolVar(&opts.json, "json", false, "print the findings as JSON")
 	return cmd
 }
 
-func runRingValidate(ctx context.Context, ios *IO, opts ringValidateOptions, path string) error {
-	findings, err := ringFindings(ctx, path)
+func runRingValidate(ctx context.Context, ios *IO, opts ringValidateOptions, st ringfile.Store) error {
+	path := st.Name()
+	findings, err := ringFindings(ctx, st)
 	if err != nil {
 		return err
 	}
@@ -69,8 +79,8 @@ func runRingValidate(ctx context.Context, ios *IO, opts ringValidateOptions, pat
 
 // ringFindings loads path and returns every finding: its syntax errors,
 // if any, then what Validate reports of what could be read.
-func ringFindings(ctx context.Context, path string) ([]ringfile.Finding, error) {
-	p, err := ringfile.LoadContext(ctx, path)
+func ringFindings(ctx context.Context, st ringfile.Store) ([]ringfile.Finding, error) {
+	p, err := st.Load(ctx)
 	if err == nil {
 		return ringfile.Validate(p), nil
 	}

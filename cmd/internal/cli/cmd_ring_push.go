@@ -1,0 +1,101 @@
+package cli
+
+import (
+	"github.com/spf13/cobra"
+
+	"github.com/fusee-dev/fusee/ringfile"
+)
+
+type ringPushOptions struct {
+	write ringWriteFlags
+	store ringStoreFlags
+}
+
+func newRingPushCmd(ios *IO) *cobra.Command {
+	var opts ringPushOptions
+	cmd := &cobra.Command{
+		Use:   "push FILE --store etcd://HOST:PORT[,...] --namespace NS [--expect-revision R]",
+		Short: "Write a ring file's policy to the coordinator's etcd key",
+		Long: `Push writes the policy in FILE to etcd, as the reference coordinator stores
+it, under /wiggle/coord/policy/NS. FILE must be valid and its namespace must
+be NS. If the key does not exist it is created (the transaction is
+conditioned on its absence); if it exists, the push must move it forward as
+an import must (a newer revision, every epoch and ring kept, no status
+going back), and the transaction is conditioned on the key's version as
+read, so a coordinator or operator writing in between makes it exit 5.
+
+Cell fingerprints are checked in FILE but not stored: the reference's value
+has no place for them. --expect-revision R refers to the revision in etcd.` + ringStoreHelp,
+		Example: `  fusee ring push orders.ring --store etcd://10.0.0.1:2379 --namespace orders
+  fusee ring push orders.ring --store etcd://10.0.0.1:2379 --namespace orders --expect-revision 6 --dry-run`,
+		Args: exactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if !opts.store.etcd() {
+				return usagef("push needs --store etcd://HOST:PORT and --namespace NS")
+			}
+			p, err := loadRing(cmd.Context(), args[0])
+			if err != nil {
+				return err
+			}
+			if p.Namespace != *opts.store.namespace {
+				return usagef("%s holds namespace %s, not %s", args[0], p.Namespace, *opts.store.namespace)
+			}
+			st, _, done, err := opts.store.open(nil, 0, 0)
+			if err != nil {
+				return err
+			}
+			defer done()
+			return ringPut(cmd.Context(), ios, st, p, &opts.write, ringPutHow{verb: "pushed", from: args[0], etcd: true})
+		},
+	}
+	opts.write.add(cmd)
+	opts.store.add(cmd, nil)
+	return cmd
+}
+
+type ringPullOptions struct {
+	shards int
+	write  ringWriteFlags
+	store  ringStoreFlags
+}
+
+func newRingPullCmd(ios *IO) *cobra.Command {
+	var opts ringPullOptions
+	cmd := &cobra.Command{
+		Use:   "pull --store etcd://HOST:PORT[,...] --namespace NS FILE [--shards S]",
+		Short: "Write the coordinator's etcd policy to a ring file",
+		Long: `Pull reads the policy of namespace NS from etcd and writes it to FILE. The
+policy must be valid. If FILE does not exist it is created; if it exists,
+the pull must move it forward as an import must, and FILE's cell
+declarations (with their fingerprints, which etcd does not hold) are kept.
+
+The shard count is taken from the rings (one more than the highest shard
+placed) unless --shards S gives it; validation checks it against every
+ring. --expect-revision R refers to FILE's revision.` + ringStoreHelp,
+		Example: `  fusee ring pull --store etcd://10.0.0.1:2379 --namespace orders orders.ring
+  fusee ring pull --store etcd://10.0.0.1:2379 --namespace orders orders.ring --shards 1024 --dry-run`,
+		Args: exactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if !opts.store.etcd() {
+				return usagef("pull needs --store etcd://HOST:PORT and --namespace NS")
+			}
+			es, err := opts.store.openEtcd()
+			if err != nil {
+				return err
+			}
+			defer es.Close()
+			es.SetShards(opts.shards)
+			p, err := ringLoad(cmd.Context(), es)
+			if err != nil {
+				return err
+			}
+			return ringPut(cmd.Context(), ios, ringfile.FileStore{Path: args[0]}, p, &opts.write,
+				ringPutHow{verb: "pulled", from: es.Name(), keepCells: true})
+		},
+	}
+	cmd.Flags().IntVar(&opts.shards, "shards", 0, "the namespace's shard count (default: from the rings)")
+	opts.write.add(cmd)
+	opts.store.add(cmd, nil)
+	markCLIOnly(cmd, "shards")
+	return cmd
+}
