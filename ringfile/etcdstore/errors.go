@@ -35,8 +35,12 @@ type UnreachableError struct {
 }
 
 func (e *UnreachableError) Error() string {
-	return fmt.Sprintf("etcd at %s did not answer %s %s within %s (--command-timeout): check that the endpoints are right, that the cluster is up and has a quorum (etcdctl endpoint health), and that TLS settings match; nothing was written by this request unless etcd committed it before the timeout (re-read to see) [%v]",
-		strings.Join(e.Endpoints, ","), e.What, e.Key, e.Elapsed.Round(10*time.Millisecond), e.Err)
+	outcome := "nothing was written"
+	if e.What != "reading" {
+		outcome = "the write is either wholly committed or not at all: read the key before retrying"
+	}
+	return fmt.Sprintf("etcd at %s did not answer %s %s within %s (--command-timeout): check that the endpoints are right, that the cluster is up and has a quorum (etcdctl endpoint health), and that TLS settings match; %s [%v]",
+		strings.Join(e.Endpoints, ","), e.What, e.Key, e.Elapsed.Round(10*time.Millisecond), outcome, e.Err)
 }
 
 func (e *UnreachableError) Unwrap() []error { return []error{ErrUnreachable, e.Err} }

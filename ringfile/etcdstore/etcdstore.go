@@ -28,8 +28,9 @@ const (
 )
 
 // retries is how many times a write without an expected revision is
-// recomputed after losing a race before it reports the conflict.
-const retries = 5
+// computed before it reports losing the race: each lost race is another
+// writer's win, so n writers racing at once all get in within n attempts.
+const retries = 10
 
 // Config says how to reach etcd and which policy to work on.
 type Config struct {

@@ -1,0 +1,330 @@
+//go:build etcd
+
+package etcdstore_test
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/fusee-dev/fusee/ringfile"
+	"github.com/fusee-dev/fusee/ringfile/etcdstore"
+	"github.com/fusee-dev/fusee/ringfile/etcdstore/etcdtest"
+)
+
+func open(t *testing.T, c *etcdtest.Cluster, ns string, timeout time.Duration) *etcdstore.Store {
+	t.Helper()
+	s, err := etcdstore.Open(etcdstore.Config{Endpoints: c.Endpoints(), Namespace: ns,
+		DialTimeout: time.Second, CommandTimeout: timeout})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close() })
+	return s
+}
+
+func genesis(t *testing.T, ns string, shards int, cells ...string) *ringfile.Policy {
+	t.Helper()
+	p, err := ringfile.OpenEpoch(&ringfile.Policy{Namespace: ns, Shards: shards, Current: ringfile.NoEpoch}, ringfile.EvenRing(shards, cells))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+// ringWith puts shard k on cell b and every other shard on a: a ring that
+// differs for each k.
+func ringWith(shards, k int) ringfile.Ring {
+	ring := ringfile.EvenRing(shards, []string{"a"})
+	ring[k].Cell = "b"
+	return ring
+}
+
+func openEpoch(ring ringfile.Ring) func(*ringfile.Policy) (*ringfile.Policy, error) {
+	return func(cur *ringfile.Policy) (*ringfile.Policy, error) {
+		return ringfile.OpenEpoch(cur, ring, ringfile.CellDecl{ID: "b"})
+	}
+}
+
+// One cluster serves the single-member tests, each on its own namespace.
+var (
+	oneOnce sync.Once
+	one     *etcdtest.Cluster
+)
+
+func single(t *testing.T) *etcdtest.Cluster {
+	oneOnce.Do(func() { one = etcdtest.Start(&keepAlive{t}, 1) })
+	return one
+}
+
+// keepAlive lets the shared cluster outlive the test that started it; the
+// process exit stops it.
+type keepAlive struct{ *testing.T }
+
+func (k *keepAlive) Cleanup(func()) {}
+
+func (k *keepAlive) TempDir() string {
+	dir, err := os.MkdirTemp("", "fusee-etcd-")
+	if err != nil {
+		k.Fatal(err)
+	}
+	return dir
+}
+
+// A value in the reference's shape reads back bit for bit, and a write
+// through the store stays in that shape.
+func TestReferenceValueReadsBackBitForBit(t *testing.T) {
+	s := open(t, single(t), "payments", 5*time.Second)
+	ctx := context.Background()
+	fixture, err := os.ReadFile("../../testdata/ring/payments.wiggle.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	value := bytes.TrimSuffix(fixture, []byte("\n")) // the reference writes no newline
+	if err := s.Put(ctx, value); err != nil {
+		t.Fatal(err)
+	}
+	p, err := ringfile.LoadValidFrom(ctx, s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := etcdstore.Encode(p); !bytes.Equal(got, value) {
+		t.Fatalf("read back differs:\n got %s\nwant %s", got, value)
+	}
+	raw, err := s.Raw(ctx)
+	if err != nil || !bytes.Equal(raw, value) {
+		t.Fatalf("stored bytes differ (%v)", err)
+	}
+	// The same policy as the ring file made from that JSON.
+	file, err := ringfile.Load("../../testdata/ring/payments.ring")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(ringfile.ExportWiggle(file, false), ringfile.ExportWiggle(p, false)) || file.Shards != p.Shards {
+		t.Fatalf("etcd and the ring file disagree: %d vs %d shards", p.Shards, file.Shards)
+	}
+	next, err := s.Update(ctx, ringfile.WriteOptions{ExpectRevision: p.Revision}, openEpoch(ringWith(p.Shards, 0)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	raw, _ = s.Raw(ctx)
+	if !bytes.Equal(raw, etcdstore.Encode(next)) || bytes.HasSuffix(raw, []byte("\n")) {
+		t.Fatalf("written value is not the reference's encoding: %s", raw)
+	}
+}
+
+func TestAbsentKeyAndUnreadableValue(t *testing.T) {
+	c := single(t)
+	ctx := context.Background()
+	_, err := open(t, c, "nobody", 5*time.Second).Load(ctx)
+	if !errors.Is(err, etcdstore.ErrAbsent) || !strings.Contains(err.Error(), "namespace nobody is not coordinated yet") {
+		t.Fatalf("absent key: %v", err)
+	}
+	for i, bad := range []string{
+		`{"currentEpoch":0,"revision":1,"epochs":{"0":{"status":"OPEN","ring":[]}}}`, // epochs not a string
+		`{"currentEpoch":0,"revision":1}`,
+		`not json`,
+		`{"currentEpoch":0,"revision":1,"epochs":"{\"0\":{\"status\":\"OPEN\",\"ring\":[{\"shard\":0,\"cellId\":\"a\",\"region\":null}]}}","extra":1}`,
+	} {
+		s := open(t, c, fmt.Sprintf("bad%d", i), 5*time.Second)
+		if err := s.Put(ctx, []byte(bad)); err != nil {
+			t.Fatal(err)
+		}
+		_, err := s.Load(ctx)
+		if !errors.Is(err, etcdstore.ErrBadValue) || !strings.Contains(err.Error(), "would read") {
+			t.Errorf("value %s: %v", bad, err)
+		}
+		_, err = s.Update(ctx, ringfile.WriteOptions{ExpectRevision: ringfile.AnyRevision}, openEpoch(ringWith(1, 0)))
+		if !errors.Is(err, etcdstore.ErrBadValue) {
+			t.Errorf("an update over value %s: %v", bad, err)
+		}
+		raw, _ := s.Raw(ctx)
+		if raw != nil {
+			t.Errorf("Raw of an unreadable value: %s", raw)
+		}
+	}
+}
+
+func TestCreateIsConditionedOnAbsence(t *testing.T) {
+	s := open(t, single(t), "created", 5*time.Second)
+	ctx := context.Background()
+	p := genesis(t, "created", 8, "a")
+	if err := s.Create(ctx, p, ringfile.WriteOptions{ExpectRevision: ringfile.AnyRevision}); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Create(ctx, p, ringfile.WriteOptions{ExpectRevision: ringfile.AnyRevision}); !errors.Is(err, os.ErrExist) {
+		t.Fatalf("second create: %v", err)
+	}
+}
+
+// Six writers race to open an epoch from the same revision, three times
+// over: each time exactly one wins, the others lose with a conflict, and
+// no epoch is lost. Then six writers without an expectation all get their
+// epoch in, one after another.
+func TestConcurrentOpenEpochExactlyOneWinsPerVersion(t *testing.T) {
+	const writers, shards = 6, 32 // every ringWith of the test differs
+	s := open(t, single(t), "race", 5*time.Second)
+	ctx := context.Background()
+	if err := s.Create(ctx, genesis(t, "race", shards, "a"), ringfile.WriteOptions{ExpectRevision: ringfile.AnyRevision}); err != nil {
+		t.Fatal(err)
+	}
+	for round := range 3 {
+		cur, err := s.Load(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		results := race(writers, func(i int) error {
+			w := open(t, single(t), "race", 5*time.Second) // a client each, as separate processes have
+			_, err := w.Update(ctx, ringfile.WriteOptions{ExpectRevision: cur.Revision, ExpectedBy: "--expect-revision"}, openEpoch(ringWith(shards, round*writers+i)))
+			return err
+		})
+		won := 0
+		for i, err := range results {
+			switch {
+			case err == nil:
+				won++
+			case errors.Is(err, ringfile.ErrConflict):
+				if !strings.Contains(err.Error(), fmt.Sprintf("expects revision %d but the key is at revision %d: it moved on", cur.Revision, cur.Revision+1)) {
+					t.Errorf("writer %d: %v", i, err)
+				}
+			default:
+				t.Errorf("writer %d: %v", i, err)
+			}
+		}
+		after, err := ringfile.LoadValidFrom(ctx, s)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if won != 1 || after.Revision != cur.Revision+1 || len(after.Epochs) != len(cur.Epochs)+1 {
+			t.Fatalf("round %d: %d won; revision %d -> %d, epochs %d -> %d", round, won, cur.Revision, after.Revision, len(cur.Epochs), len(after.Epochs))
+		}
+	}
+	cur, _ := s.Load(ctx)
+	results := race(writers, func(i int) error {
+		w := open(t, single(t), "race", 5*time.Second)
+		_, err := w.Update(ctx, ringfile.WriteOptions{ExpectRevision: ringfile.AnyRevision}, func(p *ringfile.Policy) (*ringfile.Policy, error) {
+			// A ring unlike the current one, whatever it is by now.
+			ring := append(ringfile.Ring(nil), p.CurrentEpoch().Ring...)
+			for j := range ring {
+				ring[j].Cell = "a"
+			}
+			ring[(int(p.Current)+1+i)%shards].Cell = "b"
+			if ring.SamePlacement(p.CurrentEpoch().Ring) {
+				ring[(int(p.Current)+2+i)%shards].Cell = "b"
+			}
+			return ringfile.OpenEpoch(p, ring)
+		})
+		return err
+	})
+	for i, err := range results {
+		if err != nil {
+			t.Errorf("writer %d without an expectation: %v", i, err)
+		}
+	}
+	after, _ := ringfile.LoadValidFrom(ctx, s)
+	if after.Revision != cur.Revision+writers || len(after.Epochs) != len(cur.Epochs)+writers {
+		t.Fatalf("without expectations: revision %d -> %d, epochs %d -> %d: an update was lost", cur.Revision, after.Revision, len(cur.Epochs), len(after.Epochs))
+	}
+}
+
+func race(n int, f func(i int) error) []error {
+	errs := make([]error, n)
+	start := make(chan struct{})
+	var wg sync.WaitGroup
+	for i := range n {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			<-start
+			errs[i] = f(i)
+		}()
+	}
+	close(start)
+	wg.Wait()
+	return errs
+}
+
+// On a three-member cluster a write succeeds with one member down; with
+// two down it fails within the command timeout with an error naming the
+// endpoints, and once the members are back the key holds the last
+// committed policy, whole.
+func TestThreeMembersOneDownThenTwo(t *testing.T) {
+	c := etcdtest.Start(t, 3)
+	ctx := context.Background()
+	s := open(t, c, "orders", 2*time.Second)
+	if err := s.Create(ctx, genesis(t, "orders", 8, "a"), ringfile.WriteOptions{ExpectRevision: ringfile.AnyRevision}); err != nil {
+		t.Fatal(err)
+	}
+	c.Members[0].Stop()
+	next, err := s.Update(ctx, ringfile.WriteOptions{ExpectRevision: 1}, openEpoch(ringWith(8, 1)))
+	if err != nil {
+		t.Fatalf("with one member of three down: %v", err)
+	}
+	before, _ := s.Raw(ctx)
+	if !bytes.Equal(before, etcdstore.Encode(next)) {
+		t.Fatal("the write with one member down is not what was read back")
+	}
+
+	// Reading needs a quorum too: with two members down it times out.
+	c.Members[1].Stop()
+	start := time.Now()
+	_, err = s.Load(ctx)
+	if !errors.Is(err, etcdstore.ErrUnreachable) || !strings.Contains(err.Error(), "did not answer reading") || time.Since(start) > 5*time.Second {
+		t.Fatalf("reading with two members of three down: %v after %v", err, time.Since(start))
+	}
+	if err := c.Members[1].Restart(); err != nil {
+		t.Fatal(err)
+	}
+	// The write's transaction meets two members down: the second stops
+	// after the read, while the next policy is computed.
+	_, err = s.Update(ctx, ringfile.WriteOptions{ExpectRevision: next.Revision}, func(cur *ringfile.Policy) (*ringfile.Policy, error) {
+		c.Members[1].Stop()
+		start = time.Now()
+		return openEpoch(ringWith(8, 2))(cur)
+	})
+	took := time.Since(start)
+	var unreachable *etcdstore.UnreachableError
+	if !errors.As(err, &unreachable) {
+		t.Fatalf("with two members of three down: %v, want an UnreachableError", err)
+	}
+	for _, ep := range c.Endpoints() {
+		if !strings.Contains(err.Error(), ep) {
+			t.Errorf("the error does not name endpoint %s: %v", ep, err)
+		}
+	}
+	if !strings.Contains(err.Error(), "did not answer writing") || took > 10*time.Second {
+		t.Errorf("after %v: %v", took, err)
+	}
+	t.Logf("two members down: %v after %v", err, took.Round(time.Millisecond))
+
+	var wg sync.WaitGroup
+	for _, m := range c.Members[:2] {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if err := m.Restart(); err != nil {
+				t.Error(err)
+			}
+		}()
+	}
+	wg.Wait()
+	s2 := open(t, c, "orders", 10*time.Second)
+	after, err := s2.Raw(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(after, before) {
+		// A write that timed out may still have committed; then it must be
+		// the whole policy that was written, never a part of it.
+		p, err := etcdstore.Decode(after, "after", "orders", 0)
+		if err != nil || ringfile.Check(p) != nil || p.Revision != next.Revision+1 {
+			t.Fatalf("after the outage the key holds neither the last policy nor the next one: %s (%v)", after, err)
+		}
+	}
+}
