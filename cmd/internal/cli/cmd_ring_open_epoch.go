@@ -104,7 +104,7 @@ func runRingOpenEpoch(ctx context.Context, ios *IO, opts *ringOpenEpochOptions, 
 		}
 	}
 	if d := next.Draining(); len(d) > 0 {
-		fmt.Fprintf(ios.Out, "draining: epoch %s; retire each with `fusee ring retire %s --epoch E --census CENSUS` once its work is done\n", ringJoinEpochs(d), path)
+		fmt.Fprintf(ios.Out, "draining: epoch %s; retire each with `fusee ring retire %s --epoch E --census CENSUS` once its work is done\n", ringJoinEpochs(d), ringTargetArgs(st))
 	}
 	_, err = fmt.Fprintf(ios.Out, "active cells (workers poll): %s\n", strings.Join(next.ActiveCells(), ", "))
 	return err

@@ -133,7 +133,7 @@ func runRingPlan(ctx context.Context, ios *IO, opts ringPlanOptions, goal ringfi
 	}
 	fmt.Fprintf(ios.Out, "once opened, draining: epoch %s (workers keep polling their cells until each is retired)\n", ringJoinEpochs(res.Draining))
 	if opts.output != "" {
-		fmt.Fprintf(ios.Out, "wrote %s: open it with `fusee ring open-epoch %s --plan %s`\n", opts.output, path, opts.output)
+		fmt.Fprintf(ios.Out, "wrote %s: open it with `fusee ring open-epoch %s --plan %s`\n", opts.output, ringTargetArgs(st), opts.output)
 	}
 	return nil
 }

@@ -95,7 +95,7 @@ func runRingShow(ctx context.Context, ios *IO, opts ringShowOptions, st ringfile
 	}
 	path := st.Name()
 	if fs := ringfile.Validate(p); ringfile.HasErrors(fs) {
-		ios.warnf("%s has errors (run `fusee ring validate %s`); showing it as it is", path, ringValidateArgs(st))
+		ios.warnf("%s has errors (run `fusee ring validate %s`); showing it as it is", path, ringTargetArgs(st))
 	}
 	if opts.epoch != ringfile.NoEpoch && p.Epoch(opts.epoch) == nil {
 		return fmt.Errorf("%s has no epoch %d", path, opts.epoch)

@@ -166,7 +166,7 @@ func ringExplainInvalidIn(st ringfile.Store, err error) error {
 	if !errors.Is(err, ringfile.ErrInvalid) {
 		return err
 	}
-	return fmt.Errorf("%w\nrun `fusee ring validate %s` to see every finding", err, ringValidateArgs(st))
+	return fmt.Errorf("%w\nrun `fusee ring validate %s` to see every finding", err, ringTargetArgs(st))
 }
 
 // ringExists reports whether the store holds a policy (possibly one that
@@ -193,10 +193,10 @@ func ringSameStored(st ringfile.Store, a, b *ringfile.Policy) bool {
 	return string(ringfile.ExportWiggle(a, false)) == string(ringfile.ExportWiggle(b, false))
 }
 
-// ringValidateArgs is what to pass `fusee ring validate` for st.
-func ringValidateArgs(st ringfile.Store) string {
+// ringTargetArgs is what to give a ring command to work on st again.
+func ringTargetArgs(st ringfile.Store) string {
 	if es, ok := st.(*etcdstore.Store); ok {
-		return "--store ... --namespace " + strings.TrimPrefix(es.Key(), etcdstore.KeyPrefix)
+		return fmt.Sprintf("--store %s --namespace %s", strings.TrimSuffix(es.Name(), es.Key()), strings.TrimPrefix(es.Key(), etcdstore.KeyPrefix))
 	}
 	return st.Name()
 }
