@@ -31,16 +31,17 @@ type UnreachableError struct {
 	Endpoints []string
 	Elapsed   time.Duration
 	What, Key string
+	Timeout   string // the flag that bounded the wait
 	Err       error
 }
 
 func (e *UnreachableError) Error() string {
 	outcome := "nothing was written"
-	if e.What != "reading" {
+	if e.What != "reading" && e.What != "authenticating" {
 		outcome = "the write is either wholly committed or not at all: read the key before retrying"
 	}
-	return fmt.Sprintf("etcd at %s did not answer %s %s within %s (--command-timeout): check that the endpoints are right, that the cluster is up and has a quorum (etcdctl endpoint health), and that TLS settings match; %s [%v]",
-		strings.Join(e.Endpoints, ","), e.What, e.Key, e.Elapsed.Round(10*time.Millisecond), outcome, e.Err)
+	return fmt.Sprintf("etcd at %s did not answer %s %s within %s (%s): check that the endpoints are right, that the cluster is up and has a quorum (etcdctl endpoint health), and that TLS settings match; %s [%v]",
+		strings.Join(e.Endpoints, ","), e.What, e.Key, e.Elapsed.Round(10*time.Millisecond), e.Timeout, outcome, e.Err)
 }
 
 func (e *UnreachableError) Unwrap() []error { return []error{ErrUnreachable, e.Err} }

@@ -13,6 +13,9 @@ import (
 	"testing"
 	"time"
 
+	clientv3 "go.etcd.io/etcd/client/v3"
+	"go.uber.org/zap"
+
 	"github.com/fusee-dev/fusee/ringfile"
 	"github.com/fusee-dev/fusee/ringfile/etcdstore"
 	"github.com/fusee-dev/fusee/ringfile/etcdstore/etcdtest"
@@ -326,5 +329,54 @@ func TestThreeMembersOneDownThenTwo(t *testing.T) {
 		if err != nil || ringfile.Check(p) != nil || p.Revision != next.Revision+1 {
 			t.Fatalf("after the outage the key holds neither the last policy nor the next one: %s (%v)", after, err)
 		}
+	}
+}
+
+// With auth on, a user who may only read is told which key and role to
+// fix, and a wrong password is told as such.
+func TestPermissionDeniedAndBadPassword(t *testing.T) {
+	c := etcdtest.Start(t, 1)
+	ctx := context.Background()
+	admin, err := clientv3.New(clientv3.Config{Endpoints: c.Endpoints(), DialTimeout: time.Second, Logger: zap.NewNop()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer admin.Close()
+	steps := []func() error{
+		func() error { _, err := admin.UserAdd(ctx, "root", "rootpw"); return err },
+		func() error { _, err := admin.UserGrantRole(ctx, "root", "root"); return err },
+		func() error { _, err := admin.UserAdd(ctx, "ops", "opspw"); return err },
+		func() error { _, err := admin.RoleAdd(ctx, "reader"); return err },
+		func() error {
+			_, err := admin.RoleGrantPermission(ctx, "reader", etcdstore.KeyPrefix, clientv3.GetPrefixRangeEnd(etcdstore.KeyPrefix), clientv3.PermissionType(clientv3.PermRead))
+			return err
+		},
+		func() error { _, err := admin.UserGrantRole(ctx, "ops", "reader"); return err },
+		func() error { _, err := admin.AuthEnable(ctx); return err },
+	}
+	for i, step := range steps {
+		if err := step(); err != nil {
+			t.Fatalf("auth setup step %d: %v", i, err)
+		}
+	}
+	as := func(user, pw string) *etcdstore.Store {
+		s, err := etcdstore.Open(etcdstore.Config{Endpoints: c.Endpoints(), Namespace: "orders", Username: user, Password: pw,
+			DialTimeout: time.Second, CommandTimeout: 3 * time.Second})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { s.Close() })
+		return s
+	}
+	err = as("ops", "opspw").Create(ctx, genesis(t, "orders", 4, "a"), ringfile.WriteOptions{ExpectRevision: ringfile.AnyRevision})
+	if !errors.Is(err, etcdstore.ErrDenied) || !strings.Contains(err.Error(), "denied creating /wiggle/coord/policy/orders to user ops") {
+		t.Errorf("a reader writing: %v", err)
+	}
+	if _, err := as("ops", "opspw").Load(ctx); !errors.Is(err, etcdstore.ErrAbsent) {
+		t.Errorf("a reader reading: %v", err)
+	}
+	_, err = etcdstore.Open(etcdstore.Config{Endpoints: c.Endpoints(), Namespace: "orders", Username: "ops", Password: "wrong"})
+	if !errors.Is(err, etcdstore.ErrDenied) || !strings.Contains(err.Error(), "etcd refused user ops") {
+		t.Errorf("a wrong password: %v", err)
 	}
 }

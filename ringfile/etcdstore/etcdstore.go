@@ -69,6 +69,9 @@ func Open(cfg Config) (*Store, error) {
 	if cfg.CommandTimeout == 0 {
 		cfg.CommandTimeout = DefaultCommandTimeout
 	}
+	s := &Store{cfg: cfg, key: KeyPrefix + cfg.Namespace}
+	start := time.Now()
+	// With a user, New authenticates at once, bounded by the dial timeout.
 	cli, err := clientv3.New(clientv3.Config{
 		Endpoints:   cfg.Endpoints,
 		DialTimeout: cfg.DialTimeout,
@@ -78,9 +81,10 @@ func Open(cfg Config) (*Store, error) {
 		Logger:      zap.NewNop(),
 	})
 	if err != nil {
-		return nil, fmt.Errorf("etcd at %s: %w", strings.Join(cfg.Endpoints, ","), err)
+		return nil, s.explain(err, "authenticating", start, "--dial-timeout")
 	}
-	return &Store{cfg: cfg, cli: cli, key: KeyPrefix + cfg.Namespace}, nil
+	s.cli = cli
+	return s, nil
 }
 
 // Close closes the client.
@@ -322,14 +326,23 @@ func (s *Store) do(ctx context.Context, what string, req func(ctx context.Contex
 	if ctx.Err() != nil {
 		return ctx.Err() // interrupted: the caller's, not the cluster's
 	}
+	if rctx.Err() != nil {
+		err = errors.Join(err, context.DeadlineExceeded)
+	}
+	return s.explain(err, what, start, "--command-timeout")
+}
+
+// explain turns what etcd answered into an error an operator can act on.
+// timeout names the setting that bounded the wait.
+func (s *Store) explain(err error, what string, start time.Time, timeout string) error {
 	switch {
 	case errors.Is(err, rpctypes.ErrPermissionDenied):
 		return &DeniedError{Name: s.Name(), Key: s.key, User: s.cfg.Username, What: what, Err: err}
 	case errors.Is(err, rpctypes.ErrAuthFailed), errors.Is(err, rpctypes.ErrUserEmpty),
 		errors.Is(err, rpctypes.ErrAuthNotEnabled), errors.Is(err, rpctypes.ErrInvalidAuthToken):
 		return &DeniedError{Name: s.Name(), Key: s.key, User: s.cfg.Username, What: "authenticating", Err: err}
-	case errors.Is(err, context.DeadlineExceeded) || rctx.Err() != nil || isUnavailable(err):
-		return &UnreachableError{Endpoints: s.cfg.Endpoints, Elapsed: time.Since(start), What: what, Key: s.key, Err: err}
+	case errors.Is(err, context.DeadlineExceeded) || isUnavailable(err):
+		return &UnreachableError{Endpoints: s.cfg.Endpoints, Elapsed: time.Since(start), What: what, Key: s.key, Timeout: timeout, Err: err}
 	}
 	return fmt.Errorf("%s: %s %s: %w", s.Name(), what, s.key, err)
 }

@@ -66,7 +66,7 @@ func TestRingCommandsGiveTheSameResultsOnAFileAndOnEtcd(t *testing.T) {
 		{"show"}, {"show", "--json"}, {"validate"}, {"validate", "--json"}, {"active-cells"},
 		{"plan", "--split", "cellA:cellB", "-o", "PLANDIR/split.plan"},
 		{"open-epoch", "--plan", "PLANDIR/split.plan"},
-		{"open-epoch", "--plan", "PLANDIR/split.plan"}, // the plan is stale now: exit 5
+		{"open-epoch", "--plan", "PLANDIR/split.plan"},   // the plan is stale now: exit 5
 		{"open-epoch", "--slots", "0-3=cellA,4-7=ghost"}, // an undeclared cell: refused
 		{"open-epoch", "--slots", "0-3=cellA,4-7=cellC", "--new-cell", "cellC", "--expect-revision", "2", "--dry-run", "--json"},
 		{"open-epoch", "--slots", "0-3=cellA,4-7=cellC", "--new-cell", "cellC", "--expect-revision", "1"},
