@@ -28,6 +28,11 @@
 // can be loaded and all its faults shown. Commands other than validation
 // refuse to act on a policy that has error findings.
 //
+// Where a policy lives is a Store: FileStore is the ring file described
+// here; package ringfile/etcdstore keeps it in the reference coordinator's
+// etcd key. Every store's write goes through Apply, so the rules above hold
+// whatever the store.
+//
 // This package must never know about cobra, terminals or colour, and does
 // no I/O beyond reading and writing its own files (the ring file, its lock,
 // plan and census files, and the JSON it imports or exports).

@@ -45,6 +45,11 @@ R refuses to write (exit 5) if the file has moved on. Writes are atomic and
 synced. Commands other than validate and show refuse a file that has
 errors (exit 1): run "fusee ring validate FILE" to see them all.
 
+Every command but push and pull also works on the policy the reference
+coordinator keeps in etcd: give --store etcd://HOST:PORT[,...] --namespace
+NS instead of FILE; "fusee ring push" and "fusee ring pull" move a policy
+between a file and etcd.
+
 The format, the planner's rule and a worked split are in docs/rings.md.`,
 		Example: `  fusee ring init orders.ring --namespace orders --shards 1024 --cells cellA
   fusee ring plan orders.ring --split cellA:cellB -o split.plan
