@@ -114,16 +114,6 @@ func exactArgs(n int) cobra.PositionalArgs {
 	}
 }
 
-// minArgs is cobra.MinimumNArgs with a usage exit code.
-func minArgs(n int) cobra.PositionalArgs {
-	return func(cmd *cobra.Command, args []string) error {
-		if err := cobra.MinimumNArgs(n)(cmd, args); err != nil {
-			return usageError{err}
-		}
-		return nil
-	}
-}
-
 // rangeArgs is cobra.RangeArgs with a usage exit code.
 func rangeArgs(lo, hi int) cobra.PositionalArgs {
 	return func(cmd *cobra.Command, args []string) error {
