@@ -360,8 +360,9 @@ func TestPermissionDeniedAndBadPassword(t *testing.T) {
 		}
 	}
 	as := func(user, pw string) *etcdstore.Store {
+		// Checking a password is slow on purpose (bcrypt), slower still under -race.
 		s, err := etcdstore.Open(etcdstore.Config{Endpoints: c.Endpoints(), Namespace: "orders", Username: user, Password: pw,
-			DialTimeout: time.Second, CommandTimeout: 3 * time.Second})
+			DialTimeout: 20 * time.Second, CommandTimeout: 20 * time.Second})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -375,7 +376,7 @@ func TestPermissionDeniedAndBadPassword(t *testing.T) {
 	if _, err := as("ops", "opspw").Load(ctx); !errors.Is(err, etcdstore.ErrAbsent) {
 		t.Errorf("a reader reading: %v", err)
 	}
-	_, err = etcdstore.Open(etcdstore.Config{Endpoints: c.Endpoints(), Namespace: "orders", Username: "ops", Password: "wrong"})
+	_, err = etcdstore.Open(etcdstore.Config{Endpoints: c.Endpoints(), Namespace: "orders", Username: "ops", Password: "wrong", DialTimeout: 20 * time.Second})
 	if !errors.Is(err, etcdstore.ErrDenied) || !strings.Contains(err.Error(), "etcd refused user ops") {
 		t.Errorf("a wrong password: %v", err)
 	}
