@@ -61,8 +61,10 @@ docs/reshard.md.
 With no <shards>, reshard finishes an interrupted reshard, or removes the
 leftovers of an earlier attempt, or says there is nothing to do.
 
-The shard count comes only from the command line, never from FUSEE_*
-variables or a config file. --dry-run reads and plans everything,
+The shard count, --dry-run and --report come only from the command line,
+never from FUSEE_* variables or a config file (a setting there is ignored
+with a warning): a destructive command's target and choices must be in
+front of the operator. --dry-run reads and plans everything,
 prints the same report and the disk space the real run needs, and changes
 nothing in the directory (its scratch space is under --scratch).
 
@@ -84,7 +86,8 @@ built is removed; run the same command again. A signal during the switch
   fusee reshard /var/lib/engine/data 16 --dry-run
   # Do it, keeping the report (token changes) for the application owners:
   fusee reshard /var/lib/engine/data 16 --report /root/reshard-16.json
-  # Finish a reshard interrupted by a crash or Ctrl-C:
+  # Finish a reshard whose switch a crash interrupted, or remove leftovers
+  # (what "fusee inspect" says to run); after Ctrl-C just run it again:
   fusee reshard /var/lib/engine/data`,
 		Args: rangeArgs(1, 2),
 		RunE: func(cmd *cobra.Command, args []string) error {
