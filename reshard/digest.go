@@ -23,7 +23,6 @@ type digest struct {
 	seeds  *[2]maphash.Seed
 	sum    [2]uint64
 	counts map[string]int64
-	buf    []byte
 }
 
 func newDigestPair() (*digest, *digest) {

@@ -111,7 +111,6 @@ type plan struct {
 	renumbered           int64
 	moved                int64
 	byState              map[journal.RunState]int64
-	readBytes            int64
 	unfinishedRenumbered []RenumberedRun
 }
 
