@@ -57,7 +57,7 @@ type InProgressError struct {
 
 func (e *InProgressError) Error() string {
 	return fmt.Sprintf("%s: a reshard from %d to %d shards was interrupted after its switch began; it must be finished first: run `fusee reshard %s` (without a count, or with %d), not with %d",
-		e.Dir, e.Old, e.New, e.Dir, e.New, e.Asked)
+		e.Dir, e.Old, e.New, meta.ShellQuote(e.Dir), e.New, e.Asked)
 }
 
 // Is makes an InProgressError match meta.ErrSwitching.
@@ -342,7 +342,7 @@ func (r *resharder) finishSwitch(d *metaDir, newN int) error {
 	}
 	for _, left := range []string{oldDir, newDir} {
 		if err := fs.RemoveAll(left); err != nil {
-			return fmt.Errorf("removing %s (the reshard is complete; remove it by hand or run `fusee reshard %s`): %w", left, dir, err)
+			return fmt.Errorf("removing %s (the reshard is complete; remove it by hand or run `fusee reshard %s`): %w", left, meta.ShellQuote(dir), err)
 		}
 	}
 	return syncDir(fs, dir)

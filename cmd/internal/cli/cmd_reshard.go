@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"time"
@@ -59,8 +61,10 @@ docs/reshard.md.
 With no <shards>, reshard finishes an interrupted reshard, or removes the
 leftovers of an earlier attempt, or says there is nothing to do.
 
-The shard count comes only from the command line, never from FUSEE_*
-variables or a config file. --dry-run reads and plans everything,
+The shard count, --dry-run and --report come only from the command line,
+never from FUSEE_* variables or a config file (a setting there is ignored
+with a warning): a destructive command's target and choices must be in
+front of the operator. --dry-run reads and plans everything,
 prints the same report and the disk space the real run needs, and changes
 nothing in the directory (its scratch space is under --scratch).
 
@@ -74,12 +78,16 @@ carries the store generation). --json prints it as one JSON object
 Exit codes: 0 done or nothing to do; 1 failure (the directory is left as it
 was, or finishable by a rerun, as the message says); 2 a count outside
 1..1024 or bad flags; 3 the directory is in use; 4 a different reshard is
-in progress (finish it first); 130 interrupted.`,
+in progress (finish it first); 130 interrupted (Ctrl-C, SIGTERM): that is
+only ever before the switch, so the directory is unchanged and what was
+built is removed; run the same command again. A signal during the switch
+(a few renames) lets it finish.`,
 		Example: `  # See what a change from the current count to 16 shards would do:
   fusee reshard /var/lib/engine/data 16 --dry-run
   # Do it, keeping the report (token changes) for the application owners:
   fusee reshard /var/lib/engine/data 16 --report /root/reshard-16.json
-  # Finish a reshard interrupted by a crash or Ctrl-C:
+  # Finish a reshard whose switch a crash interrupted, or remove leftovers
+  # (what "fusee inspect" says to run); after Ctrl-C just run it again:
   fusee reshard /var/lib/engine/data`,
 		Args: rangeArgs(1, 2),
 		RunE: func(cmd *cobra.Command, args []string) error {
@@ -119,7 +127,7 @@ func runReshard(ctx context.Context, ios *IO, opts reshardOptions, dir string, s
 	prog.done()
 	if err != nil {
 		if ctx.Err() != nil && errors.Is(err, ctx.Err()) {
-			return fmt.Errorf("reshard interrupted before its switch began: %s is as it was (what was built was discarded); run the same command again to start over: %w", dir, err)
+			return interrupted(dir, opts.dryRun)
 		}
 		return err
 	}
@@ -136,6 +144,26 @@ func runReshard(ctx context.Context, ios *IO, opts reshardOptions, dir string, s
 		return ios.printJSON(rep)
 	}
 	return printReshardReport(ios, rep)
+}
+
+// interrupted is the message for a reshard stopped by Ctrl-C or SIGTERM.
+// Reshard checks for cancellation only before its switch (the switch is a
+// few renames and always runs to its end), so the directory is the old
+// one, untouched: there is nothing to finish, only the same command to
+// run again. What was built in reshard.new is removed on the way out; if
+// that removal failed, the message names the leftover.
+func interrupted(dir string, dryRun bool) error {
+	var msg string
+	switch _, serr := os.Stat(filepath.Join(dir, reshard.NewDirName)); {
+	case dryRun:
+		msg = fmt.Sprintf("dry run interrupted: nothing in %s was changed; run it again for the report", dir)
+	case serr == nil:
+		msg = fmt.Sprintf("reshard interrupted before its switch: %s is unchanged (its old shards, which open as before), but the partly built %s is still there; it is not needed: the next `fusee reshard %s` removes it, with or without a count",
+			dir, filepath.Join(dir, reshard.NewDirName), meta.ShellQuote(dir))
+	default:
+		msg = fmt.Sprintf("reshard interrupted before its switch: %s is unchanged (its old shards, which open as before) and what was built was removed; there is nothing to finish: run the same command again to reshard", dir)
+	}
+	return exitError{code: ExitCancelled, err: errors.New(msg)}
 }
 
 func printReshardReport(ios *IO, rep *reshard.Report) error {

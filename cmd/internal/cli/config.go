@@ -61,10 +61,7 @@ func (c *config) apply(cmd *cobra.Command) error {
 	path := commandPath(cmd)
 	var firstErr error
 	cmd.Flags().VisitAll(func(f *pflag.Flag) {
-		if firstErr != nil || notConfigurable[f.Name] || f.Annotations[cliOnly] != nil {
-			return
-		}
-		if f.Changed {
+		if firstErr != nil || notConfigurable[f.Name] || f.Changed {
 			return
 		}
 		envName := "FUSEE_" + strings.ToUpper(strings.ReplaceAll(f.Name, "-", "_"))
@@ -77,6 +74,12 @@ func (c *config) apply(cmd *cobra.Command) error {
 		} else if v.InConfig(f.Name) {
 			val, source = v.Get(f.Name), fmt.Sprintf("%s in %s", f.Name, file)
 		} else {
+			return
+		}
+		if f.Annotations[cliOnly] != nil {
+			// Say so rather than ignore it quietly: someone who put
+			// dry-run in a file must not believe the run will be dry.
+			fmt.Fprintf(cmd.ErrOrStderr(), "warning: %s is ignored: %s takes --%s only from the command line\n", source, cmd.CommandPath(), f.Name)
 			return
 		}
 		if err := setFlag(cmd, f, val); err != nil {
