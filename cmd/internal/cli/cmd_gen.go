@@ -2,6 +2,7 @@ package cli
 
 import (
 	"fmt"
+	"os"
 	"sort"
 	"strconv"
 	"time"
@@ -75,6 +76,9 @@ leaves no <dir>.`,
 			}
 			if opts.retention < time.Millisecond {
 				return usagef("--retention %s: want at least 1ms", opts.retention)
+			}
+			if fi, err := os.Stat(args[0]); err == nil && !fi.IsDir() {
+				return fmt.Errorf("%s is a file: gen creates a new data directory; give a path that does not exist or an empty directory", args[0])
 			}
 			return runGen(cmd, ios, opts, args[0])
 		},
