@@ -29,7 +29,7 @@ func Run(ctx context.Context, version string, args []string, in io.Reader, out, 
 	root.SetIn(in)
 	root.SetOut(ios.Out)
 	root.SetErr(ios.Err)
-	err := root.ExecuteContext(ctx)
+	cmd, err := root.ExecuteContextC(ctx)
 	if err == nil {
 		return ExitOK
 	}
@@ -38,6 +38,9 @@ func Run(ctx context.Context, version string, args []string, in io.Reader, out, 
 		err = usageError{err}
 	}
 	code := exitCode(err)
+	if code == ExitCancelled {
+		err = interruptedMessage(cmd, err)
+	}
 	var ee exitError
 	if !(errors.As(err, &ee) && ee.silent) {
 		fmt.Fprintln(ios.Err, styleBad.Render("fusee: ")+err.Error())
