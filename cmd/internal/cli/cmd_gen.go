@@ -68,8 +68,11 @@ leaves no <dir>.`,
 			if opts.shards < 1 || opts.shards > meta.MaxShards {
 				return usagef("--shards %d: want a shard count in 1..%d", opts.shards, meta.MaxShards)
 			}
+			if !cmd.Flags().Changed("runs") {
+				return usagef("--runs is required: how many workflow runs to generate (at least 1)")
+			}
 			if opts.runs < 1 {
-				return usagef("--runs is required: how many workflow runs to generate")
+				return usagef("--runs %d: want a run count of at least 1", opts.runs)
 			}
 			if opts.finishedFrac <= 0 || opts.finishedFrac > 1 {
 				return usagef("--finished-frac %g: want a share in (0, 1]", opts.finishedFrac)

@@ -154,6 +154,31 @@ func ringParseSlots(items []string) (ringfile.Ring, error) {
 	return ring, nil
 }
 
+// ringCheckNames refuses a bad namespace, cell id or region given with
+// flag as a usage error (exit 2), before anything is read or written.
+func ringCheckNames(flag string, names ...string) error {
+	for _, n := range names {
+		if err := ringfile.CheckName(flag, n); err != nil {
+			return usageError{err}
+		}
+	}
+	return nil
+}
+
+// ringCheckFingerprints refuses --fingerprint CELL=FP pairs whose cell id
+// or fingerprint is bad, as a usage error.
+func ringCheckFingerprints(m map[string]string) error {
+	for _, cell := range slices.Sorted(maps.Keys(m)) {
+		if err := ringCheckNames("--fingerprint", cell); err != nil {
+			return err
+		}
+		if err := ringfile.CheckFingerprint(m[cell]); err != nil {
+			return usagef("--fingerprint %s=%s: %v", cell, m[cell], err)
+		}
+	}
+	return nil
+}
+
 // ringFingerprints turns --fingerprint cell=FP pairs into declarations.
 func ringFingerprints(m map[string]string) []ringfile.CellDecl {
 	var out []ringfile.CellDecl
