@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"time"
 )
 
 // Sentinel errors; the typed errors below wrap them so callers can test
@@ -122,3 +123,16 @@ func (e *UnknownCellError) Error() string {
 }
 
 func (e *UnknownCellError) Is(target error) bool { return target == ErrUnknownCell }
+
+// LockedError is a write that gave up waiting for another writer's lock.
+type LockedError struct {
+	File   string
+	Holder string // who holds it: "pid 123 (...)" or "another process"
+	Waited time.Duration
+}
+
+func (e *LockedError) Error() string {
+	return fmt.Sprintf("%s is locked by %s, still after %s: another write of it is running; retry when it has finished", e.File, e.Holder, e.Waited)
+}
+
+func (e *LockedError) Is(target error) bool { return target == ErrLocked }
