@@ -6,6 +6,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"strings"
 	"time"
 
 	"github.com/google/renameio/v2"
@@ -26,6 +27,10 @@ type WriteOptions struct {
 	DryRun bool
 	// LockWait bounds the wait for another writer; 10s when zero.
 	LockWait time.Duration
+	// OnWait, if set, is called once when the write has to wait for
+	// another writer's lock, with who holds it ("pid 123 (fusee ring
+	// open-epoch ...)" where the system tells, else "another process").
+	OnWait func(holder string)
 }
 
 // Load reads and parses a ring file. On a syntax error it returns what it
@@ -61,17 +66,15 @@ func Create(path string, p *Policy, opt WriteOptions) error {
 	if opt.ExpectRevision != AnyRevision && opt.ExpectRevision != 0 {
 		return &ConflictError{File: path, Expected: opt.ExpectRevision, Missing: true, What: opt.ExpectedBy}
 	}
-	return withLock(path, opt.LockWait, func() error {
-		if _, err := os.Stat(path); err == nil {
-			return fmt.Errorf("%s already exists: refusing to overwrite a ring file (%w)", path, fs.ErrExist)
-		} else if !errors.Is(err, fs.ErrNotExist) {
-			return err
-		}
-		if opt.DryRun {
-			return nil
-		}
-		return writeDurably(path, Format(p))
-	})
+	if _, err := os.Stat(path); err == nil {
+		return fmt.Errorf("%s already exists: refusing to overwrite a ring file (%w)", path, fs.ErrExist)
+	} else if !errors.Is(err, fs.ErrNotExist) {
+		return err
+	}
+	if opt.DryRun {
+		return nil
+	}
+	return createDurably(path, Format(p))
 }
 
 // Update is the one read-modify-write of a ring file. Holding an exclusive
@@ -83,7 +86,11 @@ func Create(path string, p *Policy, opt WriteOptions) error {
 // expected the same revision loses with a *ConflictError.
 func Update(path string, opt WriteOptions, change func(cur *Policy) (*Policy, error)) (*Policy, error) {
 	var next *Policy
-	err := withLock(path, opt.LockWait, func() error {
+	lock := withLock
+	if opt.DryRun {
+		lock = withoutLock // a dry run writes nothing: it needs no lock
+	}
+	err := lock(path, opt, func() error {
 		cur, err := LoadValid(path)
 		if err != nil {
 			return err
@@ -116,40 +123,162 @@ func Update(path string, opt WriteOptions, change func(cur *Policy) (*Policy, er
 	return next, nil
 }
 
-// withLock runs fn holding an exclusive flock on <path>.lock. The lock
-// file is left in place: removing it would let a waiter lock a file that a
-// third process can no longer see.
-func withLock(path string, wait time.Duration, fn func() error) error {
+// withLock runs fn holding an exclusive flock(2) on the ring file itself,
+// so that a lock leaves nothing behind (no FILE.lock). A writer replaces
+// the file by renaming a new one over it, so a waiter may get the lock on
+// the file as it was: it then checks that path still names the file it
+// locked and, if not, locks the new one. flock needs only a read-only
+// descriptor.
+func withLock(path string, opt WriteOptions, fn func() error) error {
+	wait := opt.LockWait
 	if wait == 0 {
 		wait = 10 * time.Second
 	}
-	f, err := os.OpenFile(path+".lock", os.O_CREATE|os.O_RDWR, 0o644)
-	if err != nil {
-		return fmt.Errorf("opening lock file: %w", err)
-	}
-	defer f.Close()
 	deadline := time.Now().Add(wait)
+	told := false
+	for {
+		f, err := os.Open(path)
+		if err != nil {
+			return fmt.Errorf("reading ring file: %w", err)
+		}
+		locked, err := lockUntil(f, deadline, func() {
+			if !told && opt.OnWait != nil {
+				opt.OnWait(lockHolder(f))
+			}
+			told = true
+		})
+		switch {
+		case err != nil:
+			f.Close()
+			return fmt.Errorf("locking %s: %w", path, err)
+		case !locked:
+			holder := lockHolder(f)
+			f.Close()
+			return &LockedError{File: path, Holder: holder, Waited: wait}
+		case !sameFile(f, path):
+			f.Close() // replaced while we waited: lock the new file
+			continue
+		}
+		err = fn()
+		f.Close() // releases the lock
+		return err
+	}
+}
+
+func withoutLock(_ string, _ WriteOptions, fn func() error) error { return fn() }
+
+// lockUntil takes an exclusive flock on f, polling until deadline; waiting
+// is called each time it finds the lock held.
+func lockUntil(f *os.File, deadline time.Time, waiting func()) (bool, error) {
 	for {
 		err := unix.Flock(int(f.Fd()), unix.LOCK_EX|unix.LOCK_NB)
 		if err == nil {
-			break
+			return true, nil
 		}
 		if !errors.Is(err, unix.EWOULDBLOCK) {
-			return fmt.Errorf("locking %s.lock: %w", path, err)
+			return false, err
 		}
+		waiting()
 		if time.Now().After(deadline) {
-			return fmt.Errorf("%s: %w (waited %s)", path, ErrLocked, wait)
+			return false, nil
 		}
-		time.Sleep(5 * time.Millisecond)
+		time.Sleep(10 * time.Millisecond)
 	}
-	defer unix.Flock(int(f.Fd()), unix.LOCK_UN) //nolint:errcheck // closing releases it anyway
-	return fn()
+}
+
+// sameFile reports whether path still names the open file f.
+func sameFile(f *os.File, path string) bool {
+	a, err := f.Stat()
+	if err != nil {
+		return false
+	}
+	b, err := os.Stat(path)
+	return err == nil && os.SameFile(a, b)
+}
+
+// lockHolder says who holds the flock on f, from /proc/locks where the
+// system has it: "pid 123 (fusee ring open-epoch orders.ring ...)".
+func lockHolder(f *os.File) string {
+	const unknown = "another process"
+	var st unix.Stat_t
+	if unix.Fstat(int(f.Fd()), &st) != nil {
+		return unknown
+	}
+	data, err := os.ReadFile("/proc/locks")
+	if err != nil {
+		return unknown
+	}
+	want := fmt.Sprintf("%02x:%02x:%d", unix.Major(st.Dev), unix.Minor(st.Dev), st.Ino)
+	for _, line := range strings.Split(string(data), "\n") {
+		fields := strings.Fields(line)
+		// "1: FLOCK  ADVISORY  WRITE 4321 08:01:131090 0 EOF"; waiters
+		// have "->" after the number.
+		if len(fields) < 6 || fields[1] != "FLOCK" || fields[5] != want {
+			continue
+		}
+		pid := fields[4]
+		if cmd, err := os.ReadFile("/proc/" + pid + "/cmdline"); err == nil && len(cmd) > 0 {
+			args := strings.Join(strings.Fields(strings.ReplaceAll(string(cmd), "\x00", " ")), " ")
+			if len(args) > 80 {
+				args = args[:77] + "..."
+			}
+			return fmt.Sprintf("pid %s (%s)", pid, args)
+		}
+		return "pid " + pid
+	}
+	return unknown
 }
 
 // WriteFile writes data to path atomically and durably; used for plan
 // files and exports, which are not compare-and-set.
 func WriteFile(path string, data []byte) error {
 	return writeDurably(path, data)
+}
+
+// createDurably writes a new file at path, failing if one exists: the
+// data goes to a synced temporary file beside it, which is hard-linked to
+// path (link(2) never replaces a file) and removed; then the directory is
+// synced. Two creators of one file cannot both succeed, and a crash leaves
+// either no file or the whole file, without needing a lock.
+func createDurably(path string, data []byte) error {
+	dir := filepath.Dir(path)
+	tmp, err := os.CreateTemp(dir, "."+filepath.Base(path)+".tmp-*")
+	if err != nil {
+		return fmt.Errorf("writing %s: %w", path, err)
+	}
+	defer os.Remove(tmp.Name())
+	_, err = tmp.Write(data)
+	if err == nil {
+		err = tmp.Chmod(0o644)
+	}
+	if err == nil {
+		err = tmp.Sync()
+	}
+	if cerr := tmp.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return fmt.Errorf("writing %s: %w", path, err)
+	}
+	if err := os.Link(tmp.Name(), path); err != nil {
+		if errors.Is(err, fs.ErrExist) {
+			return fmt.Errorf("%s already exists: refusing to overwrite a ring file (%w)", path, fs.ErrExist)
+		}
+		return fmt.Errorf("writing %s: %w", path, err)
+	}
+	return syncDir(dir, path)
+}
+
+func syncDir(dir, path string) error {
+	d, err := os.Open(dir)
+	if err != nil {
+		return fmt.Errorf("syncing directory of %s: %w", path, err)
+	}
+	defer d.Close()
+	if err := d.Sync(); err != nil {
+		return fmt.Errorf("syncing directory of %s: %w", path, err)
+	}
+	return nil
 }
 
 // writeDurably replaces path with data: renameio writes a temporary file
@@ -160,13 +289,5 @@ func writeDurably(path string, data []byte) error {
 	if err := renameio.WriteFile(path, data, 0o644, renameio.WithTempDir(dir)); err != nil {
 		return fmt.Errorf("writing %s: %w", path, err)
 	}
-	d, err := os.Open(dir)
-	if err != nil {
-		return fmt.Errorf("syncing directory of %s: %w", path, err)
-	}
-	defer d.Close()
-	if err := d.Sync(); err != nil {
-		return fmt.Errorf("syncing directory of %s: %w", path, err)
-	}
-	return nil
+	return syncDir(dir, path)
 }

@@ -19,8 +19,13 @@ func init() { addCommand(newInspectCmd) }
 // loadDir opens a data directory read-only for inspect, verify and dump.
 // It gives up with ctx's error (context.Canceled: exit 130) when ctx is
 // done, as the root command's context is on SIGINT and SIGTERM.
+// An error is explained in operator terms where it can be (explainDirError).
 func loadDir(ctx context.Context, dir string) (*check.State, error) {
-	return check.LoadContext(ctx, vfs.Default, dir)
+	st, err := check.LoadContext(ctx, vfs.Default, dir)
+	if err != nil {
+		return nil, explainDirError(vfs.Default, dir, err)
+	}
+	return st, nil
 }
 
 type inspectOptions struct{ json bool }
@@ -99,7 +104,7 @@ func runInspect(ctx context.Context, ios *IO, opts inspectOptions, dir string) e
 	// shard: an unfinished switch must not be opened at all.
 	rs, err := reshard.ReadStatus(vfs.Default, dir)
 	if err != nil {
-		return err
+		return explainDirError(vfs.Default, dir, err)
 	}
 	if rs.State == reshard.StateSwitching {
 		// Exit 4, as every other opener of this directory: a script that

@@ -42,6 +42,15 @@ declarations of one cell id with different fingerprints are refused later
 			if err := requireFlags(cmd, "namespace", "shards", "cells"); err != nil {
 				return err
 			}
+			if err := ringCheckNames("--namespace", opts.namespace); err != nil {
+				return err
+			}
+			if err := ringCheckNames("--cells", opts.cells...); err != nil {
+				return err
+			}
+			if err := ringCheckFingerprints(opts.fingerprints); err != nil {
+				return err
+			}
 			return runRingInit(ios, &opts, args[0])
 		},
 	}
