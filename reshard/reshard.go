@@ -91,6 +91,7 @@ type resharder struct {
 	scratch    string
 	budget     int64
 	maps       int
+	open       []*spillMap // every map made, closed however the reshard ends
 	newDigest  *digest
 	rep        *Report
 	tails      []journal.ShardTail // the old shards' log tails, read once
@@ -191,12 +192,16 @@ func Reshard(ctx context.Context, fs vfs.FS, dir string, opts Options) (*Report,
 		r.scratch = fs.PathJoin(newDir, scratchDir)
 	}
 	defer func() { _ = fs.RemoveAll(r.scratch) }()
+	defer r.closeMaps() // a failure may leave maps open (and their stores locked)
 	abandon := func(err error) (*Report, error) {
+		r.closeMaps()
 		if !opts.DryRun {
 			// Before the switch the old directory is untouched; what was
-			// built is discarded (a rerun would discard it anyway).
+			// built is discarded (a rerun would discard it anyway). The
+			// directory is not synced: err may be its failed fsync, which
+			// is never retried, and a reshard.new a crash brings back is a
+			// leftover the next reshard removes.
 			_ = fs.RemoveAll(newDir)
-			_ = syncDir(fs, dir)
 		}
 		return nil, err
 	}
@@ -266,7 +271,11 @@ func Reshard(ctx context.Context, fs vfs.FS, dir string, opts Options) (*Report,
 	}
 	sw := meta.Meta{Format: meta.Switching, Log: meta.LogShared, Shards: r.newN, OldShards: r.oldN, NewShards: r.newN}
 	if err := d.Write(sw); err != nil {
-		return abandon(err)
+		// fusee.meta may be the new one already (renamed into place, the
+		// directory's fsync failed): reshard.new stays, for the rerun that
+		// finishes the switch; if fusee.meta is still the old one, the
+		// rerun removes reshard.new as a leftover.
+		return nil, fmt.Errorf("beginning the switch: %w; the directory is either as it was (reshard.new left over) or its switch has begun: run `fusee reshard %s` to finish or clean up", err, dir)
 	}
 	if err := hook("meta-switching"); err != nil {
 		return nil, err
@@ -359,7 +368,16 @@ func hook(step string) error {
 // memory budget.
 func (r *resharder) newMap(name string) *spillMap {
 	r.maps++
-	return newSpillMap(r.fs, r.fs.PathJoin(r.scratch, name), max(r.budget/5, 1))
+	m := newSpillMap(r.fs, r.fs.PathJoin(r.scratch, name), max(r.budget/5, 1))
+	r.open = append(r.open, m)
+	return m
+}
+
+// closeMaps closes every map (closing one twice does nothing).
+func (r *resharder) closeMaps() {
+	for _, m := range r.open {
+		_ = m.Close()
+	}
 }
 
 func (r *resharder) progress(phase string, done, total int64) {
