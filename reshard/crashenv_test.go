@@ -21,10 +21,10 @@ const memDir = "/data"
 
 // representativeDir generates a directory of shards shards on a fresh
 // crashable memory filesystem (sim's workload: every record, message and
-// reference kind, a log tail after the last checkpoint) and adds one run
-// whose signal names a run that does not exist, committed to the log like
-// any other: a dangling reference, which no operation makes today. It
-// returns the filesystem, synced as a cleanly closed directory leaves it.
+// reference kind), checkpoints it and adds, in the log tail, one run whose
+// signal names a run that does not exist: a dangling reference, which no
+// operation makes today. It returns the filesystem, synced as a cleanly
+// closed directory leaves it.
 func representativeDir(t testing.TB, shards, runs int, seed uint64) *vfs.MemFS {
 	t.Helper()
 	mem := vfs.NewCrashableMem()
@@ -36,13 +36,21 @@ func representativeDir(t testing.TB, shards, runs int, seed uint64) *vfs.MemFS {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// Run number gone is skipped (as if its run had been dropped): the
+	// checkpoint records the shard's next run number above it, and the
+	// new run's signal names it.
 	s := db.Shards[0]
+	gone := s.NextRun
+	s.NextRun++
+	if err := db.Checkpoint(); err != nil {
+		t.Fatal(err)
+	}
 	wf := idOn(t, "dangler", 0, shards)
 	no := s.NextRun
 	ops := []journal.ShardOp{
 		{Shard: 0, Op: journal.Op{Kind: journal.OpStart, Run: no, Rec: journal.Record{Kind: journal.KindStart, WorkflowID: wf, Type: "hand", Time: db.Now, Gen: 1}}},
 		{Shard: 0, Op: journal.Op{Kind: journal.OpAppend, Run: no, Rec: journal.Record{Kind: journal.KindSignal, Pos: 1, Time: db.Now,
-			Name: "poke", MsgID: "sig-dangling", By: journal.RunRef{Shard: shards - 1, Run: 1 << 40}}}},
+			Name: "poke", MsgID: "sig-dangling", By: journal.RunRef{Shard: 0, Run: gone}}}},
 	}
 	if err := db.Commit(ops); err != nil {
 		t.Fatalf("adding the dangling reference: %v", err)

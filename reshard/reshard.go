@@ -297,6 +297,9 @@ func Reshard(ctx context.Context, fs vfs.FS, dir string, opts Options) (*Report,
 func (r *resharder) finishSwitch(d *metaDir, newN int) error {
 	fs, dir := r.fs, r.dir
 	newDir, oldDir := fs.PathJoin(dir, NewDirName), fs.PathJoin(dir, OldDirName)
+	if err := checkNewShards(fs, dir, newN); err != nil {
+		return err
+	}
 	for _, name := range []string{"wal", "shards"} {
 		src := fs.PathJoin(newDir, name)
 		if _, err := fs.Stat(src); err != nil {
@@ -351,6 +354,48 @@ func (r *resharder) finishSwitch(d *metaDir, newN int) error {
 		}
 	}
 	return syncDir(fs, dir)
+}
+
+// SwitchStateError is an interrupted switch whose new shards are not the
+// ones fusee.meta names: finishing it would give the directory the wrong
+// shards, so nothing is done.
+type SwitchStateError struct {
+	Dir    string
+	Shards int    // new_shards in fusee.meta
+	Where  string // where the new shards should be
+	Err    error
+}
+
+func (e *SwitchStateError) Error() string {
+	return fmt.Sprintf("%s: fusee.meta says a reshard to %d shards was interrupted, but %s does not hold %d new shards (%v); refusing to finish it, nothing was changed: was fusee.meta or reshard.new changed by hand? Restore the directory from a backup",
+		e.Dir, e.Shards, e.Where, e.Shards, e.Err)
+}
+
+func (e *SwitchStateError) Unwrap() error { return e.Err }
+
+// checkNewShards makes sure that the shards the switch moves in (still in
+// reshard.new, or already moved in) are newN shards of a newN-shard
+// directory, before anything is moved.
+func checkNewShards(fs vfs.FS, dir string, newN int) error {
+	base := fs.PathJoin(dir, NewDirName)
+	if _, err := fs.Stat(fs.PathJoin(base, "shards")); err != nil {
+		base = dir
+	}
+	where := fs.PathJoin(base, "shards")
+	for j := range newN {
+		if _, err := journal.ReadHeader(fs, base, j, newN); err != nil {
+			return &SwitchStateError{Dir: dir, Shards: newN, Where: where, Err: err}
+		}
+	}
+	if extra := journal.ShardDir(fs, base, newN); fileExists(fs, extra) {
+		return &SwitchStateError{Dir: dir, Shards: newN, Where: where, Err: fmt.Errorf("it has a shard %d as well", newN)}
+	}
+	return nil
+}
+
+func fileExists(fs vfs.FS, path string) bool {
+	_, err := fs.Stat(path)
+	return err == nil
 }
 
 // testHook, when set (by tests), is called at each named step of the
