@@ -294,7 +294,11 @@ func TestCrashAtEveryStep(t *testing.T) {
 			ct := &crashTally{saw: map[string]int{}}
 			double := func(first, second int) bool { return (first+second)%doubleStride == 0 }
 			before := func(first, second int) bool { return first%beforeStride == 0 && second%beforeStride == 0 }
-			steps := c.sweep(t, ct, 0, nil, double, before)
+			var sample func(int) bool
+			if raceOn && !longTests() {
+				sample = func(step int) bool { return step%4 == 0 }
+			}
+			steps := c.sweep(t, ct, 0, sample, double, before)
 			synced := ct.points
 			for i, seed := range cfg.unsyncedSeeds {
 				c.sweep(t, ct, seed, func(step int) bool { return (step+i)%unsyncedStride == 0 }, nil, nil)

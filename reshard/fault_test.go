@@ -108,6 +108,8 @@ func TestFaultAtEveryStep(t *testing.T) {
 	configs := []config{{name: "in-memory-maps", stride: 1}, {name: "spilled-maps", memory: 1, stride: 5}}
 	if longTests() {
 		configs[1].stride = 1
+	} else if raceOn {
+		configs[0].stride, configs[1].stride = 4, 20
 	}
 	for _, cfg := range configs {
 		t.Run(cfg.name, func(t *testing.T) {
