@@ -138,23 +138,33 @@ type quietLogger struct{}
 func (quietLogger) Infof(string, ...any)  {}
 func (quietLogger) Errorf(string, ...any) {}
 func (quietLogger) Fatalf(f string, args ...any) {
-	panic(storeFatal{fmt.Errorf("pebble: "+f, args...)})
+	panic(storeFatal{fatalError(f, args...)})
 }
 
 // storeFatal is the value quietLogger.Fatalf panics with.
 type storeFatal struct{ err error }
 
 // recoverStoreFatal, deferred by a function that calls into pebble for the
-// store at path, turns a storeFatal panic into *errp. Any other panic goes
-// on: only pebble's Fatalf is converted.
+// store at path, turns a storeFatal panic into *errp, and so a panic of
+// pebble's own whose value is a file system error (a failed directory
+// fsync: see fatal.go). A Fatalf caused by the file system failing is
+// that failure, not damage. Any other panic goes on.
 func recoverStoreFatal(path string, errp *error) {
 	r := recover()
 	if r == nil {
 		return
 	}
+	if err, ok := r.(error); ok && ioFailure(err) {
+		*errp = fmt.Errorf("shard store %s: %w", path, err)
+		return
+	}
 	f, ok := r.(storeFatal)
 	if !ok {
 		panic(r)
+	}
+	if ioFailure(f.err) {
+		*errp = fmt.Errorf("shard store %s: %w", path, f.err)
+		return
 	}
 	*errp = &StoreCorruptionError{Path: path, Err: f.err}
 }

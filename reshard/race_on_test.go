@@ -2,6 +2,6 @@
 
 package reshard_test
 
-// raceOn: the race detector slows these single-threaded tests five- to
-// tenfold; they use smaller directories under it (the same code paths).
+// raceOn: the race detector slows everything several times; tests use
+// smaller directories and the sweeps sample every fourth step.
 const raceOn = true

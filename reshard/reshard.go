@@ -91,6 +91,7 @@ type resharder struct {
 	scratch    string
 	budget     int64
 	maps       int
+	open       []*spillMap // every map made, closed however the reshard ends
 	newDigest  *digest
 	rep        *Report
 	tails      []journal.ShardTail // the old shards' log tails, read once
@@ -195,12 +196,16 @@ func Reshard(ctx context.Context, fs vfs.FS, dir string, opts Options) (*Report,
 		r.scratch = fs.PathJoin(newDir, scratchDir)
 	}
 	defer func() { _ = fs.RemoveAll(r.scratch) }()
+	defer r.closeMaps() // a failure may leave maps open (and their stores locked)
 	abandon := func(err error) (*Report, error) {
+		r.closeMaps()
 		if !opts.DryRun {
 			// Before the switch the old directory is untouched; what was
-			// built is discarded (a rerun would discard it anyway).
+			// built is discarded (a rerun would discard it anyway). The
+			// directory is not synced: err may be its failed fsync, which
+			// is never retried, and a reshard.new a crash brings back is a
+			// leftover the next reshard removes.
 			_ = fs.RemoveAll(newDir)
-			_ = syncDir(fs, dir)
 		}
 		return nil, err
 	}
@@ -270,7 +275,11 @@ func Reshard(ctx context.Context, fs vfs.FS, dir string, opts Options) (*Report,
 	}
 	sw := meta.Meta{Format: meta.Switching, Log: meta.LogShared, Shards: r.newN, OldShards: r.oldN, NewShards: r.newN}
 	if err := r.writeMeta(d, sw); err != nil {
-		return abandon(err)
+		// fusee.meta may be the new one already (renamed into place, the
+		// directory's fsync failed): reshard.new stays, for the rerun that
+		// finishes the switch; if fusee.meta is still the old one, the
+		// rerun removes reshard.new as a leftover.
+		return nil, fmt.Errorf("beginning the switch: %w; the directory is either as it was (reshard.new left over) or its switch has begun: run `fusee reshard %s` to finish or clean up", err, dir)
 	}
 	if err := hook("meta-switching"); err != nil {
 		return nil, err
@@ -292,6 +301,9 @@ func Reshard(ctx context.Context, fs vfs.FS, dir string, opts Options) (*Report,
 func (r *resharder) finishSwitch(d *metaDir, newN int) error {
 	fs, dir := r.fs, r.dir
 	newDir, oldDir := fs.PathJoin(dir, NewDirName), fs.PathJoin(dir, OldDirName)
+	if err := checkNewShards(fs, dir, newN); err != nil {
+		return err
+	}
 	for _, name := range []string{"wal", "shards"} {
 		src := fs.PathJoin(newDir, name)
 		if _, err := fs.Stat(src); err != nil {
@@ -357,6 +369,48 @@ func (r *resharder) writeMeta(d *metaDir, m meta.Meta) error {
 	return r.owner.apply(r.fs.PathJoin(r.dir, meta.FileName))
 }
 
+// SwitchStateError is an interrupted switch whose new shards are not the
+// ones fusee.meta names: finishing it would give the directory the wrong
+// shards, so nothing is done.
+type SwitchStateError struct {
+	Dir    string
+	Shards int    // new_shards in fusee.meta
+	Where  string // where the new shards should be
+	Err    error
+}
+
+func (e *SwitchStateError) Error() string {
+	return fmt.Sprintf("%s: fusee.meta says a reshard to %d shards was interrupted, but %s does not hold %d new shards (%v); refusing to finish it, nothing was changed: was fusee.meta or reshard.new changed by hand? Restore the directory from a backup",
+		e.Dir, e.Shards, e.Where, e.Shards, e.Err)
+}
+
+func (e *SwitchStateError) Unwrap() error { return e.Err }
+
+// checkNewShards makes sure that the shards the switch moves in (still in
+// reshard.new, or already moved in) are newN shards of a newN-shard
+// directory, before anything is moved.
+func checkNewShards(fs vfs.FS, dir string, newN int) error {
+	base := fs.PathJoin(dir, NewDirName)
+	if _, err := fs.Stat(fs.PathJoin(base, "shards")); err != nil {
+		base = dir
+	}
+	where := fs.PathJoin(base, "shards")
+	for j := range newN {
+		if _, err := journal.ReadHeader(fs, base, j, newN); err != nil {
+			return &SwitchStateError{Dir: dir, Shards: newN, Where: where, Err: err}
+		}
+	}
+	if extra := journal.ShardDir(fs, base, newN); fileExists(fs, extra) {
+		return &SwitchStateError{Dir: dir, Shards: newN, Where: where, Err: fmt.Errorf("it has a shard %d as well", newN)}
+	}
+	return nil
+}
+
+func fileExists(fs vfs.FS, path string) bool {
+	_, err := fs.Stat(path)
+	return err == nil
+}
+
 // testHook, when set (by tests), is called at each named step of the
 // switch; an error it returns stops the reshard there, as a crash would.
 var testHook func(step string) error
@@ -379,7 +433,16 @@ const mapShare = 8
 // memory budget.
 func (r *resharder) newMap(name string) *spillMap {
 	r.maps++
-	return newSpillMap(r.fs, r.fs.PathJoin(r.scratch, name), max(r.budget/mapShare, 1))
+	m := newSpillMap(r.fs, r.fs.PathJoin(r.scratch, name), max(r.budget/mapShare, 1))
+	r.open = append(r.open, m)
+	return m
+}
+
+// closeMaps closes every map (closing one twice does nothing).
+func (r *resharder) closeMaps() {
+	for _, m := range r.open {
+		_ = m.Close()
+	}
 }
 
 func (r *resharder) progress(phase string, done, total int64) {
