@@ -114,7 +114,7 @@ func (f Fingerprint) Diff(b Fingerprint) string {
 		case x.Generation != y.Generation:
 			d = append(d, fmt.Sprintf("shard %d's store is generation %d, not %d", i, y.Generation, x.Generation))
 		case x.CheckpointSeq != y.CheckpointSeq || x.CheckpointLSN != y.CheckpointLSN:
-			d = append(d, fmt.Sprintf("shard %d has a newer checkpoint (LSN %d, not %d)", i, y.CheckpointLSN, x.CheckpointLSN))
+			d = append(d, fmt.Sprintf("shard %d was checkpointed at LSN %d (checkpoint %d), not %d (checkpoint %d)", i, y.CheckpointLSN, y.CheckpointSeq, x.CheckpointLSN, x.CheckpointSeq))
 		default:
 			d = append(d, fmt.Sprintf("shard %d's checkpoint header differs", i))
 		}

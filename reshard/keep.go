@@ -223,3 +223,39 @@ func exists(fs vfs.FS, path string) (bool, error) {
 	}
 	return true, nil
 }
+
+// KeptLayout is a kept old layout, as inspect shows it.
+type KeptLayout struct {
+	Path      string `json:"path"`
+	OldShards int    `json:"old_shards"` // its count, which undo restores
+	NewShards int    `json:"new_shards"` // the count that replaced it
+	Bytes     int64  `json:"bytes"`
+	// Undoing says an undo began and stopped before its switch (the
+	// layout in place is unchanged; run the undo again).
+	Undoing bool `json:"undoing,omitempty"`
+}
+
+// readKeptLayout describes dir's kept layout (nil if none, or if it is
+// only the leftover of a finished undo).
+func readKeptLayout(fs vfs.FS, dir string) (*KeptLayout, error) {
+	kept := fs.PathJoin(dir, KeptDirName)
+	if ok, err := exists(fs, kept); err != nil || !ok {
+		return nil, err
+	}
+	if done, err := keptLayoutDone(fs, kept); err != nil || done {
+		return nil, err
+	}
+	rec, err := readKeptRecord(fs, kept)
+	if err != nil {
+		return nil, err
+	}
+	size, err := treeSize(fs, kept)
+	if err != nil {
+		return nil, err
+	}
+	undoing, err := exists(fs, fs.PathJoin(kept, undoMarker))
+	if err != nil {
+		return nil, err
+	}
+	return &KeptLayout{Path: kept, OldShards: rec.OldShards, NewShards: rec.NewShards, Bytes: size, Undoing: undoing}, nil
+}
