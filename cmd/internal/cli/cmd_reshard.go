@@ -74,6 +74,18 @@ front of the operator. --dry-run reads and plans everything,
 prints the same report and the disk space the real run needs, and changes
 nothing in the directory (its scratch space is under --scratch).
 
+To review before changing anything: --dry-run -o PLAN writes the plan (the
+directory's fingerprint, every renumbered run, token changes, per-shard
+totals; schema in docs/reshard.md) atomically; --plan PLAN applies exactly
+it, taking the count from it, and refuses with nothing changed if the
+directory is not the one the plan was made from (the engine wrote since) or
+the file is damaged or of another version; --verify-plan PLAN afterwards
+checks the count and every renumbered run (exit 1 with the differences).
+--keep-old keeps the old layout as <dir>/reshard.kept; --undo restores it,
+through the same crash-safe switch, unless something wrote to the new
+layout since (then it refuses and says why). A new reshard is refused while
+a layout is kept; remove reshard.kept when it is no longer needed.
+
 The report names what happened (done, nothing-to-do, finished-interrupted,
 cleaned-up-leftovers, planned), the counts, every renumbered unfinished run
 with its old and new Ctx::key prefixes, and every pending completion token
