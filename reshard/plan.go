@@ -121,11 +121,12 @@ func (r *resharder) makePlan(ctx context.Context) (*plan, error) {
 		nextRun: make([]journal.RunNo, r.newN), shardRuns: make([]int64, r.newN)}
 	keys := r.newMap("plan")
 	defer keys.Close()
-	tails, err := logTails(ctx, r.fs, r.dir, r.oldN)
-	if err != nil {
-		return nil, err
+	var err error
+	if r.tails == nil { // identify (apply.go) may have read them already
+		if r.tails, err = logTails(ctx, r.fs, r.dir, r.oldN); err != nil {
+			return nil, err
+		}
 	}
-	r.tails = tails
 	for i := range r.oldN {
 		src, err := openSource(r.fs, r.dir, i, r.oldN, r.tails)
 		if err != nil {

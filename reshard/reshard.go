@@ -40,6 +40,15 @@ type Options struct {
 	Memory int64
 	// Progress, if set, is told how far each phase has got.
 	Progress func(phase string, done, total int64)
+	// MakePlan, with DryRun, also returns the plan in Report.Plan.
+	MakePlan bool
+	// Plan, if set, is applied: the count is its, and the directory must
+	// be the one it was made from (PlanPath names it in messages).
+	Plan     *Plan
+	PlanPath string
+	// KeepOld keeps the old layout as reshard.kept instead of deleting
+	// it, so that Undo can restore it.
+	KeepOld bool
 }
 
 // CountError is a shard count outside 1..meta.MaxShards.
@@ -96,6 +105,7 @@ type resharder struct {
 	rep        *Report
 	tails      []journal.ShardTail // the old shards' log tails, read once
 	owner      *ownership          // what new files get (nil: not on the disk)
+	fp         *Fingerprint        // the old directory's, when a plan is made or applied
 }
 
 // Reshard changes the shard count of the closed data directory dir to
@@ -123,7 +133,14 @@ func Reshard(ctx context.Context, fs vfs.FS, dir string, opts Options) (*Report,
 	if r.owner, err = ownershipOf(fs, dir); err != nil {
 		return nil, err
 	}
-	newDir, oldDir := fs.PathJoin(dir, NewDirName), fs.PathJoin(dir, OldDirName)
+	newDir := fs.PathJoin(dir, NewDirName)
+	if opts.Plan != nil {
+		// Before anything is touched, leftovers included.
+		if err := r.checkPlan(ctx, m); err != nil {
+			return nil, err
+		}
+		opts.Shards, r.opts.Shards = opts.Plan.NewShards, opts.Plan.NewShards
+	}
 
 	if m.Switching() {
 		rep.OldShards, rep.NewShards = m.OldShards, m.NewShards
@@ -144,10 +161,7 @@ func Reshard(ctx context.Context, fs vfs.FS, dir string, opts Options) (*Report,
 
 	// Leftovers: reshard.new of an attempt that never reached the switch,
 	// reshard.old of one that finished but crashed before deleting it.
-	for _, left := range []string{newDir, oldDir} {
-		if _, err := fs.Stat(left); err != nil {
-			continue
-		}
+	for _, left := range leftovers(fs, dir) {
 		rep.CleanedUp = append(rep.CleanedUp, left)
 		if opts.DryRun {
 			continue
@@ -168,6 +182,16 @@ func Reshard(ctx context.Context, fs vfs.FS, dir string, opts Options) (*Report,
 	}
 	r.oldN, r.newN = m.Shards, opts.Shards
 	rep.NewShards = opts.Shards
+	if !opts.DryRun {
+		if err := refuseOverKept(fs, dir); err != nil {
+			return nil, err
+		}
+	}
+	if opts.MakePlan && r.fp == nil {
+		if err := r.identify(ctx, m); err != nil {
+			return nil, err
+		}
+	}
 
 	oldBytes, err := treeSize(fs, dir, NewDirName, OldDirName)
 	if err != nil {
@@ -216,6 +240,11 @@ func Reshard(ctx context.Context, fs vfs.FS, dir string, opts Options) (*Report,
 		return abandon(err)
 	}
 	defer p.Close()
+	if opts.Plan != nil {
+		if err := r.matchPlan(p); err != nil {
+			return abandon(err)
+		}
+	}
 	r.phase("plan", start)
 	for st, n := range p.byState {
 		rep.Counts.Runs[st.String()] = n
@@ -232,6 +261,11 @@ func Reshard(ctx context.Context, fs vfs.FS, dir string, opts Options) (*Report,
 		}
 		r.phase("rewrite", start)
 		rep.Outcome = OutcomePlanned
+		if opts.MakePlan {
+			if rep.Plan, err = r.writtenPlan(p); err != nil {
+				return nil, err
+			}
+		}
 		return rep, nil
 	}
 
@@ -252,6 +286,11 @@ func Reshard(ctx context.Context, fs vfs.FS, dir string, opts Options) (*Report,
 	}
 	if err := fs.RemoveAll(r.scratch); err != nil {
 		return abandon(err)
+	}
+	if opts.KeepOld {
+		if err := r.recordKept(ctx, newDir); err != nil {
+			return abandon(err)
+		}
 	}
 	if err := r.owner.apply(newDir); err != nil {
 		return abandon(err)
@@ -298,10 +337,14 @@ func Reshard(ctx context.Context, fs vfs.FS, dir string, opts Options) (*Report,
 // reshard.new, the old one (if still in place) moves to reshard.old and
 // the new one moves in; then the final fusee.meta; then reshard.old and
 // reshard.new are deleted.
+//
+// An undo (undo.go) goes through the same steps with reshard.kept in
+// place of reshard.new; a reshard with KeepOld moves reshard.old to
+// reshard.kept before the final fusee.meta (keep.go).
 func (r *resharder) finishSwitch(d *metaDir, newN int) error {
 	fs, dir := r.fs, r.dir
-	newDir, oldDir := fs.PathJoin(dir, NewDirName), fs.PathJoin(dir, OldDirName)
-	if err := checkNewShards(fs, dir, newN); err != nil {
+	newDir, oldDir := switchSource(fs, dir), fs.PathJoin(dir, OldDirName)
+	if err := checkNewShards(fs, dir, newDir, newN); err != nil {
 		return err
 	}
 	for _, name := range []string{"wal", "shards"} {
@@ -346,7 +389,10 @@ func (r *resharder) finishSwitch(d *metaDir, newN int) error {
 			return err
 		}
 	}
-	if err := r.writeMeta(d, meta.Meta{Format: meta.FormatLocal, Log: meta.LogShared, Shards: newN}); err != nil {
+	if err := r.keepOld(newDir, oldDir); err != nil {
+		return err
+	}
+	if err := r.writeFinalMeta(d, newDir, newN); err != nil {
 		return err
 	}
 	if err := hook("meta-final"); err != nil {
@@ -389,8 +435,8 @@ func (e *SwitchStateError) Unwrap() error { return e.Err }
 // checkNewShards makes sure that the shards the switch moves in (still in
 // reshard.new, or already moved in) are newN shards of a newN-shard
 // directory, before anything is moved.
-func checkNewShards(fs vfs.FS, dir string, newN int) error {
-	base := fs.PathJoin(dir, NewDirName)
+func checkNewShards(fs vfs.FS, dir, newDir string, newN int) error {
+	base := newDir
 	if _, err := fs.Stat(fs.PathJoin(base, "shards")); err != nil {
 		base = dir
 	}

@@ -51,6 +51,8 @@ type Status struct {
 	// Command is the exact command that finishes the reshard or removes
 	// its leftovers; empty for StateNone.
 	Command string `json:"command,omitempty"`
+	// Kept is the old layout a reshard with --keep-old kept (nil: none).
+	Kept *KeptLayout `json:"kept,omitempty"`
 }
 
 // ReadStatus reports dir's reshard state, read-only: it takes the
@@ -66,7 +68,7 @@ func ReadStatus(fs vfs.FS, dir string) (*Status, error) {
 	defer d.Close()
 	fs = d.FS()
 	m := d.Meta()
-	newDir, oldDir := fs.PathJoin(dir, NewDirName), fs.PathJoin(dir, OldDirName)
+	newDir, oldDir := switchSource(fs, dir), fs.PathJoin(dir, OldDirName)
 	exists := func(p string) (bool, error) {
 		_, err := fs.Stat(p)
 		if errors.Is(err, iofs.ErrNotExist) {
@@ -78,6 +80,9 @@ func ReadStatus(fs vfs.FS, dir string) (*Status, error) {
 		return true, nil
 	}
 	st := &Status{State: StateNone}
+	if st.Kept, err = readKeptLayout(fs, dir); err != nil {
+		return nil, err
+	}
 	if m.Switching() {
 		st.State, st.OldShards, st.NewShards = StateSwitching, m.OldShards, m.NewShards
 		// The same test finishSwitch makes: while reshard.new/X exists
@@ -98,19 +103,11 @@ func ReadStatus(fs vfs.FS, dir string) (*Status, error) {
 		st.Command = finishCommand(dir)
 		return st, nil
 	}
-	for _, left := range []string{newDir, oldDir} {
-		ok, err := exists(left)
-		if err != nil {
-			return nil, err
-		}
-		if ok {
-			st.Leftovers = append(st.Leftovers, left)
-		}
-	}
+	st.Leftovers = leftovers(fs, dir)
 	switch {
 	case len(st.Leftovers) == 0:
 		return st, nil
-	case st.Leftovers[len(st.Leftovers)-1] == oldDir:
+	case st.Leftovers[0] != fs.PathJoin(dir, NewDirName):
 		st.State = StateCleaningUp
 	default:
 		st.State = StateBuilding

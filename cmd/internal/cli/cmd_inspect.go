@@ -61,6 +61,8 @@ that finishes it:
   cleaning-up  reshard.old is left from a reshard that finished; the
                directory is summarised as usual; "fusee reshard <dir>"
                removes the leftover.
+A layout kept by "fusee reshard --keep-old" (reshard.kept) is shown with
+its size and the command that restores it.
 
 --json prints one object with stable field names: dir, format, log_format,
 shards, torn_tail, log_segments, log_bytes, total, per_shard (shard, lsn,
@@ -69,7 +71,9 @@ running, parked, finished, tombstone, renumbered, outbox, archives,
 archive_records, dedup_entries, pending_timers) and oldest_run/newest_run
 (workflow_id, gen, shard, run, state, started), and reshard (state: none,
 building, switching or cleaning-up; leftovers, old_shards, new_shards,
-old_files, new_files and command when there is something to finish). A
+old_files, new_files and command when there is something to finish; kept:
+path, old_shards, new_shards, bytes, undoing, when a reshard with
+--keep-old kept the old layout). A
 size that is not known is -1. While switching, --json prints only dir,
 format and reshard, and the exit code is 4.`,
 		Example: `  fusee inspect /var/lib/engine/data
@@ -135,6 +139,10 @@ func printInspect(ios *IO, sum *check.Summary, rs *reshard.Status) error {
 	fmt.Fprintf(out, "format     %s, log format %d, %d shards\n", sum.Format, sum.LogFormat, sum.ShardCount)
 	if msg := rs.Message(); msg != "" {
 		fmt.Fprintf(out, "reshard    %s\n", styleWarn.Render(msg))
+	}
+	if k := rs.Kept; k != nil {
+		fmt.Fprintf(out, "kept       %s: the old layout of %d shards (%s), kept by a reshard to %d; `fusee reshard %s --undo` restores it while nothing has written here since; remove it when no longer needed\n",
+			k.Path, k.OldShards, sizeOrUnknown(k.Bytes), k.NewShards, meta.ShellQuote(sum.Dir))
 	}
 	if sum.LogSegments >= 0 {
 		fmt.Fprintf(out, "log        %d segments, %s\n", sum.LogSegments, sizeOrUnknown(sum.LogBytes))

@@ -35,6 +35,12 @@ type reshardOptions struct {
 	report  string
 	scratch string
 	memory  string
+	// Plans and undo (cmd_reshard_plan.go).
+	output     string
+	plan       string
+	verifyPlan string
+	keepOld    bool
+	undo       bool
 }
 
 func newReshardCmd(ios *IO) *cobra.Command {
@@ -68,6 +74,18 @@ front of the operator. --dry-run reads and plans everything,
 prints the same report and the disk space the real run needs, and changes
 nothing in the directory (its scratch space is under --scratch).
 
+To review before changing anything: --dry-run -o PLAN writes the plan (the
+directory's fingerprint, every renumbered run, token changes, per-shard
+totals; schema in docs/reshard.md) atomically; --plan PLAN applies exactly
+it, taking the count from it, and refuses with nothing changed if the
+directory is not the one the plan was made from (the engine wrote since) or
+the file is damaged or of another version; --verify-plan PLAN afterwards
+checks the count and every renumbered run (exit 1 with the differences).
+--keep-old keeps the old layout as <dir>/reshard.kept; --undo restores it,
+through the same crash-safe switch, unless something wrote to the new
+layout since (then it refuses and says why). A new reshard is refused while
+a layout is kept; remove reshard.kept when it is no longer needed.
+
 The report names what happened (done, nothing-to-do, finished-interrupted,
 cleaned-up-leftovers, planned), the counts, every renumbered unfinished run
 with its old and new Ctx::key prefixes, and every pending completion token
@@ -88,7 +106,13 @@ built is removed; run the same command again. A signal during the switch
   fusee reshard /var/lib/engine/data 16 --report /root/reshard-16.json
   # Finish a reshard whose switch a crash interrupted, or remove leftovers
   # (what "fusee inspect" says to run); after Ctrl-C just run it again:
-  fusee reshard /var/lib/engine/data`,
+  fusee reshard /var/lib/engine/data
+  # Plan, review, apply exactly that plan keeping the old layout, verify:
+  fusee reshard /var/lib/engine/data 16 --dry-run -o /root/plan-16.json
+  fusee reshard /var/lib/engine/data --plan /root/plan-16.json --keep-old
+  fusee reshard /var/lib/engine/data --verify-plan /root/plan-16.json
+  # Before the engine opens it: put the kept old layout back.
+  fusee reshard /var/lib/engine/data --undo`,
 		Args: rangeArgs(1, 2),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			shards := 0
@@ -102,6 +126,15 @@ built is removed; run the same command again. A signal during the switch
 				}
 				shards = n
 			}
+			if err := opts.checkPlanFlags(shards); err != nil {
+				return err
+			}
+			switch {
+			case opts.verifyPlan != "":
+				return runVerifyPlan(cmd.Context(), ios, opts, args[0])
+			case opts.undo:
+				return runUndo(cmd.Context(), ios, opts, args[0])
+			}
 			return runReshard(cmd.Context(), ios, opts, args[0], shards)
 		},
 	}
@@ -111,7 +144,12 @@ built is removed; run the same command again. A signal during the switch
 	f.StringVar(&opts.report, "report", "", "also write the JSON report to `FILE` (atomically, synced)")
 	f.StringVar(&opts.scratch, "scratch", "", "dry run: scratch `DIR` for a plan larger than --memory (default: the system temp directory)")
 	f.StringVar(&opts.memory, "memory", "256MiB", "memory `BUDGET` before the plan spills to a scratch store (e.g. 64MiB, 1GiB)")
-	markCLIOnly(cmd, "report", "dry-run")
+	f.StringVarP(&opts.output, "output", "o", "", "with --dry-run: write the plan to `PLAN` (JSON, atomically) for review and --plan")
+	f.StringVar(&opts.plan, "plan", "", "apply exactly the plan in `PLAN` (the count comes from it); refused if the directory changed since")
+	f.StringVar(&opts.verifyPlan, "verify-plan", "", "check that the directory is what `PLAN` said a reshard would make (exit 1 with the differences)")
+	f.BoolVar(&opts.keepOld, "keep-old", false, "keep the old layout as <dir>/reshard.kept, so --undo can restore it")
+	f.BoolVar(&opts.undo, "undo", false, "restore the layout kept by --keep-old, if nothing wrote to the directory since")
+	markCLIOnly(cmd, "report", "dry-run", "output", "plan", "verify-plan", "keep-old", "undo")
 	return cmd
 }
 
@@ -120,9 +158,14 @@ func runReshard(ctx context.Context, ios *IO, opts reshardOptions, dir string, s
 	if err != nil {
 		return usagef("--memory %q: %v", opts.memory, err)
 	}
+	plan, err := readPlanFile(opts.plan)
+	if err != nil {
+		return err
+	}
 	prog := newPhaseProgress(ios)
 	rep, err := reshard.Reshard(ctx, vfs.Default, dir, reshard.Options{
 		Shards: shards, DryRun: opts.dryRun, Scratch: opts.scratch, Memory: budget, Progress: prog.update,
+		MakePlan: opts.output != "", Plan: plan, PlanPath: opts.plan, KeepOld: opts.keepOld,
 	})
 	prog.done()
 	if err != nil {
@@ -140,10 +183,16 @@ func runReshard(ctx context.Context, ios *IO, opts reshardOptions, dir string, s
 			return fmt.Errorf("writing the report to %s (the reshard itself is %s): %w", opts.report, rep.Outcome, err)
 		}
 	}
+	if err := writePlanFile(opts.output, rep); err != nil {
+		return err
+	}
 	if opts.json {
 		return ios.printJSON(rep)
 	}
-	return printReshardReport(ios, rep)
+	if err := printReshardReport(ios, rep); err != nil {
+		return err
+	}
+	return printPlanNotes(ios, opts, rep)
 }
 
 // interrupted is the message for a reshard stopped by Ctrl-C or SIGTERM.
