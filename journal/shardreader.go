@@ -689,3 +689,70 @@ func (sr *ShardReader) Close() error {
 	}
 	return nil
 }
+
+// RunEntries calls fn with the number and entry of every run in ascending
+// number, after the tail, without reading journals or archives: a store
+// iterator visits each run's entry key and seeks past its records. It is
+// for a pass that needs only who each run is (reshard's plan); Runs reads
+// and checks everything.
+func (sr *ShardReader) RunEntries(ctx context.Context, fn func(no RunNo, e RunEntry) error) (err error) {
+	defer recoverStoreFatal(sr.path, &err)
+	o := sr.overlay
+	var mine []RunNo
+	for no := range sr.touched {
+		if _, ok := o.Runs[no]; ok {
+			mine = append(mine, no)
+		}
+	}
+	slices.Sort(mine)
+	emitMine := func(below RunNo) error {
+		for len(mine) > 0 && (below == 0 || mine[0] < below) {
+			r := o.Runs[mine[0]]
+			mine = mine[1:]
+			if err := fn(r.No, entryOf(r)); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	it, err := sr.store.NewIter(&pebble.IterOptions{LowerBound: []byte{KeyRun}, UpperBound: []byte{KeyRun + 1}})
+	if err != nil {
+		return storeError(sr.path, "reading", err)
+	}
+	defer func() { err = closeIter(sr.path, it, err) }()
+	n := 0
+	for ok := it.First(); ok; {
+		k, err := ParseStoreKey(it.Key())
+		if err != nil {
+			return sr.keyError(nil, err)
+		}
+		if k.IsRecord {
+			return sr.keyError(it.Key(), fmt.Errorf("journal record of run %d without its run entry", k.Run))
+		}
+		if n++; n%4096 == 0 {
+			if err := ctx.Err(); err != nil {
+				return err
+			}
+		}
+		if err := emitMine(k.Run); err != nil {
+			return err
+		}
+		if !sr.touched[k.Run] {
+			e, err := DecodeRunEntry(it.Value())
+			if err != nil {
+				return sr.keyError(it.Key(), err)
+			}
+			if err := fn(k.Run, e); err != nil {
+				return err
+			}
+		}
+		if k.Run >= MaxRunNo {
+			break
+		}
+		ok = it.SeekGE(RunKey(k.Run + 1)) // past the run's records
+	}
+	if err := it.Error(); err != nil {
+		return storeError(sr.path, "reading", err)
+	}
+	return emitMine(0)
+}

@@ -354,3 +354,54 @@ func TestReadTailsRefusesDisagreement(t *testing.T) {
 		t.Fatalf("ReadTails after cancel: %v", err)
 	}
 }
+
+// TestRunEntriesMatchesRuns: the entries-only stream names the same runs,
+// in the same order, with the same entries, as the full one, with random
+// log tails over the store.
+func TestRunEntriesMatchesRuns(t *testing.T) {
+	type pair struct {
+		no RunNo
+		e  RunEntry
+	}
+	rapid.Check(t, func(rt *rapid.T) {
+		mem := vfs.NewMem()
+		shards := rapid.IntRange(1, 3).Draw(rt, "shards")
+		db, w := runWorkload(rt, mem, "/d", shards, rapid.IntRange(0, 40).Draw(rt, "batches"))
+		if err := db.Checkpoint(); err != nil {
+			rt.Fatal(err)
+		}
+		for range rapid.IntRange(0, 10).Draw(rt, "tail") {
+			if err := db.Commit(w.batch(rt, 6)); err != nil {
+				rt.Fatal(err)
+			}
+		}
+		if err := db.Close(); err != nil {
+			rt.Fatal(err)
+		}
+		_, tails, _ := readAllTails(rt, mem, "/d", shards)
+		for i := range shards {
+			sr, err := OpenShardReader(mem, "/d", i, shards, &tails[i])
+			if err != nil {
+				rt.Fatal(err)
+			}
+			var full, entries []pair
+			err = sr.Runs(context.Background(), func(r *Run, _ []Record) error {
+				full = append(full, pair{r.No, entryOf(r)})
+				return nil
+			})
+			if err == nil {
+				err = sr.RunEntries(context.Background(), func(no RunNo, e RunEntry) error {
+					entries = append(entries, pair{no, e})
+					return nil
+				})
+			}
+			sr.Close()
+			if err != nil {
+				rt.Fatal(err)
+			}
+			if fmt.Sprint(full) != fmt.Sprint(entries) {
+				rt.Fatalf("shard %d: RunEntries gave %d runs, Runs %d:\n%v\n%v", i, len(entries), len(full), entries, full)
+			}
+		}
+	})
+}

@@ -52,12 +52,32 @@ type StoreCorruptionError struct {
 }
 
 func (e *StoreCorruptionError) Error() string {
+	return e.Problem() + "; the shard store is damaged; restore the directory from a backup"
+}
+
+// Problem is the message without the advice: what is wrong and where.
+func (e *StoreCorruptionError) Problem() string {
 	where := e.Path
 	if e.File != "" {
 		where += ": file " + e.File
 	}
-	return fmt.Sprintf("shard store %s is corrupt: %s; the shard store is damaged; restore the directory from a backup", where, corruptionMessage(e.Err))
+	return fmt.Sprintf("shard store %s is corrupt: %s", where, corruptionMessage(e.Err))
 }
+
+// StoreOpenError is a shard store pebble would not open for a reason it
+// did not itself call corruption: a file the store's MANIFEST lists is
+// missing or has another size, a permission, an I/O error.
+type StoreOpenError struct {
+	Path string // the store directory
+	What string // what was being done: "opening", "reading"
+	Err  error  // pebble's error
+}
+
+func (e *StoreOpenError) Error() string {
+	return fmt.Sprintf("%s shard store %s: %v", e.What, e.Path, e.Err)
+}
+
+func (e *StoreOpenError) Unwrap() error { return e.Err }
 
 // corruptionMessage is err's message without the "<corruption detail
 // carrier>" line pebble joins to a corruption error (the detail it carries
@@ -101,7 +121,7 @@ func storeError(path, what string, err error) error {
 	if pebble.IsCorruptionError(err) {
 		return &StoreCorruptionError{Path: path, Err: err}
 	}
-	return fmt.Errorf("%s shard store %s: %w", what, path, err)
+	return &StoreOpenError{Path: path, What: what, Err: err}
 }
 
 // quietLogger keeps pebble from printing to stderr: a store's problems
@@ -118,23 +138,33 @@ type quietLogger struct{}
 func (quietLogger) Infof(string, ...any)  {}
 func (quietLogger) Errorf(string, ...any) {}
 func (quietLogger) Fatalf(f string, args ...any) {
-	panic(storeFatal{fmt.Errorf("pebble: "+f, args...)})
+	panic(storeFatal{fatalError(f, args...)})
 }
 
 // storeFatal is the value quietLogger.Fatalf panics with.
 type storeFatal struct{ err error }
 
 // recoverStoreFatal, deferred by a function that calls into pebble for the
-// store at path, turns a storeFatal panic into *errp. Any other panic goes
-// on: only pebble's Fatalf is converted.
+// store at path, turns a storeFatal panic into *errp, and so a panic of
+// pebble's own whose value is a file system error (a failed directory
+// fsync: see fatal.go). A Fatalf caused by the file system failing is
+// that failure, not damage. Any other panic goes on.
 func recoverStoreFatal(path string, errp *error) {
 	r := recover()
 	if r == nil {
 		return
 	}
+	if err, ok := r.(error); ok && ioFailure(err) {
+		*errp = fmt.Errorf("shard store %s: %w", path, err)
+		return
+	}
 	f, ok := r.(storeFatal)
 	if !ok {
 		panic(r)
+	}
+	if ioFailure(f.err) {
+		*errp = fmt.Errorf("shard store %s: %w", path, f.err)
+		return
 	}
 	*errp = &StoreCorruptionError{Path: path, Err: f.err}
 }

@@ -23,6 +23,7 @@ type StoreWriter struct {
 	dir    string
 	tmp    string
 	db     *pebble.DB
+	trap   *fatalTrap
 	wopts  sstable.WriterOptions
 	w      *sstable.Writer
 	paths  []string
@@ -44,14 +45,15 @@ func NewStoreWriter(fs vfs.FS, dir string) (*StoreWriter, error) {
 	if err := fs.MkdirAll(tmp, 0o755); err != nil {
 		return nil, fmt.Errorf("writing shard store %s: %w", dir, err)
 	}
-	db, err := openStore(fs, dir, nil, false, true)
+	trap := &fatalTrap{}
+	db, err := openTrappedStore(fs, dir, trap)
 	if err != nil {
 		_ = fs.RemoveAll(tmp)
 		return nil, err
 	}
 	o := storeOptions(fs, nil, false, true)
 	o.EnsureDefaults()
-	return &StoreWriter{fs: fs, dir: dir, tmp: tmp, db: db,
+	return &StoreWriter{fs: fs, dir: dir, tmp: tmp, db: db, trap: trap,
 		wopts: o.MakeWriterOptions(6, db.FormatMajorVersion().MaxTableFormat())}, nil
 }
 
@@ -110,13 +112,16 @@ func (sw *StoreWriter) Finish() (err error) {
 	defer recoverStoreFatal(sw.dir, &err)
 	err = sw.closeTable()
 	if err == nil && len(sw.paths) > 0 {
+		// Ingest syncs the tables, the MANIFEST and the directory. Nothing
+		// is in the memtable (no WAL either): there is nothing to flush,
+		// and a flush that fails is retried by pebble without end.
 		err = sw.db.Ingest(context.Background(), sw.paths)
-	}
-	if err == nil {
-		err = sw.db.Flush()
 	}
 	if cerr := sw.db.Close(); err == nil {
 		err = cerr
+	}
+	if terr := sw.trap.Err(); terr != nil {
+		err = terr // what pebble reported on its own comes first
 	}
 	if err != nil {
 		return fmt.Errorf("writing shard store %s: %w", sw.dir, err)
@@ -177,11 +182,14 @@ func PendingTimers(r *Run) []TimerKey { return pendingTimers(r) }
 // OpenScratchStore creates a pebble store at path for temporary sorted
 // data (a reshard's plan and run map, its external sort of new store
 // keys): no write-ahead log (what it holds is rebuilt from the old
-// directory if the process dies), memtable of memtableBytes, and the same
-// quiet logger as shard stores, so pebble's failures come back as errors.
-func OpenScratchStore(fs vfs.FS, path string, memtableBytes int) (_ *pebble.DB, err error) {
+// directory if the process dies), memtable of memtableBytes, and a
+// fatalTrap as its logger, so pebble's failures, on any goroutine, come
+// back as errors (ScratchStore.Failed).
+func OpenScratchStore(fs vfs.FS, path string, memtableBytes int) (_ *ScratchStore, err error) {
 	defer recoverStoreFatal(path, &err)
+	trap := &fatalTrap{}
 	o := storeOptions(fs, pebble.NewCache(1<<20), false, true)
+	trap.install(o)
 	o.DisableWAL = true
 	o.MemTableSize = uint64(max(memtableBytes, 1<<20))
 	// Written once, read once in key order: compacting would rewrite the
@@ -193,8 +201,13 @@ func OpenScratchStore(fs vfs.FS, path string, memtableBytes int) (_ *pebble.DB, 
 	o.ErrorIfExists = false
 	db, err := pebble.Open(path, o)
 	o.Cache.Unref()
+	if err == nil {
+		if err = trap.Err(); err != nil {
+			_ = db.Close()
+		}
+	}
 	if err != nil {
 		return nil, fmt.Errorf("opening scratch store %s: %w", path, err)
 	}
-	return db, nil
+	return &ScratchStore{DB: db, path: path, trap: trap}, nil
 }

@@ -35,7 +35,7 @@ type SwitchingError struct {
 
 func (e *SwitchingError) Error() string {
 	return fmt.Sprintf("%s: an interrupted reshard (from %d to %d shards) must be finished before anything can open the directory: run `fusee reshard %s` to finish the interrupted reshard",
-		e.Dir, e.OldShards, e.NewShards, shellQuote(e.Dir))
+		e.Dir, e.OldShards, e.NewShards, ShellQuote(e.Dir))
 }
 
 func (e *SwitchingError) Is(target error) bool { return target == ErrSwitching }
@@ -50,16 +50,16 @@ type LogError struct {
 func (e *LogError) Error() string {
 	if e.Have < e.Want {
 		return fmt.Sprintf("%s uses log format %d, older than the format %d this command reads: run `fusee upgrade %s` to convert it (offline)",
-			e.Dir, e.Have, e.Want, shellQuote(e.Dir))
+			e.Dir, e.Have, e.Want, ShellQuote(e.Dir))
 	}
 	return fmt.Sprintf("%s uses log format %d, but this command reads only log format %d", e.Dir, e.Have, e.Want)
 }
 
 func (e *LogError) Is(target error) bool { return target == ErrOldLog && e.Have < e.Want }
 
-// shellQuote quotes s for a POSIX shell when it needs it, so the command
+// ShellQuote quotes s for a POSIX shell when it needs it, so the command
 // in a message can be pasted as it is.
-func shellQuote(s string) string {
+func ShellQuote(s string) string {
 	safe := s != ""
 	for _, r := range s {
 		if !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || strings.ContainsRune("/._-+,:@%=", r)) {

@@ -23,16 +23,25 @@ type Dir struct {
 // in tests on a memory filesystem alike.
 func Open(fs vfs.FS, dir string, opts Options) (*Dir, error) {
 	fs = FS(fs)
-	// A directory without fusee.meta is not a data directory: refuse it
-	// before the lock, so that opening one leaves no LOCK file behind.
-	if _, err := ReadAny(fs, dir); errors.Is(err, iofs.ErrNotExist) {
+	// A directory without fusee.meta, or with one that does not parse, is
+	// not a data directory that can be opened: refuse it before the lock,
+	// so that opening one leaves no LOCK file behind. fusee.meta is only
+	// ever replaced whole (ReplaceFile), so reading it unlocked sees one
+	// version or the other; it is read again under the lock. A directory
+	// in the middle of a reshard may be being switched right now: only the
+	// lock tells that (in use) from an interrupted reshard.
+	m, err := ReadAny(fs, dir)
+	if err == nil {
+		err = Check(dir, m, opts)
+	}
+	if err != nil && !errors.Is(err, ErrSwitching) {
 		return nil, err
 	}
 	l, err := Lock(fs, dir)
 	if err != nil {
 		return nil, err
 	}
-	m, err := ReadAny(fs, dir)
+	m, err = ReadAny(fs, dir)
 	if err == nil {
 		err = Check(dir, m, opts)
 	}

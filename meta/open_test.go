@@ -114,8 +114,8 @@ func TestShellQuote(t *testing.T) {
 		"":               "''",
 		"$HOME":          "'$HOME'",
 	} {
-		if got := shellQuote(in); got != want {
-			t.Errorf("shellQuote(%q) = %s, want %s", in, got, want)
+		if got := ShellQuote(in); got != want {
+			t.Errorf("ShellQuote(%q) = %s, want %s", in, got, want)
 		}
 	}
 }
@@ -133,5 +133,22 @@ func TestOpenNonDataDirLeavesNoLock(t *testing.T) {
 	}
 	if len(names) != 0 {
 		t.Fatalf("Open of a non-data directory left %d entries behind (first %s)", len(names), names[0].Name())
+	}
+}
+
+// Nor does opening a directory whose fusee.meta is bad (does not parse, or
+// a version this build does not read) leave a LOCK file in it.
+func TestOpenBadMetaLeavesNoLock(t *testing.T) {
+	for _, text := range []string{"garbage\n", "format=local\nlog=3\nshards=4\nversion=99\n", "format=elsewhere\nlog=3\nshards=4\n"} {
+		dir := t.TempDir()
+		if err := os.WriteFile(dir+"/"+FileName, []byte(text), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := Open(vfs.Default, dir, Options{}); err == nil {
+			t.Fatalf("Open with fusee.meta %q succeeded", text)
+		}
+		if _, err := os.Stat(dir + "/" + LockName); !errors.Is(err, os.ErrNotExist) {
+			t.Errorf("Open with fusee.meta %q left a LOCK file (stat: %v)", text, err)
+		}
 	}
 }

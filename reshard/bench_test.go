@@ -9,8 +9,11 @@ import (
 	"strconv"
 	"testing"
 
+	"github.com/cockroachdb/pebble/v2"
 	"github.com/cockroachdb/pebble/v2/vfs"
+	"github.com/fusee-dev/fusee/journal"
 	"github.com/fusee-dev/fusee/journal/sim"
+	"github.com/fusee-dev/fusee/meta"
 	"github.com/fusee-dev/fusee/reshard"
 )
 
@@ -88,3 +91,94 @@ func BenchmarkReshard(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkRewriteFloor is the floor a reshard is measured against: every
+// old store iterated in key order and written unchanged as sstables into a
+// new store (one ingest), two stores at a time. A reshard reads and
+// writes every byte once like this, and does more per byte.
+func BenchmarkRewriteFloor(b *testing.B) {
+	src := os.Getenv("FUSEE_BENCH_DIR")
+	shards := 8
+	if src == "" {
+		src = benchSource(b, shards, benchRuns())
+	} else {
+		m, err := meta.ReadAny(vfs.Default, src)
+		if err != nil {
+			b.Fatal(err)
+		}
+		shards = m.Shards
+	}
+	out := filepath.Join(os.TempDir(), "fusee-floor")
+	for range b.N {
+		b.StopTimer()
+		if err := os.RemoveAll(out); err != nil {
+			b.Fatal(err)
+		}
+		b.StartTimer()
+		if err := rewriteFloor(src, out, shards); err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.StopTimer()
+	os.RemoveAll(out)
+}
+
+func rewriteFloor(src, out string, shards int) error {
+	sem := make(chan struct{}, 2)
+	errs := make(chan error, shards)
+	for i := range shards {
+		sem <- struct{}{}
+		go func() {
+			defer func() { <-sem }()
+			errs <- copyStore(journal.StoreDir(vfs.Default, src, i), journal.StoreDir(vfs.Default, out, i))
+		}()
+	}
+	for range shards {
+		if err := <-errs; err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func copyStore(from, to string) error {
+	db, err := pebble.Open(from, &pebble.Options{ReadOnly: true, Logger: quiet{}})
+	if err != nil {
+		return err
+	}
+	defer db.Close()
+	if err := os.MkdirAll(filepath.Dir(to), 0o755); err != nil {
+		return err
+	}
+	sw, err := journal.NewStoreWriter(vfs.Default, to)
+	if err != nil {
+		return err
+	}
+	it, err := db.NewIter(nil)
+	if err != nil {
+		sw.Abort()
+		return err
+	}
+	for ok := it.First(); ok; ok = it.Next() {
+		v, err := it.ValueAndErr()
+		if err == nil {
+			err = sw.Add(it.Key(), v)
+		}
+		if err != nil {
+			it.Close()
+			sw.Abort()
+			return err
+		}
+	}
+	if err := it.Close(); err != nil {
+		sw.Abort()
+		return err
+	}
+	return sw.Finish()
+}
+
+type quiet struct{}
+
+func (quiet) Infof(string, ...any)      {}
+func (quiet) Errorf(string, ...any)     {}
+func (quiet) Fatalf(f string, a ...any) { panic(fmt.Sprintf(f, a...)) }

@@ -80,9 +80,11 @@ func (r *resharder) build(ctx context.Context, p *plan, newDir string, rep *Repo
 		seq[j] = 1
 	}
 	var kb []byte
+	rep.NewShardBytes = make([]int64, r.newN)
 	put := func(shard int, key, value []byte) error {
 		kb = sortKey(kb, shard, key)
 		rep.Counts.BytesWritten += int64(len(key) + len(value))
+		rep.NewShardBytes[shard] += int64(len(key) + len(value))
 		if dry {
 			return nil
 		}

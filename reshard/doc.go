@@ -1,4 +1,4 @@
-// Package reshard will change the shard count of a closed local data
+// Package reshard changes the shard count of a closed local data
 // directory, offline: every run moves to the shard its workflow ID hashes
 // to under the new count, with its whole journal; runs are renumbered by
 // documented rules and every reference to a run is rewritten; outboxes and
@@ -11,8 +11,7 @@
 // new shards and the switch. It reads old shards only through the journal
 // package's read-only recovery and must never tick a run, append to an old
 // log or change an old shard's files before the switch; it knows nothing
-// about terminals or commands.
-//
-// Status: not built yet. The data directory it reads (package journal)
-// comes first; this package lands with its own issue.
+// about terminals or commands. ReadStatus tells, read-only, what a stopped
+// reshard left in a directory (building, switching, cleaning up) and the
+// command that finishes it.
 package reshard

@@ -24,6 +24,14 @@ import (
 
 func longTests() bool { return os.Getenv("FUSEE_LONG") != "" }
 
+// scaled is a test directory's run count: halved under the race detector.
+func scaled(runs int) int {
+	if raceOn {
+		return runs / 2
+	}
+	return runs
+}
+
 // physicalDump is the dump with run numbers, shards and sequence numbers:
 // equal physical dumps mean the same layout, not only the same content.
 func physicalDump(t testing.TB, dir string) string {
@@ -65,7 +73,7 @@ func TestReshardDriveOracle(t *testing.T) {
 		if oldN == newN {
 			newN = oldN + 1
 		}
-		seed, runs := rng.Uint64(), 200+rng.IntN(300)
+		seed, runs := rng.Uint64(), scaled(200+rng.IntN(300))
 		roundTrip := it%2 == 1
 		t.Run(fmt.Sprintf("%d->%d/roundtrip=%v", oldN, newN, roundTrip), func(t *testing.T) {
 			a := genDir(t, oldN, runs, seed)
@@ -95,7 +103,7 @@ func TestReshardExtremes(t *testing.T) {
 	}
 	for _, p := range pairs {
 		t.Run(fmt.Sprintf("%d->%d", p[0], p[1]), func(t *testing.T) {
-			dir := genDir(t, p[0], 400, 11)
+			dir := genDir(t, p[0], scaled(400), 11)
 			before := logicalDump(t, dir)
 			doReshard(t, dir, p[1], reshard.Options{})
 			verifyClean(t, dir)
@@ -108,7 +116,7 @@ func TestReshardExtremes(t *testing.T) {
 // one old shard, so every run keeps its number.
 func TestGrowToMultipleRenumbersNothing(t *testing.T) {
 	for _, p := range [][2]int{{1, 3}, {3, 6}, {4, 12}} {
-		dir := genDir(t, p[0], 500, 5)
+		dir := genDir(t, p[0], scaled(500), 5)
 		rep := doReshard(t, dir, p[1], reshard.Options{})
 		if rep.Counts.RunsRenumbered != 0 || len(rep.Renumbered) != 0 {
 			t.Errorf("%d->%d renumbered %d runs, want none", p[0], p[1], rep.Counts.RunsRenumbered)
@@ -126,8 +134,8 @@ func TestGrowToMultipleRenumbersNothing(t *testing.T) {
 // a scratch store; the result must be the same layout, byte for byte in
 // the physical dump.
 func TestTinyBudgetSameResult(t *testing.T) {
-	a := genDir(t, 5, 400, 21)
-	b := genDir(t, 5, 400, 21)
+	a := genDir(t, 5, scaled(400), 21)
+	b := genDir(t, 5, scaled(400), 21)
 	ra := doReshard(t, a, 3, reshard.Options{})
 	rb := doReshard(t, b, 3, reshard.Options{Memory: 1})
 	if ra.Spilled || !rb.Spilled {

@@ -121,11 +121,12 @@ func (r *resharder) makePlan(ctx context.Context) (*plan, error) {
 		nextRun: make([]journal.RunNo, r.newN), shardRuns: make([]int64, r.newN)}
 	keys := r.newMap("plan")
 	defer keys.Close()
-	tails, err := logTails(ctx, r.fs, r.dir, r.oldN)
-	if err != nil {
-		return nil, err
+	var err error
+	if r.tails == nil { // identify (apply.go) may have read them already
+		if r.tails, err = logTails(ctx, r.fs, r.dir, r.oldN); err != nil {
+			return nil, err
+		}
 	}
-	r.tails = tails
 	for i := range r.oldN {
 		src, err := openSource(r.fs, r.dir, i, r.oldN, r.tails)
 		if err != nil {
@@ -138,15 +139,15 @@ func (r *resharder) makePlan(ctx context.Context) (*plan, error) {
 		p.storeGen = max(p.storeGen, h.Gen)
 		p.now = max(p.now, h.Now)
 		p.created = h.Created
-		err = src.Runs(ctx, func(run *journal.Run, _ []journal.Record) error {
+		err = src.RunEntries(ctx, func(no journal.RunNo, run journal.RunEntry) error {
 			if want := journal.ShardOf(run.WorkflowID, r.oldN); want != i {
 				return fmt.Errorf("shard %d holds run %d of workflow %q, which belongs on shard %d: the directory is damaged; run `fusee verify %s` for the full picture and restore it from a backup",
-					i, run.No, run.WorkflowID, want, r.dir)
+					i, no, run.WorkflowID, want, r.dir)
 			}
 			j := journal.ShardOf(run.WorkflowID, r.newN)
 			e := planEntry{State: run.State, Gen: run.Gen, Renumbered: run.Renumbered, WorkflowID: run.WorkflowID}
 			p.byState[run.State]++
-			return keys.Put(planKey(j, run.No, unfinished(run.State), i), encodePlanValue(e))
+			return keys.Put(planKey(j, no, unfinished(run.State), i), encodePlanValue(e))
 		})
 		if cerr := src.Close(); err == nil {
 			err = cerr

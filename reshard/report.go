@@ -46,6 +46,9 @@ type Report struct {
 	Tokens []TokenChange `json:"token_changes"`
 	// NewShardRuns is how many runs each new shard holds.
 	NewShardRuns []int64 `json:"new_shard_runs,omitempty"`
+	// NewShardBytes is the key and value bytes each new shard's store
+	// holds (headers aside).
+	NewShardBytes []int64 `json:"new_shard_bytes,omitempty"`
 
 	// SpaceNeeded is an estimate of the free space the real run needs
 	// in the data directory's filesystem (bytes).
@@ -54,6 +57,12 @@ type Report struct {
 	// went to a scratch store.
 	Spilled bool    `json:"spilled"`
 	Phases  []Phase `json:"phases"`
+
+	// Plan is, for a dry run with Options.MakePlan, the plan to write
+	// (MarshalPlan); it is not part of the report's JSON.
+	Plan *Plan `json:"-"`
+	// Kept is the kept old layout, with Options.KeepOld.
+	Kept string `json:"kept,omitempty"`
 }
 
 // ReportVersion is the version of the report's JSON schema.

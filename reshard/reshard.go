@@ -40,6 +40,15 @@ type Options struct {
 	Memory int64
 	// Progress, if set, is told how far each phase has got.
 	Progress func(phase string, done, total int64)
+	// MakePlan, with DryRun, also returns the plan in Report.Plan.
+	MakePlan bool
+	// Plan, if set, is applied: the count is its, and the directory must
+	// be the one it was made from (PlanPath names it in messages).
+	Plan     *Plan
+	PlanPath string
+	// KeepOld keeps the old layout as reshard.kept instead of deleting
+	// it, so that Undo can restore it.
+	KeepOld bool
 }
 
 // CountError is a shard count outside 1..meta.MaxShards.
@@ -57,7 +66,7 @@ type InProgressError struct {
 
 func (e *InProgressError) Error() string {
 	return fmt.Sprintf("%s: a reshard from %d to %d shards was interrupted after its switch began; it must be finished first: run `fusee reshard %s` (without a count, or with %d), not with %d",
-		e.Dir, e.Old, e.New, e.Dir, e.New, e.Asked)
+		e.Dir, e.Old, e.New, meta.ShellQuote(e.Dir), e.New, e.Asked)
 }
 
 // Is makes an InProgressError match meta.ErrSwitching.
@@ -91,10 +100,12 @@ type resharder struct {
 	scratch    string
 	budget     int64
 	maps       int
+	open       []*spillMap // every map made, closed however the reshard ends
 	newDigest  *digest
 	rep        *Report
 	tails      []journal.ShardTail // the old shards' log tails, read once
 	owner      *ownership          // what new files get (nil: not on the disk)
+	fp         *Fingerprint        // the old directory's, when a plan is made or applied
 }
 
 // Reshard changes the shard count of the closed data directory dir to
@@ -122,7 +133,14 @@ func Reshard(ctx context.Context, fs vfs.FS, dir string, opts Options) (*Report,
 	if r.owner, err = ownershipOf(fs, dir); err != nil {
 		return nil, err
 	}
-	newDir, oldDir := fs.PathJoin(dir, NewDirName), fs.PathJoin(dir, OldDirName)
+	newDir := fs.PathJoin(dir, NewDirName)
+	if opts.Plan != nil {
+		// Before anything is touched, leftovers included.
+		if err := r.checkPlan(ctx, m); err != nil {
+			return nil, err
+		}
+		opts.Shards, r.opts.Shards = opts.Plan.NewShards, opts.Plan.NewShards
+	}
 
 	if m.Switching() {
 		rep.OldShards, rep.NewShards = m.OldShards, m.NewShards
@@ -143,10 +161,7 @@ func Reshard(ctx context.Context, fs vfs.FS, dir string, opts Options) (*Report,
 
 	// Leftovers: reshard.new of an attempt that never reached the switch,
 	// reshard.old of one that finished but crashed before deleting it.
-	for _, left := range []string{newDir, oldDir} {
-		if _, err := fs.Stat(left); err != nil {
-			continue
-		}
+	for _, left := range leftovers(fs, dir) {
 		rep.CleanedUp = append(rep.CleanedUp, left)
 		if opts.DryRun {
 			continue
@@ -167,6 +182,16 @@ func Reshard(ctx context.Context, fs vfs.FS, dir string, opts Options) (*Report,
 	}
 	r.oldN, r.newN = m.Shards, opts.Shards
 	rep.NewShards = opts.Shards
+	if !opts.DryRun {
+		if err := refuseOverKept(fs, dir); err != nil {
+			return nil, err
+		}
+	}
+	if opts.MakePlan && r.fp == nil {
+		if err := r.identify(ctx, m); err != nil {
+			return nil, err
+		}
+	}
 
 	oldBytes, err := treeSize(fs, dir, NewDirName, OldDirName)
 	if err != nil {
@@ -195,12 +220,16 @@ func Reshard(ctx context.Context, fs vfs.FS, dir string, opts Options) (*Report,
 		r.scratch = fs.PathJoin(newDir, scratchDir)
 	}
 	defer func() { _ = fs.RemoveAll(r.scratch) }()
+	defer r.closeMaps() // a failure may leave maps open (and their stores locked)
 	abandon := func(err error) (*Report, error) {
+		r.closeMaps()
 		if !opts.DryRun {
 			// Before the switch the old directory is untouched; what was
-			// built is discarded (a rerun would discard it anyway).
+			// built is discarded (a rerun would discard it anyway). The
+			// directory is not synced: err may be its failed fsync, which
+			// is never retried, and a reshard.new a crash brings back is a
+			// leftover the next reshard removes.
 			_ = fs.RemoveAll(newDir)
-			_ = syncDir(fs, dir)
 		}
 		return nil, err
 	}
@@ -211,6 +240,11 @@ func Reshard(ctx context.Context, fs vfs.FS, dir string, opts Options) (*Report,
 		return abandon(err)
 	}
 	defer p.Close()
+	if opts.Plan != nil {
+		if err := r.matchPlan(p); err != nil {
+			return abandon(err)
+		}
+	}
 	r.phase("plan", start)
 	for st, n := range p.byState {
 		rep.Counts.Runs[st.String()] = n
@@ -227,6 +261,11 @@ func Reshard(ctx context.Context, fs vfs.FS, dir string, opts Options) (*Report,
 		}
 		r.phase("rewrite", start)
 		rep.Outcome = OutcomePlanned
+		if opts.MakePlan {
+			if rep.Plan, err = r.writtenPlan(p); err != nil {
+				return nil, err
+			}
+		}
 		return rep, nil
 	}
 
@@ -247,6 +286,11 @@ func Reshard(ctx context.Context, fs vfs.FS, dir string, opts Options) (*Report,
 	}
 	if err := fs.RemoveAll(r.scratch); err != nil {
 		return abandon(err)
+	}
+	if opts.KeepOld {
+		if err := r.recordKept(ctx, newDir); err != nil {
+			return abandon(err)
+		}
 	}
 	if err := r.owner.apply(newDir); err != nil {
 		return abandon(err)
@@ -270,7 +314,11 @@ func Reshard(ctx context.Context, fs vfs.FS, dir string, opts Options) (*Report,
 	}
 	sw := meta.Meta{Format: meta.Switching, Log: meta.LogShared, Shards: r.newN, OldShards: r.oldN, NewShards: r.newN}
 	if err := r.writeMeta(d, sw); err != nil {
-		return abandon(err)
+		// fusee.meta may be the new one already (renamed into place, the
+		// directory's fsync failed): reshard.new stays, for the rerun that
+		// finishes the switch; if fusee.meta is still the old one, the
+		// rerun removes reshard.new as a leftover.
+		return nil, fmt.Errorf("beginning the switch: %w; the directory is either as it was (reshard.new left over) or its switch has begun: run `fusee reshard %s` to finish or clean up", err, dir)
 	}
 	if err := hook("meta-switching"); err != nil {
 		return nil, err
@@ -289,9 +337,16 @@ func Reshard(ctx context.Context, fs vfs.FS, dir string, opts Options) (*Report,
 // reshard.new, the old one (if still in place) moves to reshard.old and
 // the new one moves in; then the final fusee.meta; then reshard.old and
 // reshard.new are deleted.
+//
+// An undo (undo.go) goes through the same steps with reshard.kept in
+// place of reshard.new; a reshard with KeepOld moves reshard.old to
+// reshard.kept before the final fusee.meta (keep.go).
 func (r *resharder) finishSwitch(d *metaDir, newN int) error {
 	fs, dir := r.fs, r.dir
-	newDir, oldDir := fs.PathJoin(dir, NewDirName), fs.PathJoin(dir, OldDirName)
+	newDir, oldDir := switchSource(fs, dir), fs.PathJoin(dir, OldDirName)
+	if err := checkNewShards(fs, dir, newDir, newN); err != nil {
+		return err
+	}
 	for _, name := range []string{"wal", "shards"} {
 		src := fs.PathJoin(newDir, name)
 		if _, err := fs.Stat(src); err != nil {
@@ -334,7 +389,10 @@ func (r *resharder) finishSwitch(d *metaDir, newN int) error {
 			return err
 		}
 	}
-	if err := r.writeMeta(d, meta.Meta{Format: meta.FormatLocal, Log: meta.LogShared, Shards: newN}); err != nil {
+	if err := r.keepOld(newDir, oldDir); err != nil {
+		return err
+	}
+	if err := r.writeFinalMeta(d, newDir, newN); err != nil {
 		return err
 	}
 	if err := hook("meta-final"); err != nil {
@@ -342,7 +400,7 @@ func (r *resharder) finishSwitch(d *metaDir, newN int) error {
 	}
 	for _, left := range []string{oldDir, newDir} {
 		if err := fs.RemoveAll(left); err != nil {
-			return fmt.Errorf("removing %s (the reshard is complete; remove it by hand or run `fusee reshard %s`): %w", left, dir, err)
+			return fmt.Errorf("removing %s (the reshard is complete; remove it by hand or run `fusee reshard %s`): %w", left, meta.ShellQuote(dir), err)
 		}
 	}
 	return syncDir(fs, dir)
@@ -355,6 +413,48 @@ func (r *resharder) writeMeta(d *metaDir, m meta.Meta) error {
 		return err
 	}
 	return r.owner.apply(r.fs.PathJoin(r.dir, meta.FileName))
+}
+
+// SwitchStateError is an interrupted switch whose new shards are not the
+// ones fusee.meta names: finishing it would give the directory the wrong
+// shards, so nothing is done.
+type SwitchStateError struct {
+	Dir    string
+	Shards int    // new_shards in fusee.meta
+	Where  string // where the new shards should be
+	Err    error
+}
+
+func (e *SwitchStateError) Error() string {
+	return fmt.Sprintf("%s: fusee.meta says a reshard to %d shards was interrupted, but %s does not hold %d new shards (%v); refusing to finish it, nothing was changed: was fusee.meta or reshard.new changed by hand? Restore the directory from a backup",
+		e.Dir, e.Shards, e.Where, e.Shards, e.Err)
+}
+
+func (e *SwitchStateError) Unwrap() error { return e.Err }
+
+// checkNewShards makes sure that the shards the switch moves in (still in
+// reshard.new, or already moved in) are newN shards of a newN-shard
+// directory, before anything is moved.
+func checkNewShards(fs vfs.FS, dir, newDir string, newN int) error {
+	base := newDir
+	if _, err := fs.Stat(fs.PathJoin(base, "shards")); err != nil {
+		base = dir
+	}
+	where := fs.PathJoin(base, "shards")
+	for j := range newN {
+		if _, err := journal.ReadHeader(fs, base, j, newN); err != nil {
+			return &SwitchStateError{Dir: dir, Shards: newN, Where: where, Err: err}
+		}
+	}
+	if extra := journal.ShardDir(fs, base, newN); fileExists(fs, extra) {
+		return &SwitchStateError{Dir: dir, Shards: newN, Where: where, Err: fmt.Errorf("it has a shard %d as well", newN)}
+	}
+	return nil
+}
+
+func fileExists(fs vfs.FS, path string) bool {
+	_, err := fs.Stat(path)
+	return err == nil
 }
 
 // testHook, when set (by tests), is called at each named step of the
@@ -379,7 +479,16 @@ const mapShare = 8
 // memory budget.
 func (r *resharder) newMap(name string) *spillMap {
 	r.maps++
-	return newSpillMap(r.fs, r.fs.PathJoin(r.scratch, name), max(r.budget/mapShare, 1))
+	m := newSpillMap(r.fs, r.fs.PathJoin(r.scratch, name), max(r.budget/mapShare, 1))
+	r.open = append(r.open, m)
+	return m
+}
+
+// closeMaps closes every map (closing one twice does nothing).
+func (r *resharder) closeMaps() {
+	for _, m := range r.open {
+		_ = m.Close()
+	}
 }
 
 func (r *resharder) progress(phase string, done, total int64) {

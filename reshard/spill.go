@@ -25,7 +25,7 @@ type spillMap struct {
 	mem      map[string][]byte
 	memBytes int64
 
-	db    *pebble.DB
+	db    *journal.ScratchStore
 	batch *pebble.Batch
 }
 
@@ -97,6 +97,9 @@ func (m *spillMap) commit() error {
 	if err := m.batch.Commit(pebble.NoSync); err != nil {
 		return fmt.Errorf("scratch store %s: %w", m.dir, err)
 	}
+	if err := m.db.Failed(); err != nil {
+		return err
+	}
 	m.batch = m.db.NewBatch()
 	return nil
 }
@@ -111,6 +114,12 @@ func (m *spillMap) Get(key []byte) ([]byte, bool, error) {
 		return nil, false, err
 	}
 	v, closer, err := m.db.Get(key)
+	if ferr := m.db.Failed(); ferr != nil {
+		if err == nil {
+			closer.Close()
+		}
+		return nil, false, ferr
+	}
 	if err == pebble.ErrNotFound {
 		return nil, false, nil
 	}
@@ -162,6 +171,9 @@ func (m *spillMap) Each(prefix []byte, fn func(k, v []byte) error) error {
 	if err := it.Close(); err != nil {
 		return fmt.Errorf("scratch store %s: %w", m.dir, err)
 	}
+	if err := m.db.Failed(); err != nil {
+		return err
+	}
 	return nil
 }
 
@@ -173,6 +185,9 @@ func (m *spillMap) Close() error {
 	}
 	_ = m.batch.Close()
 	err := m.db.Close()
+	if ferr := m.db.Failed(); ferr != nil {
+		err = ferr
+	}
 	m.db = nil
 	if rerr := m.fs.RemoveAll(m.dir); err == nil {
 		err = rerr

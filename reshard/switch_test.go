@@ -27,7 +27,7 @@ func TestInterruptedAtEveryStep(t *testing.T) {
 		"old-shards-aside", "new-shards-in", "meta-final"}
 	for _, step := range steps {
 		t.Run(step, func(t *testing.T) {
-			dir := genDir(t, 3, 200, 31)
+			dir := genDir(t, 3, scaled(200), 31)
 			before := logicalDump(t, dir)
 			reshard.SetTestHook(func(s string) error {
 				if s == step {

@@ -19,7 +19,8 @@
 //   - Two declarations of one cell id with different storage fingerprints
 //     are refused: they would conflate two databases into one cell.
 //   - Every write is a compare-and-set on the revision, serialised across
-//     processes by an exclusive lock on a sidecar file, written atomically
+//     processes by an exclusive flock on the ring file itself (a symbolic
+//     link's target; no sidecar lock file), written atomically
 //     (renameio) and durably (the directory is synced after the rename).
 //
 // Parsing is split from checking on purpose: Parse rejects only what it
@@ -34,6 +35,6 @@
 // whatever the store.
 //
 // This package must never know about cobra, terminals or colour, and does
-// no I/O beyond reading and writing its own files (the ring file, its lock,
+// no I/O beyond reading and writing its own files (the ring file,
 // plan and census files, and the JSON it imports or exports).
 package ringfile

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"time"
 )
 
 // Sentinel errors; the typed errors below wrap them so callers can test
@@ -19,6 +20,8 @@ var (
 	// ErrUnplaced: the id's epoch does not place its shard on exactly one
 	// cell. Never answered by wrapping onto another slot.
 	ErrUnplaced = errors.New("shard not placed")
+	// ErrUnknownCell: the file declares no cell of that id.
+	ErrUnknownCell = errors.New("cell not declared")
 	// ErrOtherNamespace: the id belongs to another namespace.
 	ErrOtherNamespace = errors.New("id of another namespace")
 	// ErrSealed: a write would change published history (a ring, an
@@ -111,3 +114,30 @@ func plural(n int) string {
 func joinLines(msgs []string) string {
 	return "\n  " + strings.Join(msgs, "\n  ")
 }
+
+// UnknownCellError is a cell id the ring file does not declare.
+type UnknownCellError struct {
+	Cell  string
+	File  string
+	Cells []string // the cells the file declares
+}
+
+func (e *UnknownCellError) Error() string {
+	return fmt.Sprintf("cell %s is not declared in %s (its cells: %s); a cell joins with `fusee ring plan --add-cell` or `--split`",
+		e.Cell, e.File, strings.Join(e.Cells, ", "))
+}
+
+func (e *UnknownCellError) Is(target error) bool { return target == ErrUnknownCell }
+
+// LockedError is a write that gave up waiting for another writer's lock.
+type LockedError struct {
+	File   string
+	Holder string // who holds it: "pid 123 (...)" or "another process"
+	Waited time.Duration
+}
+
+func (e *LockedError) Error() string {
+	return fmt.Sprintf("%s is locked by %s, still after %s: another write of it is running; retry when it has finished", e.File, e.Holder, e.Waited)
+}
+
+func (e *LockedError) Is(target error) bool { return target == ErrLocked }

@@ -158,3 +158,21 @@ func ShardRanges(shards []int) []string {
 	}
 	return out
 }
+
+// CheckName returns an error unless s is a valid namespace, cell id or
+// region; what names it in the message ("--cells", "namespace").
+func CheckName(what, s string) error {
+	if !validName(s) {
+		return fmt.Errorf("%s %q: want %s", what, s, nameRule)
+	}
+	return nil
+}
+
+// CheckFingerprint returns an error unless fp can be written as a cell's
+// fingerprint=FP attribute and read back: not empty, no white space.
+func CheckFingerprint(fp string) error {
+	if fp == "" || strings.IndexFunc(fp, unicode.IsSpace) >= 0 {
+		return fmt.Errorf("fingerprint %q: want a non-empty value without white space", fp)
+	}
+	return nil
+}

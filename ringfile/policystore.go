@@ -76,7 +76,7 @@ func Apply(cur *Policy, name string, opt WriteOptions, change func(cur *Policy) 
 }
 
 // FileStore is a ring file: the policy in the text format, written under a
-// lock on FILE.lock (see Update).
+// lock on the file itself (see Update; no FILE.lock).
 type FileStore struct {
 	Path string
 	// LockWait bounds the wait for another writer; WriteOptions.LockWait

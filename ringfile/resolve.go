@@ -2,6 +2,7 @@ package ringfile
 
 import (
 	"fmt"
+	"slices"
 
 	"github.com/fusee-dev/fusee/idcodec"
 )
@@ -91,6 +92,15 @@ func (p *Policy) Placement(cell string) (*idcodec.Placement, error) {
 	cur := p.CurrentEpoch()
 	if cur == nil {
 		return nil, fmt.Errorf("%w: %s has no current epoch, no cell mints", ErrNotReady, p.Namespace)
+	}
+	if !slices.ContainsFunc(p.Cells, func(d CellDecl) bool { return d.ID == cell }) {
+		ids := make([]string, 0, len(p.Cells))
+		for _, d := range p.Cells {
+			if !slices.Contains(ids, d.ID) {
+				ids = append(ids, d.ID)
+			}
+		}
+		return nil, &UnknownCellError{Cell: cell, File: p.File, Cells: ids}
 	}
 	owned := cur.Ring.Owned(cell)
 	if len(owned) == 0 {

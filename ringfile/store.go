@@ -7,6 +7,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"strings"
 	"time"
 
 	"github.com/google/renameio/v2"
@@ -30,6 +31,10 @@ type WriteOptions struct {
 	// Noun is what the policy is held in, for a conflict's message: "file"
 	// when empty.
 	Noun string
+	// OnWait, if set, is called once when the write has to wait for
+	// another writer's lock, with who holds it ("pid 123 (fusee ring
+	// open-epoch ...)" where the system tells, else "another process").
+	OnWait func(holder string)
 }
 
 func (o WriteOptions) noun() string {
@@ -129,31 +134,31 @@ func CreateContext(ctx context.Context, path string, p *Policy, opt WriteOptions
 	if err != nil {
 		return fmt.Errorf("resolving %s: %w", path, err)
 	}
-	return withLock(ctx, target, opt.LockWait, func() error {
-		if _, err := os.Lstat(target); err == nil {
-			return fmt.Errorf("%s already exists: refusing to overwrite a ring file (%w)", path, fs.ErrExist)
-		} else if !errors.Is(err, fs.ErrNotExist) {
-			return err
-		}
-		if opt.DryRun {
-			return nil
-		}
-		if err := ctx.Err(); err != nil {
-			return err
-		}
-		return writeDurably(target, Format(p))
-	})
+	// A new file cannot be locked before it exists: createDurably's link(2)
+	// is what makes one of two creators lose.
+	if _, err := os.Stat(target); err == nil {
+		return fmt.Errorf("%s already exists: refusing to overwrite a ring file (%w)", path, fs.ErrExist)
+	} else if !errors.Is(err, fs.ErrNotExist) {
+		return err
+	}
+	if opt.DryRun {
+		return nil
+	}
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	return createDurably(target, Format(p))
 }
 
 // Update is the one read-modify-write of a ring file. Holding an exclusive
-// lock on the sidecar file <path>.lock, it re-reads the file, refuses an
+// lock on the ring file itself (see withLock), it re-reads the file, refuses an
 // invalid one, checks the expected revision, asks change for the new
 // policy, checks that it only moves history forward (CheckTransition) and
 // is valid, then replaces the file atomically and durably. Two processes
 // updating one file are serialised by the lock, so one of two writers that
 // expected the same revision loses with a *ConflictError. A path that is a
 // symbolic link is resolved once: the target is locked, read and replaced,
-// and the link stays a link.
+// and the link stays a link. A dry run takes no lock.
 func Update(path string, opt WriteOptions, change func(cur *Policy) (*Policy, error)) (*Policy, error) {
 	return UpdateContext(context.Background(), path, opt, change)
 }
@@ -166,7 +171,11 @@ func UpdateContext(ctx context.Context, path string, opt WriteOptions, change fu
 		return nil, fmt.Errorf("resolving %s: %w", path, err)
 	}
 	var next *Policy
-	err = withLock(ctx, target, opt.LockWait, func() error {
+	lock := withLock
+	if opt.DryRun {
+		lock = withoutLock // a dry run writes nothing: it needs no lock
+	}
+	err = lock(ctx, target, opt, func() error {
 		cur, err := LoadValidContext(ctx, target)
 		if err != nil {
 			return err
@@ -189,44 +198,170 @@ func UpdateContext(ctx context.Context, path string, opt WriteOptions, change fu
 	return next, nil
 }
 
-// withLock runs fn holding an exclusive flock on <path>.lock. The lock
-// file is left in place: removing it would let a waiter lock a file that a
-// third process can no longer see. Waiting stops when ctx is done.
-func withLock(ctx context.Context, path string, wait time.Duration, fn func() error) error {
+// withLock runs fn holding an exclusive flock(2) on the ring file itself,
+// so that a lock leaves nothing behind (no FILE.lock). A writer replaces
+// the file by renaming a new one over it, so a waiter may get the lock on
+// the file as it was: it then checks that path still names the file it
+// locked and, if not, locks the new one. flock needs only a read-only
+// descriptor. Waiting stops when ctx is done.
+func withLock(ctx context.Context, path string, opt WriteOptions, fn func() error) error {
+	wait := opt.LockWait
 	if wait == 0 {
 		wait = 10 * time.Second
 	}
-	f, err := os.OpenFile(path+".lock", os.O_CREATE|os.O_RDWR, 0o644)
-	if err != nil {
-		return fmt.Errorf("opening lock file: %w", err)
-	}
-	defer f.Close()
 	deadline := time.Now().Add(wait)
+	told := false
+	for {
+		f, err := os.Open(path)
+		if err != nil {
+			return fmt.Errorf("reading ring file: %w", err)
+		}
+		locked, err := lockUntil(ctx, f, deadline, func() {
+			if !told && opt.OnWait != nil {
+				opt.OnWait(lockHolder(f))
+			}
+			told = true
+		})
+		switch {
+		case ctx.Err() != nil && err == ctx.Err():
+			f.Close()
+			return err
+		case err != nil:
+			f.Close()
+			return fmt.Errorf("locking %s: %w", path, err)
+		case !locked:
+			holder := lockHolder(f)
+			f.Close()
+			return &LockedError{File: path, Holder: holder, Waited: wait}
+		case !sameFile(f, path):
+			f.Close() // replaced while we waited: lock the new file
+			continue
+		}
+		err = fn()
+		f.Close() // releases the lock
+		return err
+	}
+}
+
+func withoutLock(_ context.Context, _ string, _ WriteOptions, fn func() error) error { return fn() }
+
+// lockUntil takes an exclusive flock on f, polling until deadline or until
+// ctx is done (its error); waiting is called each time it finds the lock
+// held.
+func lockUntil(ctx context.Context, f *os.File, deadline time.Time, waiting func()) (bool, error) {
 	for {
 		err := unix.Flock(int(f.Fd()), unix.LOCK_EX|unix.LOCK_NB)
 		if err == nil {
-			break
+			return true, nil
 		}
 		if !errors.Is(err, unix.EWOULDBLOCK) {
-			return fmt.Errorf("locking %s.lock: %w", path, err)
+			return false, err
 		}
+		waiting()
 		if time.Now().After(deadline) {
-			return fmt.Errorf("%s: %w (waited %s)", path, ErrLocked, wait)
+			return false, nil
 		}
 		select {
 		case <-ctx.Done():
-			return ctx.Err()
-		case <-time.After(5 * time.Millisecond):
+			return false, ctx.Err()
+		case <-time.After(10 * time.Millisecond):
 		}
 	}
-	defer unix.Flock(int(f.Fd()), unix.LOCK_UN) //nolint:errcheck // closing releases it anyway
-	return fn()
+}
+
+// sameFile reports whether path still names the open file f.
+func sameFile(f *os.File, path string) bool {
+	a, err := f.Stat()
+	if err != nil {
+		return false
+	}
+	b, err := os.Stat(path)
+	return err == nil && os.SameFile(a, b)
+}
+
+// lockHolder says who holds the flock on f, from /proc/locks where the
+// system has it: "pid 123 (fusee ring open-epoch orders.ring ...)".
+func lockHolder(f *os.File) string {
+	const unknown = "another process"
+	var st unix.Stat_t
+	if unix.Fstat(int(f.Fd()), &st) != nil {
+		return unknown
+	}
+	data, err := os.ReadFile("/proc/locks")
+	if err != nil {
+		return unknown
+	}
+	want := fmt.Sprintf("%02x:%02x:%d", unix.Major(st.Dev), unix.Minor(st.Dev), st.Ino)
+	for _, line := range strings.Split(string(data), "\n") {
+		fields := strings.Fields(line)
+		// "1: FLOCK  ADVISORY  WRITE 4321 08:01:131090 0 EOF"; waiters
+		// have "->" after the number.
+		if len(fields) < 6 || fields[1] != "FLOCK" || fields[5] != want {
+			continue
+		}
+		pid := fields[4]
+		if cmd, err := os.ReadFile("/proc/" + pid + "/cmdline"); err == nil && len(cmd) > 0 {
+			args := strings.Join(strings.Fields(strings.ReplaceAll(string(cmd), "\x00", " ")), " ")
+			if len(args) > 80 {
+				args = args[:77] + "..."
+			}
+			return fmt.Sprintf("pid %s (%s)", pid, args)
+		}
+		return "pid " + pid
+	}
+	return unknown
 }
 
 // WriteFile writes data to path atomically and durably; used for plan
 // files and exports, which are not compare-and-set.
 func WriteFile(path string, data []byte) error {
 	return writeDurably(path, data)
+}
+
+// createDurably writes a new file at path, failing if one exists: the
+// data goes to a synced temporary file beside it, which is hard-linked to
+// path (link(2) never replaces a file) and removed; then the directory is
+// synced. Two creators of one file cannot both succeed, and a crash leaves
+// either no file or the whole file, without needing a lock.
+func createDurably(path string, data []byte) error {
+	dir := filepath.Dir(path)
+	tmp, err := os.CreateTemp(dir, "."+filepath.Base(path)+".tmp-*")
+	if err != nil {
+		return fmt.Errorf("writing %s: %w", path, err)
+	}
+	defer os.Remove(tmp.Name())
+	_, err = tmp.Write(data)
+	if err == nil {
+		err = tmp.Chmod(0o644)
+	}
+	if err == nil {
+		err = tmp.Sync()
+	}
+	if cerr := tmp.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return fmt.Errorf("writing %s: %w", path, err)
+	}
+	if err := os.Link(tmp.Name(), path); err != nil {
+		if errors.Is(err, fs.ErrExist) {
+			return fmt.Errorf("%s already exists: refusing to overwrite a ring file (%w)", path, fs.ErrExist)
+		}
+		return fmt.Errorf("writing %s: %w", path, err)
+	}
+	return syncDir(dir, path)
+}
+
+func syncDir(dir, path string) error {
+	d, err := os.Open(dir)
+	if err != nil {
+		return fmt.Errorf("syncing directory of %s: %w", path, err)
+	}
+	defer d.Close()
+	if err := d.Sync(); err != nil {
+		return fmt.Errorf("syncing directory of %s: %w", path, err)
+	}
+	return nil
 }
 
 // writeDurably replaces path with data: renameio writes a temporary file
@@ -237,13 +372,5 @@ func writeDurably(path string, data []byte) error {
 	if err := renameio.WriteFile(path, data, 0o644, renameio.WithTempDir(dir)); err != nil {
 		return fmt.Errorf("writing %s: %w", path, err)
 	}
-	d, err := os.Open(dir)
-	if err != nil {
-		return fmt.Errorf("syncing directory of %s: %w", path, err)
-	}
-	defer d.Close()
-	if err := d.Sync(); err != nil {
-		return fmt.Errorf("syncing directory of %s: %w", path, err)
-	}
-	return nil
+	return syncDir(dir, path)
 }

@@ -140,6 +140,10 @@ func validateCells(fs *findings, p *Policy) {
 		if c.Fingerprint == "" {
 			continue
 		}
+		if err := CheckFingerprint(c.Fingerprint); err != nil {
+			fs.errorf(c.Line, "cell %s: %v", c.ID, err)
+			continue
+		}
 		f, ok := first[c.ID]
 		if !ok {
 			first[c.ID] = c

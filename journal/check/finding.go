@@ -99,7 +99,10 @@ type kindInfo struct {
 
 const (
 	hintRestore = "the directory is damaged; restore it from a backup"
-	hintReshard = "a reshard or copy between directories went wrong; restore from a backup or rerun the reshard from the old directory"
+	// A finished reshard deletes the old shards, so it cannot be redone
+	// from them; and it checks its output before switching, so damage of
+	// this kind after one is a bug worth a report.
+	hintReshard = "a reshard or a copy between directories went wrong; restore from a backup (a finished reshard keeps no copy of the old shards); if `fusee reshard` wrote this directory, keep it and report a fusee bug"
 	hintEngine  = "the engine wrote an inconsistent state; keep the directory for a bug report and restore from a backup"
 )
 

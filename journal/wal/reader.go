@@ -170,7 +170,7 @@ func (r *logReader) readSegment(seg uint64, first bool, from, declaredEnd int64)
 		}
 		if !reached {
 			if off > from {
-				return 0, nil, notABatch(path, from)
+				return 0, nil, notABatch(f, path, from)
 			}
 			reached = off == from
 		}
@@ -211,7 +211,7 @@ func (r *logReader) readSegment(seg uint64, first bool, from, declaredEnd int64)
 			return 0, nil, err
 		}
 		if !reached && off != from {
-			return 0, nil, notABatch(path, from)
+			return 0, nil, notABatch(f, path, from)
 		}
 		return off, torn, nil
 	}
@@ -221,7 +221,7 @@ func (r *logReader) readSegment(seg uint64, first bool, from, declaredEnd int64)
 			declaredEnd)}
 	}
 	if !reached && off != from {
-		return 0, nil, notABatch(path, from)
+		return 0, nil, notABatch(f, path, from)
 	}
 	return off, nil, nil
 }
@@ -272,8 +272,28 @@ func (r *logReader) classify(f vfs.File, path string, seg uint64, off, declaredE
 	return &TornTail{File: path, Offset: off, Bytes: size - off, Reason: reason}, nil
 }
 
-func notABatch(path string, from int64) error {
-	return fmt.Errorf("wal: no batch starts at offset %d of %s", from, path)
+// NoBatchError is a read asked to start where no batch starts: inside a
+// batch, or past the end of the segment (a log cut short below the
+// position its reader resumes from).
+type NoBatchError struct {
+	File   string // the segment file
+	Offset int64  // where the read was to start
+	Size   int64  // the file's size in bytes, -1 if unknown
+}
+
+func (e *NoBatchError) Error() string {
+	return fmt.Sprintf("wal: no batch starts at offset %d of %s (the file is %d bytes)", e.Offset, e.File, e.Size)
+}
+
+// CutShort reports whether the file ends at or before Offset.
+func (e *NoBatchError) CutShort() bool { return e.Size >= 0 && e.Size <= e.Offset }
+
+func notABatch(f vfs.File, path string, from int64) error {
+	size := int64(-1)
+	if st, err := f.Stat(); err == nil {
+		size = st.Size()
+	}
+	return &NoBatchError{File: path, Offset: from, Size: size}
 }
 
 // readHeader reads and checks a segment's first record.

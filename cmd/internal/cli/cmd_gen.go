@@ -2,6 +2,7 @@ package cli
 
 import (
 	"fmt"
+	"os"
 	"sort"
 	"strconv"
 	"time"
@@ -67,14 +68,20 @@ leaves no <dir>.`,
 			if opts.shards < 1 || opts.shards > meta.MaxShards {
 				return usagef("--shards %d: want a shard count in 1..%d", opts.shards, meta.MaxShards)
 			}
+			if !cmd.Flags().Changed("runs") {
+				return usagef("--runs is required: how many workflow runs to generate (at least 1)")
+			}
 			if opts.runs < 1 {
-				return usagef("--runs is required: how many workflow runs to generate")
+				return usagef("--runs %d: want a run count of at least 1", opts.runs)
 			}
 			if opts.finishedFrac <= 0 || opts.finishedFrac > 1 {
 				return usagef("--finished-frac %g: want a share in (0, 1]", opts.finishedFrac)
 			}
 			if opts.retention < time.Millisecond {
 				return usagef("--retention %s: want at least 1ms", opts.retention)
+			}
+			if fi, err := os.Stat(args[0]); err == nil && !fi.IsDir() {
+				return fmt.Errorf("%s is a file: gen creates a new data directory; give a path that does not exist or an empty directory", args[0])
 			}
 			return runGen(cmd, ios, opts, args[0])
 		},

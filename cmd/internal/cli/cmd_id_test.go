@@ -4,8 +4,10 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -33,36 +35,36 @@ func writeConfig(t *testing.T, name, text string) string {
 func lines(s string) []string { return strings.Split(strings.TrimSuffix(s, "\n"), "\n") }
 
 // TestConfigPrecedence: flag > FUSEE_* > config file (the command's own
-// section over the top level) > default, shown with id mint --count.
+// section over the top level) > default, shown with id shard --json.
 func TestConfigPrecedence(t *testing.T) {
-	top := writeConfig(t, "top.yaml", "count: 3\n")
-	scoped := writeConfig(t, "scoped.yaml", "count: 3\nid:\n  mint:\n    count: 4\n")
-	other := writeConfig(t, "other.toml", "count = 7\n")
-	mint := []string{"id", "mint", "--namespace", "orders", "--epoch", "1", "--owned", "0"}
+	top := writeConfig(t, "top.yaml", "json: true\n")
+	scoped := writeConfig(t, "scoped.yaml", "json: true\nid:\n  shard:\n    json: false\n")
+	other := writeConfig(t, "other.toml", "json = true\n")
+	shard := []string{"id", "shard", "abc", "4"}
 	for _, tc := range []struct {
 		name string
 		env  []string
 		args []string
-		want int
+		json bool
 	}{
-		{"default", nil, nil, 1},
-		{"config top level", nil, []string{"--config", top}, 3},
-		{"config command section beats top level", nil, []string{"--config", scoped}, 4},
-		{"FUSEE_CONFIG names the file", []string{"FUSEE_CONFIG=" + scoped}, nil, 4},
-		{"--config beats FUSEE_CONFIG", []string{"FUSEE_CONFIG=" + scoped}, []string{"--config", other}, 7},
-		{"environment beats config", []string{"FUSEE_COUNT=5"}, []string{"--config", scoped}, 5},
-		{"empty environment variable is unset", []string{"FUSEE_COUNT="}, []string{"--config", scoped}, 4},
-		{"last environment entry wins", []string{"FUSEE_COUNT=5", "FUSEE_COUNT=2"}, nil, 2},
-		{"flag beats environment and config", []string{"FUSEE_COUNT=5"}, []string{"--config", scoped, "--count", "6"}, 6},
+		{"default", nil, nil, false},
+		{"config top level", nil, []string{"--config", top}, true},
+		{"config command section beats top level", nil, []string{"--config", scoped}, false},
+		{"FUSEE_CONFIG names the file", []string{"FUSEE_CONFIG=" + top}, nil, true},
+		{"--config beats FUSEE_CONFIG", []string{"FUSEE_CONFIG=" + scoped}, []string{"--config", other}, true},
+		{"environment beats config", []string{"FUSEE_JSON=true"}, []string{"--config", scoped}, true},
+		{"empty environment variable is unset", []string{"FUSEE_JSON="}, []string{"--config", top}, true},
+		{"last environment entry wins", []string{"FUSEE_JSON=true", "FUSEE_JSON=false"}, nil, false},
+		{"flag beats environment and config", []string{"FUSEE_JSON=true"}, []string{"--config", top, "--json=false"}, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			args := append(append([]string{}, tc.args...), mint...)
+			args := append(append([]string{}, tc.args...), shard...)
 			out, errs, code := runFusee(t, tc.env, args...)
-			if code != ExitOK {
+			if code != ExitOK || errs != "" {
 				t.Fatalf("exit %d: %s", code, errs)
 			}
-			if got := len(lines(out)); got != tc.want {
-				t.Errorf("minted %d ids, want %d:\n%s", got, tc.want, out)
+			if got := strings.HasPrefix(out, "{"); got != tc.json {
+				t.Errorf("JSON %v, want %v:\n%s", got, tc.json, out)
 			}
 		})
 	}
@@ -71,35 +73,69 @@ func TestConfigPrecedence(t *testing.T) {
 // TestConfigFromProcessEnvironment: Main's path, where the environment is
 // the process's (os.Environ()).
 func TestConfigFromProcessEnvironment(t *testing.T) {
-	cfg := writeConfig(t, "fusee.yaml", "id:\n  mint:\n    count: 4\n")
+	cfg := writeConfig(t, "fusee.yaml", "id:\n  shard:\n    json: true\n")
 	t.Setenv("FUSEE_CONFIG", cfg)
-	out, errs, code := runFusee(t, os.Environ(), "id", "mint", "--namespace", "orders", "--epoch", "1", "--owned", "0")
-	if code != ExitOK || len(lines(out)) != 4 {
-		t.Fatalf("exit %d, %d ids, want 4: %s", code, len(lines(out)), errs)
+	out, errs, code := runFusee(t, os.Environ(), "id", "shard", "abc", "4")
+	if code != ExitOK || !strings.HasPrefix(out, "{") {
+		t.Fatalf("exit %d, %q, want JSON: %s", code, out, errs)
 	}
-	t.Setenv("FUSEE_COUNT", "2")
-	out, _, _ = runFusee(t, os.Environ(), "id", "mint", "--namespace", "orders", "--epoch", "1", "--owned", "0")
-	if len(lines(out)) != 2 {
-		t.Errorf("with FUSEE_COUNT=2: %d ids, want 2", len(lines(out)))
+	t.Setenv("FUSEE_JSON", "false")
+	out, _, _ = runFusee(t, os.Environ(), "id", "shard", "abc", "4")
+	if strings.HasPrefix(out, "{") {
+		t.Errorf("with FUSEE_JSON=false: %q, want text", out)
 	}
 }
 
-// TestConfigSuppliesRequiredFlags: required flags may come from the
-// config file, lists included.
-func TestConfigSuppliesRequiredFlags(t *testing.T) {
-	cfg := writeConfig(t, "fusee.yaml", "id:\n  mint:\n    namespace: orders\n    cell: eu-1\n    epoch: 2\n    owned: [3, 8]\n    count: 40\n")
-	out, errs, code := runFusee(t, nil, "--config", cfg, "id", "mint")
-	if code != ExitOK {
-		t.Fatalf("exit %d: %s", code, errs)
+// TestSettingsNeverSupplyTargets: the environment and a config file supply
+// preferences only. A command's target or a choice with consequences (a
+// shard count, an output file, ids to mint) must be on the command line:
+// from anywhere else it is ignored, with a warning, and a required flag
+// stays missing.
+func TestSettingsNeverSupplyTargets(t *testing.T) {
+	dir := t.TempDir()
+	ring := dir + "/o.ring"
+	_, errs, code := runFusee(t, []string{"FUSEE_SHARDS=3"}, "ring", "init", ring, "--namespace", "o", "--cells", "a")
+	if code != ExitUsage || !strings.Contains(errs, "warning: FUSEE_SHARDS is ignored: --shards is given only on the command line\n") ||
+		!strings.Contains(errs, "fusee: --shards is required") {
+		t.Fatalf("ring init with FUSEE_SHARDS: exit %d\n%s", code, errs)
 	}
-	for _, id := range lines(out) {
-		p := idcodec.Parse(id)
-		if p.Namespace != "orders" || p.Cell != "eu-1" || p.Epoch != 2 || (p.Shard != 3 && p.Shard != 8) {
-			t.Errorf("minted %q", id)
-		}
+	if _, errs, code := runFusee(t, nil, "ring", "init", ring, "--namespace", "o", "--shards", "4", "--cells", "a"); code != 0 {
+		t.Fatal(errs)
 	}
-	if n := len(lines(out)); n != 40 {
-		t.Errorf("minted %d ids, want 40", n)
+	plan := dir + "/p.plan"
+	_, errs, code = runFusee(t, []string{"FUSEE_OUTPUT=" + plan, "FUSEE_ADD_CELL=b"}, "ring", "plan", ring, "--rebalance", "--weights", "a=1")
+	if _, err := os.Stat(plan); err == nil || !strings.Contains(errs, "FUSEE_OUTPUT is ignored") {
+		t.Errorf("ring plan with FUSEE_OUTPUT: exit %d, plan written: %v\n%s", code, err == nil, errs)
+	}
+	cfg := writeConfig(t, "fusee.yaml", "shards: 3\nid:\n  mint:\n    namespace: orders\n    epoch: 2\n    owned: [3, 8]\n    count: 40\n")
+	_, errs, code = runFusee(t, nil, "--config", cfg, "id", "mint")
+	if code != ExitUsage || !strings.Contains(errs, `setting "id.mint.count" is ignored`) || !strings.Contains(errs, `setting "shards" is ignored`) ||
+		!strings.Contains(errs, "fusee: --namespace is required") {
+		t.Errorf("id mint from a config file: exit %d\n%s", code, errs)
+	}
+}
+
+// TestConfigurableSettingsDocumented: the README's Settings section names
+// exactly the settings that may come from the environment or a config
+// file, and only those flags take them.
+func TestConfigurableSettingsDocumented(t *testing.T) {
+	readme, err := os.ReadFile("../../../README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, section, _ := strings.Cut(string(readme), "### Settings")
+	section, _, _ = strings.Cut(section, "\n### ")
+	_, list, ok := strings.Cut(section, "Configurable:")
+	if !ok {
+		t.Fatal("README's Settings section has no 'Configurable:' list")
+	}
+	list, _, _ = strings.Cut(list, ".")
+	documented := map[string]bool{}
+	for _, item := range strings.Split(list, ",") {
+		documented[strings.Trim(strings.TrimSpace(item), "`-")] = true
+	}
+	if !maps.Equal(documented, configurable) {
+		t.Errorf("README lists %v as configurable, the code %v", slices.Sorted(maps.Keys(documented)), slices.Sorted(maps.Keys(configurable)))
 	}
 }
 
@@ -127,7 +163,7 @@ func TestConfigErrors(t *testing.T) {
 	}{
 		{"unreadable config", nil, []string{"--config", bad}, "fusee: reading config file " + bad},
 		{"missing config", nil, []string{"--config", "/nonexistent/fusee.yaml"}, "fusee: reading config file /nonexistent/fusee.yaml"},
-		{"bad environment value", []string{"FUSEE_COUNT=many"}, nil, `fusee: environment variable FUSEE_COUNT: invalid value "many" for --count`},
+		{"bad environment value", []string{"FUSEE_JSON=many"}, nil, `fusee: environment variable FUSEE_JSON: invalid value "many" for --json`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			args := append(tc.args, "id", "mint", "--namespace", "orders", "--epoch", "1", "--owned", "0")

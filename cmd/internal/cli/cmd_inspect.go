@@ -2,6 +2,7 @@ package cli
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strconv"
 
@@ -9,6 +10,8 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/fusee-dev/fusee/journal/check"
+	"github.com/fusee-dev/fusee/meta"
+	"github.com/fusee-dev/fusee/reshard"
 )
 
 func init() { addCommand(newInspectCmd) }
@@ -16,8 +19,13 @@ func init() { addCommand(newInspectCmd) }
 // loadDir opens a data directory read-only for inspect, verify and dump.
 // It gives up with ctx's error (context.Canceled: exit 130) when ctx is
 // done, as the root command's context is on SIGINT and SIGTERM.
+// An error is explained in operator terms where it can be (explainDirError).
 func loadDir(ctx context.Context, dir string) (*check.State, error) {
-	return check.LoadContext(ctx, vfs.Default, dir)
+	st, err := check.LoadContext(ctx, vfs.Default, dir)
+	if err != nil {
+		return nil, explainDirError(vfs.Default, dir, err)
+	}
+	return st, nil
 }
 
 type inspectOptions struct{ json bool }
@@ -37,18 +45,40 @@ histories, receiver dedup entries, pending timers and store size; then the
 oldest and newest runs by start time (workflow ID, generation, shard:run).
 
 The directory must be closed: inspect takes its lock (exit 3 when another
-process holds it) and refuses an interrupted reshard (exit 4). It never
-writes: no log append, no checkpoint, no timer fires, nothing expires.
+process holds it). It never writes: no log append, no checkpoint, no timer
+fires, nothing expires.
+
+A directory a reshard left behind is named by its state, with the command
+that finishes it:
+  building     reshard.new is left from a reshard that stopped before its
+               switch; the directory is unchanged and is summarised as usual;
+               "fusee reshard <dir>" removes the leftover (so does the next
+               reshard).
+  switching    fusee.meta says format=reshard: the switch began and did not
+               finish. inspect opens nothing; it says which counts the
+               switch is between, where the old and new files are, and
+               exits 4; "fusee reshard <dir>" finishes the switch.
+  cleaning-up  reshard.old is left from a reshard that finished; the
+               directory is summarised as usual; "fusee reshard <dir>"
+               removes the leftover.
+A layout kept by "fusee reshard --keep-old" (reshard.kept) is shown with
+its size and the command that restores it.
 
 --json prints one object with stable field names: dir, format, log_format,
 shards, torn_tail, log_segments, log_bytes, total, per_shard (shard, lsn,
 checkpoint_lsn, tail_entries, tail_bytes, store_bytes, next_run, runs,
 running, parked, finished, tombstone, renumbered, outbox, archives,
 archive_records, dedup_entries, pending_timers) and oldest_run/newest_run
-(workflow_id, gen, shard, run, state, started). A size that is not known
-is -1.`,
+(workflow_id, gen, shard, run, state, started), and reshard (state: none,
+building, switching or cleaning-up; leftovers, old_shards, new_shards,
+old_files, new_files and command when there is something to finish; kept:
+path, old_shards, new_shards, bytes, undoing, when a reshard with
+--keep-old kept the old layout). A
+size that is not known is -1. While switching, --json prints only dir,
+format and reshard, and the exit code is 4.`,
 		Example: `  fusee inspect /var/lib/engine/data
-  fusee inspect /var/lib/engine/data --json | jq .total`,
+  fusee inspect /var/lib/engine/data --json | jq .total
+  fusee inspect /var/lib/engine/data --json | jq -r .reshard.state`,
 		Args: exactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return runInspect(cmd.Context(), ios, opts, args[0])
@@ -58,22 +88,62 @@ is -1.`,
 	return cmd
 }
 
+// inspectJSON is inspect's --json object: the summary and the reshard
+// state.
+type inspectJSON struct {
+	check.Summary
+	Reshard *reshard.Status `json:"reshard"`
+}
+
+// switchingJSON is inspect's --json object for a directory whose switch
+// is unfinished: it is not opened, so there is no summary.
+type switchingJSON struct {
+	Dir     string          `json:"dir"`
+	Format  string          `json:"format"`
+	Reshard *reshard.Status `json:"reshard"`
+}
+
 func runInspect(ctx context.Context, ios *IO, opts inspectOptions, dir string) error {
+	// The reshard state first, under the lock and without opening a
+	// shard: an unfinished switch must not be opened at all.
+	rs, err := reshard.ReadStatus(vfs.Default, dir)
+	if err != nil {
+		return explainDirError(vfs.Default, dir, err)
+	}
+	if rs.State == reshard.StateSwitching {
+		// Exit 4, as every other opener of this directory: a script that
+		// inspects before it starts the engine stops here, and the
+		// message says what to run. A summary would have to open shards
+		// that are half moved.
+		if opts.json {
+			if err := ios.printJSON(switchingJSON{Dir: dir, Format: meta.Switching, Reshard: rs}); err != nil {
+				return err
+			}
+		}
+		return exitError{code: ExitSwitching, err: errors.New(dir + ": reshard " + rs.Message())}
+	}
 	st, err := loadDir(ctx, dir)
 	if err != nil {
 		return err
 	}
 	sum := check.Inspect(st)
 	if opts.json {
-		return ios.printJSON(sum)
+		return ios.printJSON(inspectJSON{Summary: sum, Reshard: rs})
 	}
-	return printInspect(ios, &sum)
+	return printInspect(ios, &sum, rs)
 }
 
-func printInspect(ios *IO, sum *check.Summary) error {
+func printInspect(ios *IO, sum *check.Summary, rs *reshard.Status) error {
 	out := ios.Out
 	fmt.Fprintf(out, "%s  %s\n", styleHeader.Render("directory"), sum.Dir)
 	fmt.Fprintf(out, "format     %s, log format %d, %d shards\n", sum.Format, sum.LogFormat, sum.ShardCount)
+	if msg := rs.Message(); msg != "" {
+		fmt.Fprintf(out, "reshard    %s\n", styleWarn.Render(msg))
+	}
+	if k := rs.Kept; k != nil {
+		fmt.Fprintf(out, "kept       %s: the old layout of %d shards (%s), kept by a reshard to %d; `fusee reshard %s --undo` restores it while nothing has written here since; remove it when no longer needed\n",
+			k.Path, k.OldShards, sizeOrUnknown(k.Bytes), k.NewShards, meta.ShellQuote(sum.Dir))
+	}
 	if sum.LogSegments >= 0 {
 		fmt.Fprintf(out, "log        %d segments, %s\n", sum.LogSegments, sizeOrUnknown(sum.LogBytes))
 	}

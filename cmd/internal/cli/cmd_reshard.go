@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"time"
@@ -33,6 +35,12 @@ type reshardOptions struct {
 	report  string
 	scratch string
 	memory  string
+	// Plans and undo (cmd_reshard_plan.go).
+	output     string
+	plan       string
+	verifyPlan string
+	keepOld    bool
+	undo       bool
 }
 
 func newReshardCmd(ios *IO) *cobra.Command {
@@ -59,10 +67,24 @@ docs/reshard.md.
 With no <shards>, reshard finishes an interrupted reshard, or removes the
 leftovers of an earlier attempt, or says there is nothing to do.
 
-The shard count comes only from the command line, never from FUSEE_*
-variables or a config file. --dry-run reads and plans everything,
+The shard count, --dry-run and --report come only from the command line,
+never from FUSEE_* variables or a config file (a setting there is ignored
+with a warning): a destructive command's target and choices must be in
+front of the operator. --dry-run reads and plans everything,
 prints the same report and the disk space the real run needs, and changes
 nothing in the directory (its scratch space is under --scratch).
+
+To review before changing anything: --dry-run -o PLAN writes the plan (the
+directory's fingerprint, every renumbered run, token changes, per-shard
+totals; schema in docs/reshard.md) atomically; --plan PLAN applies exactly
+it, taking the count from it, and refuses with nothing changed if the
+directory is not the one the plan was made from (the engine wrote since) or
+the file is damaged or of another version; --verify-plan PLAN afterwards
+checks the count and every renumbered run (exit 1 with the differences).
+--keep-old keeps the old layout as <dir>/reshard.kept; --undo restores it,
+through the same crash-safe switch, unless something wrote to the new
+layout since (then it refuses and says why). A new reshard is refused while
+a layout is kept; remove reshard.kept when it is no longer needed.
 
 The report names what happened (done, nothing-to-do, finished-interrupted,
 cleaned-up-leftovers, planned), the counts, every renumbered unfinished run
@@ -74,13 +96,23 @@ carries the store generation). --json prints it as one JSON object
 Exit codes: 0 done or nothing to do; 1 failure (the directory is left as it
 was, or finishable by a rerun, as the message says); 2 a count outside
 1..1024 or bad flags; 3 the directory is in use; 4 a different reshard is
-in progress (finish it first); 130 interrupted.`,
+in progress (finish it first); 130 interrupted (Ctrl-C, SIGTERM): that is
+only ever before the switch, so the directory is unchanged and what was
+built is removed; run the same command again. A signal during the switch
+(a few renames) lets it finish.`,
 		Example: `  # See what a change from the current count to 16 shards would do:
   fusee reshard /var/lib/engine/data 16 --dry-run
   # Do it, keeping the report (token changes) for the application owners:
   fusee reshard /var/lib/engine/data 16 --report /root/reshard-16.json
-  # Finish a reshard interrupted by a crash or Ctrl-C:
-  fusee reshard /var/lib/engine/data`,
+  # Finish a reshard whose switch a crash interrupted, or remove leftovers
+  # (what "fusee inspect" says to run); after Ctrl-C just run it again:
+  fusee reshard /var/lib/engine/data
+  # Plan, review, apply exactly that plan keeping the old layout, verify:
+  fusee reshard /var/lib/engine/data 16 --dry-run -o /root/plan-16.json
+  fusee reshard /var/lib/engine/data --plan /root/plan-16.json --keep-old
+  fusee reshard /var/lib/engine/data --verify-plan /root/plan-16.json
+  # Before the engine opens it: put the kept old layout back.
+  fusee reshard /var/lib/engine/data --undo`,
 		Args: rangeArgs(1, 2),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			shards := 0
@@ -94,6 +126,15 @@ in progress (finish it first); 130 interrupted.`,
 				}
 				shards = n
 			}
+			if err := opts.checkPlanFlags(shards); err != nil {
+				return err
+			}
+			switch {
+			case opts.verifyPlan != "":
+				return runVerifyPlan(cmd.Context(), ios, opts, args[0])
+			case opts.undo:
+				return runUndo(cmd.Context(), ios, opts, args[0])
+			}
 			return runReshard(cmd.Context(), ios, opts, args[0], shards)
 		},
 	}
@@ -103,7 +144,12 @@ in progress (finish it first); 130 interrupted.`,
 	f.StringVar(&opts.report, "report", "", "also write the JSON report to `FILE` (atomically, synced)")
 	f.StringVar(&opts.scratch, "scratch", "", "dry run: scratch `DIR` for a plan larger than --memory (default: the system temp directory)")
 	f.StringVar(&opts.memory, "memory", "256MiB", "memory `BUDGET` before the plan spills to a scratch store (e.g. 64MiB, 1GiB)")
-	markCLIOnly(cmd, "report", "dry-run")
+	f.StringVarP(&opts.output, "output", "o", "", "with --dry-run: write the plan to `PLAN` (JSON, atomically) for review and --plan")
+	f.StringVar(&opts.plan, "plan", "", "apply exactly the plan in `PLAN` (the count comes from it); refused if the directory changed since")
+	f.StringVar(&opts.verifyPlan, "verify-plan", "", "check that the directory is what `PLAN` said a reshard would make (exit 1 with the differences)")
+	f.BoolVar(&opts.keepOld, "keep-old", false, "keep the old layout as <dir>/reshard.kept, so --undo can restore it")
+	f.BoolVar(&opts.undo, "undo", false, "restore the layout kept by --keep-old, if nothing wrote to the directory since")
+	markCLIOnly(cmd, "report", "dry-run", "output", "plan", "verify-plan", "keep-old", "undo")
 	return cmd
 }
 
@@ -112,14 +158,19 @@ func runReshard(ctx context.Context, ios *IO, opts reshardOptions, dir string, s
 	if err != nil {
 		return usagef("--memory %q: %v", opts.memory, err)
 	}
+	plan, err := readPlanFile(opts.plan)
+	if err != nil {
+		return err
+	}
 	prog := newPhaseProgress(ios)
 	rep, err := reshard.Reshard(ctx, vfs.Default, dir, reshard.Options{
 		Shards: shards, DryRun: opts.dryRun, Scratch: opts.scratch, Memory: budget, Progress: prog.update,
+		MakePlan: opts.output != "", Plan: plan, PlanPath: opts.plan, KeepOld: opts.keepOld,
 	})
 	prog.done()
 	if err != nil {
 		if ctx.Err() != nil && errors.Is(err, ctx.Err()) {
-			return fmt.Errorf("reshard interrupted before its switch began: %s is as it was (what was built was discarded); run the same command again to start over: %w", dir, err)
+			return interrupted(dir, opts.dryRun)
 		}
 		return err
 	}
@@ -132,10 +183,36 @@ func runReshard(ctx context.Context, ios *IO, opts reshardOptions, dir string, s
 			return fmt.Errorf("writing the report to %s (the reshard itself is %s): %w", opts.report, rep.Outcome, err)
 		}
 	}
+	if err := writePlanFile(opts.output, rep); err != nil {
+		return err
+	}
 	if opts.json {
 		return ios.printJSON(rep)
 	}
-	return printReshardReport(ios, rep)
+	if err := printReshardReport(ios, rep); err != nil {
+		return err
+	}
+	return printPlanNotes(ios, opts, rep)
+}
+
+// interrupted is the message for a reshard stopped by Ctrl-C or SIGTERM.
+// Reshard checks for cancellation only before its switch (the switch is a
+// few renames and always runs to its end), so the directory is the old
+// one, untouched: there is nothing to finish, only the same command to
+// run again. What was built in reshard.new is removed on the way out; if
+// that removal failed, the message names the leftover.
+func interrupted(dir string, dryRun bool) error {
+	var msg string
+	switch _, serr := os.Stat(filepath.Join(dir, reshard.NewDirName)); {
+	case dryRun:
+		msg = fmt.Sprintf("dry run interrupted: nothing in %s was changed; run it again for the report", dir)
+	case serr == nil:
+		msg = fmt.Sprintf("reshard interrupted before its switch: %s is unchanged (its old shards, which open as before), but the partly built %s is still there; it is not needed: the next `fusee reshard %s` removes it, with or without a count",
+			dir, filepath.Join(dir, reshard.NewDirName), meta.ShellQuote(dir))
+	default:
+		msg = fmt.Sprintf("reshard interrupted before its switch: %s is unchanged (its old shards, which open as before) and what was built was removed; there is nothing to finish: run the same command again to reshard", dir)
+	}
+	return exitError{code: ExitCancelled, err: errors.New(msg)}
 }
 
 func printReshardReport(ios *IO, rep *reshard.Report) error {

@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/spf13/cobra"
 
@@ -40,9 +41,11 @@ cell is a lookup in its own epoch's ring and never changes.
 A published ring is sealed: the only way to change placement is
 "fusee ring open-epoch", which opens a new epoch and turns the previous one
 DRAINING with its ring kept. Every write re-reads the file under a lock on
-FILE.lock and is a compare-and-set on the file's revision: --expect-revision
-R refuses to write (exit 5) if the file has moved on. Writes are atomic and
-synced. Commands other than validate and show refuse a file that has
+FILE itself (it leaves no other file) and is a compare-and-set on the file's
+revision: --expect-revision R refuses to write (exit 5) if the file has
+moved on. A write that finds another one running says who holds the lock
+and waits up to --lock-timeout (5s), then exits 3. Writes are atomic and
+synced; --dry-run takes no lock and writes nothing. Commands other than validate and show refuse a file that has
 errors (exit 1): run "fusee ring validate FILE" to see them all.
 
 Every command but push and pull also works on the policy the reference
@@ -70,11 +73,12 @@ The format, the planner's rule and a worked split are in docs/rings.md.`,
 
 // ringWriteFlags are the flags every command that writes a ring file has.
 type ringWriteFlags struct {
-	dryRun bool
-	expect int64
-	json   bool
-	cmd    *cobra.Command
-	etcd   bool // the policy is written to etcd: a dry run prints the value
+	dryRun      bool
+	expect      int64
+	json        bool
+	lockTimeout time.Duration
+	cmd         *cobra.Command
+	etcd        bool // the policy is written to etcd: a dry run prints the value
 }
 
 func (w *ringWriteFlags) add(cmd *cobra.Command) {
@@ -83,12 +87,17 @@ func (w *ringWriteFlags) add(cmd *cobra.Command) {
 	f.BoolVar(&w.dryRun, "dry-run", false, "print the file that would be written and write nothing")
 	f.Int64Var(&w.expect, "expect-revision", 0, "refuse to write (exit 5) unless the file is at this revision")
 	f.BoolVar(&w.json, "json", false, "print the result as JSON")
+	f.DurationVar(&w.lockTimeout, "lock-timeout", 5*time.Second, "how long to wait for another write of FILE before giving up (exit 3); not used with --store, where a write is fenced on the key's version")
 	markCLIOnly(cmd, "expect-revision")
 }
 
 // options turns the flags into the store's write options.
 func (w *ringWriteFlags) options() ringfile.WriteOptions {
-	opt := ringfile.WriteOptions{ExpectRevision: ringfile.AnyRevision, DryRun: w.dryRun}
+	opt := ringfile.WriteOptions{ExpectRevision: ringfile.AnyRevision, DryRun: w.dryRun, LockWait: max(w.lockTimeout, time.Millisecond),
+		OnWait: func(holder string) {
+			fmt.Fprintf(w.cmd.ErrOrStderr(), "waiting for %s: locked by %s; giving up after %s (--lock-timeout)\n",
+				w.cmd.Flags().Arg(0), holder, w.lockTimeout)
+		}}
 	if w.cmd.Flags().Changed("expect-revision") {
 		opt.ExpectRevision, opt.ExpectedBy = w.expect, "--expect-revision"
 	}
@@ -166,6 +175,31 @@ func ringParseSlots(items []string) (ringfile.Ring, error) {
 		ring = append(ring, slots...)
 	}
 	return ring, nil
+}
+
+// ringCheckNames refuses a bad namespace, cell id or region given with
+// flag as a usage error (exit 2), before anything is read or written.
+func ringCheckNames(flag string, names ...string) error {
+	for _, n := range names {
+		if err := ringfile.CheckName(flag, n); err != nil {
+			return usageError{err}
+		}
+	}
+	return nil
+}
+
+// ringCheckFingerprints refuses --fingerprint CELL=FP pairs whose cell id
+// or fingerprint is bad, as a usage error.
+func ringCheckFingerprints(m map[string]string) error {
+	for _, cell := range slices.Sorted(maps.Keys(m)) {
+		if err := ringCheckNames("--fingerprint", cell); err != nil {
+			return err
+		}
+		if err := ringfile.CheckFingerprint(m[cell]); err != nil {
+			return usagef("--fingerprint %s=%s: %v", cell, m[cell], err)
+		}
+	}
+	return nil
 }
 
 // ringFingerprints turns --fingerprint cell=FP pairs into declarations.

@@ -53,6 +53,12 @@ is refused. --expect-revision and --dry-run work as for every write.` + ringStor
 			if err := requireFlags(cmd, "from", "namespace", "shards"); err != nil {
 				return err
 			}
+			if err := ringCheckNames("--namespace", opts.namespace); err != nil {
+				return err
+			}
+			if opts.shards < 1 || opts.shards > ringfile.MaxShards {
+				return usagef("--shards %d: want 1 to %d", opts.shards, ringfile.MaxShards)
+			}
 			st, _, done, err := opts.store.open(args, 0, 0)
 			if err != nil {
 				return err

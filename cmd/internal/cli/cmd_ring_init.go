@@ -46,6 +46,15 @@ place for them.` + ringStoreHelp,
 			if err := requireFlags(cmd, "namespace", "shards", "cells"); err != nil {
 				return err
 			}
+			if err := ringCheckNames("--namespace", opts.namespace); err != nil {
+				return err
+			}
+			if err := ringCheckNames("--cells", opts.cells...); err != nil {
+				return err
+			}
+			if err := ringCheckFingerprints(opts.fingerprints); err != nil {
+				return err
+			}
 			st, _, done, err := opts.store.open(args, 0, 0)
 			if err != nil {
 				return err

@@ -37,6 +37,9 @@ object per line (the fields of "fusee id parse --json").` + ringStoreHelp,
 			if err := requireFlags(cmd, "cell"); err != nil {
 				return err
 			}
+			if err := ringCheckNames("--cell", opts.cell); err != nil {
+				return err
+			}
 			if opts.count < 1 {
 				return usagef("--count must be at least 1, not %d", opts.count)
 			}

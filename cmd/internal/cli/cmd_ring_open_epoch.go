@@ -57,6 +57,9 @@ the new epoch resolve to them at once.` + ringStoreHelp,
 			if opts.plan != "" && (len(opts.fingerprints) > 0 || len(opts.newCells) > 0) {
 				return usagef("--fingerprint and --new-cell go with --slots; a plan declares its own cells")
 			}
+			if err := ringCheckFingerprints(opts.fingerprints); err != nil {
+				return err
+			}
 			st, _, done, err := opts.store.open(args, 0, 0)
 			if err != nil {
 				return err
@@ -159,6 +162,10 @@ func (o *ringOpenEpochOptions) introducedCells() ([]ringfile.CellDecl, map[strin
 			return nil, nil, usagef("--new-cell %q: want CELL or CELL=FINGERPRINT", item)
 		case hasFP && fp == "":
 			return nil, nil, usagef("--new-cell %q: empty fingerprint (write --new-cell %s to skip the fingerprint)", item, cell)
+		case ringfile.CheckName("--new-cell", cell) != nil:
+			return nil, nil, usageError{ringfile.CheckName("--new-cell", cell)}
+		case hasFP && ringfile.CheckFingerprint(fp) != nil:
+			return nil, nil, usagef("--new-cell %s: %v", item, ringfile.CheckFingerprint(fp))
 		case hasFP && fps[cell] != "" && fps[cell] != fp:
 			return nil, nil, usagef("cell %s is given two fingerprints, %s and %s", cell, fps[cell], fp)
 		case hasFP:

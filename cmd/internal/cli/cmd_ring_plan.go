@@ -3,6 +3,8 @@ package cli
 import (
 	"context"
 	"fmt"
+	"maps"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -101,6 +103,30 @@ func (o ringPlanOptions) goal() (ringfile.Goal, error) {
 		return ringfile.Goal{}, usagef("give exactly one of --add-cell, --remove-cell, --split and --rebalance")
 	}
 	g := goals[0]
+	names := [][2]string{{"--add-cell", o.addCell}, {"--remove-cell", o.removeCell}, {"--region", o.region}}
+	if g.Kind == ringfile.GoalSplit {
+		names = append(names, [2]string{"--split", g.Cell}, [2]string{"--split", g.To})
+	}
+	for _, n := range names {
+		if n[1] != "" {
+			if err := ringCheckNames(n[0], n[1]); err != nil {
+				return ringfile.Goal{}, err
+			}
+		}
+	}
+	for _, cell := range slices.Sorted(maps.Keys(o.weights)) {
+		if err := ringCheckNames("--weights", cell); err != nil {
+			return ringfile.Goal{}, err
+		}
+		if o.weights[cell] < 1 {
+			return ringfile.Goal{}, usagef("--weights %s=%d: want a weight of at least 1", cell, o.weights[cell])
+		}
+	}
+	if o.fingerprint != "" {
+		if err := ringfile.CheckFingerprint(o.fingerprint); err != nil {
+			return ringfile.Goal{}, usagef("--fingerprint: %v", err)
+		}
+	}
 	if (o.fingerprint != "" || o.region != "") && g.Kind != ringfile.GoalAddCell && g.Kind != ringfile.GoalSplit {
 		return ringfile.Goal{}, usagef("--fingerprint and --region describe the cell a plan adds (--add-cell or --split)")
 	}

@@ -53,6 +53,12 @@ worked on. --expect-revision and --dry-run work as for every write.` + ringStore
 			if err := requireFlags(cmd, "epoch"); err != nil {
 				return err
 			}
+			if opts.epoch < 0 {
+				return usagef("--epoch %d: want an epoch number, 0 or more", opts.epoch)
+			}
+			if opts.maxAge <= 0 {
+				return usagef("--max-age %s: want a positive duration", opts.maxAge)
+			}
 			if opts.census == "" && !opts.force {
 				return usagef("retiring needs --census CENSUS showing the epoch empty, or --force")
 			}

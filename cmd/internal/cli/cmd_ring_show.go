@@ -41,6 +41,8 @@ syntax error and its line.
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if !cmd.Flags().Changed("epoch") {
 				opts.epoch = ringfile.NoEpoch
+			} else if opts.epoch < 0 {
+				return usagef("--epoch %d: want an epoch number, 0 or more", opts.epoch)
 			}
 			st, _, done, err := opts.store.open(args, 0, 0)
 			if err != nil {

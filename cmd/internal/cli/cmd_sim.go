@@ -78,7 +78,7 @@ func runSimDrive(cmd *cobra.Command, ios *IO, opts simDriveOptions, dir string) 
 	rep, err := sim.Drive(cmd.Context(), vfs.Default, dir, o)
 	done()
 	if err != nil {
-		return err
+		return explainDirError(vfs.Default, dir, err)
 	}
 	if opts.json {
 		return ios.printJSON(rep)

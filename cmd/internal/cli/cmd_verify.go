@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io/fs"
 
 	"github.com/spf13/cobra"
 
@@ -39,13 +38,16 @@ and a hint. Lines read
 
 Severity info (ref-dangling: a reference to a run whose retention ended;
 torn-tail: a never-acknowledged write recovery dropped) is printed but is
-not a problem. A directory recovery refuses is one finding, unreadable.
+not a problem. A directory that cannot be read (missing, empty, a file, a
+bad fusee.meta, a missing or damaged store or log) is one finding,
+unreadable, whose detail names what is wrong and whose hint is the next
+step; nothing else is checked.
 
 Exit 0 when there is no error or warning ("ok: N shards, M runs, no
 findings"), 1 when there is any, after listing them all. --json prints JSON
 lines: {"type":"finding","kind","severity","shard","run","detail","hint"}
-per finding, then {"type":"summary","ok","shards","runs","errors",
-"warnings","info"}.
+per finding, then {"type":"summary","ok","unreadable","shards","runs",
+"errors","warnings","info"}.
 
 The directory must be closed: verify takes its lock (exit 3 when another
 process holds it) and refuses an interrupted reshard (exit 4). It never
@@ -62,13 +64,28 @@ writes: no log append, no checkpoint, no timer fires, nothing expires.`,
 }
 
 type verifySummary struct {
-	Type     string `json:"type"`
-	OK       bool   `json:"ok"`
-	Shards   int    `json:"shards"`
-	Runs     int    `json:"runs"`
-	Errors   int    `json:"errors"`
-	Warnings int    `json:"warnings"`
-	Info     int    `json:"info"`
+	Type       string `json:"type"`
+	OK         bool   `json:"ok"`
+	Unreadable bool   `json:"unreadable"` // the directory could not be read: nothing was checked
+	Shards     int    `json:"shards"`
+	Runs       int    `json:"runs"`
+	Errors     int    `json:"errors"`
+	Warnings   int    `json:"warnings"`
+	Info       int    `json:"info"`
+}
+
+// unreadableFinding is the one finding for a directory that cannot be
+// read: what is wrong as the detail, the next step as the hint.
+func unreadableFinding(err error) check.Finding {
+	f := check.UnreadableFinding(err)
+	var dp *dirProblem
+	if errors.As(err, &dp) {
+		f.Detail = dp.what
+		if dp.next != "" {
+			f.Hint = dp.next
+		}
+	}
+	return f
 }
 
 type verifyFinding struct {
@@ -89,7 +106,7 @@ func runVerify(ctx context.Context, ios *IO, opts verifyOptions, dir string) err
 	case refusal(err) || ctx.Err() != nil && errors.Is(err, ctx.Err()):
 		return err
 	default:
-		findings = []check.Finding{check.UnreadableFinding(err)}
+		findings, sum.Unreadable = []check.Finding{unreadableFinding(err)}, true
 	}
 	for _, f := range findings {
 		switch f.Severity {
@@ -121,11 +138,10 @@ func runVerify(ctx context.Context, ios *IO, opts verifyOptions, dir string) err
 }
 
 // refusal reports whether err is opening being refused (in use, an
-// interrupted reshard, an old log, no such directory) rather than damage
-// found while reading: those keep their own messages and exit codes.
+// interrupted reshard, an old log) rather than a directory that cannot be
+// read: those keep their own messages and exit codes.
 func refusal(err error) bool {
-	return errors.Is(err, meta.ErrInUse) || errors.Is(err, meta.ErrSwitching) || errors.Is(err, meta.ErrOldLog) ||
-		errors.Is(err, fs.ErrNotExist)
+	return errors.Is(err, meta.ErrInUse) || errors.Is(err, meta.ErrSwitching) || errors.Is(err, meta.ErrOldLog)
 }
 
 func printFindings(ios *IO, findings []check.Finding, sum *verifySummary) {
@@ -141,13 +157,23 @@ func printFindings(ios *IO, findings []check.Finding, sum *verifySummary) {
 		}
 		fmt.Fprintf(ios.Out, "%s: %s: %s (%s)\n", f.Where(), kind, f.Detail, f.Hint)
 	}
+	counts := fmt.Sprintf("%s, %s, %d info", plural(sum.Errors, "error"), plural(sum.Warnings, "warning"), sum.Info)
 	switch {
+	case sum.Unreadable:
+		fmt.Fprintln(ios.Out, styleBad.Render("unreadable: "+counts+"; nothing else was checked"))
 	case len(findings) == 0:
-		fmt.Fprintln(ios.Out, styleGood.Render(fmt.Sprintf("ok: %d shards, %d runs, no findings", sum.Shards, sum.Runs)))
+		fmt.Fprintln(ios.Out, styleGood.Render(fmt.Sprintf("ok: %s, %s, no findings", plural(sum.Shards, "shard"), plural(sum.Runs, "run"))))
 	case sum.OK:
-		fmt.Fprintln(ios.Out, styleGood.Render(fmt.Sprintf("ok: %d shards, %d runs, no problems (%d info)", sum.Shards, sum.Runs, sum.Info)))
+		fmt.Fprintln(ios.Out, styleGood.Render(fmt.Sprintf("ok: %s, %s, no problems (%d info)", plural(sum.Shards, "shard"), plural(sum.Runs, "run"), sum.Info)))
 	default:
-		fmt.Fprintln(ios.Out, styleBad.Render(fmt.Sprintf("%d shards, %d runs: %d errors, %d warnings, %d info",
-			sum.Shards, sum.Runs, sum.Errors, sum.Warnings, sum.Info)))
+		fmt.Fprintln(ios.Out, styleBad.Render(fmt.Sprintf("%s, %s: %s", plural(sum.Shards, "shard"), plural(sum.Runs, "run"), counts)))
 	}
+}
+
+// plural is "1 error", "2 errors".
+func plural(n int, noun string) string {
+	if n == 1 {
+		return "1 " + noun
+	}
+	return fmt.Sprintf("%d %ss", n, noun)
 }

@@ -29,7 +29,7 @@ func TestVerifyCorruptStoreTable(t *testing.T) {
 	if err := os.WriteFile(tables[0], b, 0o644); err != nil {
 		t.Fatal(err)
 	}
-	want := []string{store, filepath.Base(tables[0]), "the shard store is damaged; restore the directory from a backup"}
+	want := []string{store, filepath.Base(tables[0]), "is corrupt", "restore the data directory from a backup"}
 	out, errOut, code := runFusee(t, nil, "verify", dir)
 	if code != 1 || !strings.HasPrefix(out, "directory: unreadable: ") || strings.Contains(errOut, "panic") {
 		t.Fatalf("verify of a corrupt store: code %d\nstdout:\n%s\nstderr:\n%s", code, out, errOut)

@@ -71,7 +71,7 @@ func TestVerifyCleanDirectory(t *testing.T) {
 		t.Fatalf("verify: code %d\nstdout:\n%s\nstderr:\n%s", code, out, errOut)
 	}
 	out, _, code = runFusee(t, nil, "verify", "--json", dir)
-	if code != 0 || out != `{"type":"summary","ok":true,"shards":3,"runs":3,"errors":0,"warnings":0,"info":0}`+"\n" {
+	if code != 0 || out != `{"type":"summary","ok":true,"unreadable":false,"shards":3,"runs":3,"errors":0,"warnings":0,"info":0}`+"\n" {
 		t.Fatalf("verify --json: code %d\n%s", code, out)
 	}
 }

@@ -20,15 +20,26 @@ import (
 // empty variable counts as unset, as viper would treat it.
 //
 // In the config file a setting may sit at the top level (json: true) or
-// under the command's path (ring: {plan: {weights: "a=2,b=1"}}); the more
+// under the command's path (ring: {show: {json: true}}); the more
 // specific one wins.
 type config struct {
 	file string
 	env  []string
 }
 
-// notConfigurable are flags that only make sense on the command line.
-var notConfigurable = map[string]bool{"help": true, "version": true, "config": true}
+// configurable lists the only flags the environment and a config file may
+// set: preferences (output as JSON), budgets (memory, scratch space,
+// how long to wait for a lock) and the ring commands' etcd connection. Everything else is a command's target or
+// a choice with consequences (a shard count, a run count, a seed, an
+// output file, --force, --dry-run) and must be given on the command line:
+// FUSEE_SHARDS=3 exported for gen must not answer ring init's --shards.
+// The README's Settings section lists the same names; a test keeps them
+// in step.
+var configurable = map[string]bool{"json": true, "memory": true, "scratch": true, "lock-timeout": true,
+	// Where the ring commands find etcd and how they connect (the ring
+	// store flags); which namespace they act on is command-line only.
+	"store": true, "cacert": true, "cert": true, "key": true, "user": true, "password": true,
+	"dial-timeout": true, "command-timeout": true}
 
 // cliOnly is the flag annotation that keeps one command's flag out of the
 // environment and config file: a destructive command's target or output
@@ -36,7 +47,7 @@ var notConfigurable = map[string]bool{"help": true, "version": true, "config": t
 const cliOnly = "fusee-cli-only"
 
 // markCLIOnly makes the named flags of cmd settable only on the command
-// line.
+// line, even where their name is configurable elsewhere.
 func markCLIOnly(cmd *cobra.Command, names ...string) {
 	for _, n := range names {
 		_ = cmd.Flags().SetAnnotation(n, cliOnly, []string{"true"})
@@ -54,20 +65,27 @@ func (c *config) apply(cmd *cobra.Command) error {
 		if err := v.ReadInConfig(); err != nil {
 			return usagef("reading config file %s: %v (fix the file or drop --config/FUSEE_CONFIG)", file, err)
 		}
-		for _, key := range unknownSettings(cmd.Root(), v.AllKeys()) {
+		unknown, fixed := unknownSettings(cmd.Root(), v.AllKeys())
+		for _, key := range unknown {
 			fmt.Fprintf(cmd.ErrOrStderr(), "warning: config file %s: unknown setting %q: no fusee command has that flag (misspelt?); it is ignored\n", file, key)
+		}
+		for _, key := range fixed {
+			fmt.Fprintf(cmd.ErrOrStderr(), "warning: config file %s: setting %q is ignored: it is a command's target or choice, given only on the command line\n", file, key)
 		}
 	}
 	path := commandPath(cmd)
 	var firstErr error
 	cmd.Flags().VisitAll(func(f *pflag.Flag) {
-		if firstErr != nil || notConfigurable[f.Name] || f.Annotations[cliOnly] != nil {
-			return
-		}
-		if f.Changed {
+		if firstErr != nil || f.Changed {
 			return
 		}
 		envName := "FUSEE_" + strings.ToUpper(strings.ReplaceAll(f.Name, "-", "_"))
+		if !isConfigurable(f) {
+			if _, set := c.getenv(envName); set && envName != "FUSEE_CONFIG" {
+				fmt.Fprintf(cmd.ErrOrStderr(), "warning: %s is ignored: --%s is given only on the command line\n", envName, f.Name)
+			}
+			return
+		}
 		source := ""
 		var val any
 		if s, ok := c.getenv(envName); ok {
@@ -84,6 +102,12 @@ func (c *config) apply(cmd *cobra.Command) error {
 		}
 	})
 	return firstErr
+}
+
+// isConfigurable reports whether the environment or a config file may
+// set f.
+func isConfigurable(f *pflag.Flag) bool {
+	return configurable[f.Name] && f.Annotations[cliOnly] == nil
 }
 
 // getenv looks name up in c.env; the last entry wins, as in os/exec. An
@@ -127,19 +151,20 @@ func setFlag(cmd *cobra.Command, f *pflag.Flag, val any) error {
 	return nil
 }
 
-// unknownSettings lists the config keys that name no flag: neither a flag
+// unknownSettings lists the config keys that name no flag, neither a flag
 // of some command at the top level ("json") nor a flag of the command whose
-// path scopes it ("ring.plan.weights").
-func unknownSettings(root *cobra.Command, keys []string) []string {
-	known := map[string]bool{}
+// path scopes it ("ring.plan.json"), and those that name only flags that
+// are not configurable ("shards").
+func unknownSettings(root *cobra.Command, keys []string) (unknown, fixed []string) {
+	known := map[string]bool{} // name -> configurable somewhere
 	var walk func(c *cobra.Command)
 	walk = func(c *cobra.Command) {
 		path := commandPath(c)
 		c.Flags().VisitAll(func(f *pflag.Flag) {
 			for _, name := range []string{f.Name, strings.ReplaceAll(f.Name, "-", "_")} {
-				known[name] = true
+				known[name] = known[name] || isConfigurable(f)
 				if path != "" {
-					known[path+"."+name] = true
+					known[path+"."+name] = known[path+"."+name] || isConfigurable(f)
 				}
 			}
 		})
@@ -148,11 +173,14 @@ func unknownSettings(root *cobra.Command, keys []string) []string {
 		}
 	}
 	walk(root)
-	var out []string
 	for _, k := range keys {
-		if !known[strings.ToLower(k)] {
-			out = append(out, k)
+		ok, found := known[strings.ToLower(k)]
+		switch {
+		case !found:
+			unknown = append(unknown, k)
+		case !ok:
+			fixed = append(fixed, k)
 		}
 	}
-	return out
+	return unknown, fixed
 }

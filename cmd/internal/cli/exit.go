@@ -12,7 +12,7 @@ const (
 	ExitFailure   = 1   // the command failed, or a check found problems
 	ExitUsage     = 2   // bad flags or arguments
 	ExitInUse     = 3   // the data directory is locked by another process
-	ExitSwitching = 4   // an interrupted reshard must be finished: run `fusee reshard <dir>`
+	ExitSwitching = 4   // a reshard's switch was interrupted: `fusee reshard <dir>` (no count) finishes it
 	ExitConflict  = 5   // a compare-and-set write lost: the file moved on (re-read and retry)
 	ExitCancelled = 130 // interrupted by a signal (Ctrl-C, SIGTERM)
 )

@@ -29,7 +29,7 @@ func Run(ctx context.Context, version string, args []string, in io.Reader, out, 
 	root.SetIn(in)
 	root.SetOut(ios.Out)
 	root.SetErr(ios.Err)
-	err := root.ExecuteContext(ctx)
+	cmd, err := root.ExecuteContextC(ctx)
 	if err == nil {
 		return ExitOK
 	}
@@ -38,6 +38,9 @@ func Run(ctx context.Context, version string, args []string, in io.Reader, out, 
 		err = usageError{err}
 	}
 	code := exitCode(err)
+	if code == ExitCancelled {
+		err = interruptedMessage(cmd, err)
+	}
 	var ee exitError
 	if !(errors.As(err, &ee) && ee.silent) {
 		fmt.Fprintln(ios.Err, styleBad.Render("fusee: ")+err.Error())
@@ -69,8 +72,13 @@ count of a closed data directory (reshard), inspects and verifies one, and
 holds the rings that place a namespace's instances on cells.
 
 Settings come from, highest first: command-line flags, FUSEE_* environment
-variables (FUSEE_JSON=1, FUSEE_SHARDS=8: the flag name in capitals with '-'
-as '_'), the file named by --config (or $FUSEE_CONFIG), then defaults.
+variables (FUSEE_JSON=1: the flag name in capitals with '-' as '_'), the
+file named by --config (or $FUSEE_CONFIG), then defaults. Only preferences
+and budgets come from the environment or a file (--json, --memory,
+--scratch, --lock-timeout, and the ring commands' etcd connection: --store,
+--cacert, --cert, --key, --user, --password, --dial-timeout,
+--command-timeout); a command's targets and choices (shard counts,
+output files, --force) come from the command line alone.
 
 Exit codes: 0 ok, 1 failure or findings, 2 usage, 3 directory in use,
 4 interrupted reshard must be finished, 5 lost a compare-and-set (re-read

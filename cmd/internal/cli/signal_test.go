@@ -6,6 +6,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -24,7 +25,7 @@ func TestRingCommandsStopOnSignals(t *testing.T) {
 				t.Fatalf("init: %v\n%s", err, out)
 			}
 			before, _ := os.ReadFile(path)
-			lock, err := os.OpenFile(path+".lock", os.O_CREATE|os.O_RDWR, 0o644)
+			lock, err := os.Open(path) // the ring file itself is the lock
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -38,7 +39,7 @@ func TestRingCommandsStopOnSignals(t *testing.T) {
 			if err := cmd.Start(); err != nil {
 				t.Fatal(err)
 			}
-			time.Sleep(500 * time.Millisecond) // it is waiting for the lock (up to 10 s)
+			time.Sleep(500 * time.Millisecond) // it is waiting for the lock (up to --lock-timeout, 5 s)
 			start := time.Now()
 			if err := cmd.Process.Signal(sig); err != nil {
 				t.Fatal(err)
@@ -48,11 +49,17 @@ func TestRingCommandsStopOnSignals(t *testing.T) {
 			if !errors.As(err, &ee) || ee.ExitCode() != ExitCancelled {
 				t.Fatalf("after %v: %v, want exit %d; stderr:\n%s", sig, err, ExitCancelled, stderr.String())
 			}
+			if !strings.Contains(stderr.String(), "ring open-epoch interrupted: ") || !strings.Contains(stderr.String(), "waiting for "+path+": locked by pid ") {
+				t.Errorf("stderr does not say who held the lock and what was interrupted:\n%s", stderr.String())
+			}
 			if d := time.Since(start); d > 2*time.Second {
 				t.Errorf("took %v to stop", d)
 			}
 			if after, _ := os.ReadFile(path); !bytes.Equal(before, after) {
 				t.Error("the ring file changed")
+			}
+			if _, err := os.Lstat(path + ".lock"); !errors.Is(err, os.ErrNotExist) {
+				t.Errorf("a lock file was made: %v", err)
 			}
 		})
 	}

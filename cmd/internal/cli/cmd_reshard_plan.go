@@ -1,0 +1,173 @@
+package cli
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"strings"
+
+	"github.com/cockroachdb/pebble/v2/vfs"
+
+	"github.com/fusee-dev/fusee/meta"
+	"github.com/fusee-dev/fusee/reshard"
+)
+
+// The review workflow of `fusee reshard` (docs/operations.md): a plan
+// written by a dry run (-o), applied exactly (--plan), checked after
+// (--verify-plan); and the old layout kept (--keep-old) until --undo or
+// its removal.
+
+// checkPlanFlags refuses combinations that say two different things.
+func (o *reshardOptions) checkPlanFlags(shards int) error {
+	modes := 0
+	for _, on := range []bool{o.plan != "", o.verifyPlan != "", o.undo} {
+		if on {
+			modes++
+		}
+	}
+	switch {
+	case modes > 1:
+		return usagef("--plan, --verify-plan and --undo are separate steps: give one")
+	case o.output != "" && (!o.dryRun || shards == 0 && o.plan == ""):
+		return usagef("-o writes a plan: it goes with --dry-run and a shard count")
+	case o.plan != "" && shards != 0:
+		return usagef("--plan takes the shard count from the plan: give no count")
+	case (o.verifyPlan != "" || o.undo) && (shards != 0 || o.dryRun || o.keepOld || o.output != ""):
+		return usagef("--verify-plan and --undo take only the directory (and --json)")
+	case o.keepOld && o.dryRun:
+		return usagef("--keep-old keeps what a real run replaces: a dry run replaces nothing")
+	}
+	return nil
+}
+
+// readPlanFile reads and checks the plan file at path ("" none).
+func readPlanFile(path string) (*reshard.Plan, error) {
+	if path == "" {
+		return nil, nil
+	}
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("reading the plan: %w", err)
+	}
+	return reshard.ParsePlan(path, data)
+}
+
+// writePlanFile writes a dry run's plan to path ("" none), atomically.
+func writePlanFile(path string, rep *reshard.Report) error {
+	if path == "" || rep.Plan == nil {
+		return nil
+	}
+	data, err := reshard.MarshalPlan(rep.Plan)
+	if err != nil {
+		return err
+	}
+	if err := meta.ReplaceFile(vfs.Default, path, data); err != nil {
+		return fmt.Errorf("writing the plan: %w", err)
+	}
+	return nil
+}
+
+// printPlanNotes follows the report: the runs per new shard as a chart,
+// where the plan went, where the old layout is kept.
+func printPlanNotes(ios *IO, opts reshardOptions, rep *reshard.Report) error {
+	out := ios.Out
+	if rep.Outcome != reshard.OutcomeDone && rep.Outcome != reshard.OutcomePlanned {
+		return nil
+	}
+	printSkew(ios, rep.NewShardRuns, rep.NewShardBytes)
+	if opts.output != "" && rep.Plan != nil {
+		fmt.Fprintf(out, "plan written to %s: review it, then run `fusee reshard %s --plan %s`\n",
+			opts.output, meta.ShellQuote(rep.Dir), meta.ShellQuote(opts.output))
+	}
+	if rep.Kept != "" {
+		fmt.Fprintf(out, "old layout kept in %s: `fusee reshard %s --undo` restores it until the engine writes to the directory\n",
+			rep.Kept, meta.ShellQuote(rep.Dir))
+	}
+	return nil
+}
+
+// printSkew draws the runs of each new shard as a bar, with how far the
+// largest is above the mean.
+func printSkew(ios *IO, runs, bytes []int64) {
+	if len(runs) == 0 {
+		return
+	}
+	var total, most int64
+	for _, n := range runs {
+		total += n
+		most = max(most, n)
+	}
+	mean := float64(total) / float64(len(runs))
+	skew := 0.0
+	if mean > 0 {
+		skew = (float64(most)/mean - 1) * 100
+	}
+	fmt.Fprintln(ios.Out, styleHeader.Render(fmt.Sprintf("runs per new shard (largest %.0f%% above the mean of %.1f):", skew, mean)))
+	const width = 40
+	for j, n := range runs {
+		bar := 0
+		if most > 0 {
+			bar = int(int64(width) * n / most)
+		}
+		size := ""
+		if j < len(bytes) {
+			size = "  " + sizeString(bytes[j])
+		}
+		fmt.Fprintf(ios.Out, "  %4d %-*s %d%s\n", j, width, strings.Repeat("#", bar), n, size)
+	}
+}
+
+func runVerifyPlan(ctx context.Context, ios *IO, opts reshardOptions, dir string) error {
+	plan, err := readPlanFile(opts.verifyPlan)
+	if err != nil {
+		return err
+	}
+	c, err := reshard.VerifyPlan(ctx, vfs.Default, dir, plan)
+	if err != nil {
+		return explainDirError(vfs.Default, dir, err)
+	}
+	if opts.json {
+		if err := ios.printJSON(c); err != nil {
+			return err
+		}
+	} else if c.OK() {
+		fmt.Fprintln(ios.Out, styleGood.Render(fmt.Sprintf("ok: %s is what plan %s said: %d shards, all %d renumbered runs at their planned numbers",
+			dir, opts.verifyPlan, c.Shards, c.Renumbered)))
+	} else {
+		fmt.Fprintf(ios.Out, "%s differs from plan %s:\n", dir, opts.verifyPlan)
+		for _, d := range c.Differences {
+			fmt.Fprintf(ios.Out, "  %s\n", d)
+		}
+	}
+	if !c.OK() {
+		return exitError{code: ExitFailure, err: fmt.Errorf("%s is not what plan %s said (%d differences)", dir, opts.verifyPlan, len(c.Differences))}
+	}
+	return nil
+}
+
+func runUndo(ctx context.Context, ios *IO, opts reshardOptions, dir string) error {
+	rep, err := reshard.Undo(ctx, vfs.Default, dir)
+	if err != nil {
+		var ue *reshard.UndoError
+		if errors.As(err, &ue) {
+			return err
+		}
+		return explainDirError(vfs.Default, dir, err)
+	}
+	if opts.json {
+		return ios.printJSON(rep)
+	}
+	switch rep.Outcome {
+	case reshard.OutcomeUndone:
+		fmt.Fprintln(ios.Out, styleGood.Render(fmt.Sprintf("undone: %s has its kept layout of %d shards back", dir, rep.NewShards)))
+	case reshard.OutcomeFinished:
+		fmt.Fprintln(ios.Out, styleGood.Render(fmt.Sprintf("finished the interrupted undo of %s: %d shards", dir, rep.NewShards)))
+	default:
+		fmt.Fprintln(ios.Out, styleGood.Render(fmt.Sprintf("the undo of %s had finished; removed its leftovers", dir)))
+	}
+	for _, c := range rep.CleanedUp {
+		fmt.Fprintf(ios.Out, "removed leftover %s\n", c)
+	}
+	return nil
+}

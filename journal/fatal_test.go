@@ -1,0 +1,38 @@
+package journal
+
+import (
+	"errors"
+	iofs "io/fs"
+	"strings"
+	"syscall"
+	"testing"
+)
+
+// A Fatalf or a panic caused by the file system failing comes back as that
+// failure (naming the operation and the file), not as damage; a
+// fatalTrap keeps the first failure and never panics.
+func TestFatalFromFileSystem(t *testing.T) {
+	sync := &iofs.PathError{Op: "sync", Path: "/s/MANIFEST-000001", Err: syscall.EIO}
+	viaFatalf := func() (err error) {
+		defer recoverStoreFatal("/s", &err)
+		quietLogger{}.Fatalf("MANIFEST sync failed: %v", sync)
+		return nil
+	}
+	viaPanic := func() (err error) {
+		defer recoverStoreFatal("/s", &err)
+		panic(sync)
+	}
+	for name, f := range map[string]func() error{"Fatalf": viaFatalf, "panic": viaPanic} {
+		err := f()
+		var ce *StoreCorruptionError
+		if !errors.Is(err, syscall.EIO) || errors.As(err, &ce) || !strings.Contains(err.Error(), "sync /s/MANIFEST-000001") {
+			t.Errorf("%s: %v, want the sync failure, not corruption", name, err)
+		}
+	}
+	trap := &fatalTrap{}
+	trap.Fatalf("MANIFEST sync failed: %v", sync)
+	trap.Fatalf("later: %d", 2)
+	if err := trap.Err(); !errors.Is(err, syscall.EIO) || !strings.Contains(err.Error(), "pebble: MANIFEST sync failed") {
+		t.Errorf("trap: %v, want the first failure", err)
+	}
+}

@@ -1,0 +1,46 @@
+package reshard
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/fusee-dev/fusee/meta"
+)
+
+// identify reads the old directory's fingerprint, and keeps the log tails
+// read on the way for the plan pass.
+func (r *resharder) identify(ctx context.Context, m meta.Meta) error {
+	data, err := readMetaBytes(r.fs, r.dir)
+	if err != nil {
+		return err
+	}
+	fp, tails, err := readFingerprint(ctx, r.fs, r.dir, m.Shards, data)
+	if err != nil {
+		return err
+	}
+	r.fp, r.tails = &fp, tails
+	return nil
+}
+
+// checkPlan refuses a plan that was not made from this directory as it is
+// now: another count, an unfinished switch, or a different fingerprint
+// (the engine wrote since, or it is another directory). It runs before
+// the reshard changes anything.
+func (r *resharder) checkPlan(ctx context.Context, m meta.Meta) error {
+	p := r.opts.Plan
+	stale := func(diff string) error { return &StalePlanError{Dir: r.dir, Path: r.opts.PlanPath, Diff: diff} }
+	if m.Switching() {
+		return stale(fmt.Sprintf("a reshard from %d to %d shards is interrupted; finish it with `fusee reshard %s` first",
+			m.OldShards, m.NewShards, meta.ShellQuote(r.dir)))
+	}
+	if m.Shards != p.OldShards {
+		return stale(fmt.Sprintf("it has %d shards, the plan was made for %d", m.Shards, p.OldShards))
+	}
+	if err := r.identify(ctx, m); err != nil {
+		return err
+	}
+	if diff := p.Identity.Diff(*r.fp); diff != "" {
+		return stale(diff)
+	}
+	return nil
+}

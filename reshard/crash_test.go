@@ -1,0 +1,313 @@
+package reshard_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/cockroachdb/pebble/v2/vfs"
+	"github.com/cockroachdb/pebble/v2/vfs/errorfs"
+	"github.com/fusee-dev/fusee/meta"
+	"github.com/fusee-dev/fusee/reshard"
+)
+
+// crashCase is one reshard whose every step a power cut may interrupt:
+// the directory before it, its logical dump, and the counts.
+type crashCase struct {
+	base       *vfs.MemFS // the directory, before the reshard; never changed
+	before     string     // its logical dump
+	oldN, newN int
+	memory     int64 // reshard.Options.Memory (1: every map spills)
+}
+
+func newCrashCase(t testing.TB, oldN, newN, runs int, seed uint64, memory int64) *crashCase {
+	t.Helper()
+	base := representativeDir(t, oldN, runs, seed)
+	before, err := memDump(base)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// A crash of the directory as it stands keeps it whole: everything
+	// gen and the dangling run's commit wrote was synced.
+	if d, err := memDump(base.CrashClone(vfs.CrashCloneCfg{})); err != nil || d != before {
+		t.Fatalf("the directory does not survive a crash before the reshard: %v", err)
+	}
+	return &crashCase{base: base, before: before, oldN: oldN, newN: newN, memory: memory}
+}
+
+// fresh is a copy of the directory before the reshard.
+func (c *crashCase) fresh() *vfs.MemFS { return c.base.CrashClone(vfs.CrashCloneCfg{}) }
+
+// How a directory looked to the operator after a power cut.
+const (
+	sawOld       = "opened as it was"
+	sawNew       = "opened resharded"
+	sawSwitching = "refused: finish the reshard"
+)
+
+// recoverDir does what an operator does after a power cut, on the crash
+// image img: open the directory; if it opens, its logical dump must be
+// the original one, and the operator runs the reshard again (the same
+// command, which also removes leftovers); if it is refused with
+// meta.ErrSwitching, `fusee reshard <dir>` (no count) finishes it. The
+// recovery run goes through errorfs with step (nil: not counted), so that
+// a caller can crash it too. It returns what the operator saw; the
+// directory is then checked by checkDone.
+func (c *crashCase) recoverDir(img *vfs.MemFS, step *stepCounter) (string, error) {
+	m, err := meta.ReadAny(img, memDir)
+	if err != nil {
+		return "", fmt.Errorf("reading fusee.meta: %w", err)
+	}
+	saw := sawOld
+	opts := reshard.Options{Shards: c.newN, Memory: c.memory}
+	dump, err := memDump(img)
+	switch {
+	case errors.Is(err, meta.ErrSwitching):
+		if !m.Switching() {
+			return "", fmt.Errorf("opening: %w, but fusee.meta is %+v", err, m)
+		}
+		saw, opts.Shards = sawSwitching, 0
+	case err != nil:
+		return "", fmt.Errorf("opening: %w", err)
+	case dump != c.before:
+		return "", fmt.Errorf("the directory opens (fusee.meta %+v) but its logical dump differs from the original", m)
+	case m.Shards == c.newN:
+		saw = sawNew
+	case m.Shards != c.oldN:
+		return "", fmt.Errorf("the directory opens with %d shards, neither %d nor %d", m.Shards, c.oldN, c.newN)
+	}
+	var fs vfs.FS = img
+	if step != nil {
+		fs = errorfs.Wrap(img, step)
+	}
+	rep, err := reshard.Reshard(context.Background(), fs, memDir, opts)
+	if err != nil {
+		return saw, fmt.Errorf("%s, then reshard: %w", saw, err)
+	}
+	want := map[string][]reshard.Outcome{
+		sawOld:       {reshard.OutcomeDone},
+		sawNew:       {reshard.OutcomeNothingToDo, reshard.OutcomeCleanedUp},
+		sawSwitching: {reshard.OutcomeFinished},
+	}[saw]
+	if rep.Outcome != want[0] && (len(want) == 1 || rep.Outcome != want[1]) {
+		return saw, fmt.Errorf("%s, then reshard: outcome %s, want %v", saw, rep.Outcome, want)
+	}
+	return saw, nil
+}
+
+// checkDone checks a directory after the operator's recovery: the new
+// count, no leftovers, verify clean, the original logical dump.
+func (c *crashCase) checkDone(fs vfs.FS) error {
+	m, err := meta.ReadAny(fs, memDir)
+	if err != nil {
+		return err
+	}
+	if m.Switching() || m.Shards != c.newN {
+		return fmt.Errorf("fusee.meta is %+v, want %d shards", m, c.newN)
+	}
+	for _, left := range []string{reshard.NewDirName, reshard.OldDirName} {
+		if _, err := fs.Stat(fs.PathJoin(memDir, left)); err == nil {
+			return fmt.Errorf("%s left behind", left)
+		}
+	}
+	dump, err := memVerifyDump(fs)
+	if err != nil {
+		return err
+	}
+	if dump != c.before {
+		return errors.New("the logical dump differs from the original")
+	}
+	return nil
+}
+
+// crashImage is the state a power cut at one step leaves.
+type crashImage struct {
+	step     int
+	op       errorfs.Op
+	unsynced int // CrashCloneCfg.UnsyncedDataPercent
+	fs       *vfs.MemFS
+}
+
+func (im crashImage) String() string {
+	return fmt.Sprintf("power cut before step %d (%s %s), %d%% of unsynced data kept", im.step, opName(im.op.Kind), im.op.Path, im.unsynced)
+}
+
+func opName(k errorfs.OpKind) string {
+	return map[errorfs.OpKind]string{
+		errorfs.OpCreate: "create", errorfs.OpLink: "link", errorfs.OpRemove: "remove", errorfs.OpRemoveAll: "remove-all",
+		errorfs.OpRename: "rename", errorfs.OpReuseForWrite: "reuse", errorfs.OpMkdirAll: "mkdir",
+		errorfs.OpFileWrite: "write", errorfs.OpFileWriteAt: "write-at", errorfs.OpFileSync: "sync",
+		errorfs.OpFileSyncData: "sync-data", errorfs.OpFileSyncTo: "sync-to", errorfs.OpFilePreallocate: "preallocate",
+	}[k]
+}
+
+// cutEverywhere runs fn (one reshard or recovery, on the filesystem it is
+// given) over errorfs on mem and, before each of its steps, cuts power:
+// it hands check a crash clone keeping only what was synced or, when
+// unsyncedRNG is set, one keeping a random share of what was not. check
+// runs right there, while fn waits (the clones are not kept: one per step
+// would not fit in memory). sample, when not nil, says which steps to
+// cut at. It returns fn's error and the number of steps.
+func cutEverywhere(mem *vfs.MemFS, unsyncedRNG *rand.Rand, sample func(step int) bool,
+	fn func(fs vfs.FS) error, check func(im crashImage)) (int, error) {
+	c := &stepCounter{}
+	c.onStep = func(k int, op errorfs.Op) error {
+		if sample != nil && !sample(k) {
+			return nil
+		}
+		if unsyncedRNG == nil {
+			check(crashImage{step: k, op: op, fs: mem.CrashClone(vfs.CrashCloneCfg{})})
+			return nil
+		}
+		pct := 1 + unsyncedRNG.IntN(99)
+		check(crashImage{step: k, op: op, unsynced: pct, fs: mem.CrashClone(vfs.CrashCloneCfg{UnsyncedDataPercent: pct, RNG: unsyncedRNG})})
+		return nil
+	}
+	err := fn(errorfs.Wrap(mem, c))
+	return c.n, err
+}
+
+// crashTally counts what a sweep exercised.
+type crashTally struct {
+	mu       sync.Mutex
+	points   int            // single power cuts recovered from
+	doubles  int            // power cuts during a finishing run, recovered from again
+	reruns   int            // power cuts during a rerun before the switch, likewise
+	finish   int            // steps of the longest finishing run
+	saw      map[string]int // what the operator saw after the first cut
+	failures []string
+}
+
+func (ct *crashTally) fail(format string, args ...any) {
+	ct.mu.Lock()
+	defer ct.mu.Unlock()
+	ct.failures = append(ct.failures, fmt.Sprintf(format, args...))
+}
+
+// sweep cuts power at every step of one reshard of c that sample picks
+// (nil: all of them) and recovers from each cut. unsyncedSeed, when not
+// zero, keeps random parts of the unsynced data.
+// After a cut that left the switch begun (the operator is told to finish
+// the reshard), it also cuts power at the steps of the finishing run that
+// double picks, and recovers from that second cut; after a cut before
+// the switch, at the steps of the rerun that doubleBefore picks.
+func (c *crashCase) sweep(t *testing.T, ct *crashTally, unsyncedSeed uint64, sample func(step int) bool, double, doubleBefore func(first, second int) bool) int {
+	var rng *rand.Rand
+	if unsyncedSeed != 0 {
+		rng = rand.New(rand.NewPCG(unsyncedSeed, 1))
+	}
+	steps, err := cutEverywhere(c.fresh(), rng, sample, func(fs vfs.FS) error {
+		_, err := reshard.Reshard(context.Background(), fs, memDir, reshard.Options{Shards: c.newN, Memory: c.memory})
+		return err
+	}, func(first crashImage) {
+		if len(ct.failures) > 10 {
+			return
+		}
+		ct.points++
+		m, err := meta.ReadAny(first.fs, memDir)
+		if err != nil {
+			ct.fail("%s: reading fusee.meta: %v", first, err)
+			return
+		}
+		pick := doubleBefore
+		if m.Switching() {
+			pick = double
+		}
+		// Recover from the first cut, cutting power again during the
+		// recovery at the picked steps.
+		img := first.fs.CrashClone(vfs.CrashCloneCfg{})
+		second := &stepCounter{}
+		second.onStep = func(k int, op errorfs.Op) error {
+			if pick == nil || !pick(first.step, k) {
+				return nil
+			}
+			if m.Switching() {
+				ct.doubles++
+			} else {
+				ct.reruns++
+			}
+			im2 := crashImage{step: k, op: op, fs: img.CrashClone(vfs.CrashCloneCfg{})}
+			if _, err := c.recoverDir(im2.fs, nil); err != nil {
+				ct.fail("%s, then during the recovery a %s: %v", first, im2, err)
+				return nil
+			}
+			if err := c.checkDone(im2.fs); err != nil {
+				ct.fail("%s, then during the recovery a %s: after recovering again: %v", first, im2, err)
+			}
+			return nil
+		}
+		saw, err := c.recoverDir(img, second)
+		if err != nil {
+			ct.fail("%s: %v", first, err)
+			return
+		}
+		ct.saw[saw]++
+		if m.Switching() {
+			ct.finish = max(ct.finish, second.n)
+		}
+		if err := c.checkDone(img); err != nil {
+			ct.fail("%s: %s, then recovered: %v", first, saw, err)
+		}
+	})
+	if err != nil {
+		t.Fatalf("the reshard itself failed: %v", err)
+	}
+	return steps
+}
+
+// TestCrashAtEveryStep cuts power before every filesystem step of one
+// reshard of a representative directory (three shards to five: runs move
+// and are renumbered, a dangling reference, a log tail) and recovers as an
+// operator would; see docs/reshard.md, "Crash safety, tested". Every cut
+// keeps what was synced; further sweeps keep random parts of what was not
+// (every fourth step by default, every step with FUSEE_LONG=1). After a
+// cut that left the switch begun, power is cut again during the finishing
+// run (at every step with FUSEE_LONG=1, a sample otherwise), and after a
+// cut before it, at a sample of the rerun's steps.
+func TestCrashAtEveryStep(t *testing.T) {
+	type config struct {
+		name             string
+		oldN, newN, runs int
+		seed             uint64
+		memory           int64
+		unsyncedSeeds    []uint64
+	}
+	configs := []config{{name: "3to5", oldN: 3, newN: 5, runs: 80, seed: 7, unsyncedSeeds: []uint64{1, 2}}}
+	unsyncedStride, doubleStride, beforeStride := 4, 5, 50
+	if longTests() {
+		configs[0].unsyncedSeeds = []uint64{1, 2, 3, 4}
+		configs = append(configs,
+			config{name: "3to5-spilled", oldN: 3, newN: 5, runs: 80, seed: 7, memory: 1, unsyncedSeeds: []uint64{5}},
+			config{name: "5to2", oldN: 5, newN: 2, runs: 150, seed: 11, unsyncedSeeds: []uint64{6}},
+			config{name: "2to4-multiple", oldN: 2, newN: 4, runs: 100, seed: 13, unsyncedSeeds: []uint64{7}},
+		)
+		unsyncedStride, doubleStride, beforeStride = 1, 1, 10
+	}
+	for _, cfg := range configs {
+		t.Run(cfg.name, func(t *testing.T) {
+			start := time.Now()
+			c := newCrashCase(t, cfg.oldN, cfg.newN, cfg.runs, cfg.seed, cfg.memory)
+			ct := &crashTally{saw: map[string]int{}}
+			double := func(first, second int) bool { return (first+second)%doubleStride == 0 }
+			before := func(first, second int) bool { return first%beforeStride == 0 && second%beforeStride == 0 }
+			var sample func(int) bool
+			if raceOn && !longTests() {
+				sample = func(step int) bool { return step%4 == 0 }
+			}
+			steps := c.sweep(t, ct, 0, sample, double, before)
+			synced := ct.points
+			for i, seed := range cfg.unsyncedSeeds {
+				c.sweep(t, ct, seed, func(step int) bool { return (step+i)%unsyncedStride == 0 }, nil, nil)
+			}
+			for _, f := range ct.failures {
+				t.Error(f)
+			}
+			t.Logf("%d->%d shards: one reshard of %d filesystem steps; %d power cuts recovered from: %d at every step keeping only synced data, %d keeping random parts of the unsynced data (%d seeds); %d second power cuts during a finishing run (of up to %d steps), %d during a rerun before the switch; the operator saw %v; %v",
+				cfg.oldN, cfg.newN, steps, ct.points, synced, ct.points-synced, len(cfg.unsyncedSeeds), ct.doubles, ct.finish, ct.reruns, ct.saw, time.Since(start).Round(time.Millisecond))
+		})
+	}
+}

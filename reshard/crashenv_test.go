@@ -1,0 +1,134 @@
+package reshard_test
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/cockroachdb/pebble/v2/vfs"
+	"github.com/cockroachdb/pebble/v2/vfs/errorfs"
+	"github.com/fusee-dev/fusee/journal"
+	"github.com/fusee-dev/fusee/journal/check"
+	"github.com/fusee-dev/fusee/journal/sim"
+)
+
+// memDir is where the crash and fault tests keep their data directory on
+// a memory filesystem.
+const memDir = "/data"
+
+// representativeDir generates a directory of shards shards on a fresh
+// crashable memory filesystem (sim's workload: every record, message and
+// reference kind), checkpoints it and adds, in the log tail, one run whose
+// signal names a run that does not exist: a dangling reference, which no
+// operation makes today. It returns the filesystem, synced as a cleanly
+// closed directory leaves it.
+func representativeDir(t testing.TB, shards, runs int, seed uint64) *vfs.MemFS {
+	t.Helper()
+	mem := vfs.NewCrashableMem()
+	ctx := context.Background()
+	if _, err := sim.Generate(ctx, mem, memDir, sim.GenOptions{Shards: shards, Runs: runs, Seed: seed}); err != nil {
+		t.Fatalf("gen: %v", err)
+	}
+	db, _, err := journal.Open(mem, memDir, journal.OpenOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Run number gone is skipped (as if its run had been dropped): the
+	// checkpoint records the shard's next run number above it, and the
+	// new run's signal names it.
+	s := db.Shards[0]
+	gone := s.NextRun
+	s.NextRun++
+	if err := db.Checkpoint(); err != nil {
+		t.Fatal(err)
+	}
+	wf := idOn(t, "dangler", 0, shards)
+	no := s.NextRun
+	ops := []journal.ShardOp{
+		{Shard: 0, Op: journal.Op{Kind: journal.OpStart, Run: no, Rec: journal.Record{Kind: journal.KindStart, WorkflowID: wf, Type: "hand", Time: db.Now, Gen: 1}}},
+		{Shard: 0, Op: journal.Op{Kind: journal.OpAppend, Run: no, Rec: journal.Record{Kind: journal.KindSignal, Pos: 1, Time: db.Now,
+			Name: "poke", MsgID: "sig-dangling", By: journal.RunRef{Shard: 0, Run: gone}}}},
+	}
+	if err := db.Commit(ops); err != nil {
+		t.Fatalf("adding the dangling reference: %v", err)
+	}
+	if err := db.Close(); err != nil {
+		t.Fatal(err)
+	}
+	return mem
+}
+
+// memDump is the logical dump of the directory on fs (the renumbering-
+// invariant oracle).
+func memDump(fs vfs.FS) (string, error) {
+	st, err := check.Load(fs, memDir)
+	if err != nil {
+		return "", err
+	}
+	var b bytes.Buffer
+	if err := check.WriteLogicalDump(&b, st.Shards); err != nil {
+		return "", err
+	}
+	return b.String(), nil
+}
+
+// stepCounter is an errorfs injector that numbers every operation that
+// changes the filesystem — create, write, sync, rename, remove, mkdir,
+// link — and calls onStep with each before it happens. It injects
+// nothing itself unless onStep returns an error.
+type stepCounter struct {
+	mu     sync.Mutex
+	n      int
+	onStep func(k int, op errorfs.Op) error
+}
+
+func (c *stepCounter) String() string { return fmt.Sprintf("step counter at %d", c.n) }
+
+// isStep reports whether op changes the filesystem. Closing a file, the
+// LOCK and a flush change nothing a crash could keep or lose.
+func isStep(op errorfs.Op) bool {
+	switch op.Kind {
+	case errorfs.OpLock, errorfs.OpFileClose, errorfs.OpFileFlush:
+		return false
+	}
+	return op.Kind.ReadOrWrite() == errorfs.OpIsWrite
+}
+
+func (c *stepCounter) MaybeError(op errorfs.Op) error {
+	if !isStep(op) {
+		return nil
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.n++
+	if c.onStep == nil {
+		return nil
+	}
+	return c.onStep(c.n, op)
+}
+
+// memVerifyDump loads the directory on fs once, runs the checker on it and
+// returns its logical dump, or its problems.
+func memVerifyDump(fs vfs.FS) (string, error) {
+	st, err := check.Load(fs, memDir)
+	if err != nil {
+		return "", err
+	}
+	var problems []string
+	for _, f := range check.Verify(st) {
+		if f.Problem() {
+			problems = append(problems, f.String())
+		}
+	}
+	if len(problems) > 0 {
+		return "", fmt.Errorf("verify: %d problems:\n%s", len(problems), strings.Join(problems[:min(10, len(problems))], "\n"))
+	}
+	var b bytes.Buffer
+	if err := check.WriteLogicalDump(&b, st.Shards); err != nil {
+		return "", err
+	}
+	return b.String(), nil
+}

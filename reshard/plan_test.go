@@ -1,0 +1,191 @@
+package reshard_test
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"testing"
+
+	"github.com/cockroachdb/pebble/v2/vfs"
+	"github.com/fusee-dev/fusee/journal"
+	"github.com/fusee-dev/fusee/reshard"
+)
+
+// fileHashes lists every file under dir (but the kept layout and LOCK,
+// which only tells who holds the directory) with its SHA-256.
+func fileHashes(t testing.TB, dir string) string {
+	t.Helper()
+	var lines []string
+	err := filepath.WalkDir(dir, func(p string, e fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		rel, _ := filepath.Rel(dir, p)
+		if rel == reshard.KeptDirName && e.IsDir() {
+			return filepath.SkipDir
+		}
+		if e.IsDir() || rel == "LOCK" {
+			return nil
+		}
+		data, err := os.ReadFile(p)
+		if err != nil {
+			return err
+		}
+		lines = append(lines, fmt.Sprintf("%x %s", sha256.Sum256(data), rel))
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	sort.Strings(lines)
+	return strings.Join(lines, "\n")
+}
+
+// makePlan runs a dry run that writes a plan and reads it back as a file
+// would be.
+func makePlan(t testing.TB, dir string, n int) *reshard.Plan {
+	t.Helper()
+	rep := doReshard(t, dir, n, reshard.Options{DryRun: true, MakePlan: true})
+	if rep.Plan == nil {
+		t.Fatal("a dry run with MakePlan returned no plan")
+	}
+	data, err := reshard.MarshalPlan(rep.Plan)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := reshard.ParsePlan("plan.json", data)
+	if err != nil {
+		t.Fatalf("reading back the plan: %v", err)
+	}
+	return p
+}
+
+// commitOne opens dir as the engine does and acknowledges one entry.
+func commitOne(t testing.TB, dir string) {
+	t.Helper()
+	db, _, err := journal.Open(vfs.Default, dir, journal.OpenOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	wf := "one-more"
+	op := journal.Op{Kind: journal.OpSeen, MsgID: "one-more-msg", WorkflowID: wf}
+	if err := db.Commit([]journal.ShardOp{{Shard: journal.ShardOf(wf, len(db.Shards)), Op: op}}); err != nil {
+		t.Fatal(err)
+	}
+	if err := db.Close(); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestPlanApplyEqualsDirect: a plan made by a dry run and applied gives
+// the directory a reshard without a plan gives (the same physical dump),
+// every renumbered run where the plan said, finished ones included.
+func TestPlanApplyEqualsDirect(t *testing.T) {
+	for _, c := range []struct{ from, to int }{{3, 5}, {4, 2}} {
+		t.Run(fmt.Sprintf("%d->%d", c.from, c.to), func(t *testing.T) {
+			a, b := genDir(t, c.from, 300, 41), genDir(t, c.from, 300, 41)
+			p := makePlan(t, a, c.to)
+			if p.Version != reshard.PlanVersion || p.OldShards != c.from || p.NewShards != c.to || len(p.Shards) != c.to {
+				t.Fatalf("plan: version %d, %d to %d shards, %d totals", p.Version, p.OldShards, p.NewShards, len(p.Shards))
+			}
+			var runs int64
+			for _, s := range p.Shards {
+				runs += s.Runs
+			}
+			if runs != 300 || int64(len(p.Renumbered)) != p.Counts.RunsRenumbered {
+				t.Fatalf("plan: %d runs in the totals, %d renumbered listed, %d counted", runs, len(p.Renumbered), p.Counts.RunsRenumbered)
+			}
+			before := logicalDump(t, a)
+			rep := doReshard(t, a, 0, reshard.Options{Plan: p, PlanPath: "plan.json"})
+			if rep.Outcome != reshard.OutcomeDone || rep.NewShards != c.to {
+				t.Fatalf("apply: outcome %s, %d shards", rep.Outcome, rep.NewShards)
+			}
+			doReshard(t, b, c.to, reshard.Options{})
+			if physicalDump(t, a) != physicalDump(t, b) {
+				t.Fatal("the plan applied and a direct reshard give different physical dumps")
+			}
+			sameDump(t, "after applying the plan", before, logicalDump(t, a))
+			chk, err := reshard.VerifyPlan(context.Background(), vfs.Default, a, p)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !chk.OK() || chk.Renumbered != len(p.Renumbered) {
+				t.Fatalf("verify-plan: %d of %d renumbered found, differences %q", chk.Renumbered, len(p.Renumbered), chk.Differences)
+			}
+		})
+	}
+}
+
+// TestPlanRefused: a plan is refused, with nothing changed, when the
+// directory has one more acknowledged entry, is another directory, or the
+// plan file is damaged or of another version.
+func TestPlanRefused(t *testing.T) {
+	dir := genDir(t, 3, 200, 43)
+	p := makePlan(t, dir, 5)
+
+	commitOne(t, dir)
+	files := fileHashes(t, dir)
+	_, err := reshard.Reshard(context.Background(), vfs.Default, dir, reshard.Options{Plan: p, PlanPath: "plan.json"})
+	var stale *reshard.StalePlanError
+	if !errors.As(err, &stale) || !strings.Contains(err.Error(), "the log ends at") {
+		t.Fatalf("a plan applied after one more entry: %v, want a StalePlanError naming the log end", err)
+	}
+	if fileHashes(t, dir) != files {
+		t.Fatal("a refused plan changed the directory")
+	}
+
+	other := genDir(t, 3, 200, 44)
+	files = fileHashes(t, other)
+	if _, err := reshard.Reshard(context.Background(), vfs.Default, other, reshard.Options{Plan: p}); !errors.As(err, &stale) {
+		t.Fatalf("a plan applied to another directory: %v, want a StalePlanError", err)
+	}
+	if fileHashes(t, other) != files {
+		t.Fatal("a refused plan changed the other directory")
+	}
+
+	data, err := reshard.MarshalPlan(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var pfe *reshard.PlanFileError
+	for name, bad := range map[string][]byte{
+		"truncated": data[:len(data)/2],
+		"edited":    bytes.Replace(data, []byte(`"new_run": `), []byte(`"new_run": 1`), 1),
+		"version":   bytes.Replace(data, []byte(`"plan_version": 1`), []byte(`"plan_version": 2`), 1),
+		"not json":  []byte("format=local\n"),
+	} {
+		if _, err := reshard.ParsePlan("plan.json", bad); !errors.As(err, &pfe) {
+			t.Errorf("%s plan: %v, want a PlanFileError", name, err)
+		}
+	}
+}
+
+// TestVerifyPlanDifferences: --verify-plan on a directory resharded
+// without the plan's count, or not resharded, lists differences.
+func TestVerifyPlanDifferences(t *testing.T) {
+	dir := genDir(t, 3, 200, 45)
+	p := makePlan(t, dir, 5)
+	chk, err := reshard.VerifyPlan(context.Background(), vfs.Default, dir, p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if chk.OK() || !strings.Contains(chk.Differences[0], "3 shards, the plan goes to 5") {
+		t.Fatalf("verify-plan before the reshard: %q", chk.Differences)
+	}
+	doReshard(t, dir, 5, reshard.Options{})
+	p.Renumbered[0].NewRun++ // as if the plan had said another number
+	chk, err = reshard.VerifyPlan(context.Background(), vfs.Default, dir, p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if chk.OK() {
+		t.Fatal("verify-plan found no difference with a plan that moved a run elsewhere")
+	}
+}

@@ -1,0 +1,5 @@
+//go:build !race
+
+package reshard_test
+
+const raceOn = false

@@ -1,0 +1,139 @@
+package reshard
+
+import (
+	"errors"
+	"fmt"
+	iofs "io/fs"
+	"strings"
+
+	"github.com/cockroachdb/pebble/v2/vfs"
+	"github.com/fusee-dev/fusee/meta"
+)
+
+// State is where a data directory stands with respect to reshard, as its
+// files show it after a reshard stopped (a reshard that is running holds
+// the lock, so nobody else sees its files).
+type State string
+
+// States.
+const (
+	// StateNone: no reshard left anything behind.
+	StateNone State = "none"
+	// StateBuilding: fusee.meta is format=local and reshard.new is
+	// present: an attempt stopped before its switch (or, rarely, one that
+	// finished and stopped while removing its leftovers). The directory
+	// holds the shards fusee.meta names and opens as it is.
+	StateBuilding State = "building"
+	// StateSwitching: fusee.meta is format=reshard: the switch began and
+	// did not finish. Nothing but `fusee reshard <dir>` opens the
+	// directory.
+	StateSwitching State = "switching"
+	// StateCleaningUp: fusee.meta is format=local and reshard.old is
+	// present: the reshard finished; the old files are a leftover.
+	StateCleaningUp State = "cleaning-up"
+)
+
+// Status is a data directory's reshard state and what finishes it. Its
+// JSON field names are part of `fusee inspect --json`.
+type Status struct {
+	State State `json:"state"`
+	// OldShards and NewShards are the counts a switch is between (only
+	// while switching).
+	OldShards int `json:"old_shards,omitempty"`
+	NewShards int `json:"new_shards,omitempty"`
+	// Leftovers are the paths a rerun removes (building, cleaning up).
+	Leftovers []string `json:"leftovers,omitempty"`
+	// OldFiles and NewFiles say, while switching, where the old and the
+	// new log and shard directories are at this moment: per component,
+	// either in place or moved aside.
+	OldFiles []string `json:"old_files,omitempty"`
+	NewFiles []string `json:"new_files,omitempty"`
+	// Command is the exact command that finishes the reshard or removes
+	// its leftovers; empty for StateNone.
+	Command string `json:"command,omitempty"`
+	// Kept is the old layout a reshard with --keep-old kept (nil: none).
+	Kept *KeptLayout `json:"kept,omitempty"`
+}
+
+// ReadStatus reports dir's reshard state, read-only: it takes the
+// directory's lock (an *meta.InUseError when another process holds it,
+// as a running reshard does), reads fusee.meta in any state and looks for
+// reshard.new and reshard.old, then lets the lock go. It opens no shard
+// and changes nothing.
+func ReadStatus(fs vfs.FS, dir string) (*Status, error) {
+	d, err := meta.Open(fs, dir, meta.Options{AllowSwitching: true})
+	if err != nil {
+		return nil, err
+	}
+	defer d.Close()
+	fs = d.FS()
+	m := d.Meta()
+	newDir, oldDir := switchSource(fs, dir), fs.PathJoin(dir, OldDirName)
+	exists := func(p string) (bool, error) {
+		_, err := fs.Stat(p)
+		if errors.Is(err, iofs.ErrNotExist) {
+			return false, nil
+		}
+		if err != nil {
+			return false, fmt.Errorf("reading %s: %w", p, err)
+		}
+		return true, nil
+	}
+	st := &Status{State: StateNone}
+	if st.Kept, err = readKeptLayout(fs, dir); err != nil {
+		return nil, err
+	}
+	if m.Switching() {
+		st.State, st.OldShards, st.NewShards = StateSwitching, m.OldShards, m.NewShards
+		// The same test finishSwitch makes: while reshard.new/X exists
+		// the new X has not moved in, and X in place is the old one.
+		for _, name := range []string{"wal", "shards"} {
+			pending, err := exists(fs.PathJoin(newDir, name))
+			if err != nil {
+				return nil, err
+			}
+			if pending {
+				st.OldFiles = append(st.OldFiles, fs.PathJoin(dir, name))
+				st.NewFiles = append(st.NewFiles, fs.PathJoin(newDir, name))
+				continue
+			}
+			st.OldFiles = append(st.OldFiles, fs.PathJoin(oldDir, name))
+			st.NewFiles = append(st.NewFiles, fs.PathJoin(dir, name))
+		}
+		st.Command = finishCommand(dir)
+		return st, nil
+	}
+	st.Leftovers = leftovers(fs, dir)
+	switch {
+	case len(st.Leftovers) == 0:
+		return st, nil
+	case st.Leftovers[0] != fs.PathJoin(dir, NewDirName):
+		st.State = StateCleaningUp
+	default:
+		st.State = StateBuilding
+	}
+	st.Command = finishCommand(dir)
+	return st, nil
+}
+
+// Message says, in one line an operator can act on, the state, where
+// things are and the command that finishes it, starting with the state's
+// name ("building: …"). Empty for StateNone.
+func (s *Status) Message() string {
+	switch s.State {
+	case StateBuilding:
+		return fmt.Sprintf("building: %s is left from a reshard that stopped before its switch; the directory is unchanged and opens as it is; run `%s` to remove the leftover (the next reshard also removes it)",
+			strings.Join(s.Leftovers, " and "), s.Command)
+	case StateSwitching:
+		return fmt.Sprintf("switching from %d to %d shards: the old files are in %s, the new in %s; nothing but reshard opens the directory until the switch is finished: run `%s` to finish it",
+			s.OldShards, s.NewShards, strings.Join(s.OldFiles, " and "), strings.Join(s.NewFiles, " and "), s.Command)
+	case StateCleaningUp:
+		return fmt.Sprintf("cleaning up: the reshard finished and %s is left over; the directory opens as it is; run `%s` to remove the leftover",
+			strings.Join(s.Leftovers, " and "), s.Command)
+	}
+	return ""
+}
+
+// finishCommand is the command that finishes a reshard of dir, quoted so
+// it can be pasted into a shell.
+func finishCommand(dir string) string { return "fusee reshard " + meta.ShellQuote(dir) }

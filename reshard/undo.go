@@ -1,0 +1,152 @@
+package reshard
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/cockroachdb/pebble/v2/vfs"
+	"github.com/fusee-dev/fusee/meta"
+)
+
+// Undo (docs/reshard.md §11): the kept old layout goes back in place
+// through the same switch as a reshard, with reshard.kept as the source:
+//
+//	check: fusee.meta local; the layout in place has the fingerprint kept.json recorded
+//	reshard.kept/UNDO is written                                   (u1)
+//	fusee.meta := format=reshard old_shards=M new_shards=N          (u2) point of no return
+//	per component: X -> reshard.old/X; reshard.kept/X -> X          (u3, u4)
+//	fusee.meta := the old file, byte for byte                       (u5)
+//	remove reshard.old, reshard.kept                                (u6)
+//
+// While fusee.meta says format=reshard, the marker makes every finisher
+// (`fusee reshard <dir>`, with or without --undo) take reshard.kept as the
+// source (switchSource). A crash before u2 leaves the resharded directory
+// as it was, with its kept layout (marked, which changes nothing); after
+// u5, reshard.kept holds only its record and is a leftover.
+
+// OutcomeUndone: a kept layout was restored.
+const OutcomeUndone Outcome = "undone"
+
+// UndoError is an undo that was refused; nothing was changed.
+type UndoError struct {
+	Dir    string
+	Reason string
+}
+
+func (e *UndoError) Error() string {
+	return fmt.Sprintf("%s: cannot undo the reshard: %s; nothing was changed", e.Dir, e.Reason)
+}
+
+// Undo restores the layout an earlier reshard with KeepOld kept in
+// <dir>/reshard.kept, if the layout in place is still exactly what that
+// reshard wrote; or finishes an undo that was interrupted. It takes the
+// directory's lock for its whole run.
+func Undo(ctx context.Context, fs vfs.FS, dir string) (*Report, error) {
+	fs = meta.FS(fs)
+	d, err := lockDir(fs, dir)
+	if err != nil {
+		return nil, err
+	}
+	defer d.Close()
+	m := d.Meta()
+	rep := &Report{Version: ReportVersion, Dir: dir, Outcome: OutcomeUndone, OldShards: m.Shards, NewShards: m.Shards,
+		Counts: Counts{Runs: map[string]int64{}}, Renumbered: []RenumberedRun{}, Tokens: []TokenChange{}}
+	r := &resharder{fs: fs, dir: dir, rep: rep}
+	if r.owner, err = ownershipOf(fs, dir); err != nil {
+		return nil, err
+	}
+	kept := fs.PathJoin(dir, KeptDirName)
+	start := time.Now()
+	if m.Switching() {
+		rep.OldShards, rep.NewShards = m.OldShards, m.NewShards
+		if switchSource(fs, dir) != kept {
+			return nil, &UndoError{Dir: dir, Reason: fmt.Sprintf("a reshard from %d to %d shards is interrupted; finish it first with `fusee reshard %s`",
+				m.OldShards, m.NewShards, meta.ShellQuote(dir))}
+		}
+		if err := r.finishSwitch(d, m.NewShards); err != nil {
+			return nil, err
+		}
+		rep.Outcome = OutcomeFinished
+		r.phase("switch", start)
+		return rep, nil
+	}
+	if ok, err := exists(fs, kept); err != nil || !ok {
+		if err != nil {
+			return nil, err
+		}
+		return nil, &UndoError{Dir: dir, Reason: "it keeps no old layout (" + KeptDirName + "): only a reshard run with --keep-old can be undone"}
+	}
+	if done, err := keptLayoutDone(fs, kept); err != nil || done {
+		if err != nil {
+			return nil, err
+		}
+		// An undo that finished and stopped before removing its leftovers.
+		for _, left := range leftovers(fs, dir) {
+			if err := fs.RemoveAll(left); err != nil {
+				return nil, fmt.Errorf("removing the leftover %s: %w", left, err)
+			}
+			rep.CleanedUp = append(rep.CleanedUp, left)
+		}
+		rep.Outcome = OutcomeCleanedUp
+		return rep, syncDir(fs, dir)
+	}
+	rec, err := readKeptRecord(fs, kept)
+	if err != nil {
+		return nil, err
+	}
+	rep.NewShards = rec.OldShards
+	if err := r.checkUnchanged(ctx, m, rec); err != nil {
+		return nil, err
+	}
+	for _, left := range leftovers(fs, dir) {
+		if err := fs.RemoveAll(left); err != nil {
+			return nil, fmt.Errorf("removing the leftover %s: %w", left, err)
+		}
+		rep.CleanedUp = append(rep.CleanedUp, left)
+	}
+	if err := meta.ReplaceFile(fs, fs.PathJoin(kept, undoMarker), nil); err != nil {
+		return nil, err
+	}
+	if err := hook("undo-marked"); err != nil {
+		return nil, err
+	}
+	if err := syncDir(fs, kept); err != nil {
+		return nil, err
+	}
+	sw := meta.Meta{Format: meta.Switching, Log: meta.LogShared, Shards: rec.OldShards, OldShards: m.Shards, NewShards: rec.OldShards}
+	if err := r.writeMeta(d, sw); err != nil {
+		return nil, err
+	}
+	if err := hook("undo-meta-switching"); err != nil {
+		return nil, err
+	}
+	if err := r.finishSwitch(d, rec.OldShards); err != nil {
+		return nil, err
+	}
+	r.phase("switch", start)
+	return rep, nil
+}
+
+// checkUnchanged refuses an undo when the layout in place is not the one
+// the reshard wrote: the engine opened it and wrote (the log grew or a
+// checkpoint was taken), and the kept layout lacks what it acknowledged.
+func (r *resharder) checkUnchanged(ctx context.Context, m meta.Meta, rec *KeptRecord) error {
+	if m.Shards != rec.NewShards {
+		return &UndoError{Dir: r.dir, Reason: fmt.Sprintf("it has %d shards, the kept layout was replaced by %d", m.Shards, rec.NewShards)}
+	}
+	data, err := readMetaBytes(r.fs, r.dir)
+	if err != nil {
+		return err
+	}
+	fp, _, err := readFingerprint(ctx, r.fs, r.dir, m.Shards, data)
+	if err != nil {
+		return err
+	}
+	if diff := rec.New.Diff(fp); diff != "" {
+		return &UndoError{Dir: r.dir, Reason: "the directory changed since the reshard (" + diff +
+			"): an engine opened it and wrote, and the kept layout lacks what it acknowledged. Reshard it back instead (`fusee reshard " +
+			meta.ShellQuote(r.dir) + " " + fmt.Sprint(rec.OldShards) + "`, after removing " + KeptDirName + ")"}
+	}
+	return nil
+}
