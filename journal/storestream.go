@@ -6,6 +6,7 @@ import (
 	"fmt"
 
 	"github.com/cockroachdb/pebble/v2"
+	"github.com/cockroachdb/pebble/v2/bloom"
 	"github.com/cockroachdb/pebble/v2/objstorage/objstorageprovider"
 	"github.com/cockroachdb/pebble/v2/sstable"
 	"github.com/cockroachdb/pebble/v2/vfs"
@@ -185,13 +186,17 @@ func PendingTimers(r *Run) []TimerKey { return pendingTimers(r) }
 // directory if the process dies), memtable of memtableBytes, and a
 // fatalTrap as its logger, so pebble's failures, on any goroutine, come
 // back as errors (ScratchStore.Failed).
-func OpenScratchStore(fs vfs.FS, path string, memtableBytes int) (_ *ScratchStore, err error) {
+func OpenScratchStore(fs vfs.FS, path string, memtableBytes, cacheBytes int) (_ *ScratchStore, err error) {
 	defer recoverStoreFatal(path, &err)
 	trap := &fatalTrap{}
-	o := storeOptions(fs, pebble.NewCache(1<<20), false, true)
+	o := storeOptions(fs, pebble.NewCache(int64(max(cacheBytes, 1<<20))), false, true)
 	trap.install(o)
 	o.DisableWAL = true
 	o.MemTableSize = uint64(max(memtableBytes, 1<<20))
+	// Point lookups (a run map) probe every flushed table, all in L0: a
+	// bloom filter per table answers most misses without reading a block,
+	// and the cache keeps index blocks from being read again for each.
+	o.Levels[0].FilterPolicy = bloom.FilterPolicy(10)
 	// Written once, read once in key order: compacting would rewrite the
 	// data for nothing; a merging iterator over the flushed tables sorts
 	// it as well.

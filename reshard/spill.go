@@ -71,7 +71,11 @@ func (m *spillMap) spill() error {
 	// Pebble may hold two memtables while one flushes: keep both within
 	// this map's share.
 	memtable := int(min(max(m.budget/4, 1<<20), 16<<20))
-	db, err := journal.OpenScratchStore(m.fs, m.dir, memtable)
+	// The block cache gets the other half of the share: the run map is
+	// read by point lookups, which without it read index blocks from the
+	// file every time.
+	cache := int(min(max(m.budget/2, 1<<20), 64<<20))
+	db, err := journal.OpenScratchStore(m.fs, m.dir, memtable, cache)
 	if err != nil {
 		return err
 	}
