@@ -30,7 +30,7 @@ func (e *LogError) Unwrap() error { return e.Err }
 
 // Open takes the directory's lock and recovers every shard: it reads
 // fusee.meta (refusing an interrupted reshard, meta.ErrSwitching, and log
-// format 2, meta.ErrOldLog, which `fusee upgrade` converts), loads each
+// format 2, meta.ErrOldLog), loads each
 // shard's store (its checkpoint) into memory and checks it, then reads the
 // shared log from the earliest checkpoint's position and applies each
 // shard's entries above its checkpoint's LSN. A torn, never-acknowledged

@@ -306,7 +306,7 @@ func must(t testing.TB, err error) {
 
 // TestMetaRefusals: an interrupted reshard (format=reshard) and log
 // format 2 are refused with meta's typed errors, the latter saying to run
-// fusee upgrade; a held lock is meta.ErrInUse.
+// meta.ErrOldLog; a held lock is meta.ErrInUse.
 func TestMetaRefusals(t *testing.T) {
 	dir := filepath.Join(t.TempDir(), "d")
 	db, err := Create(vfs.Default, dir, CreateOptions{Shards: 2})
@@ -327,8 +327,8 @@ func TestMetaRefusals(t *testing.T) {
 	}
 	write(meta.Meta{Format: meta.FormatLocal, Log: 2, Shards: 2})
 	_, _, err = Open(vfs.Default, dir, OpenOptions{ReadOnly: true})
-	if !errors.Is(err, meta.ErrOldLog) || !strings.Contains(err.Error(), "fusee upgrade") {
-		t.Fatalf("Open of log=2: %v, want meta.ErrOldLog saying to run fusee upgrade", err)
+	if !errors.Is(err, meta.ErrOldLog) || !strings.Contains(err.Error(), "log format 2") {
+		t.Fatalf("Open of log=2: %v, want meta.ErrOldLog naming log format 2", err)
 	}
 	write(meta.Meta{Format: meta.FormatLocal, Log: 3, Shards: 3})
 	if _, _, err := Open(vfs.Default, dir, OpenOptions{ReadOnly: true}); err == nil || !strings.Contains(err.Error(), "shards/0002/store") {

@@ -14,7 +14,7 @@ import (
 // stores have the same layout as in format 3; their headers' log position
 // is unused, because a shard's log is read from its first segment and
 // entries at or below the checkpoint's LSN are skipped. Open refuses such
-// a directory (meta.ErrOldLog: run fusee upgrade); ReadV2 recovers it,
+// a directory (meta.ErrOldLog); ReadV2 recovers it,
 // read-only, for the upgrade.
 
 // V2State is a log format 2 directory recovered in memory.

@@ -32,7 +32,7 @@
 //     the switch must finish and shards equals new_shards; outside it both
 //     are forbidden;
 //   - log is 3 (one write-ahead log shared by the shards) or 2 (the older
-//     log per shard, which `fusee upgrade` converts);
+//     log per shard, which this build refuses: no converter exists yet);
 //   - shards is 1..MaxShards.
 //
 // Every parse error is a *FileError naming the file, the line and the fix.

@@ -14,7 +14,7 @@ var (
 	// switch began; only reshard may open it, to finish the switch.
 	ErrSwitching = errors.New("data directory has an interrupted reshard")
 	// ErrOldLog: the directory's log format is older than the caller
-	// reads; `fusee upgrade` converts it.
+	// reads; no command converts it yet (the upgrade is an open issue).
 	ErrOldLog = errors.New("data directory has an older log format")
 )
 
@@ -49,8 +49,8 @@ type LogError struct {
 
 func (e *LogError) Error() string {
 	if e.Have < e.Want {
-		return fmt.Sprintf("%s uses log format %d, older than the format %d this command reads: run `fusee upgrade %s` to convert it (offline)",
-			e.Dir, e.Have, e.Want, ShellQuote(e.Dir))
+		return fmt.Sprintf("%s uses log format %d (a log per shard), older than the format %d this command reads, and this fusee has no converter for it yet: keep serving the directory with the engine build that wrote it, and leave it unchanged",
+			e.Dir, e.Have, e.Want)
 	}
 	return fmt.Sprintf("%s uses log format %d, but this command reads only log format %d", e.Dir, e.Have, e.Want)
 }

@@ -78,7 +78,7 @@ func TestOldLogRefused(t *testing.T) {
 	if !errors.Is(err, ErrOldLog) {
 		t.Fatalf("Open(vfs.Default, log=3) of a log=2 directory = %v, want ErrOldLog", err)
 	}
-	want := dir + " uses log format 2, older than the format 3 this command reads: run `fusee upgrade " + dir + "` to convert it (offline)"
+	want := dir + " uses log format 2 (a log per shard), older than the format 3 this command reads, and this fusee has no converter for it yet: keep serving the directory with the engine build that wrote it, and leave it unchanged"
 	if err.Error() != want {
 		t.Errorf("error:\n got %s\nwant %s", err, want)
 	}

@@ -117,7 +117,7 @@ func TestSameOnDiskAndInMemory(t *testing.T) {
 		"write old log: ok",
 		"close: ok",
 		"write after close: *errors.errorString DIR: writing fusee.meta after Close",
-		"open old log: *meta.LogError DIR uses log format 2, older than the format 3 this command reads",
+		"open old log: *meta.LogError DIR uses log format 2 (a log per shard), older than the format 3 this command reads",
 		"open old log as log=2: ok",
 		"open while open: *meta.InUseError DIR is in use by another process",
 		"close: ok",

@@ -16,7 +16,7 @@ type metaDir = meta.Dir
 
 // lockDir takes dir's lock and reads its fusee.meta, accepting an
 // interrupted reshard (which this package finishes) and refusing log
-// format 2 (`fusee upgrade` converts it).
+// format 2 (meta.ErrOldLog: no command converts it yet).
 func lockDir(fs vfs.FS, dir string) (*metaDir, error) {
 	return meta.Open(fs, dir, meta.Options{Log: meta.LogShared, AllowSwitching: true})
 }
