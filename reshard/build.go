@@ -7,6 +7,7 @@ import (
 
 	"github.com/fusee-dev/fusee/journal"
 	"github.com/fusee-dev/fusee/journal/wal"
+	"github.com/fusee-dev/fusee/meta"
 )
 
 // noSuchRun is the reserved run number a dangling reference is rewritten
@@ -250,15 +251,15 @@ func (r *resharder) build(ctx context.Context, p *plan, newDir string, rep *Repo
 		if err := sw.Finish(); err != nil {
 			return nil, err
 		}
-		if err := syncDir(r.fs, journal.ShardDir(r.fs, newDir, j)); err != nil {
+		if err := meta.SyncDir(r.fs, journal.ShardDir(r.fs, newDir, j)); err != nil {
 			return nil, err
 		}
 		r.progress("write", int64(j+1), int64(r.newN))
 	}
-	if err := syncDir(r.fs, r.fs.PathJoin(newDir, "shards")); err != nil {
+	if err := meta.SyncDir(r.fs, r.fs.PathJoin(newDir, "shards")); err != nil {
 		return nil, err
 	}
-	if err := syncDir(r.fs, newDir); err != nil {
+	if err := meta.SyncDir(r.fs, newDir); err != nil {
 		return nil, err
 	}
 	rep.Spilled = rep.Spilled || sorter.Spilled()

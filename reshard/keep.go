@@ -87,10 +87,10 @@ func (r *resharder) keepOld(src, oldDir string) error {
 		if err := fs.Rename(rec, aside); err != nil {
 			return fmt.Errorf("keeping the old layout: %w", err)
 		}
-		if err := syncDir(fs, oldDir); err != nil {
+		if err := meta.SyncDir(fs, oldDir); err != nil {
 			return err
 		}
-		if err := syncDir(fs, src); err != nil {
+		if err := meta.SyncDir(fs, src); err != nil {
 			return err
 		}
 	}
@@ -105,7 +105,7 @@ func (r *resharder) keepOld(src, oldDir string) error {
 		return err
 	}
 	r.rep.Kept = kept
-	return syncDir(fs, dir)
+	return meta.SyncDir(fs, dir)
 }
 
 // switchSource is where the switch takes the layout it moves in from:

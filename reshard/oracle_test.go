@@ -1,7 +1,6 @@
 package reshard_test
 
 import (
-	"bytes"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
@@ -36,15 +35,7 @@ func scaled(runs int) int {
 // equal physical dumps mean the same layout, not only the same content.
 func physicalDump(t testing.TB, dir string) string {
 	t.Helper()
-	st, err := check.Load(vfs.Default, dir)
-	if err != nil {
-		t.Fatalf("load %s: %v", dir, err)
-	}
-	var b bytes.Buffer
-	if err := check.WriteDump(&b, st.Shards, check.DumpOptions{Physical: true}); err != nil {
-		t.Fatal(err)
-	}
-	return b.String()
+	return dumpDir(t, dir, check.DumpOptions{Physical: true})
 }
 
 func drive(t testing.TB, dir string) {

@@ -21,9 +21,6 @@ func lockDir(fs vfs.FS, dir string) (*metaDir, error) {
 	return meta.Open(fs, dir, meta.Options{Log: meta.LogShared, AllowSwitching: true})
 }
 
-// syncDir is meta.SyncDir: the one directory fsync.
-func syncDir(fs vfs.FS, dir string) error { return meta.SyncDir(fs, dir) }
-
 // freeSpace is the space available to us on dir's filesystem (ok=false
 // when it cannot be known, as on an in-memory filesystem).
 func freeSpace(fs vfs.FS, dir string) (int64, bool) {

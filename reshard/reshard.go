@@ -88,7 +88,7 @@ type SpaceError struct {
 
 func (e *SpaceError) Error() string {
 	return fmt.Sprintf("%s: a reshard needs about %s free, the filesystem has %s; free some space (or move the directory) and run it again; nothing was changed",
-		e.Dir, humanBytes(e.Need), humanBytes(e.Avail))
+		e.Dir, HumanBytes(e.Need), HumanBytes(e.Avail))
 }
 
 // resharder is one reshard in progress.
@@ -99,7 +99,6 @@ type resharder struct {
 	oldN, newN int
 	scratch    string
 	budget     int64
-	maps       int
 	open       []*spillMap // every map made, closed however the reshard ends
 	newDigest  *digest
 	rep        *Report
@@ -169,7 +168,7 @@ func Reshard(ctx context.Context, fs vfs.FS, dir string, opts Options) (*Report,
 		if err := fs.RemoveAll(left); err != nil {
 			return nil, fmt.Errorf("removing the leftover %s: %w", left, err)
 		}
-		if err := syncDir(fs, dir); err != nil {
+		if err := meta.SyncDir(fs, dir); err != nil {
 			return nil, err
 		}
 	}
@@ -295,10 +294,10 @@ func Reshard(ctx context.Context, fs vfs.FS, dir string, opts Options) (*Report,
 	if err := r.owner.apply(newDir); err != nil {
 		return abandon(err)
 	}
-	if err := syncDir(fs, newDir); err != nil {
+	if err := meta.SyncDir(fs, newDir); err != nil {
 		return abandon(err)
 	}
-	if err := syncDir(fs, dir); err != nil {
+	if err := meta.SyncDir(fs, dir); err != nil {
 		return abandon(err)
 	}
 	r.phase("check", start)
@@ -360,7 +359,7 @@ func (r *resharder) finishSwitch(d *metaDir, newN int) error {
 			if err := fs.MkdirAll(oldDir, 0o755); err != nil {
 				return fmt.Errorf("switching: %w", err)
 			}
-			if err := syncDir(fs, dir); err != nil {
+			if err := meta.SyncDir(fs, dir); err != nil {
 				return err
 			}
 			if err := fs.Rename(cur, fs.PathJoin(oldDir, name)); err != nil {
@@ -369,10 +368,10 @@ func (r *resharder) finishSwitch(d *metaDir, newN int) error {
 			if err := hook("old-" + name + "-aside"); err != nil {
 				return err
 			}
-			if err := syncDir(fs, oldDir); err != nil {
+			if err := meta.SyncDir(fs, oldDir); err != nil {
 				return err
 			}
-			if err := syncDir(fs, dir); err != nil {
+			if err := meta.SyncDir(fs, dir); err != nil {
 				return err
 			}
 		}
@@ -382,10 +381,10 @@ func (r *resharder) finishSwitch(d *metaDir, newN int) error {
 		if err := hook("new-" + name + "-in"); err != nil {
 			return err
 		}
-		if err := syncDir(fs, dir); err != nil {
+		if err := meta.SyncDir(fs, dir); err != nil {
 			return err
 		}
-		if err := syncDir(fs, newDir); err != nil {
+		if err := meta.SyncDir(fs, newDir); err != nil {
 			return err
 		}
 	}
@@ -403,7 +402,7 @@ func (r *resharder) finishSwitch(d *metaDir, newN int) error {
 			return fmt.Errorf("removing %s (the reshard is complete; remove it by hand or run `fusee reshard %s`): %w", left, meta.ShellQuote(dir), err)
 		}
 	}
-	return syncDir(fs, dir)
+	return meta.SyncDir(fs, dir)
 }
 
 // writeMeta replaces fusee.meta and gives the new file the old one's owner
@@ -478,7 +477,6 @@ const mapShare = 8
 // newMap is a spill map under the scratch directory with a share of the
 // memory budget.
 func (r *resharder) newMap(name string) *spillMap {
-	r.maps++
 	m := newSpillMap(r.fs, r.fs.PathJoin(r.scratch, name), max(r.budget/mapShare, 1))
 	r.open = append(r.open, m)
 	return m
@@ -539,7 +537,8 @@ func treeSize(fs vfs.FS, dir string, skip ...string) (int64, error) {
 	return total, walk(dir, true)
 }
 
-func humanBytes(n int64) string {
+// HumanBytes renders a byte count for people: "512 B", "1.5 MiB".
+func HumanBytes(n int64) string {
 	const unit = 1024
 	if n < unit {
 		return fmt.Sprintf("%d B", n)

@@ -29,12 +29,18 @@ func genDir(t testing.TB, shards, runs int, seed uint64) string {
 // directory, read through the engine's own recovery.
 func logicalDump(t testing.TB, dir string) string {
 	t.Helper()
+	return dumpDir(t, dir, check.DumpOptions{})
+}
+
+// dumpDir reads dir through the engine's own recovery and dumps it.
+func dumpDir(t testing.TB, dir string, opts check.DumpOptions) string {
+	t.Helper()
 	st, err := check.Load(vfs.Default, dir)
 	if err != nil {
 		t.Fatalf("load %s: %v", dir, err)
 	}
 	var b bytes.Buffer
-	if err := check.WriteLogicalDump(&b, st.Shards); err != nil {
+	if err := check.WriteDump(&b, st.Shards, opts); err != nil {
 		t.Fatal(err)
 	}
 	return b.String()

@@ -89,7 +89,7 @@ func Undo(ctx context.Context, fs vfs.FS, dir string) (*Report, error) {
 			rep.CleanedUp = append(rep.CleanedUp, left)
 		}
 		rep.Outcome = OutcomeCleanedUp
-		return rep, syncDir(fs, dir)
+		return rep, meta.SyncDir(fs, dir)
 	}
 	rec, err := readKeptRecord(fs, kept)
 	if err != nil {
@@ -111,7 +111,7 @@ func Undo(ctx context.Context, fs vfs.FS, dir string) (*Report, error) {
 	if err := hook("undo-marked"); err != nil {
 		return nil, err
 	}
-	if err := syncDir(fs, kept); err != nil {
+	if err := meta.SyncDir(fs, kept); err != nil {
 		return nil, err
 	}
 	sw := meta.Meta{Format: meta.Switching, Log: meta.LogShared, Shards: rec.OldShards, OldShards: m.Shards, NewShards: rec.OldShards}

@@ -256,11 +256,11 @@ func printReshardReport(ios *IO, rep *reshard.Report) error {
 			[]string{"dedup entries (moved)", fmt.Sprintf("%d (%d)", c.Dedup, c.DedupMoved)},
 			[]string{"archives rewritten", strconv.FormatInt(c.Archives, 10)},
 			[]string{"pending completion tokens", strconv.FormatInt(c.PendingTokens, 10)},
-			[]string{"bytes read / written", fmt.Sprintf("%s / %s", sizeString(c.BytesRead), sizeString(c.BytesWritten))},
+			[]string{"bytes read / written", fmt.Sprintf("%s / %s", reshard.HumanBytes(c.BytesRead), reshard.HumanBytes(c.BytesWritten))},
 		)
 	}
 	if rep.DryRun {
-		rows = append(rows, []string{"free space the real run needs", "about " + sizeString(rep.SpaceNeeded)})
+		rows = append(rows, []string{"free space the real run needs", "about " + reshard.HumanBytes(rep.SpaceNeeded)})
 	}
 	for _, p := range rep.Phases {
 		rows = append(rows, []string{"time: " + p.Name, fmt.Sprintf("%.2fs", p.Seconds)})
@@ -354,16 +354,4 @@ func parseSize(s string) (int64, error) {
 		return 0, fmt.Errorf("want a positive size such as 256MiB")
 	}
 	return n * mult, nil
-}
-
-func sizeString(n int64) string {
-	switch {
-	case n >= 1<<30:
-		return fmt.Sprintf("%.1f GiB", float64(n)/(1<<30))
-	case n >= 1<<20:
-		return fmt.Sprintf("%.1f MiB", float64(n)/(1<<20))
-	case n >= 1<<10:
-		return fmt.Sprintf("%.1f KiB", float64(n)/(1<<10))
-	}
-	return fmt.Sprintf("%d B", n)
 }

@@ -112,7 +112,7 @@ func printSkew(ios *IO, runs, bytes []int64) {
 		}
 		size := ""
 		if j < len(bytes) {
-			size = "  " + sizeString(bytes[j])
+			size = "  " + reshard.HumanBytes(bytes[j])
 		}
 		fmt.Fprintf(ios.Out, "  %4d %-*s %d%s\n", j, width, strings.Repeat("#", bar), n, size)
 	}
