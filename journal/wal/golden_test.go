@@ -86,7 +86,8 @@ func TestFormatGolden(t *testing.T) {
 		t.Fatal(err)
 	}
 	var dump strings.Builder
-	for seg := uint64(1); seg <= 2; seg++ {
+	// Segment 3 is the close segment Close created.
+	for seg := uint64(1); seg <= 3; seg++ {
 		dump.WriteString(hexDump(segmentName(seg), fileBytes(t, fs, segPath(fs, "wal", seg))))
 	}
 	golden(t, "format-v3.golden", dump.String())

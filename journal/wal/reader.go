@@ -2,6 +2,7 @@ package wal
 
 import (
 	"bytes"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"io"
@@ -26,8 +27,51 @@ type Tail struct {
 	NextLSN [meta.MaxShards]uint64
 	// End is just past the last good batch: where the log continues.
 	End Position
-	// Torn is the never-acknowledged tail the read dropped, if any.
+	// Torn is the tail the read dropped, if any: bytes after the last good
+	// batch of a log whose writer stopped without closing it (Ending is
+	// EndStopped).
 	Torn *TornTail
+	// Ending says how the log ends, and so what the read can prove about
+	// its last batches.
+	Ending Ending
+}
+
+// Ending is how a log ends: what a read found after its last good batch.
+type Ending int
+
+const (
+	// EndClosed: the log was closed cleanly. The segment before the last
+	// ends with an end record saying the writer closed the log, and the
+	// last segment (the close segment) holds only its header, which
+	// vouches for every byte of the batches before it: damage to any of
+	// them is a *CorruptError, never a torn tail.
+	EndClosed Ending = iota + 1
+	// EndStopped: the writer stopped without closing the log (a crash, a
+	// kill, a power cut): the last segment ends after its last good batch
+	// with no trailer, or with bytes that are not an intact batch
+	// (Tail.Torn). Those bytes are what a batch being written when the
+	// writer stopped would leave: a sync-mode writer had not acknowledged
+	// it. The read cannot tell them from a damaged last batch of a log that
+	// no later record vouches for.
+	EndStopped
+	// EndUnproven: the last segment ends with pebble's end-of-log trailer
+	// but carries no close evidence: a log closed by a fusee that wrote no
+	// end records (before log format 3 gained them), or whose writer
+	// stopped while closing. Segments after it may have been lost; nothing
+	// in the log can say.
+	EndUnproven
+)
+
+func (e Ending) String() string {
+	switch e {
+	case EndClosed:
+		return "closed cleanly"
+	case EndStopped:
+		return "stopped without closing"
+	case EndUnproven:
+		return "ended without close evidence"
+	}
+	return fmt.Sprintf("Ending(%d)", int(e))
 }
 
 // Read reads the shared log in dir from the batch at from (the zero Position
@@ -50,11 +94,11 @@ type Tail struct {
 func Read(fs vfs.FS, dir string, from Position, fn func(b Batch) error) (Tail, error) {
 	ch := &chainV3{}
 	r := logReader{fs: fs, dir: dir, ch: ch, fn: fn}
-	end, torn, err := r.read(from)
+	end, torn, ending, err := r.read(from)
 	if err != nil {
 		return Tail{}, err
 	}
-	return Tail{LogID: ch.logID, LastBatch: ch.last, LastSum: ch.lastSum, NextLSN: ch.next, End: end, Torn: torn}, nil
+	return Tail{LogID: ch.logID, LastBatch: ch.last, LastSum: ch.lastSum, NextLSN: ch.next, End: end, Torn: torn, Ending: ending}, nil
 }
 
 // chain is what a log format checks about a read in progress; logReader
@@ -67,9 +111,11 @@ type chain interface {
 	// advancing the chain only if it does.
 	batch(p []byte, b *Batch) error
 	// later reports whether a record is an intact batch of this log that
-	// comes after the last batch accepted: proof that the log went on past a
-	// damaged record.
+	// comes after the last batch accepted, or an end record of this log:
+	// proof that the log went on past a damaged record.
 	later(p []byte) bool
+	// ended decodes a record as an end record of this log (format 3 only).
+	ended(p []byte) (endRecord, bool)
 }
 
 type logReader struct {
@@ -81,13 +127,14 @@ type logReader struct {
 	buf []byte
 }
 
-func (r *logReader) read(from Position) (Position, *TornTail, error) {
+func (r *logReader) read(from Position) (Position, *TornTail, Ending, error) {
+	fail := func(err error) (Position, *TornTail, Ending, error) { return Position{}, nil, 0, err }
 	segs, err := listSegments(r.fs, r.dir)
 	if err != nil {
-		return Position{}, nil, err
+		return fail(err)
 	}
 	if len(segs) == 0 {
-		return Position{}, nil, fmt.Errorf("wal: %s holds no log segments", r.dir)
+		return fail(fmt.Errorf("wal: %s holds no log segments", r.dir))
 	}
 	start := 0
 	if from.Segment != 0 {
@@ -95,93 +142,166 @@ func (r *logReader) read(from Position) (Position, *TornTail, error) {
 		start, found = slices.BinarySearch(segs, from.Segment)
 		if !found {
 			if from.Segment < segs[0] {
-				return Position{}, nil, fmt.Errorf("wal: reading %s from %s: %w: it now starts at %s (the segments before were removed after a checkpoint)",
-					r.dir, from, ErrPositionRemoved, segmentName(segs[0]))
+				return fail(fmt.Errorf("wal: reading %s from %s: %w: it now starts at %s (the segments before were removed after a checkpoint)",
+					r.dir, from, ErrPositionRemoved, segmentName(segs[0])))
 			}
-			return Position{}, nil, fmt.Errorf("wal: reading %s from %s: no such segment (the log ends in %s)",
-				r.dir, from, segmentName(segs[len(segs)-1]))
+			return fail(fmt.Errorf("wal: reading %s from %s: no such segment (the log ends in %s)",
+				r.dir, from, segmentName(segs[len(segs)-1])))
 		}
 	} else if from.Offset != 0 {
-		return Position{}, nil, fmt.Errorf("wal: position %+v names no segment", from)
+		return fail(fmt.Errorf("wal: position %+v names no segment", from))
 	}
 	var end Position
 	for i := start; i < len(segs); i++ {
 		seg := segs[i]
 		declaredEnd := int64(-1)
+		closed := false
 		if i+1 < len(segs) {
 			next := r.fs.PathJoin(r.dir, segmentName(segs[i+1]))
 			h, err := readSegmentHeader(r.fs, next, segs[i+1])
 			if err != nil {
-				return Position{}, nil, err
+				return fail(err)
 			}
 			if h.prevSegment != seg {
-				return Position{}, nil, &CorruptError{File: next, Offset: 0, Reason: fmt.Sprintf(
+				return fail(&CorruptError{File: next, Offset: 0, Reason: fmt.Sprintf(
 					"its header names %s as the segment before it, but the directory's previous segment is %s",
-					segmentName(h.prevSegment), segmentName(seg))}
+					segmentName(h.prevSegment), segmentName(seg))})
 			}
 			declaredEnd = h.prevEnd
+		} else if closed, err = r.closedInto(segs, i); err != nil {
+			return fail(err)
 		}
 		offset := int64(0)
 		if i == start {
 			offset = from.Offset
 		}
-		endOffset, torn, err := r.readSegment(seg, i == start, offset, declaredEnd)
+		endOffset, torn, ending, err := r.readSegment(seg, i == start, offset, declaredEnd, closed)
 		if err != nil {
-			return Position{}, nil, err
+			return fail(err)
 		}
 		end = Position{Segment: seg, Offset: endOffset}
-		if torn != nil {
-			return end, torn, nil
+		if torn != nil || i+1 == len(segs) {
+			return end, torn, ending, nil
 		}
 	}
-	return end, nil, nil
+	panic("unreachable")
+}
+
+// closedInto reports whether the last segment, segs[i], is a close segment:
+// whether the segment before it ends with an intact end record saying the
+// writer closed the log into it. The end record lies past the end the last
+// segment's header declares for that segment, where a read of the batches
+// stops. An end record that does not match the chain, or one that is
+// damaged although pebble's trailer after it is intact (a writer writes the
+// trailer only once the end record is synced), is damage.
+func (r *logReader) closedInto(segs []uint64, i int) (bool, error) {
+	seg := segs[i]
+	path := r.fs.PathJoin(r.dir, segmentName(seg))
+	h, err := readSegmentHeader(r.fs, path, seg)
+	if err != nil {
+		return false, err
+	}
+	if h.format != FormatShared || h.prevSegment == 0 || i == 0 || segs[i-1] != h.prevSegment {
+		return false, nil // no end records in format 2; the previous segment was removed, or the read reports the mismatch
+	}
+	prevPath := r.fs.PathJoin(r.dir, segmentName(h.prevSegment))
+	f, err := r.fs.Open(prevPath)
+	if err != nil {
+		return false, fmt.Errorf("wal: opening %s: %w", prevPath, err)
+	}
+	defer f.Close()
+	st, err := f.Stat()
+	if err != nil {
+		return false, fmt.Errorf("wal: %s: %w", prevPath, err)
+	}
+	size := st.Size()
+	if h.prevEnd >= size {
+		return false, nil // nothing after the batches (a short file is the batch read's to report)
+	}
+	rest := make([]byte, size-h.prevEnd)
+	if _, err := f.ReadAt(rest, h.prevEnd); err != nil && err != io.EOF {
+		return false, fmt.Errorf("wal: reading %s: %w", prevPath, err)
+	}
+	var payload bytes.Buffer
+	if readRecordAt(rest, h.prevEnd%blockSize, h.prevSegment, &payload) {
+		e, err := decodeEndRecord(payload.Bytes())
+		if err == nil && e.logID == h.logID && e.segment == h.prevSegment && e.lastBatch == h.lastBatch && e.lastSum == h.lastSum {
+			return e.closed, nil
+		}
+		if err == nil && e.logID == h.logID {
+			return false, &CorruptError{File: prevPath, Offset: h.prevEnd, Reason: fmt.Sprintf(
+				"its end record names segment %d and batch %d with checksum %08x, but %s's header says the segment is %d and the last batch %d with checksum %08x",
+				e.segment, e.lastBatch, e.lastSum, segmentName(seg), h.prevSegment, h.lastBatch, h.lastSum)}
+		}
+	}
+	if int64(len(rest)) > recyclableHeaderSize && isTrailer(rest[len(rest)-recyclableHeaderSize:], h.prevSegment) {
+		return false, &CorruptError{File: prevPath, Offset: h.prevEnd, Reason: fmt.Sprintf(
+			"%d bytes between the end of the batches and the end-of-log trailer, where the writer put its end record, are not an intact end record of this log",
+			len(rest)-recyclableHeaderSize)}
+	}
+	return false, nil
+}
+
+// isTrailer reports whether b is pebble's end-of-log trailer of segment
+// seg: a full-chunk header with checksum and length 0 stamped with the next
+// segment's number.
+func isTrailer(b []byte, seg uint64) bool {
+	return len(b) == recyclableHeaderSize && binary.LittleEndian.Uint32(b[0:4]) == 0 && binary.LittleEndian.Uint16(b[4:6]) == 0 &&
+		b[6] == recyclableFullChunk && binary.LittleEndian.Uint32(b[7:11]) == uint32(seg+1)
 }
 
 // readSegment reads one segment, calling fn for the batches at or after
 // from. declaredEnd is where the next segment's header says this segment's
 // batches end, or -1 for the last segment; bytes past it are a tail an
-// earlier recovery dropped and are not read. It returns the offset just past
-// the last good batch.
-func (r *logReader) readSegment(seg uint64, first bool, from, declaredEnd int64) (int64, *TornTail, error) {
+// earlier recovery dropped (or the segment's end record) and are not read.
+// closed says the last segment is a close segment, which holds nothing
+// after its header. It returns the offset just past the last good batch
+// and, for the last segment, what follows it.
+func (r *logReader) readSegment(seg uint64, first bool, from, declaredEnd int64, closed bool) (int64, *TornTail, Ending, error) {
+	fail := func(err error) (int64, *TornTail, Ending, error) { return 0, nil, 0, err }
 	path := r.fs.PathJoin(r.dir, segmentName(seg))
 	f, err := r.fs.Open(path)
 	if err != nil {
-		return 0, nil, fmt.Errorf("wal: opening %s: %w", path, err)
+		return fail(fmt.Errorf("wal: opening %s: %w", path, err))
 	}
 	defer f.Close()
 	rr := newRecordReader(record.NewReader, f, seg)
 	h, err := r.readHeader(rr, path, seg)
 	if err != nil {
-		return 0, nil, err
+		return fail(err)
 	}
 	if err := r.ch.header(&h, first); err != nil {
-		return 0, nil, &CorruptError{File: path, Offset: 0, Reason: err.Error()}
+		return fail(&CorruptError{File: path, Offset: 0, Reason: err.Error()})
 	}
 	off := recordStart(rr.Offset())
 	reached := from == 0 // whether the read has reached from
+	ending := EndStopped
 	for {
 		if declaredEnd >= 0 && off >= declaredEnd {
 			if off > declaredEnd {
-				return 0, nil, &CorruptError{File: path, Offset: declaredEnd, Reason: fmt.Sprintf(
+				return fail(&CorruptError{File: path, Offset: declaredEnd, Reason: fmt.Sprintf(
 					"the next segment's header says this segment's batches end at offset %d, but a record runs past it to %d",
-					declaredEnd, off)}
+					declaredEnd, off)})
 			}
 			break
 		}
 		if !reached {
 			if off > from {
-				return 0, nil, notABatch(f, path, from)
+				return fail(notABatch(f, path, from))
 			}
 			reached = off == from
 		}
 		p, err := r.readRecord(rr)
 		var reason string
 		if err == io.EOF {
-			extra, err := r.bytesAfterEnd(f, path, off, declaredEnd)
+			extra, trailer, err := r.bytesAfterEnd(f, path, off, declaredEnd)
 			if err != nil {
-				return 0, nil, err
+				return fail(err)
 			}
 			if extra == 0 {
+				if trailer {
+					ending = EndUnproven
+				}
 				break
 			}
 			reason = fmt.Sprintf("the record reader found the end of the log, but %d bytes follow", extra)
@@ -189,68 +309,96 @@ func (r *logReader) readSegment(seg uint64, first bool, from, declaredEnd int64)
 		switch {
 		case reason != "":
 		case err != nil && !isRecordDamage(err):
-			return 0, nil, fmt.Errorf("wal: reading %s: %w", path, err)
+			return fail(fmt.Errorf("wal: reading %s: %w", path, err))
 		case err != nil:
 			reason = "damaged or incomplete record: " + err.Error()
+		case closed:
+			reason = "a record after the header of a close segment"
 		default:
 			if err := r.ch.batch(p, &r.b); err != nil {
+				if e, ok := r.ch.ended(p); ok && declaredEnd < 0 {
+					return fail(missingNext(path, off, &e))
+				}
 				reason = err.Error()
 				break
 			}
 			if reached && r.fn != nil {
 				r.b.Pos = Position{Segment: seg, Offset: off}
 				if err := r.fn(r.b); err != nil {
-					return 0, nil, err
+					return fail(err)
 				}
 			}
 			off = recordStart(rr.Offset())
 			continue
 		}
+		if closed {
+			return fail(&CorruptError{File: path, Offset: off, Reason: reason +
+				"; the segment before it ends with an end record saying the log was closed here, so nothing may follow this segment's header"})
+		}
 		torn, err := r.classify(f, path, seg, off, declaredEnd, reason)
 		if err != nil {
-			return 0, nil, err
+			return fail(err)
 		}
 		if !reached && off != from {
-			return 0, nil, notABatch(f, path, from)
+			return fail(notABatch(f, path, from))
 		}
-		return off, torn, nil
+		return off, torn, EndStopped, nil
 	}
 	if declaredEnd >= 0 && off != declaredEnd {
-		return 0, nil, &CorruptError{File: path, Offset: off, Reason: fmt.Sprintf(
+		return fail(&CorruptError{File: path, Offset: off, Reason: fmt.Sprintf(
 			"the segment ends here, but the next segment's header says its batches run to offset %d: acknowledged batches are missing",
-			declaredEnd)}
+			declaredEnd)})
 	}
 	if !reached && off != from {
-		return 0, nil, notABatch(f, path, from)
+		return fail(notABatch(f, path, from))
 	}
-	return off, nil, nil
+	if closed {
+		ending = EndClosed
+	}
+	return off, nil, ending, nil
+}
+
+// missingNext is the damage an end record in the last segment proves: its
+// writer created the next segment before writing it, and that segment is
+// gone.
+func missingNext(path string, off int64, e *endRecord) error {
+	what := "went on to"
+	if e.closed {
+		what = "closed the log into"
+	}
+	return &CorruptError{File: path, Offset: off, Reason: fmt.Sprintf(
+		"the segment ends with an end record: its writer %s %s, which is missing (a writer creates it before writing the end record); the log's later segments were deleted or lost",
+		what, segmentName(e.next))}
 }
 
 // bytesAfterEnd checks the end of the last segment, where pebble's reader
 // stopped cleanly at off: either the file ends there, or pebble's
-// end-of-log trailer (a bare chunk header) ends it. Pebble recognises the
-// trailer by its log number alone, so a damaged log number can pass a
-// record off as one; bytes beyond a trailer's length return how many.
-func (r *logReader) bytesAfterEnd(f vfs.File, path string, off, declaredEnd int64) (int64, error) {
+// end-of-log trailer (a bare chunk header) ends it (trailer says which).
+// Pebble recognises the trailer by its log number alone, so a damaged log
+// number can pass a record off as one; bytes beyond a trailer's length
+// return how many.
+func (r *logReader) bytesAfterEnd(f vfs.File, path string, off, declaredEnd int64) (extra int64, trailer bool, err error) {
 	if declaredEnd >= 0 {
-		return 0, nil // the next segment's header says where this one ends
+		return 0, false, nil // the next segment's header says where this one ends
 	}
 	st, err := f.Stat()
 	if err != nil {
-		return 0, fmt.Errorf("wal: %s: %w", path, err)
+		return 0, false, fmt.Errorf("wal: %s: %w", path, err)
 	}
-	if rest := st.Size() - off; rest > recyclableHeaderSize {
-		return rest, nil
+	rest := st.Size() - off
+	if rest > recyclableHeaderSize {
+		return rest, false, nil
 	}
-	return 0, nil
+	return 0, rest == recyclableHeaderSize, nil
 }
 
 // classify decides what a bad record at off is. In a segment that a later
 // one follows, it is damage: the later segment's header vouches for every
 // byte up to declaredEnd. In the last segment it is a torn, never
-// acknowledged tail, unless an intact later batch of this log follows it in
-// the file: batches are written in order and each is synced before the next
-// is written, so a later batch proves this one was acknowledged.
+// acknowledged tail, unless an intact later batch or end record of this log
+// follows it in the file: batches are written in order and each is synced
+// before the next is written, and the end record after the last, so a later
+// one proves this one was acknowledged.
 func (r *logReader) classify(f vfs.File, path string, seg uint64, off, declaredEnd int64, reason string) (*TornTail, error) {
 	if declaredEnd >= 0 {
 		return nil, &CorruptError{File: path, Offset: off, Reason: fmt.Sprintf(
@@ -267,7 +415,7 @@ func (r *logReader) classify(f vfs.File, path string, seg uint64, off, declaredE
 	}
 	if found {
 		return nil, &CorruptError{File: path, Offset: off, Reason: fmt.Sprintf(
-			"%s, and an intact later batch of this log starts at offset %d", reason, later)}
+			"%s, and an intact later record of this log starts at offset %d", reason, later)}
 	}
 	return &TornTail{File: path, Offset: off, Bytes: size - off, Reason: reason}, nil
 }
@@ -415,6 +563,14 @@ func (c *chainV3) batch(p []byte, b *Batch) error {
 }
 
 func (c *chainV3) later(p []byte) bool {
+	if _, ok := c.ended(p); ok {
+		return true
+	}
 	logID, _, err := decodeBatchV3(p, &c.scratch)
 	return err == nil && logID == c.logID && c.scratch.Number > c.last
+}
+
+func (c *chainV3) ended(p []byte) (endRecord, bool) {
+	e, err := decodeEndRecord(p)
+	return e, err == nil && e.logID == c.logID
 }

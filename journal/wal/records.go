@@ -18,6 +18,11 @@ const (
 	kindHeader  byte = 0x01
 	kindBatchV2 byte = 0x02
 	kindBatchV3 byte = 0x03
+	// kindEnd ends a format 3 segment once the next one exists: written
+	// after its last batch, before pebble's end-of-log trailer, past the
+	// end the next header declares (so a reader that stops there, as every
+	// older fusee does, never sees it).
+	kindEnd byte = 0x04
 )
 
 // Log formats, as recorded in fusee.meta's log= line and in every segment
@@ -154,6 +159,61 @@ func decodeHeader(p []byte) (segmentHeader, error) {
 		return h, fmt.Errorf("malformed segment header: %w", err)
 	}
 	return h, nil
+}
+
+// endRecord is the record that ends a format 3 segment a writer finished:
+// it names the segment, the chain's state at its end (the last batch and
+// its checksum) and the segment that follows. closed says the writer was
+// closed: the next segment is the log's close segment, which holds only its
+// header and ends the log.
+type endRecord struct {
+	logID     uint64
+	segment   uint64
+	lastBatch uint64
+	lastSum   uint32
+	next      uint64
+	closed    bool
+}
+
+func appendEndRecord(dst []byte, e *endRecord) []byte {
+	dst = append(dst, kindEnd)
+	dst = binary.LittleEndian.AppendUint64(dst, e.logID)
+	dst = binary.AppendUvarint(dst, e.segment)
+	dst = binary.AppendUvarint(dst, e.lastBatch)
+	dst = binary.LittleEndian.AppendUint32(dst, e.lastSum)
+	dst = binary.AppendUvarint(dst, e.next)
+	closed := byte(0)
+	if e.closed {
+		closed = 1
+	}
+	return append(dst, closed)
+}
+
+func decodeEndRecord(p []byte) (endRecord, error) {
+	d := decoder{p: p}
+	var e endRecord
+	if k := d.byte(); d.err == nil && k != kindEnd {
+		return e, fmt.Errorf("record of kind %#x where an end record belongs", k)
+	}
+	e.logID = d.u64()
+	e.segment = d.uvarint()
+	e.lastBatch = d.uvarint()
+	e.lastSum = d.u32()
+	e.next = d.uvarint()
+	switch c := d.byte(); {
+	case d.err != nil:
+	case c > 1:
+		d.fail("a closed flag other than 0 or 1")
+	default:
+		e.closed = c == 1
+	}
+	if d.err == nil && (e.next != e.segment+1 || e.logID == 0) {
+		d.fail("an end record naming a next segment that does not follow it, or log id 0")
+	}
+	if err := d.finish(); err != nil {
+		return e, fmt.Errorf("malformed end record: %w", err)
+	}
+	return e, nil
 }
 
 // appendBatchV3Prefix starts a format 3 batch record; the caller appends

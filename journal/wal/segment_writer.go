@@ -168,6 +168,11 @@ type segmentLog struct {
 	cur  *segmentWriter
 	// header builds the header of a new segment from the writer's state.
 	header func(seg, prevSeg uint64, prevEnd int64) []byte
+	// end builds the end record of segment seg, which the writer finished
+	// (closed: by closing the log); nil for a log format without end
+	// records (format 2), whose Close only ends the segment with pebble's
+	// trailer.
+	end func(seg uint64, closed bool) []byte
 	// pending is, in NoSync mode, the last batch appended: kept back from the
 	// record writer so that Sync can hand it over with a sync request (the
 	// LogWriter only syncs along with a record).
@@ -242,22 +247,47 @@ func (l *segmentLog) nextPosition() (Position, error) {
 	return Position{Segment: l.cur.seg, Offset: l.cur.size()}, nil
 }
 
-func (l *segmentLog) rotate() error {
+func (l *segmentLog) rotate() error { return l.finish(false) }
+
+// finish ends the current segment and starts the next one. The next
+// segment is created first, its header declaring where this one's batches
+// end, and only then is this one ended (its end record, for a format 3
+// log, then pebble's trailer): so a segment that ends with a trailer always
+// has a successor, and a last segment that ends with one is a sign that
+// later segments are missing. closing makes the next segment the log's
+// close segment: it keeps only its header, the end record says so, and the
+// log is closed.
+func (l *segmentLog) finish(closing bool) error {
 	if l.err != nil {
 		return l.err
 	}
-	if err := l.writePending(); err != nil {
+	// The next header vouches for every byte up to end: they must be
+	// durable before it is.
+	if err := l.sync(); err != nil {
 		return err
 	}
 	prev, end := l.cur.seg, l.cur.size()
-	if err := l.cur.close(); err != nil {
-		return l.fail(err)
-	}
-	cur, err := createSegment(l.fs, l.dir, prev+1, l.header(prev+1, prev, end))
+	next, err := createSegment(l.fs, l.dir, prev+1, l.header(prev+1, prev, end))
 	if err != nil {
 		return l.fail(err)
 	}
-	l.cur = cur
+	if closing {
+		if err := next.close(); err != nil {
+			_ = l.cur.close()
+			return l.fail(err)
+		}
+	}
+	if l.end != nil {
+		if err := l.cur.writeSync(l.end(prev, closing)); err != nil {
+			_ = next.close()
+			return l.fail(err)
+		}
+	}
+	if err := l.cur.close(); err != nil {
+		_ = next.close()
+		return l.fail(err)
+	}
+	l.cur = next
 	return nil
 }
 
@@ -280,6 +310,12 @@ func (l *segmentLog) close() error {
 		return ErrClosed
 	}
 	err := l.err
+	if err == nil && l.end != nil {
+		// A format 3 log closes into a close segment, so that its last
+		// batches are vouched for by a header and the end record says the
+		// writer closed it (docs/format-wal.md, "Clean close").
+		err = l.finish(true)
+	}
 	if err == nil {
 		err = l.writePending()
 	}

@@ -96,11 +96,11 @@ func ReadV2(fs vfs.FS, dir string, shard int, fn func(b Batch) error) (Tail, err
 	}
 	ch := &chainV2{shard: shard}
 	r := logReader{fs: fs, dir: dir, ch: ch, fn: fn}
-	end, torn, err := r.read(Position{})
+	end, torn, ending, err := r.read(Position{})
 	if err != nil {
 		return Tail{}, err
 	}
-	t := Tail{End: end, Torn: torn}
+	t := Tail{End: end, Torn: torn, Ending: ending}
 	for i := range t.NextLSN {
 		t.NextLSN[i] = 1
 	}
@@ -146,6 +146,8 @@ func (c *chainV2) batch(p []byte, b *Batch) error {
 	c.next += uint64(len(s.Entries))
 	return nil
 }
+
+func (c *chainV2) ended([]byte) (endRecord, bool) { return endRecord{}, false }
 
 func (c *chainV2) later(p []byte) bool {
 	err := decodeBatchV2(p, &c.scratch)

@@ -131,7 +131,7 @@ func checkTailIsCurrent(fs vfs.FS, path string, tail Tail) error {
 }
 
 func (w *Writer) start(fs vfs.FS, dir string, opts Options, seg, prevSeg uint64, prevEnd int64) error {
-	w.log = segmentLog{fs: fs, dir: dir, opts: opts, header: w.header}
+	w.log = segmentLog{fs: fs, dir: dir, opts: opts, header: w.header, end: w.endRecord}
 	cur, err := createSegment(fs, dir, seg, w.header(seg, prevSeg, prevEnd))
 	if err != nil {
 		return err
@@ -157,6 +157,12 @@ func (w *Writer) header(seg, prevSeg uint64, prevEnd int64) []byte {
 		}
 	}
 	return appendHeader(nil, &h)
+}
+
+// endRecord is the end record of segment seg, which the writer finished.
+func (w *Writer) endRecord(seg uint64, closed bool) []byte {
+	return appendEndRecord(nil, &endRecord{logID: w.logID, segment: seg, lastBatch: w.last, lastSum: w.lastSum,
+		next: seg + 1, closed: closed})
 }
 
 // Append writes entries as one batch and, unless the writer is in NoSync
@@ -234,6 +240,10 @@ func (w *Writer) Rotate() error { return w.log.rotate() }
 // point where they become acknowledged. Without NoSync it does nothing.
 func (w *Writer) Sync() error { return w.log.sync() }
 
-// Close syncs what is buffered and closes the current segment (pebble ends
-// it with its end-of-log trailer).
+// Close syncs what is buffered and closes the log: it creates the log's
+// close segment (a header only, declaring where the batches end), then ends
+// the current segment with an end record saying the log was closed, and
+// pebble's end-of-log trailer. A reader then tells damage to the last
+// batches from a torn write (docs/format-wal.md, "Clean close"). A writer
+// that failed closes its segment without that evidence.
 func (w *Writer) Close() error { return w.log.close() }
