@@ -139,6 +139,15 @@ func TestCrashAtEveryWrite(t *testing.T) {
 	}
 	writes := inj.count.Load()
 	t.Logf("the workload makes %d writes", writes)
+	if _, tail, err := collect(func() vfs.FS {
+		fs := vfs.NewCrashableMem()
+		if _, _, _, _, err := run(fs); err != nil {
+			t.Fatal(err)
+		}
+		return fs.CrashClone(vfs.CrashCloneCfg{})
+	}(), "wal", Position{}); err != nil || tail.Ending != EndClosed {
+		t.Fatalf("the workload run whole: %v, %v", tail.Ending, err)
+	}
 	for n := range writes {
 		mem := vfs.NewCrashableMem()
 		inj := &stopAfter{}
@@ -163,6 +172,14 @@ func TestCrashAtEveryWrite(t *testing.T) {
 		}
 		if err := checkPrefix(got, planned, acked, inFlight); err != nil {
 			t.Fatalf("stopping after %d of %d writes: %v", n, writes, err)
+		}
+		// Only a log whose every batch was written can carry the close
+		// evidence (the writer stopped while ending the close).
+		if tail.Ending == EndClosed && len(got) != len(planned) {
+			t.Fatalf("stopping after %d of %d writes: %d of %d batches, yet the log reads as closed", n, writes, len(got), len(planned))
+		}
+		if tail.Torn != nil && tail.Ending != EndStopped {
+			t.Fatalf("stopping after %d of %d writes: a torn tail in a log that %v", n, writes, tail.Ending)
 		}
 		if err := continueLog(crashed, got, tail); err != nil {
 			t.Fatalf("stopping after %d of %d writes: %v", n, writes, err)

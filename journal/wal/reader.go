@@ -274,6 +274,11 @@ func (r *logReader) readSegment(seg uint64, first bool, from, declaredEnd int64,
 		return fail(&CorruptError{File: path, Offset: 0, Reason: err.Error()})
 	}
 	off := recordStart(rr.Offset())
+	if closed {
+		if err := checkCloseSegment(f, path, seg, off); err != nil {
+			return fail(err)
+		}
+	}
 	reached := from == 0 // whether the read has reached from
 	ending := EndStopped
 	for {
@@ -356,6 +361,26 @@ func (r *logReader) readSegment(seg uint64, first bool, from, declaredEnd int64,
 		ending = EndClosed
 	}
 	return off, nil, ending, nil
+}
+
+// checkCloseSegment checks that a close segment, whose header ends at off,
+// holds nothing else but pebble's end-of-log trailer: its writer created it
+// whole before the end record that makes it a close segment was written.
+func checkCloseSegment(f vfs.File, path string, seg uint64, off int64) error {
+	st, err := f.Stat()
+	if err != nil {
+		return fmt.Errorf("wal: %s: %w", path, err)
+	}
+	rest := make([]byte, max(st.Size()-off, 0))
+	if _, err := f.ReadAt(rest, off); err != nil && err != io.EOF {
+		return fmt.Errorf("wal: reading %s: %w", path, err)
+	}
+	if len(rest) == 0 || isTrailer(rest, seg) {
+		return nil
+	}
+	return &CorruptError{File: path, Offset: off, Reason: fmt.Sprintf(
+		"%d bytes after the header of a close segment (the segment before it ends with an end record saying the log was closed here), where only the 11-byte end-of-log trailer belongs",
+		len(rest))}
 }
 
 // missingNext is the damage an end record in the last segment proves: its
