@@ -3,6 +3,7 @@ package wal
 import (
 	"errors"
 	"fmt"
+	"slices"
 	"testing"
 
 	"github.com/cockroachdb/pebble/v2/vfs"
@@ -220,6 +221,7 @@ func TestTornTailFigures(t *testing.T) {
 	seg := segPath(crashed, l.dir, 1)
 	orig := fileBytes(t, crashed, seg)
 	lastPos := l.batches[len(l.batches)-1].Pos
+	var claimed [3]int
 	_, tail, err := collect(crashed, l.dir, Position{})
 	if err != nil || tail.Ending != EndStopped || tail.Torn != nil || tail.LastBatch != 6 {
 		t.Fatalf("stopped after 6 batches: %v, %s, %v", tail.Ending, tailString(tail), err)
@@ -239,5 +241,28 @@ func TestTornTailFigures(t *testing.T) {
 		if tail.NextLSN[7] != 6 {
 			t.Fatalf("cut at %d: shard 7's next LSN %d, want 6", cut, tail.NextLSN[7])
 		}
+		// What the dropped bytes claim: batch 6, shard 2's LSN 2 and shard
+		// 7's LSN 6, as far as the cut kept the batch's fields.
+		claims := []TornSection{{Shard: 2, FirstLSN: 2, Entries: 1}, {Shard: 7, FirstLSN: 6, Entries: 1}}
+		n := len(tail.Torn.Sections)
+		if n > 2 || (n > 0 && !slices.Equal(tail.Torn.Sections, claims[:n])) || (n > 0 && tail.Torn.Batch != 6) || (tail.Torn.Batch != 0 && tail.Torn.Batch != 6) {
+			t.Fatalf("cut at %d: batch %d, sections %v", cut, tail.Torn.Batch, tail.Torn.Sections)
+		}
+		if cut == int64(len(orig))-1 && n != 2 {
+			t.Fatalf("one byte short of the whole batch: sections %v", tail.Torn.Sections)
+		}
+		claimed[n]++
+	}
+	t.Logf("cuts by how many sections their dropped bytes still name: %v", claimed)
+	if claimed[0] == 0 || claimed[1] == 0 || claimed[2] == 0 {
+		t.Fatalf("some claims never seen: %v", claimed)
+	}
+	// A flipped byte in the last batch's payload, nothing after it: the
+	// checksum fails, the fields still read.
+	data := append([]byte(nil), orig...)
+	data[len(data)-1] ^= 0x10
+	putFile(t, crashed, seg, data)
+	if _, tail, err := collect(crashed, l.dir, Position{}); err != nil || tail.Torn == nil || len(tail.Torn.Sections) != 2 {
+		t.Fatalf("the last byte flipped: %s, %v", tailString(tail), err)
 	}
 }

@@ -116,6 +116,9 @@ type chain interface {
 	later(p []byte) bool
 	// ended decodes a record as an end record of this log (format 3 only).
 	ended(p []byte) (endRecord, bool)
+	// torn reads what the readable prefix p of a dropped record claims, as
+	// far as it continues the chain (TornTail.Batch and Sections).
+	torn(p []byte) (uint64, []TornSection)
 }
 
 type logReader struct {
@@ -442,7 +445,13 @@ func (r *logReader) classify(f vfs.File, path string, seg uint64, off, declaredE
 		return nil, &CorruptError{File: path, Offset: off, Reason: fmt.Sprintf(
 			"%s, and an intact later record of this log starts at offset %d", reason, later)}
 	}
-	return &TornTail{File: path, Offset: off, Bytes: size - off, Reason: reason}, nil
+	torn := &TornTail{File: path, Offset: off, Bytes: size - off, Reason: reason}
+	data := make([]byte, size-off)
+	if _, err := f.ReadAt(data, off); err != nil && err != io.EOF {
+		return nil, fmt.Errorf("wal: reading %s: %w", path, err)
+	}
+	torn.Batch, torn.Sections = r.ch.torn(rawRecord(data, off%blockSize, seg))
+	return torn, nil
 }
 
 // NoBatchError is a read asked to start where no batch starts: inside a
@@ -593,6 +602,18 @@ func (c *chainV3) later(p []byte) bool {
 	}
 	logID, _, err := decodeBatchV3(p, &c.scratch)
 	return err == nil && logID == c.logID && c.scratch.Number > c.last
+}
+
+func (c *chainV3) torn(p []byte) (uint64, []TornSection) {
+	d := decoder{p: p}
+	if d.byte() != kindBatchV3 || d.u64() != c.logID {
+		return 0, nil
+	}
+	number, prevSum, sections := d.uvarint(), d.u32(), d.uvarint()
+	if d.err != nil || number != c.last+1 || prevSum != c.lastSum {
+		return 0, nil
+	}
+	return number, tornSections(&d, sections, func(shard int) uint64 { return c.next[shard] })
 }
 
 func (c *chainV3) ended(p []byte) (endRecord, bool) {

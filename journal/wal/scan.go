@@ -115,3 +115,67 @@ func fillerRecord(n int) []byte {
 	}
 	return buf.Bytes()
 }
+
+const (
+	recyclableMiddleChunk = 7
+	recyclableLastChunk   = 8
+)
+
+// rawRecord collects the payload bytes of the record whose first chunk
+// starts at data[0], inBlock bytes into its block, without checking any
+// checksum: chunk after chunk while their headers are stamped with seg and
+// their types continue the record, cut short where data ends. It is for
+// describing a dropped record, never for accepting one.
+func rawRecord(data []byte, inBlock int64, seg uint64) []byte {
+	var p []byte
+	first := true
+	for c := int64(0); c+recyclableHeaderSize <= int64(len(data)); {
+		h := data[c:]
+		t := h[6]
+		if binary.LittleEndian.Uint32(h[7:11]) != uint32(seg) {
+			break
+		}
+		if first != (t == recyclableFullChunk || t == recyclableFirstChunk) || t < recyclableFullChunk || t > recyclableLastChunk {
+			break
+		}
+		first = false
+		n := int64(binary.LittleEndian.Uint16(h[4:6]))
+		body := h[recyclableHeaderSize:min(recyclableHeaderSize+n, int64(len(h)))]
+		p = append(p, body...)
+		if t == recyclableFullChunk || t == recyclableLastChunk {
+			break
+		}
+		c += recyclableHeaderSize + n
+		if rem := blockSize - (inBlock+c)%blockSize; rem < recyclableHeaderSize {
+			c += rem
+		}
+	}
+	return p
+}
+
+// tornSections reads, from the readable prefix p of a dropped batch's
+// payload, the sections it claims for as long as they continue the chain:
+// each shard in ascending order, starting at next(shard), with at least one
+// entry. Reading stops at the first field that does not decode.
+func tornSections(d *decoder, sections uint64, next func(shard int) uint64) []TornSection {
+	var out []TornSection
+	prev := -1
+	for range sections {
+		shard := d.shard()
+		first := d.uvarint()
+		n := d.uvarint()
+		if d.err != nil || shard <= prev || first != next(shard) || n == 0 {
+			break
+		}
+		prev = shard
+		out = append(out, TornSection{Shard: shard, FirstLSN: first, Entries: n})
+		for range n {
+			l := d.uvarint()
+			if d.err != nil || l > uint64(len(d.p)) {
+				return out
+			}
+			d.p = d.p[l:]
+		}
+	}
+	return out
+}

@@ -147,6 +147,19 @@ func (c *chainV2) batch(p []byte, b *Batch) error {
 	return nil
 }
 
+func (c *chainV2) torn(p []byte) (uint64, []TornSection) {
+	d := decoder{p: p}
+	if d.byte() != kindBatchV2 {
+		return 0, nil
+	}
+	return 0, tornSections(&d, 1, func(shard int) uint64 {
+		if shard != c.shard {
+			return 0 // no LSN is 0: another shard's batch claims nothing
+		}
+		return c.next
+	})
+}
+
 func (c *chainV2) ended([]byte) (endRecord, bool) { return endRecord{}, false }
 
 func (c *chainV2) later(p []byte) bool {
