@@ -16,8 +16,9 @@ import (
 // (batches are kept small because pebble's reader, on a bad checksum,
 // tries every single-bit flip of the chunk: a 32 KiB chunk costs a third
 // of a second per read, and would starve the fuzzer). It comes in two
-// states: closed (every segment ends with pebble's trailer) and crashed
-// right after the last append (the last segment has none).
+// states: closed (every segment ends with an end record and pebble's
+// trailer, and a close segment follows the third) and crashed right after
+// the last append (the last segment has neither).
 type fuzzLog struct {
 	fs      vfs.FS
 	dir     string
@@ -52,7 +53,8 @@ func makeFuzzLogs(tb testing.TB) [2]*fuzzLog {
 		}
 		l.close(tb)
 		fl := &fuzzLog{fs: fs, dir: l.dir, batches: l.batches, span: -1}
-		for seg := uint64(1); seg <= 3; seg++ {
+		// Closed, the log has a fourth segment: the close segment.
+		for seg := uint64(1); seg <= 3 || (!crash && seg == 4); seg++ {
 			fl.files = append(fl.files, fileBytes(tb, fs, segPath(fs, l.dir, seg)))
 		}
 		for k := 1; k < len(l.batches); k++ {
@@ -118,6 +120,11 @@ func FuzzReadDamaged(f *testing.F) {
 		add(crashed, 2, at(n-2, 20), []byte{0x55}, 0, uint8(n-2))                       // the last but one batch
 		add(crashed, 2, 0, nil, uint32(len(files[2])), 0)                               // the last segment emptied
 		add(crashed, 2, 0, nil, uint32(len(files[2])-int(b[n-1].Pos.Offset)), uint8(n)) // from a batch cut off
+		if !crashed {
+			add(crashed, 3, uint32(len(files[3])), []byte("x"), 0, 0)     // a byte after the close segment
+			add(crashed, 3, 0, nil, 1, 0)                                 // the close segment's trailer cut
+			add(crashed, 2, uint32(len(files[2])-12), []byte{0x40}, 0, 0) // segment 3's end record
+		}
 	}
 	f.Fuzz(func(t *testing.T, crashed bool, seg uint8, offset uint32, patch []byte, cut uint32, from uint8) {
 		l := logs[0]
@@ -144,7 +151,19 @@ func FuzzReadDamaged(f *testing.F) {
 		if d := diffBatches(got, want[:len(got)]); d != "" {
 			t.Fatalf("read a batch that was not written (from batch %d, err %v): %s", k+1, err, d)
 		}
-		if orig := l.files[i]; err != nil && len(data) >= len(orig) && bytes.Equal(data[:len(orig)], orig) {
+		appended := len(data) >= len(l.files[i]) && bytes.Equal(data[:len(l.files[i])], l.files[i])
+		trailerCut := len(data) == len(l.files[i])-recyclableHeaderSize && bytes.Equal(data, l.files[i][:len(data)])
+		if closeSeg := !crashed && i == 3; closeSeg && len(data) != len(l.files[i]) && !trailerCut {
+			// After a clean close, anything added to or cut from the
+			// close segment (but its trailer, which carries nothing) is
+			// damage, named there.
+			var ce *CorruptError
+			if !errors.As(err, &ce) || ce.File != path {
+				t.Fatalf("the close segment changed from %d to %d bytes: %v", len(l.files[i]), len(data), err)
+			}
+			return
+		}
+		if err != nil && appended {
 			t.Fatalf("Read failed though only bytes after a segment's end were added: %v", err)
 		}
 		if err != nil {
@@ -163,7 +182,7 @@ func FuzzReadDamaged(f *testing.F) {
 		if wantLast := uint64(k + len(got)); tail.LastBatch != wantLast || tail.LogID != 0x1111 {
 			t.Fatalf("read %d batches from batch %d, but the tail says log %x, last batch %d", len(got), k+1, tail.LogID, tail.LastBatch)
 		}
-		if orig := l.files[i]; len(data) >= len(orig) && bytes.Equal(data[:len(orig)], orig) && len(got) < len(want) {
+		if appended && len(got) < len(want) {
 			t.Fatalf("Read stopped after %d of %d batches (torn %v), though only bytes after a segment's end were added", len(got), len(want), tail.Torn)
 		}
 	})
