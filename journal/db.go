@@ -54,8 +54,16 @@ type OpenOptions struct {
 // RecoveryReport says what recovery found.
 type RecoveryReport struct {
 	Shards []ShardRecovery
-	// TornTail describes a dropped, never-acknowledged log tail ("" none).
+	// TornTail describes the log tail recovery dropped ("" none): bytes
+	// after the last intact batch of a log whose writer stopped without
+	// closing it. Torn is the same in detail (nil none).
 	TornTail string
+	Torn     *wal.TornTail
+	// LogEnding says how the log ends: closed cleanly (its last batches
+	// are vouched for, and damage to them is an error), stopped without
+	// closing (a crash or kill: a torn tail is what a batch being written
+	// leaves), or without close evidence (a log an older fusee closed).
+	LogEnding wal.Ending
 	// LogFrom is where the log was read from (the earliest checkpoint's
 	// position) and LogEnd where its last good batch ends.
 	LogFrom, LogEnd wal.Position

@@ -104,7 +104,7 @@ func (db *DB) recover(ctx context.Context, opts OpenOptions) (*RecoveryReport, e
 		return nil, fmt.Errorf("recovering %s: %w", db.Dir, err)
 	}
 	rep.LogEnd = tail.End
-	rep.TornTail = tail.Torn.String()
+	rep.TornTail, rep.Torn, rep.LogEnding = tail.Torn.String(), tail.Torn, tail.Ending
 	for i, s := range db.Shards {
 		rep.Shards[i].LSN = s.LSN
 	}

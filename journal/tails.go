@@ -156,7 +156,7 @@ func ReadTails(ctx context.Context, fs vfs.FS, dir string, headers []CheckpointH
 		return nil, nil, fmt.Errorf("recovering %s: %w", dir, err)
 	}
 	rep.LogEnd = end.End
-	rep.TornTail = end.Torn.String()
+	rep.TornTail, rep.Torn, rep.LogEnding = end.Torn.String(), end.Torn, end.Ending
 	for i := range rep.Shards {
 		rep.Shards[i].LSN = lsns[i]
 	}

@@ -29,7 +29,8 @@ const (
 	KindShardIndex    Kind = "shard-index"    // the shard in slot i says it is another shard
 	KindCheckpointLSN Kind = "checkpoint-lsn" // a checkpoint's LSN is past its shard's LSN
 	KindRecovery      Kind = "recovery"       // the recovery report disagrees with the recovered state
-	KindTornTail      Kind = "torn-tail"      // (info) recovery dropped a torn, never-acknowledged log tail
+	KindTornTail      Kind = "torn-tail"      // (info) recovery dropped a torn log tail: the engine stopped mid-write, no clean close followed
+	KindLogNotClosed  Kind = "log-not-closed" // (info) the log carries no clean-close evidence: the engine stopped, or an older fusee closed it
 
 	// Run numbers and placement.
 	KindRunKeyMismatch    Kind = "run-key-mismatch"    // a run stored under number k says it is number j
@@ -111,7 +112,8 @@ var kinds = map[Kind]kindInfo{
 	KindShardIndex:    {SeverityError, "a shard directory was moved or copied into the wrong slot; " + hintRestore},
 	KindCheckpointLSN: {SeverityError, "a checkpoint claims log entries the shard does not have; " + hintRestore},
 	KindRecovery:      {SeverityError, "recovery and the state it produced disagree; report this as a fusee bug"},
-	KindTornTail:      {SeverityInfo, "a crash cut the last write short; nothing acknowledged was lost"},
+	KindTornTail:      {SeverityInfo, "the engine stopped while writing this batch and never closed the log; a batch is acknowledged only once written whole, so if the stop was a crash or kill it was never acknowledged; the log cannot tell that from damage to its last batch: if the engine was shut down cleanly, restore from a backup"},
+	KindLogNotClosed:  {SeverityInfo, "without a clean close the log cannot prove that nothing was lost after its end: if the engine was shut down cleanly by this fusee version, segments are missing; restore from a backup"},
 
 	KindRunKeyMismatch:    {SeverityError, hintRestore},
 	KindRunNumberInvalid:  {SeverityError, hintRestore},

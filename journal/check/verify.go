@@ -5,6 +5,7 @@ import (
 	"fmt"
 
 	"github.com/fusee-dev/fusee/journal"
+	"github.com/fusee-dev/fusee/journal/wal"
 )
 
 // Verify checks st and returns every finding, sorted by shard, run and
@@ -102,9 +103,7 @@ func (v *verifier) directory() {
 	if rep == nil {
 		return
 	}
-	if rep.TornTail != "" {
-		v.addf(KindTornTail, -1, 0, "recovery dropped a torn log tail: %s", rep.TornTail)
-	}
+	v.logEnding(rep)
 	seen := map[int]bool{}
 	for _, sr := range rep.Shards {
 		s, ok := v.u.byIndex[sr.Shard]
@@ -379,5 +378,22 @@ func (v *verifier) header(s *journal.Shard, r *journal.Run, j []journal.Record) 
 		}
 	} else if r.Status != journal.StatusNone || r.Finished != 0 {
 		add("an unfinished run with status %s finished at %d", r.Status, r.Finished)
+	}
+}
+
+// logEnding reports how the log ends, saying no more than it proves: a
+// clean close vouches for every batch; without one, a dropped tail is what
+// a crash mid-write leaves, and nothing shows whether later segments were
+// lost.
+func (v *verifier) logEnding(rep *journal.RecoveryReport) {
+	switch {
+	case rep.TornTail != "" && rep.Torn == nil:
+		v.addf(KindTornTail, -1, 0, "recovery dropped a torn log tail: %s", rep.TornTail)
+	case rep.Torn != nil:
+		v.addf(KindTornTail, -1, 0, "the engine stopped without closing the log; recovery drops, as the engine's would, %s", rep.Torn)
+	case rep.LogEnding == wal.EndStopped:
+		v.addf(KindLogNotClosed, -1, 0, "the engine stopped without closing the log (it ends at %s after an intact batch, with no close record); recovery dropped nothing", rep.LogEnd)
+	case rep.LogEnding == wal.EndUnproven:
+		v.addf(KindLogNotClosed, -1, 0, "the log ends at %s with no close record: it was closed by a fusee older than close records, or the engine stopped while closing", rep.LogEnd)
 	}
 }

@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/fusee-dev/fusee/journal"
+	"github.com/fusee-dev/fusee/journal/wal"
 )
 
 // scenario is a small hand-written state that uses every kind of
@@ -194,6 +195,21 @@ var plants = []plant{
 	{"torn tail", KindTornTail, func(sc *scenario, st *State) {
 		st.Recovery = cleanReport(st)
 		st.Recovery.TornTail = "wal/000003.log: 112 bytes after offset 4096"
+	}, true},
+	{"torn tail in detail", KindTornTail, func(sc *scenario, st *State) {
+		st.Recovery = cleanReport(st)
+		st.Recovery.LogEnding = wal.EndStopped
+		st.Recovery.Torn = &wal.TornTail{File: "wal/000003.log", Offset: 4096, Bytes: 112, Reason: "damaged or incomplete record",
+			Batch: 9, Sections: []wal.TornSection{{Shard: 1, FirstLSN: 40, Entries: 2}}}
+		st.Recovery.TornTail = st.Recovery.Torn.String()
+	}, true},
+	{"log stopped", KindLogNotClosed, func(sc *scenario, st *State) {
+		st.Recovery = cleanReport(st)
+		st.Recovery.LogEnding = wal.EndStopped
+	}, true},
+	{"log closed without evidence", KindLogNotClosed, func(sc *scenario, st *State) {
+		st.Recovery = cleanReport(st)
+		st.Recovery.LogEnding = wal.EndUnproven
 	}, true},
 	{"unknown state", KindRunState, func(sc *scenario, st *State) { sc.run(sc.sleeper).State = 9 }, false},
 	{"entry type differs from start", KindRunHeader, func(sc *scenario, st *State) { sc.run(sc.kid).Type = "other" }, true},

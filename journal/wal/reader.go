@@ -343,6 +343,11 @@ func (r *logReader) readSegment(seg uint64, first bool, from, declaredEnd int64,
 			return fail(&CorruptError{File: path, Offset: off, Reason: reason +
 				"; the segment before it ends with an end record saying the log was closed here, so nothing may follow this segment's header"})
 		}
+		if nb := notABatch(f, path, from); !reached && nb.CutShort() {
+			// The file ends before the position the read starts from: say
+			// so, whatever the bytes before it are.
+			return fail(nb)
+		}
 		torn, err := r.classify(f, path, seg, off, declaredEnd, reason)
 		if err != nil {
 			return fail(err)
@@ -470,7 +475,7 @@ func (e *NoBatchError) Error() string {
 // CutShort reports whether the file ends at or before Offset.
 func (e *NoBatchError) CutShort() bool { return e.Size >= 0 && e.Size <= e.Offset }
 
-func notABatch(f vfs.File, path string, from int64) error {
+func notABatch(f vfs.File, path string, from int64) *NoBatchError {
 	size := int64(-1)
 	if st, err := f.Stat(); err == nil {
 		size = st.Size()
