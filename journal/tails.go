@@ -165,3 +165,17 @@ func ReadTails(ctx context.Context, fs vfs.FS, dir string, headers []CheckpointH
 	}
 	return tails, rep, nil
 }
+
+// ReadLogEnd reads the whole shared log of the log format 3 directory dir,
+// from its first segment, keeping nothing, and returns its tail: how the
+// log ends and the torn tail a recovery drops, if any. Damage anywhere in
+// the log is an error (a *wal.CorruptError names the file and offset),
+// including before the oldest checkpoint, where a recovery does not read.
+// Nothing is written; the caller holds the directory's lock.
+func ReadLogEnd(fs vfs.FS, dir string) (wal.Tail, error) {
+	tail, err := wal.Read(fs, wal.Dir(fs, dir), wal.Position{}, nil)
+	if err != nil {
+		return wal.Tail{}, fmt.Errorf("reading the log of %s: %w", dir, err)
+	}
+	return tail, nil
+}

@@ -63,6 +63,38 @@ type Report struct {
 	Plan *Plan `json:"-"`
 	// Kept is the kept old layout, with Options.KeepOld.
 	Kept string `json:"kept,omitempty"`
+
+	// LogEnding says how the old directory's log ends: "closed cleanly",
+	// "stopped without closing" (the engine crashed or was killed), or
+	// "ended without close evidence" (closed by an older fusee). Set when
+	// the directory was read for a reshard.
+	LogEnding string `json:"log_ending,omitempty"`
+	// DroppedTail is the old log's torn tail, dropped as the engine's own
+	// recovery drops it; nil when there is none.
+	DroppedTail *DroppedTail `json:"dropped_tail,omitempty"`
+}
+
+// DroppedTail is a torn log tail a reshard dropped: the bytes from Offset
+// to the end of File, after the last intact batch of a log whose engine
+// stopped mid-write without closing it. Batch and Shards are what the
+// readable part of the dropped batch claims (its checksum failed), kept
+// only as far as they continue the log; empty when the bytes start no such
+// batch.
+type DroppedTail struct {
+	File   string         `json:"file"`
+	Offset int64          `json:"offset"`
+	Bytes  int64          `json:"bytes"`
+	Reason string         `json:"reason"`
+	Batch  uint64         `json:"batch,omitempty"`
+	Shards []DroppedShard `json:"shards,omitempty"`
+}
+
+// DroppedShard is one shard's entries in a dropped batch: LSNs FirstLSN to
+// LastLSN.
+type DroppedShard struct {
+	Shard    int    `json:"shard"`
+	FirstLSN uint64 `json:"first_lsn"`
+	LastLSN  uint64 `json:"last_lsn"`
 }
 
 // ReportVersion is the version of the report's JSON schema.

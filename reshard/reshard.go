@@ -158,6 +158,14 @@ func Reshard(ctx context.Context, fs vfs.FS, dir string, opts Options) (*Report,
 		return rep, nil
 	}
 
+	if opts.Shards != 0 && opts.Shards != m.Shards {
+		// Before anything is touched, leftovers included: a damaged log is
+		// refused, and a torn tail is reported as the recovery drops it.
+		if err := r.checkLog(); err != nil {
+			return nil, err
+		}
+	}
+
 	// Leftovers: reshard.new of an attempt that never reached the switch,
 	// reshard.old of one that finished but crashed before deleting it.
 	for _, left := range leftovers(fs, dir) {
@@ -328,6 +336,38 @@ func Reshard(ctx context.Context, fs vfs.FS, dir string, opts Options) (*Report,
 	r.phase("switch", start)
 	rep.Outcome = OutcomeDone
 	return rep, nil
+}
+
+// DamagedError is a reshard refused because the directory's log is
+// damaged. Nothing was changed.
+type DamagedError struct {
+	Dir string
+	Err error
+}
+
+func (e *DamagedError) Error() string {
+	return fmt.Sprintf("reshard refuses %s: nothing was changed; its log is damaged: %v", e.Dir, e.Err)
+}
+
+func (e *DamagedError) Unwrap() error { return e.Err }
+
+// checkLog reads the whole log of the old directory before anything is
+// changed: damage refuses the reshard; a torn tail (the engine stopped
+// mid-write) goes into the report as the tail the recovery drops.
+func (r *resharder) checkLog() error {
+	end, err := journal.ReadLogEnd(r.fs, r.dir)
+	if err != nil {
+		return &DamagedError{Dir: r.dir, Err: err}
+	}
+	r.rep.LogEnding = end.Ending.String()
+	if t := end.Torn; t != nil {
+		d := &DroppedTail{File: t.File, Offset: t.Offset, Bytes: t.Bytes, Reason: t.Reason, Batch: t.Batch}
+		for _, s := range t.Sections {
+			d.Shards = append(d.Shards, DroppedShard{Shard: s.Shard, FirstLSN: s.FirstLSN, LastLSN: s.LastLSN()})
+		}
+		r.rep.DroppedTail = d
+	}
+	return nil
 }
 
 // finishSwitch does the steps after fusee.meta says format=reshard. Every

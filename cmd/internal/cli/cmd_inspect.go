@@ -148,7 +148,7 @@ func printInspect(ios *IO, sum *check.Summary, rs *reshard.Status) error {
 		fmt.Fprintf(out, "log        %d segments, %s\n", sum.LogSegments, sizeOrUnknown(sum.LogBytes))
 	}
 	if sum.TornTail != "" {
-		fmt.Fprintf(out, "torn tail  %s\n", styleWarn.Render(sum.TornTail+" (dropped: it was never acknowledged)"))
+		fmt.Fprintf(out, "torn tail  %s\n", styleWarn.Render(sum.TornTail+" (dropped: the engine stopped mid-write without closing the log)"))
 	}
 	fmt.Fprintf(out, "oldest     %s\n", runSummary(sum.Oldest))
 	fmt.Fprintf(out, "newest     %s\n\n", runSummary(sum.Newest))

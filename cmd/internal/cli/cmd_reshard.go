@@ -235,6 +235,9 @@ func printReshardReport(ios *IO, rep *reshard.Report) error {
 			fmt.Fprintf(out, "removed leftover %s\n", c)
 		}
 	}
+	if t := rep.DroppedTail; t != nil {
+		fmt.Fprintln(out, styleWarn.Render(droppedTailLine(t, rep.DryRun)))
+	}
 	if rep.Outcome != reshard.OutcomeDone && rep.Outcome != reshard.OutcomePlanned {
 		return nil
 	}
@@ -288,6 +291,30 @@ func printReshardReport(ios *IO, rep *reshard.Report) error {
 		}
 	}
 	return nil
+}
+
+// droppedTailLine says what a reshard dropped from the old log's end, as
+// the engine's recovery drops it, and what the dropped bytes claim.
+func droppedTailLine(t *reshard.DroppedTail, dryRun bool) string {
+	verb := "dropped"
+	if dryRun {
+		verb = "would drop"
+	}
+	line := fmt.Sprintf("%s the old log's torn tail, as the engine's recovery drops it: %d bytes of %s from offset %d (%s); the engine stopped mid-write and never closed the log",
+		verb, t.Bytes, t.File, t.Offset, t.Reason)
+	var claims []string
+	for _, s := range t.Shards {
+		claims = append(claims, fmt.Sprintf("shard %d LSNs %d-%d", s.Shard, s.FirstLSN, s.LastLSN))
+	}
+	switch {
+	case len(claims) > 0:
+		line += fmt.Sprintf("; the bytes start batch %d, whose readable part claims %s", t.Batch, strings.Join(claims, ", "))
+	case t.Batch != 0:
+		line += fmt.Sprintf("; the bytes start batch %d, whose entries are unreadable", t.Batch)
+	default:
+		line += "; the bytes start no readable batch"
+	}
+	return line
 }
 
 // phaseProgress shows reshard's phases: on a terminal a bar per phase with
