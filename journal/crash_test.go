@@ -9,6 +9,7 @@ import (
 
 	"github.com/cockroachdb/pebble/v2/vfs"
 	"github.com/cockroachdb/pebble/v2/vfs/errorfs"
+	"github.com/fusee-dev/fusee/journal/wal"
 	"pgregory.net/rapid"
 )
 
@@ -151,6 +152,11 @@ func TestCrashDuringCommitAndCheckpoint(t *testing.T) {
 			t.Fatalf("recovered %d entries = %d commits, but %d were acknowledged at the crash (torn: %q)", got, n, c.acked, rep.TornTail)
 		}
 		checkShardsEqual(t, "recovered after crash vs model", rdb.Shards, replayModel(t, shards, batches, n))
+		// The image is always taken before Close: the log must not claim a
+		// clean close, and a tail it drops is a stopped writer's.
+		if rep.LogEnding == wal.EndClosed || (rep.Torn != nil && rep.LogEnding != wal.EndStopped) {
+			t.Fatalf("a crashed engine's log reads as %v (torn %q)", rep.LogEnding, rep.TornTail)
+		}
 
 		// The directory goes on: commit, checkpoint, reopen.
 		w2 := &workload{model: replayModel(t, shards, batches, n), ids: w.ids, msgs: w.msgs, time: w.time}

@@ -105,12 +105,16 @@ func TestReadOnlyChangesNoByte(t *testing.T) {
 	}
 }
 
-// TestTornLogTail cuts the log's last segment at every offset class (in
-// the header, mid-batch, at the end): Open drops the torn tail, reports it,
-// and recovers exactly a prefix of the commits.
+// TestTornLogTail: the engine stopped (a power cut after its last synced
+// commit, no Close) and its last batch is cut at a random byte, as a write
+// in flight leaves it. Recovery keeps every whole batch before the cut,
+// reports the log as stopped, and, when the cut falls inside a batch,
+// reports that batch as the torn tail: its offset, the bytes dropped, and
+// only true claims about its shards and LSNs. A cut between batches drops
+// nothing.
 func TestTornLogTail(t *testing.T) {
 	rapid.Check(t, func(t *rapid.T) {
-		mem := vfs.NewMem()
+		mem := vfs.NewCrashableMem()
 		shards := rapid.IntRange(1, 3).Draw(t, "shards")
 		db, err := Create(mem, "/d", CreateOptions{Shards: shards})
 		if err != nil {
@@ -125,15 +129,44 @@ func TestTornLogTail(t *testing.T) {
 				t.Fatal(err)
 			}
 		}
+		img := mem.CrashClone(vfs.CrashCloneCfg{}) // every commit was synced; no close
 		if err := db.Close(); err != nil {
 			t.Fatal(err)
 		}
-		seg := lastSegment(t, mem, "/d/wal")
-		data := readAll(t, mem, seg)
+		seg := lastSegment(t, img, "/d/wal")
+		type written struct {
+			start int64
+			secs  []wal.TornSection
+		}
+		var log []written
+		if _, err := wal.Read(img, "/d/wal", wal.Position{}, func(b wal.Batch) error {
+			x := written{start: b.Pos.Offset}
+			for _, s := range b.Sections {
+				x.secs = append(x.secs, wal.TornSection{Shard: s.Shard, FirstLSN: s.FirstLSN, Entries: uint64(len(s.Entries))})
+			}
+			log = append(log, x)
+			return nil
+		}); err != nil {
+			t.Fatal(err)
+		}
+		if len(log) != len(batches) {
+			t.Fatalf("the log holds %d batches, %d were committed", len(log), len(batches))
+		}
+		data := readAll(t, img, seg)
 		cut := rapid.IntRange(0, len(data)).Draw(t, "cut")
-		writeAll(t, mem, seg, data[:cut])
+		writeAll(t, img, seg, data[:cut])
+		inside := -1 // the batch the cut falls inside
+		for k, b := range log {
+			end := int64(len(data))
+			if k+1 < len(log) {
+				end = log[k+1].start
+			}
+			if b.start < int64(cut) && int64(cut) < end {
+				inside = k
+			}
+		}
 
-		db, rep, err := Open(mem, "/d", OpenOptions{})
+		db, rep, err := Open(img, "/d", OpenOptions{})
 		if err != nil {
 			if cut < 64 && strings.Contains(err.Error(), "header") {
 				return // the segment header itself is gone: that is damage, not a torn batch
@@ -157,10 +190,21 @@ func TestTornLogTail(t *testing.T) {
 		if n < 0 {
 			t.Fatalf("recovered %d entries: not a prefix of whole commits", got)
 		}
-		// A cut exactly between batches looks like a log that ends there;
-		// only an uncut log must give back every commit.
-		if cut == len(data) && (n != len(batches) || rep.TornTail != "") {
-			t.Fatalf("an intact log recovered %d of %d commits (torn: %q)", n, len(batches), rep.TornTail)
+		if rep.LogEnding != wal.EndStopped {
+			t.Fatalf("a stopped engine's log reads as %v", rep.LogEnding)
+		}
+		switch {
+		case inside < 0 && (rep.Torn != nil || (cut == len(data) && n != len(batches))):
+			t.Fatalf("a cut at %d, between batches: %d of %d commits, torn %v", cut, n, len(batches), rep.Torn)
+		case inside >= 0:
+			tt := rep.Torn
+			if tt == nil || n != inside || tt.File != seg || tt.Offset != log[inside].start || tt.Bytes != int64(cut)-log[inside].start {
+				t.Fatalf("a cut at %d inside batch %d (from %d): %d commits recovered, torn %+v", cut, inside+1, log[inside].start, n, tt)
+			}
+			if k := len(tt.Sections); k > len(log[inside].secs) || !slices.Equal(tt.Sections, log[inside].secs[:k]) ||
+				(k > 0 && tt.Batch != uint64(inside+1)) {
+				t.Fatalf("the torn batch %d claims batch %d, %v; it held %v", inside+1, tt.Batch, tt.Sections, log[inside].secs)
+			}
 		}
 		checkShardsEqual(t, "recovered from a torn log", db.Shards, replayModel(t, shards, batches, n))
 		// The log goes on after the dropped tail.
@@ -171,13 +215,13 @@ func TestTornLogTail(t *testing.T) {
 		if err := db.Close(); err != nil {
 			t.Fatal(err)
 		}
-		db, rep, err = Open(mem, "/d", OpenOptions{ReadOnly: true})
+		db, rep, err = Open(img, "/d", OpenOptions{ReadOnly: true})
 		if err != nil {
 			t.Fatalf("reopen after continuing a torn log: %v", err)
 		}
 		defer db.Close()
-		if rep.TornTail != "" {
-			t.Fatalf("the dropped tail came back: %s", rep.TornTail)
+		if rep.TornTail != "" || rep.LogEnding != wal.EndClosed {
+			t.Fatalf("after continuing and closing: %v, torn %s", rep.LogEnding, rep.TornTail)
 		}
 		checkShardsEqual(t, "reopened after a torn log", db.Shards, w2.model)
 	})
