@@ -35,6 +35,16 @@
 //     fsync may have lost data the kernel had accepted, and retrying would
 //     hide it. Recover by reading the log again.
 //
+// # Clean close
+//
+// A format 3 writer finishes a segment (full, or the writer closed) by
+// first creating the next segment, then appending an end record to the
+// finished one and pebble's trailer. Close makes the next segment a close
+// segment, a header only, and marks the end record "closed". So the last
+// batches of a cleanly closed log are vouched for by the close segment's
+// header like any others, and the end record says the log was closed. A
+// writer that failed writes no end record. Format 2 writers write neither.
+//
 // # Torn or corrupt
 //
 // A read stops at the first record that is not intact (pebble's reader says
@@ -44,17 +54,23 @@
 //   - In a segment followed by another, it is damage (*CorruptError): the
 //     next header vouches for every byte up to its declared end. A segment
 //     ending early, or a record crossing the declared end, is damage too.
-//   - In the last segment, if an intact later batch of this log (same log,
-//     higher number) starts anywhere after it in the file, it is damage:
-//     that batch proves the bad one was acknowledged.
+//   - In a close segment (the end record before it says so), anything after
+//     the header but pebble's trailer is damage.
+//   - In the last segment, an intact end record is damage: the segment it
+//     names next was created before it and is missing. If an intact later
+//     batch or an end record of this log starts anywhere after a bad record
+//     in the file, it is damage: it proves the bad one was acknowledged.
 //   - Pebble recognises its end-of-log trailer by the log number alone, so
 //     a damaged log number can pass for one: in the last segment, bytes
 //     beyond the trailer's 11 count as a bad record at the trailer.
-//   - Otherwise it is a torn, never-acknowledged tail: dropped and reported
-//     in Tail.Torn with the file, offset and bytes dropped. A flipped byte in
-//     the very last batch, with nothing after it, is indistinguishable from a
-//     torn write and is treated as one; a sync-mode writer never
-//     acknowledged anything after it, so no acknowledged batch follows.
+//   - Otherwise it is a torn tail of a writer that stopped without closing
+//     the log: dropped and reported in Tail.Torn with the file, offset,
+//     bytes dropped and what the readable part of the record claims. A
+//     sync-mode writer never acknowledged it; the read cannot tell it from
+//     a damaged last batch of a log that no close evidence vouches for.
+//
+// Tail.Ending says which case ended the log: EndClosed, EndStopped, or
+// EndUnproven (a trailer but no end record: a log an older fusee closed).
 //
 // OpenAppend continues a log only from a Tail that still matches the last
 // segment's size, so a stale tail cannot hide batches appended after it.
@@ -107,6 +123,13 @@
 //	  batch's payload | uvarint sections (≥1) | sections, shards ascending:
 //	  uvarint shard (<1024) | uvarint first LSN | uvarint entries (≥1) |
 //	  entries × (uvarint length, bytes)
+//
+// Format 3 end record, after a finished segment's last batch (at the end
+// the next header declares), before pebble's trailer:
+//
+//	0x04 | u64 log id | uvarint segment | uvarint last batch number |
+//	  u32 its checksum | uvarint next segment (segment + 1) | byte closed
+//	  (1: the next segment is the log's close segment)
 //
 // Format 2 batch, every later record of a shard's log:
 //
