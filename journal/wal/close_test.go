@@ -132,6 +132,16 @@ func TestDamageAfterCleanClose(t *testing.T) {
 		data := append([]byte(nil), orig2...)
 		data[off] ^= 1 << (off % 8)
 		putFile(t, fs, seg2, data)
+		if off >= declaredEnd+4 && off < declaredEnd+recyclableHeaderSize {
+			// The end record's chunk framing (length, type, log number):
+			// no longer framed as an end record, it is evidence lost, not
+			// a batch lost.
+			got, tail, err := collect(fs, l.dir, Position{})
+			if err != nil && wantCorrupt(err, seg2, off) != nil || err == nil && (len(got) != len(l.batches) || tail.Ending == EndClosed) {
+				t.Fatalf("byte %d of %s flipped, in the end record's framing: %d batches, %v, %v", off, seg2, len(got), tail.Ending, err)
+			}
+			continue
+		}
 		if err := wantCorrupt(read(), seg2, off); err != nil {
 			t.Fatalf("byte %d of %s flipped (batches end at %d): %v", off, seg2, declaredEnd, err)
 		}
@@ -184,6 +194,49 @@ func TestDamageAfterCleanClose(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Logf("%d flipped bytes and %d cuts after a clean close, each reported as damage", flips, cuts)
+}
+
+// TestFailedWriterThenReopened: a writer that failed while writing a
+// batch closes its segment with pebble's trailer after the partial batch
+// (older fusee versions too). Reopened, the partial batch is a torn tail;
+// once the engine that reopened it stops, reading must not take those
+// bytes, between the batches and a trailer, for a damaged end record.
+func TestFailedWriterThenReopened(t *testing.T) {
+	fs := vfs.NewCrashableMem()
+	l := newTestLog(t, fs, Options{})
+	for i := range 4 {
+		l.append(t, uint64(i), []int{1, 2}, []int{40, 400})
+	}
+	img := fs.CrashClone(vfs.CrashCloneCfg{})
+	l.close(t)
+	seg1 := segPath(img, l.dir, 1)
+	good := fileBytes(t, img, seg1)
+	// A partial batch: a full chunk claiming more bytes than follow, then
+	// the trailer a LogWriter's Close adds.
+	partial := []byte{1, 2, 3, 4, 200, 0, recyclableFullChunk, 1, 0, 0, 0, kindBatchV3, 0x11, 0x11, 0, 0, 0, 0, 0, 0, 5}
+	trailer := []byte{0, 0, 0, 0, 0, 0, recyclableFullChunk, 2, 0, 0, 0}
+	putFile(t, img, seg1, append(append(append([]byte(nil), good...), partial...), trailer...))
+	_, tail, err := collect(img, l.dir, Position{})
+	if err != nil || tail.Torn == nil || tail.LastBatch != 4 {
+		t.Fatalf("the failed writer's log: %s, %v", tailString(tail), err)
+	}
+	w, err := OpenAppend(img, l.dir, tail, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := w.Append([]Entry{{Shard: 3, Data: []byte("after")}}); err != nil {
+		t.Fatal(err)
+	}
+	stopped := copyFS(t, img, l.dir)
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if _, tail, err := collect(stopped, l.dir, Position{}); err != nil || tail.Ending != EndStopped || tail.LastBatch != 5 {
+		t.Fatalf("reopened and stopped: %v, %s, %v", tail.Ending, tailString(tail), err)
+	}
+	if _, tail, err := collect(img, l.dir, Position{}); err != nil || tail.Ending != EndClosed || tail.LastBatch != 5 {
+		t.Fatalf("reopened and closed: %v, %s, %v", tail.Ending, tailString(tail), err)
+	}
 }
 
 func TestDeletedLastSegments(t *testing.T) {

@@ -195,8 +195,9 @@ func (r *logReader) read(from Position) (Position, *TornTail, Ending, error) {
 // writer closed the log into it. The end record lies past the end the last
 // segment's header declares for that segment, where a read of the batches
 // stops. An end record that does not match the chain, or one that is
-// damaged although pebble's trailer after it is intact (a writer writes the
-// trailer only once the end record is synced), is damage.
+// damaged although its framing and pebble's trailer after it are intact (a
+// writer writes the trailer only once the end record is synced), is
+// damage.
 func (r *logReader) closedInto(segs []uint64, i int) (bool, error) {
 	seg := segs[i]
 	path := r.fs.PathJoin(r.dir, segmentName(seg))
@@ -237,12 +238,37 @@ func (r *logReader) closedInto(segs []uint64, i int) (bool, error) {
 				e.segment, e.lastBatch, e.lastSum, segmentName(seg), h.prevSegment, h.lastBatch, h.lastSum)}
 		}
 	}
-	if int64(len(rest)) > recyclableHeaderSize && isTrailer(rest[len(rest)-recyclableHeaderSize:], h.prevSegment) {
+	if endRecordShaped(rest, h.prevSegment) {
 		return false, &CorruptError{File: prevPath, Offset: h.prevEnd, Reason: fmt.Sprintf(
-			"%d bytes between the end of the batches and the end-of-log trailer, where the writer put its end record, are not an intact end record of this log",
+			"the %d bytes between the end of the batches and the end-of-log trailer are framed as the writer frames its end record, but are not an intact end record of this log",
 			len(rest)-recyclableHeaderSize)}
 	}
 	return false, nil
+}
+
+// Bounds of an end record's payload: kind, log id, then three uvarints of
+// 1 to 10 bytes, a u32 and the closed byte.
+const (
+	minEndPayload = 1 + 8 + 1 + 1 + 4 + 1 + 1
+	maxEndPayload = 1 + 8 + 10 + 10 + 4 + 10 + 1
+)
+
+// endRecordShaped reports whether rest, the bytes of segment seg after its
+// batches, has the shape a writer leaves after writing an end record and
+// the trailer: one full chunk stamped for seg, of an end record's size,
+// then an intact trailer. Checksums are not looked at: the shape says an
+// end record was written (and is damaged if it does not read), which a
+// writer stopped mid-write never leaves. The bytes a failed writer leaves
+// before its trailer are a partial batch, framed otherwise; only a small
+// batch written whole and then damaged would be taken for a damaged end
+// record.
+func endRecordShaped(rest []byte, seg uint64) bool {
+	n := len(rest) - 2*recyclableHeaderSize
+	if n < minEndPayload || n > maxEndPayload || !isTrailer(rest[len(rest)-recyclableHeaderSize:], seg) {
+		return false
+	}
+	return rest[6] == recyclableFullChunk && binary.LittleEndian.Uint32(rest[7:11]) == uint32(seg) &&
+		int(binary.LittleEndian.Uint16(rest[4:6])) == n
 }
 
 // isTrailer reports whether b is pebble's end-of-log trailer of segment
