@@ -392,8 +392,9 @@ func comparePos(a, b wal.Position) int {
 	return 0
 }
 
-// Close syncs and closes the log (a read-write DB), closes the stores and
-// releases the lock; it does not checkpoint. Calling it again does nothing.
+// Close closes the stores, then syncs and closes the log (a read-write DB),
+// which records that the directory was closed cleanly, and releases the
+// lock; it does not checkpoint. Calling it again does nothing.
 func (db *DB) Close() error {
 	if db.closed {
 		return nil
@@ -404,10 +405,6 @@ func (db *DB) Close() error {
 func (db *DB) closeAll() error {
 	db.closed = true
 	var errs []error
-	if db.log != nil {
-		errs = append(errs, db.log.Close())
-		db.log = nil
-	}
 	for i, st := range db.stores {
 		if st != nil {
 			if err := st.Close(); err != nil {
@@ -419,6 +416,13 @@ func (db *DB) closeAll() error {
 	if db.cache != nil {
 		db.cache.Unref()
 		db.cache = nil
+	}
+	// The log's Close writes its clean-close evidence (docs/format-wal.md):
+	// the last thing before the lock is released, once the stores are
+	// closed.
+	if db.log != nil {
+		errs = append(errs, db.log.Close())
+		db.log = nil
 	}
 	if db.lock != nil {
 		errs = append(errs, db.lock.Close())
