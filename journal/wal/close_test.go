@@ -319,3 +319,38 @@ func TestTornTailFigures(t *testing.T) {
 		t.Fatalf("the last byte flipped: %s, %v", tailString(tail), err)
 	}
 }
+
+// TestCloseNearBlockBoundary closes logs whose batches end at every offset
+// around the first 32 KiB block boundary, so that the end record is padded
+// into the next block or split across two, and checks that each reads as
+// closed, and as damaged once its close segment is deleted.
+func TestCloseNearBlockBoundary(t *testing.T) {
+	seen := map[int64]bool{}
+	for n := blockSize - 200; n < blockSize-20; n++ {
+		fs := vfs.NewMem()
+		l := newTestLog(t, fs, Options{})
+		l.append(t, uint64(n), []int{0}, []int{n})
+		pos, err := l.w.NextPosition()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if d := blockSize - pos.Offset; d < -20 || d > 80 {
+			l.close(t)
+			continue
+		}
+		seen[pos.Offset] = true
+		l.close(t)
+		if _, tail, err := collect(fs, l.dir, Position{}); err != nil || tail.Ending != EndClosed {
+			t.Fatalf("batches ending at %d: %v, %v", pos.Offset, tail.Ending, err)
+		}
+		if err := fs.Remove(segPath(fs, l.dir, 2)); err != nil {
+			t.Fatal(err)
+		}
+		if _, _, err := collect(fs, l.dir, Position{}); wantCorrupt(err, segPath(fs, l.dir, 1), pos.Offset) != nil {
+			t.Fatalf("batches ending at %d, close segment deleted: %v", pos.Offset, err)
+		}
+	}
+	if len(seen) < 60 {
+		t.Fatalf("only %d end offsets near the boundary tried", len(seen))
+	}
+}

@@ -219,8 +219,11 @@ func (r *logReader) closedInto(segs []uint64, i int) (bool, error) {
 		return false, fmt.Errorf("wal: %s: %w", prevPath, err)
 	}
 	size := st.Size()
-	if h.prevEnd >= size {
-		return false, nil // nothing after the batches (a short file is the batch read's to report)
+	if h.prevEnd >= size || size-h.prevEnd > maxEndRegion {
+		// Nothing after the batches (a short file is the batch read's to
+		// report), or more than an end record and a trailer: a tail an
+		// earlier recovery dropped.
+		return false, nil
 	}
 	rest := make([]byte, size-h.prevEnd)
 	if _, err := f.ReadAt(rest, h.prevEnd); err != nil && err != io.EOF {
@@ -251,6 +254,10 @@ func (r *logReader) closedInto(segs []uint64, i int) (bool, error) {
 const (
 	minEndPayload = 1 + 8 + 1 + 1 + 4 + 1 + 1
 	maxEndPayload = 1 + 8 + 10 + 10 + 4 + 10 + 1
+	// maxEndRegion bounds what a writer puts after a segment's batches: an
+	// end record, split in two chunks at worst, block padding, and the
+	// trailer.
+	maxEndRegion = 3*recyclableHeaderSize + maxEndPayload + 2*(recyclableHeaderSize-1)
 )
 
 // endRecordShaped reports whether rest, the bytes of segment seg after its
