@@ -113,7 +113,7 @@ var kinds = map[Kind]kindInfo{
 	KindCheckpointLSN: {SeverityError, "a checkpoint claims log entries the shard does not have; " + hintRestore},
 	KindRecovery:      {SeverityError, "recovery and the state it produced disagree; report this as a fusee bug"},
 	KindTornTail:      {SeverityInfo, "the engine stopped while writing this batch and never closed the log; a batch is acknowledged only once written whole, so if the stop was a crash or kill it was never acknowledged; the log cannot tell that from damage to its last batch: if the engine was shut down cleanly, restore from a backup"},
-	KindLogNotClosed:  {SeverityInfo, "without a clean close the log cannot prove that nothing was lost after its end: if the engine was shut down cleanly by this fusee version, segments are missing; restore from a backup"},
+	KindLogNotClosed:  {SeverityInfo, "without a clean close the log cannot prove that nothing was lost after its end: if it was written by an engine that records clean closes (as this fusee's log library does) and was shut down cleanly, segments are missing: restore from a backup"},
 
 	KindRunKeyMismatch:    {SeverityError, hintRestore},
 	KindRunNumberInvalid:  {SeverityError, hintRestore},

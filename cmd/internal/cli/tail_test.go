@@ -11,6 +11,7 @@ import (
 
 	"github.com/cockroachdb/pebble/v2/vfs"
 	"github.com/fusee-dev/fusee/journal/wal"
+	"github.com/fusee-dev/fusee/reshard"
 )
 
 // closedDirLayout returns a cleanly closed directory's last data segment,
@@ -152,4 +153,24 @@ func endRecordOffset(closeSeg string, data []byte) (int64, error) {
 		}
 	}
 	return 0, fmt.Errorf("no end record before the trailer of the segment before %s", closeSeg)
+}
+
+// The reshard report's line about a dropped tail says which bytes went and
+// what the dropped batch claimed, and never that nothing was lost.
+func TestDroppedTailLine(t *testing.T) {
+	d := &reshard.DroppedTail{File: "d/wal/0000000000000001.log", Offset: 41235, Bytes: 49, Reason: "damaged or incomplete record",
+		Batch: 292, Shards: []reshard.DroppedShard{{Shard: 1, FirstLSN: 377, LastLSN: 379}, {Shard: 4, FirstLSN: 12, LastLSN: 12}}}
+	for _, c := range []struct {
+		d    *reshard.DroppedTail
+		dry  bool
+		want string
+	}{
+		{d, false, "dropped the old log's torn tail, as the engine's recovery drops it: 49 bytes of d/wal/0000000000000001.log from offset 41235 (damaged or incomplete record); the engine stopped mid-write and never closed the log; the bytes start batch 292, whose readable part claims shard 1 LSNs 377-379, shard 4 LSNs 12-12"},
+		{&reshard.DroppedTail{File: "f", Offset: 9, Bytes: 3, Reason: "r", Batch: 5}, true, "would drop the old log's torn tail, as the engine's recovery drops it: 3 bytes of f from offset 9 (r); the engine stopped mid-write and never closed the log; the bytes start batch 5, whose entries are unreadable"},
+		{&reshard.DroppedTail{File: "f", Offset: 9, Bytes: 3, Reason: "r"}, false, "dropped the old log's torn tail, as the engine's recovery drops it: 3 bytes of f from offset 9 (r); the engine stopped mid-write and never closed the log; the bytes start no readable batch"},
+	} {
+		if got := droppedTailLine(c.d, c.dry); got != c.want {
+			t.Errorf("got  %s\nwant %s", got, c.want)
+		}
+	}
 }
