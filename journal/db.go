@@ -384,13 +384,64 @@ func comparePos(a, b wal.Position) int {
 	return 0
 }
 
-// Close syncs and closes the log (a read-write DB), closes the stores and
-// releases the lock; it does not checkpoint. Calling it again does nothing.
+// Close syncs and closes the log (a read-write DB), flushes each store's
+// memtable into an sstable (so a closed directory holds no pebble WAL
+// that the next open must replay), closes the stores and releases the
+// lock; it does not checkpoint. Calling it again does nothing.
 func (db *DB) Close() error {
 	if db.closed {
 		return nil
 	}
-	return db.closeAll()
+	var errs []error
+	if !db.readOnly {
+		for i, st := range db.stores {
+			if err := flushStore(st, StoreDir(db.FS, db.Dir, i)); err != nil {
+				errs = append(errs, err)
+				break
+			}
+		}
+	}
+	stores := len(db.stores)
+	errs = append(errs, db.closeAll())
+	if len(errs) == 1 && errs[0] == nil && !db.readOnly {
+		// Pebble keeps the logs it flushed (to recycle them) until the
+		// store is opened again: opening and closing each store once more
+		// lets pebble itself delete them.
+		for i := range stores {
+			if err := sweepStoreLogs(db.FS, StoreDir(db.FS, db.Dir, i)); err != nil {
+				errs = append(errs, err)
+				break
+			}
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// sweepStoreLogs opens a flushed, closed store and closes it again: on
+// open pebble deletes the logs no memtable needs, and closing a store
+// with nothing written leaves its new log empty.
+func sweepStoreLogs(fs vfs.FS, path string) error {
+	st, err := openStore(fs, path, nil, false, false)
+	if err != nil {
+		return err
+	}
+	if err := st.Close(); err != nil {
+		return fmt.Errorf("closing shard store %s: %w", path, err)
+	}
+	return nil
+}
+
+// flushStore writes a store's memtable to an sstable and syncs it, so that
+// its pebble WAL holds nothing a later open must replay.
+func flushStore(st *pebble.DB, path string) (err error) {
+	defer recoverStoreFatal(path, &err)
+	if st == nil {
+		return nil
+	}
+	if err := st.Flush(); err != nil {
+		return fmt.Errorf("flushing shard store %s: %w", path, err)
+	}
+	return nil
 }
 
 func (db *DB) closeAll() error {
