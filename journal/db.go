@@ -95,6 +95,7 @@ type DB struct {
 	created  int64
 	err      error // set once the in-memory state may be ahead of the log
 	closed   bool
+	evict    bool // drop what the stores hold from memory after each checkpoint (evict.go)
 }
 
 // tailStats counts one shard's log entries after its checkpoint.
@@ -249,6 +250,9 @@ func (db *DB) Commit(ops []ShardOp) error {
 		sop := &ops[i]
 		s := db.Shards[sop.Shard]
 		if err := s.Apply(&sop.Op); err != nil {
+			if lerr := db.loadErr(); lerr != nil {
+				err = lerr
+			}
 			db.err = fmt.Errorf("commit refused op %d (%s on shard %d): %w; the in-memory state is now ahead of the log: close and reopen the directory", i, sop.Op.Kind, sop.Shard, err)
 			return db.err
 		}
@@ -281,6 +285,12 @@ func (db *DB) writable() error {
 		return errors.New("the data directory is closed")
 	case db.readOnly:
 		return ErrReadOnly
+	case db.err == nil && db.evict:
+		// A failed read-back may have made the engine decide on a
+		// state it could not see.
+		if err := db.loadErr(); err != nil {
+			db.err = err
+		}
 	}
 	return db.err
 }
@@ -346,6 +356,11 @@ func (db *DB) Checkpoint() error {
 	}
 	if err := wal.RemoveBefore(db.FS, wal.Dir(db.FS, db.Dir), oldest); err != nil {
 		return fmt.Errorf("checkpoint: truncating the log: %w", err)
+	}
+	if db.evict {
+		for _, s := range db.Shards {
+			s.evict()
+		}
 	}
 	return nil
 }

@@ -16,6 +16,11 @@ type Config struct {
 	CheckpointEvery int64 // virtual ms between checkpoints (default 10 min)
 	ParkAfter       int64 // park a run whose next timer is further away than this (default 5 min)
 	BatchOps        int   // flush a batch once it holds this many log entries (default 20000)
+	// MaxResident checkpoints early, at the end of a round that appended
+	// records, once more runs than this are in memory (default 20000):
+	// each checkpoint of a directory drops the runs it wrote from memory,
+	// so this bounds the engine's memory whatever the run count.
+	MaxResident int
 }
 
 // DefaultRetention is how long finished runs are kept by default.
@@ -36,6 +41,9 @@ func (c Config) withDefaults() Config {
 	}
 	if c.BatchOps <= 0 {
 		c.BatchOps = 20000
+	}
+	if c.MaxResident <= 0 {
+		c.MaxResident = 20000
 	}
 	return c
 }
@@ -416,7 +424,7 @@ func (e *Engine) step(ctx context.Context) (bool, error) {
 		}
 		e.now = next
 	}
-	if !e.noAutoCP && e.now-e.lastCP >= e.cfg.CheckpointEvery {
+	if !e.noAutoCP && (e.now-e.lastCP >= e.cfg.CheckpointEvery || e.appended && e.b.resident() > e.cfg.MaxResident) {
 		if err := e.checkpoint(); err != nil {
 			return false, err
 		}
@@ -452,12 +460,16 @@ func (e *Engine) Drive(ctx context.Context) error {
 // that would make drive loop forever or stop short.
 func (e *Engine) checkUnfinished() error {
 	for _, s := range e.b.shards() {
-		for _, r := range s.SortedRuns() {
+		err := e.b.eachRun(s.Index, func(r *journal.Run) error {
 			if r.State == journal.StateRunning || r.State == journal.StateParked {
 				p := journal.PendingOf(r)
 				return fmt.Errorf("sim: run %s#%d (%s, shard %d run %d) is still %s with nothing due: pending %+v",
 					r.WorkflowID, r.Gen, r.Type, s.Index, r.No, r.State, p)
 			}
+			return nil
+		})
+		if err != nil {
+			return err
 		}
 		if len(s.Outbox) > 0 {
 			return fmt.Errorf("sim: shard %d still has %d undelivered messages", s.Index, len(s.Outbox))

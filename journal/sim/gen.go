@@ -196,15 +196,16 @@ func generateInto(ctx context.Context, fs vfs.FS, tmp string, o GenOptions) (*En
 	e := newEngine(dbBackend{db}, o.Config)
 	e.progress = o.Progress
 	e.recover()
+	e.b.evict()
 	err = e.generate(ctx, o)
 	db.SetNow(e.now)
-	var census *Census
-	if err == nil {
-		census = TakeCensus(db.Shards)
-	}
 	if cerr := db.Close(); err == nil {
 		err = cerr
 	}
+	if err != nil {
+		return e, nil, err
+	}
+	census, err := CensusOfDir(ctx, fs, tmp, o.Shards)
 	return e, census, err
 }
 
@@ -290,14 +291,15 @@ func Drive(ctx context.Context, fs vfs.FS, dir string, o DriveOptions) (*DriveRe
 	e := newEngine(dbBackend{db}, o.Config)
 	e.progress = o.Progress
 	e.recover()
+	e.b.evict()
 	from := e.now
 	err = e.Drive(ctx)
-	var census *Census
-	if err == nil {
-		census = TakeCensus(db.Shards)
-	}
 	if cerr := db.Close(); err == nil {
 		err = cerr
+	}
+	var census *Census
+	if err == nil {
+		census, err = CensusOfDir(ctx, fs, dir, len(db.Shards))
 	}
 	if err != nil {
 		return nil, fmt.Errorf("sim drive %s: %w", dir, err)
