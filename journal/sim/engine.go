@@ -70,8 +70,10 @@ type Engine struct {
 	cfg Config
 	now int64
 
-	main  evHeap // everything due that keeps the engine busy
-	tombs evHeap // retention ends: never a reason to keep driving
+	main    evQueue  // everything due that keeps the engine busy
+	tombs   evQueue  // retention ends: never a reason to keep driving
+	scratch *scratch // where the queues spill (nil: they stay in memory)
+	spillAt int      // how many events a queue holds in memory before it spills (0: spillAbove)
 
 	// the batch being built
 	batch        []journal.ShardOp
@@ -119,7 +121,7 @@ func (e *Engine) Stats() Stats { return e.stats }
 // happened at (every record but timers and retries carries the time it
 // was appended; the log itself has no clock).
 func (e *Engine) recover() {
-	e.main, e.tombs = nil, nil
+	e.main, e.tombs = e.newQueue('m'), e.newQueue('t')
 	e.started = 0
 	now := e.b.now()
 	for si, s := range e.b.shards() {
@@ -148,6 +150,27 @@ func (e *Engine) recover() {
 	}
 }
 
+// newQueue is an event queue that spills to the engine's scratch store
+// (if any) under prefix.
+func (e *Engine) newQueue(prefix byte) evQueue {
+	limit := e.spillAt
+	if limit <= 0 {
+		limit = spillAbove
+	}
+	if e.scratch == nil {
+		return newEvQueue(nil, limit)
+	}
+	return newEvQueue(&spill{scratch: e.scratch, prefix: prefix}, limit)
+}
+
+// queueErr is the first scratch store error of the event queues.
+func (e *Engine) queueErr() error {
+	if e.main.err != nil {
+		return e.main.err
+	}
+	return e.tombs.err
+}
+
 func (e *Engine) pushValid(ev event) {
 	if e.valid(&ev) {
 		e.push(ev)
@@ -164,7 +187,7 @@ func (e *Engine) push(ev event) {
 
 // peek drops invalid events from the top of h and returns the first valid
 // one (nil: none).
-func (e *Engine) peek(h *evHeap) *event {
+func (e *Engine) peek(h *evQueue) *event {
 	for h.Len() > 0 {
 		if t := h.top(); e.valid(t) {
 			return t
@@ -213,7 +236,7 @@ func (e *Engine) nextTime(includeTombs bool) (int64, bool) {
 // due collects everything due at the current time, in key order.
 func (e *Engine) due() []event {
 	var out []event
-	for _, h := range []*evHeap{&e.main, &e.tombs} {
+	for _, h := range []*evQueue{&e.main, &e.tombs} {
 		for h.Len() > 0 && h.top().at <= e.now {
 			out = append(out, h.pop())
 		}
@@ -408,6 +431,9 @@ func (e *Engine) step(ctx context.Context) (bool, error) {
 		return false, err
 	}
 	n, err := e.round()
+	if err == nil {
+		err = e.queueErr()
+	}
 	if err != nil {
 		return false, err
 	}
