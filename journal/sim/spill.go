@@ -116,20 +116,22 @@ func (q *evQueue) pop() event {
 	return q.mem.pop()
 }
 
-// scratch is the engine's scratch store, outside the data directory: a
-// pebble store without a log, removed when the engine is done.
+// scratch is the engine's scratch store, outside the data directory
+// (journal.OpenScratchStore: no log), removed when the engine is done.
 type scratch struct {
-	db  *pebble.DB
+	db  *journal.ScratchStore
 	dir string
 	fs  vfs.FS
 }
 
 // openScratch creates a scratch store at dir, which must not exist.
 func openScratch(fs vfs.FS, dir string) (*scratch, error) {
-	db, err := pebble.Open(dir, &pebble.Options{FS: fs, DisableWAL: true, MemTableSize: 4 << 20,
-		ErrorIfExists: true, Logger: quietLog{}})
+	if _, err := fs.Stat(dir); err == nil {
+		return nil, fmt.Errorf("event scratch store %s already exists: remove it (a sim engine left it when it was killed)", dir)
+	}
+	db, err := journal.OpenScratchStore(fs, dir, 4<<20, 1<<20)
 	if err != nil {
-		return nil, fmt.Errorf("event scratch store %s: %w", dir, err)
+		return nil, err
 	}
 	return &scratch{db: db, dir: dir, fs: fs}, nil
 }
@@ -139,8 +141,17 @@ func (s *scratch) close() error {
 	if s == nil {
 		return nil
 	}
-	err := s.db.Close()
+	err := errors.Join(s.db.Failed(), s.db.Close())
 	return errors.Join(err, s.fs.RemoveAll(s.dir))
+}
+
+// failed wraps err, or a failure pebble reported on its own, for the
+// scratch store.
+func (s *scratch) failed(err error) error {
+	if err != nil {
+		return fmt.Errorf("event scratch store %s: %w", s.dir, err)
+	}
+	return s.db.Failed()
 }
 
 // spill is one evQueue's part of the scratch store: keys are the queue's
@@ -151,14 +162,6 @@ type spill struct {
 	prefix byte
 	seq    uint64
 	buf    []byte
-}
-
-type quietLog struct{}
-
-func (quietLog) Infof(string, ...any)  {}
-func (quietLog) Errorf(string, ...any) {}
-func (quietLog) Fatalf(f string, args ...any) {
-	panic(fmt.Sprintf("sim: event scratch store: "+f, args...))
 }
 
 func (s *spill) key(dst []byte, at int64, seq uint64) []byte {
@@ -182,10 +185,7 @@ func (s *spill) put(ev event) error {
 	v = binary.AppendUvarint(v, uint64(ev.run))
 	v = binary.AppendUvarint(v, uint64(ev.fresh))
 	s.buf = v
-	if err := s.db.Set(s.key(key[:0], ev.at, s.seq), v, pebble.NoSync); err != nil {
-		return fmt.Errorf("event scratch store %s: %w", s.dir, err)
-	}
-	return nil
+	return s.failed(s.db.Set(s.key(key[:0], ev.at, s.seq), v, pebble.NoSync))
 }
 
 // take removes and returns the earliest spilled events: at least n of
@@ -219,10 +219,10 @@ func (s *spill) take(n int) (evs []event, next int64, err error) {
 	if len(evs) > 0 {
 		end := append(last, 0) // just past the last key taken
 		if err := s.db.DeleteRange([]byte{s.prefix}, end, pebble.NoSync); err != nil {
-			return nil, next, fmt.Errorf("event scratch store %s: %w", s.dir, err)
+			return nil, next, s.failed(err)
 		}
 	}
-	return evs, next, nil
+	return evs, next, s.failed(nil)
 }
 
 func decodeSpilled(at int64, v []byte) (event, error) {
