@@ -55,9 +55,12 @@ runs are kept before their tombstone, in virtual time.
 
 <dir> must not exist or be empty. Gen writes without syncing each batch and
 syncs everything at the end. It builds the directory under a temporary
-sibling name (<dir>.gen-tmp-<random>) and renames it to <dir> only once
-it is complete and synced: an interrupted or failed gen removes it and
-leaves no <dir>.`,
+sibling name (<dir>.gen-tmp-<random>, its pending events spilled to
+<dir>.gen-tmp-<random>.events) and renames it to <dir> only once it is
+complete and synced: an interrupted or failed gen removes both and leaves
+no <dir>. Gen's memory does not grow with --runs: the engine keeps only
+the runs it is working on in memory and reads the others back from the
+shard stores.`,
 		Example: `  fusee gen /tmp/data --shards 3 --runs 2000 --seed 7
   fusee gen /tmp/big --shards 16 --runs 1000000 --seed 1 --json`,
 		Args: exactArgs(1),
