@@ -146,8 +146,8 @@ func (s *Shard) Apply(op *Op) error {
 }
 
 func (s *Shard) run(op *Op) (*Run, error) {
-	r, ok := s.Runs[op.Run]
-	if !ok {
+	r := s.Run(op.Run)
+	if r == nil {
 		return nil, fmt.Errorf("%s of run %d: no such run on shard %d", op.Kind, op.Run, s.Index)
 	}
 	return r, nil

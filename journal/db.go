@@ -103,6 +103,7 @@ type DB struct {
 	created  int64
 	err      error // set once the in-memory state may be ahead of the log
 	closed   bool
+	evict    bool // drop what the stores hold from memory after each checkpoint (evict.go)
 }
 
 // tailStats counts one shard's log entries after its checkpoint.
@@ -193,13 +194,13 @@ func CreateFrom(fs vfs.FS, dir string, shards []*Shard, opts CreateOptions) (*DB
 	}
 	db := &DB{Dir: dir, FS: fs, Now: opts.Now, lock: lock, noSync: opts.NoSync, created: opts.Now, log: w}
 	if err := db.openStores(n); err != nil {
-		db.closeAll()
+		db.closeAll(false)
 		return nil, err
 	}
 	for i := range db.Shards {
 		s, hdr, err := loadShard(db.stores[i], StoreDir(fs, dir, i), i, n)
 		if err != nil {
-			db.closeAll()
+			db.closeAll(false)
 			return nil, err
 		}
 		s.trackChanges()
@@ -257,6 +258,9 @@ func (db *DB) Commit(ops []ShardOp) error {
 		sop := &ops[i]
 		s := db.Shards[sop.Shard]
 		if err := s.Apply(&sop.Op); err != nil {
+			if lerr := db.loadErr(); lerr != nil {
+				err = lerr
+			}
 			db.err = fmt.Errorf("commit refused op %d (%s on shard %d): %w; the in-memory state is now ahead of the log: close and reopen the directory", i, sop.Op.Kind, sop.Shard, err)
 			return db.err
 		}
@@ -289,6 +293,12 @@ func (db *DB) writable() error {
 		return errors.New("the data directory is closed")
 	case db.readOnly:
 		return ErrReadOnly
+	case db.err == nil && db.evict:
+		// A failed read-back may have made the engine decide on a
+		// state it could not see.
+		if err := db.loadErr(); err != nil {
+			db.err = err
+		}
 	}
 	return db.err
 }
@@ -355,6 +365,11 @@ func (db *DB) Checkpoint() error {
 	if err := wal.RemoveBefore(db.FS, wal.Dir(db.FS, db.Dir), oldest); err != nil {
 		return fmt.Errorf("checkpoint: truncating the log: %w", err)
 	}
+	if db.evict {
+		for _, s := range db.Shards {
+			s.evict()
+		}
+	}
 	return nil
 }
 
@@ -392,19 +407,59 @@ func comparePos(a, b wal.Position) int {
 	return 0
 }
 
-// Close closes the stores, then syncs and closes the log (a read-write DB),
-// which records that the directory was closed cleanly, and releases the
-// lock; it does not checkpoint. Calling it again does nothing.
+// Close flushes each store's memtable into an sstable (a read-write DB: so
+// a closed directory holds no pebble WAL that the next open must replay),
+// closes the stores, then syncs and closes the log, which records that the
+// directory was closed cleanly, and releases the lock; it does not
+// checkpoint. Calling it again does nothing.
 func (db *DB) Close() error {
 	if db.closed {
 		return nil
 	}
-	return db.closeAll()
+	var errs []error
+	if !db.readOnly {
+		for i, st := range db.stores {
+			if err := flushStore(st, StoreDir(db.FS, db.Dir, i)); err != nil {
+				errs = append(errs, err)
+				break
+			}
+		}
+	}
+	errs = append(errs, db.closeAll(len(errs) == 0 && !db.readOnly))
+	return errors.Join(errs...)
 }
 
-func (db *DB) closeAll() error {
+// sweepStoreLogs opens a flushed, closed store and closes it again: on
+// open pebble deletes the logs no memtable needs, and closing a store
+// with nothing written leaves its new log empty.
+func sweepStoreLogs(fs vfs.FS, path string) error {
+	st, err := openStore(fs, path, nil, false, false)
+	if err != nil {
+		return err
+	}
+	if err := st.Close(); err != nil {
+		return fmt.Errorf("closing shard store %s: %w", path, err)
+	}
+	return nil
+}
+
+// flushStore writes a store's memtable to an sstable and syncs it, so that
+// its pebble WAL holds nothing a later open must replay.
+func flushStore(st *pebble.DB, path string) (err error) {
+	defer recoverStoreFatal(path, &err)
+	if st == nil {
+		return nil
+	}
+	if err := st.Flush(); err != nil {
+		return fmt.Errorf("flushing shard store %s: %w", path, err)
+	}
+	return nil
+}
+
+func (db *DB) closeAll(sweep bool) error {
 	db.closed = true
 	var errs []error
+	stores := len(db.stores)
 	for i, st := range db.stores {
 		if st != nil {
 			if err := st.Close(); err != nil {
@@ -413,6 +468,17 @@ func (db *DB) closeAll() error {
 		}
 	}
 	db.stores = nil
+	if sweep && len(errs) == 0 {
+		// Pebble keeps the logs it flushed (to recycle them) until the
+		// store is opened again: opening and closing each store once more,
+		// still under the directory lock, lets pebble itself delete them.
+		for i := range stores {
+			if err := sweepStoreLogs(db.FS, StoreDir(db.FS, db.Dir, i)); err != nil {
+				errs = append(errs, err)
+				break
+			}
+		}
+	}
 	if db.cache != nil {
 		db.cache.Unref()
 		db.cache = nil

@@ -3,7 +3,9 @@ package journal
 import (
 	"errors"
 	"io"
+	"os"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/cockroachdb/pebble/v2/vfs"
@@ -175,5 +177,45 @@ func TestCreateLogID(t *testing.T) {
 	}
 	if a, b := logBytes("/e", 42), logBytes("/f", 43); a == b {
 		t.Errorf("log IDs 42 and 43: the logs are the same")
+	}
+}
+
+// TestCloseLeavesNoStoreLog: a read-write DB closed after commits and a
+// checkpoint leaves no pebble log with anything in it in its stores
+// (everything flushed to sstables), and reopens to the same state.
+func TestCloseLeavesNoStoreLog(t *testing.T) {
+	dir := t.TempDir()
+	db, err := Create(vfs.Default, dir, CreateOptions{Shards: 2, NoSync: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rec := Record{Kind: KindStart, WorkflowID: "wf", Type: "t", Gen: 1, Time: 5}
+	if err := db.Commit([]ShardOp{{Shard: ShardOf("wf", 2), Op: Op{Kind: OpStart, Run: 1, Rec: rec}}}); err != nil {
+		t.Fatal(err)
+	}
+	if err := db.Checkpoint(); err != nil {
+		t.Fatal(err)
+	}
+	if err := db.Close(); err != nil {
+		t.Fatal(err)
+	}
+	for i := range 2 {
+		names, err := os.ReadDir(StoreDir(vfs.Default, dir, i))
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, n := range names {
+			if info, err := n.Info(); err == nil && strings.HasSuffix(n.Name(), ".log") && info.Size() > 64 {
+				t.Errorf("shard %d: pebble log %s has %d bytes after Close", i, n.Name(), info.Size())
+			}
+		}
+	}
+	db2, _, err := Open(vfs.Default, dir, OpenOptions{ReadOnly: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db2.Close()
+	if r := db2.Shards[ShardOf("wf", 2)].Latest("wf"); r == nil || r.Type != "t" {
+		t.Fatalf("reopened: run %+v", r)
 	}
 }

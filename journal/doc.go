@@ -31,9 +31,14 @@
 //   - A store's header gen is its shard's StoreGen; completion tokens carry
 //     it mod 64 (Token.Gen), so tokens minted before a rebuild are refused.
 //
-// docs/format.md specifies the bytes. Memory is O(directory size): an open
-// DB holds every run's journal, so tools that rewrite a directory
-// (reshard, upgrade) process one old shard at a time.
+// docs/format.md specifies the bytes. Memory is O(directory size) when a
+// DB is opened: it recovers every run's journal, so tools that rewrite a
+// directory (reshard, upgrade) process one old shard at a time. An engine
+// can then turn on eviction (DB.SetEvict, evict.go): each checkpoint drops
+// what the stores hold, and runs, index and dedup entries are read back
+// by key when needed, so the DB's memory stays bounded by what changed
+// since the last checkpoint (plus the outbox) instead of growing with the
+// directory.
 //
 // # What this package must never do
 //

@@ -60,7 +60,7 @@ func OpenContext(ctx context.Context, fs vfs.FS, dir string, opts OpenOptions) (
 	db := &DB{Dir: dir, FS: fs, lock: lock, readOnly: opts.ReadOnly, noSync: opts.NoSync}
 	rep, err := db.recover(ctx, opts)
 	if err != nil {
-		db.closeAll()
+		db.closeAll(false)
 		return nil, nil, err
 	}
 	return db, rep, nil

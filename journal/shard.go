@@ -158,6 +158,9 @@ type Shard struct {
 	// this state (nil: not tracked). It is bookkeeping, not state: compare
 	// shards with DiffShards, not reflect.DeepEqual.
 	changed *changes
+	// back is the store an evicting DB reads dropped state back from
+	// (nil: everything is in memory). See evict.go.
+	back *backing
 }
 
 // TimerKey is one pending durable timer: a timer record, a retry of a
@@ -180,8 +183,8 @@ func NewShard(index, count int) *Shard {
 // Latest returns the latest run of a workflow ID (its highest generation,
 // whatever its number), or nil.
 func (s *Shard) Latest(workflowID string) *Run {
-	if no, ok := s.ByID[workflowID]; ok {
-		return s.Runs[no]
+	if no, ok := s.LatestNo(workflowID); ok {
+		return s.Run(no)
 	}
 	return nil
 }

@@ -1,6 +1,13 @@
 package sim
 
-import "github.com/fusee-dev/fusee/journal"
+import (
+	"context"
+	"errors"
+
+	"github.com/cockroachdb/pebble/v2/vfs"
+
+	"github.com/fusee-dev/fusee/journal"
+)
 
 // Census counts what a set of shards holds: runs by state and status,
 // records by kind (journals and archives), origins, messages by kind,
@@ -36,44 +43,126 @@ const (
 	RefUpdateExtern = "update.external" // an update from outside (zero caller): not a reference, counted to show both kinds
 )
 
+func newCensus() *Census {
+	return &Census{States: map[string]int{}, Statuses: map[string]int{}, Origins: map[string]int{},
+		Types: map[string]int{}, Records: map[string]int{}, Messages: map[string]int{}, Refs: map[string]int{}}
+}
+
 // TakeCensus counts the shards' contents.
 func TakeCensus(shards []*journal.Shard) *Census {
-	c := &Census{States: map[string]int{}, Statuses: map[string]int{}, Origins: map[string]int{},
-		Types: map[string]int{}, Records: map[string]int{}, Messages: map[string]int{}, Refs: map[string]int{}}
+	c := newCensus()
 	n := len(shards)
 	for _, s := range shards {
 		c.Seen += len(s.Seen)
 		c.Timers += len(s.Timers)
 		for no, r := range s.Runs {
-			c.Runs++
-			c.States[r.State.String()]++
-			c.Types[r.Type]++
-			if r.State == journal.StateFinished || r.State == journal.StateTombstone {
-				c.Statuses[r.Status.String()]++
-			}
-			j := r.Journal
-			if r.State == journal.StateTombstone {
-				j = s.Archive[no]
-				c.Archived += len(j)
-			}
-			for i := range j {
-				c.record(&j[i])
-			}
+			c.run(r, s.Archive[no])
 		}
 		for _, m := range s.Outbox {
-			c.Messages[m.Kind.String()]++
-			if !m.From.IsZero() {
-				c.Refs[RefMsgFrom]++
-			}
-			if !m.Parent.IsZero() {
-				c.Refs[RefMsgParent]++
-			}
+			c.message(m)
 			if _, ok := shards[journal.ShardOf(m.Target, n)].Seen[m.ID]; ok {
 				c.SeenUnacked++
 			}
 		}
 	}
 	return c
+}
+
+func (c *Census) run(r *journal.Run, archive []journal.Record) {
+	c.Runs++
+	c.States[r.State.String()]++
+	c.Types[r.Type]++
+	if r.State == journal.StateFinished || r.State == journal.StateTombstone {
+		c.Statuses[r.Status.String()]++
+	}
+	j := r.Journal
+	if r.State == journal.StateTombstone {
+		j = archive
+		c.Archived += len(j)
+	}
+	for i := range j {
+		c.record(&j[i])
+	}
+}
+
+func (c *Census) message(m *journal.Message) {
+	c.Messages[m.Kind.String()]++
+	if !m.From.IsZero() {
+		c.Refs[RefMsgFrom]++
+	}
+	if !m.Parent.IsZero() {
+		c.Refs[RefMsgParent]++
+	}
+}
+
+// CensusOfDir counts what the closed directory dir of count shards holds,
+// streaming each shard (its store with its log tail): in memory it holds
+// one run at a time and the IDs of the messages in flight. It counts what
+// TakeCensus counts of the recovered shards.
+func CensusOfDir(ctx context.Context, fs vfs.FS, dir string, count int) (*Census, error) {
+	headers := make([]journal.CheckpointHeader, count)
+	for i := range headers {
+		h, err := journal.ReadHeader(fs, dir, i, count)
+		if err != nil {
+			return nil, err
+		}
+		headers[i] = h
+	}
+	tails, _, err := journal.ReadTails(ctx, fs, dir, headers)
+	if err != nil {
+		return nil, err
+	}
+	c := newCensus()
+	// First pass: the outboxes, and which message IDs each receiving
+	// shard must be asked about.
+	inFlight := make([]map[string]struct{}, count)
+	for i := range inFlight {
+		inFlight[i] = map[string]struct{}{}
+	}
+	each := func(fn func(i int, sr *journal.ShardReader) error) error {
+		for i := range count {
+			sr, err := journal.OpenShardReader(fs, dir, i, count, &tails[i])
+			if err != nil {
+				return err
+			}
+			if err := errors.Join(fn(i, sr), sr.Close()); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	err = each(func(_ int, sr *journal.ShardReader) error {
+		return sr.Outbox(func(m *journal.Message) error {
+			c.message(m)
+			inFlight[journal.ShardOf(m.Target, count)][m.ID] = struct{}{}
+			return nil
+		})
+	})
+	if err != nil {
+		return nil, err
+	}
+	err = each(func(i int, sr *journal.ShardReader) error {
+		if err := sr.Runs(ctx, func(r *journal.Run, archive []journal.Record) error {
+			c.run(r, archive)
+			return nil
+		}); err != nil {
+			return err
+		}
+		if err := sr.Seen(func(id, _ string) error {
+			c.Seen++
+			if _, ok := inFlight[i][id]; ok {
+				c.SeenUnacked++
+			}
+			return nil
+		}); err != nil {
+			return err
+		}
+		return sr.Timers(func(journal.TimerKey) error { c.Timers++; return nil })
+	})
+	if err != nil {
+		return nil, err
+	}
+	return c, nil
 }
 
 func (c *Census) record(r *journal.Record) {

@@ -186,3 +186,32 @@ func readTree(t testing.TB, dir string) map[string][]byte {
 	walk(dir)
 	return out
 }
+
+// TestEvictSpillOracle: an engine that keeps almost nothing in memory —
+// a checkpoint (which evicts every run) whenever more than a few dozen
+// runs are resident, event queues that spill past a few dozen events —
+// reaches the same logical state, generating and driving, as the engine
+// on in-memory shards.
+func TestEvictSpillOracle(t *testing.T) {
+	for _, seed := range []uint64{3, 11} {
+		o := GenOptions{Runs: 700, Seed: seed, Shards: 3}
+		_, mem := genMem(t, o)
+		o.Config.MaxResident = 25
+		o.spillAt = 40
+		d, rep := genDir(t, o)
+		if rep.Stats.Checkpoints < 10 {
+			t.Fatalf("seed %d: only %d checkpoints: eviction was hardly exercised", seed, rep.Stats.Checkpoints)
+		}
+		want := logical(t, mem.sh)
+		sameCanon(t, "gen: memory vs evicting directory", want, logical(t, openState(t, d)))
+		if got := TakeCensus(mem.sh); fmt.Sprint(got) != fmt.Sprint(rep.Census) {
+			t.Fatalf("seed %d: census of the directory %+v, of memory %+v", seed, rep.Census, got)
+		}
+		if _, err := Drive(context.Background(), vfs.Default, d, DriveOptions{NoSync: true,
+			Config: Config{MaxResident: 25}, spillAt: 40}); err != nil {
+			t.Fatalf("drive: %v", err)
+		}
+		driveBackend(t, mem, Config{})
+		sameCanon(t, "driven: memory vs evicting directory", logical(t, mem.sh), logical(t, openState(t, d)))
+	}
+}

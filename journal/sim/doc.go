@@ -35,7 +35,20 @@
 //   - State: nothing lives outside the directory. The events an engine has
 //     pending are derived from the journals (and checked against them
 //     before they run), and the clock is the later of the last
-//     checkpoint's and the latest record's time.
+//     checkpoint's and the latest record's time. The engine's scratch
+//     store (its event queues spilled to disk, spill.go) only holds such
+//     derived events and is removed when the engine is done.
+//
+// # Memory
+//
+// gen and drive keep only the runs they are working on in memory: the DB
+// evicts every run at each checkpoint (journal.DB.SetEvict) and reads a
+// run back from its store when an event needs it; the engine checkpoints
+// early once Config.MaxResident runs are in memory; its event queues
+// spill past 100,000 events each. What still grows with the directory:
+// the outbox (messages in flight, held by the DB), and drive's start,
+// which opens the directory with journal.Open (every run recovered into
+// memory) and derives its pending events from every run.
 //
 // Run numbers appear only in the typed reference fields the format has
 // for them (parent, caller, predecessor, next, by, Ctx::key, completion

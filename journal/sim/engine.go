@@ -16,6 +16,11 @@ type Config struct {
 	CheckpointEvery int64 // virtual ms between checkpoints (default 10 min)
 	ParkAfter       int64 // park a run whose next timer is further away than this (default 5 min)
 	BatchOps        int   // flush a batch once it holds this many log entries (default 20000)
+	// MaxResident checkpoints early, at the end of a round that appended
+	// records, once more runs than this are in memory (default 20000):
+	// each checkpoint of a directory drops the runs it wrote from memory,
+	// so this bounds the engine's memory whatever the run count.
+	MaxResident int
 }
 
 // DefaultRetention is how long finished runs are kept by default.
@@ -36,6 +41,9 @@ func (c Config) withDefaults() Config {
 	}
 	if c.BatchOps <= 0 {
 		c.BatchOps = 20000
+	}
+	if c.MaxResident <= 0 {
+		c.MaxResident = 20000
 	}
 	return c
 }
@@ -62,8 +70,10 @@ type Engine struct {
 	cfg Config
 	now int64
 
-	main  evHeap // everything due that keeps the engine busy
-	tombs evHeap // retention ends: never a reason to keep driving
+	main    evQueue  // everything due that keeps the engine busy
+	tombs   evQueue  // retention ends: never a reason to keep driving
+	scratch *scratch // where the queues spill (nil: they stay in memory)
+	spillAt int      // how many events a queue holds in memory before it spills (0: spillAbove)
 
 	// the batch being built
 	batch        []journal.ShardOp
@@ -111,7 +121,7 @@ func (e *Engine) Stats() Stats { return e.stats }
 // happened at (every record but timers and retries carries the time it
 // was appended; the log itself has no clock).
 func (e *Engine) recover() {
-	e.main, e.tombs = nil, nil
+	e.main, e.tombs = e.newQueue('m'), e.newQueue('t')
 	e.started = 0
 	now := e.b.now()
 	for si, s := range e.b.shards() {
@@ -140,6 +150,27 @@ func (e *Engine) recover() {
 	}
 }
 
+// newQueue is an event queue that spills to the engine's scratch store
+// (if any) under prefix.
+func (e *Engine) newQueue(prefix byte) evQueue {
+	limit := e.spillAt
+	if limit <= 0 {
+		limit = spillAbove
+	}
+	if e.scratch == nil {
+		return newEvQueue(nil, limit)
+	}
+	return newEvQueue(&spill{scratch: e.scratch, prefix: prefix}, limit)
+}
+
+// queueErr is the first scratch store error of the event queues.
+func (e *Engine) queueErr() error {
+	if e.main.err != nil {
+		return e.main.err
+	}
+	return e.tombs.err
+}
+
 func (e *Engine) pushValid(ev event) {
 	if e.valid(&ev) {
 		e.push(ev)
@@ -156,7 +187,7 @@ func (e *Engine) push(ev event) {
 
 // peek drops invalid events from the top of h and returns the first valid
 // one (nil: none).
-func (e *Engine) peek(h *evHeap) *event {
+func (e *Engine) peek(h *evQueue) *event {
 	for h.Len() > 0 {
 		if t := h.top(); e.valid(t) {
 			return t
@@ -205,7 +236,7 @@ func (e *Engine) nextTime(includeTombs bool) (int64, bool) {
 // due collects everything due at the current time, in key order.
 func (e *Engine) due() []event {
 	var out []event
-	for _, h := range []*evHeap{&e.main, &e.tombs} {
+	for _, h := range []*evQueue{&e.main, &e.tombs} {
 		for h.Len() > 0 && h.top().at <= e.now {
 			out = append(out, h.pop())
 		}
@@ -400,6 +431,9 @@ func (e *Engine) step(ctx context.Context) (bool, error) {
 		return false, err
 	}
 	n, err := e.round()
+	if err == nil {
+		err = e.queueErr()
+	}
 	if err != nil {
 		return false, err
 	}
@@ -416,7 +450,7 @@ func (e *Engine) step(ctx context.Context) (bool, error) {
 		}
 		e.now = next
 	}
-	if !e.noAutoCP && e.now-e.lastCP >= e.cfg.CheckpointEvery {
+	if !e.noAutoCP && (e.now-e.lastCP >= e.cfg.CheckpointEvery || e.appended && e.b.resident() > e.cfg.MaxResident) {
 		if err := e.checkpoint(); err != nil {
 			return false, err
 		}
@@ -452,12 +486,16 @@ func (e *Engine) Drive(ctx context.Context) error {
 // that would make drive loop forever or stop short.
 func (e *Engine) checkUnfinished() error {
 	for _, s := range e.b.shards() {
-		for _, r := range s.SortedRuns() {
+		err := e.b.eachRun(s.Index, func(r *journal.Run) error {
 			if r.State == journal.StateRunning || r.State == journal.StateParked {
 				p := journal.PendingOf(r)
 				return fmt.Errorf("sim: run %s#%d (%s, shard %d run %d) is still %s with nothing due: pending %+v",
 					r.WorkflowID, r.Gen, r.Type, s.Index, r.No, r.State, p)
 			}
+			return nil
+		})
+		if err != nil {
+			return err
 		}
 		if len(s.Outbox) > 0 {
 			return fmt.Errorf("sim: shard %d still has %d undelivered messages", s.Index, len(s.Outbox))

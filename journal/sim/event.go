@@ -85,6 +85,7 @@ func (h *evHeap) Pop() any {
 }
 
 func (h *evHeap) push(ev event) { heap.Push(h, ev) }
+func (h *evHeap) init()         { heap.Init(h) }
 func (h *evHeap) pop() event    { return heap.Pop(h).(event) }
 func (h evHeap) top() *event {
 	if len(h) == 0 {

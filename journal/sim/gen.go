@@ -61,6 +61,7 @@ type GenOptions struct {
 	TailRounds   int // busy rounds logged after the last checkpoint (default 3)
 	Config       Config
 	Progress     func(Progress) // called at each checkpoint (nil: not)
+	spillAt      int            // tests: Engine.spillAt
 }
 
 // DefaultFinishedFrac is GenOptions.FinishedFrac's default.
@@ -186,6 +187,12 @@ func Generate(ctx context.Context, fs vfs.FS, dir string, o GenOptions) (*GenRep
 // genTmpInfix names Generate's temporary directories: <dir><infix><random>.
 const genTmpInfix = ".gen-tmp-"
 
+// scratchSuffix names the engine's scratch store (its spilled event
+// queues), a sibling of the directory it drives: <dir><suffix> for gen's
+// temporary directory, <dir><suffix>-<random> for drive. It is removed
+// when the engine is done.
+const scratchSuffix = ".events"
+
 // generateInto creates the directory tmp, runs the workload into it and
 // closes it (so that it is synced and unlocked).
 func generateInto(ctx context.Context, fs vfs.FS, tmp string, o GenOptions) (*Engine, *Census, error) {
@@ -195,16 +202,21 @@ func generateInto(ctx context.Context, fs vfs.FS, tmp string, o GenOptions) (*En
 	}
 	e := newEngine(dbBackend{db}, o.Config)
 	e.progress = o.Progress
-	e.recover()
-	err = e.generate(ctx, o)
-	db.SetNow(e.now)
-	var census *Census
+	e.spillAt = o.spillAt
+	e.scratch, err = openScratch(fs, tmp+scratchSuffix)
 	if err == nil {
-		census = TakeCensus(db.Shards)
+		e.recover()
+		e.b.evict()
+		err = e.generate(ctx, o)
+		db.SetNow(e.now)
 	}
-	if cerr := db.Close(); err == nil {
+	if cerr := errors.Join(db.Close(), e.scratch.close()); err == nil {
 		err = cerr
 	}
+	if err != nil {
+		return e, nil, err
+	}
+	census, err := CensusOfDir(ctx, fs, tmp, o.Shards)
 	return e, census, err
 }
 
@@ -263,6 +275,7 @@ type DriveOptions struct {
 	Config   Config
 	NoSync   bool
 	Progress func(Progress) // called at each checkpoint (nil: not)
+	spillAt  int            // tests: Engine.spillAt
 }
 
 // DriveReport says what Drive did and how the runs ended.
@@ -289,15 +302,21 @@ func Drive(ctx context.Context, fs vfs.FS, dir string, o DriveOptions) (*DriveRe
 	}
 	e := newEngine(dbBackend{db}, o.Config)
 	e.progress = o.Progress
-	e.recover()
+	e.spillAt = o.spillAt
+	e.scratch, err = openScratch(fs, filepath.Clean(dir)+scratchSuffix+"-"+randomSuffix())
 	from := e.now
-	err = e.Drive(ctx)
+	if err == nil {
+		e.recover()
+		e.b.evict()
+		from = e.now
+		err = e.Drive(ctx)
+	}
+	if cerr := errors.Join(db.Close(), e.scratch.close()); err == nil {
+		err = cerr
+	}
 	var census *Census
 	if err == nil {
-		census = TakeCensus(db.Shards)
-	}
-	if cerr := db.Close(); err == nil {
-		err = cerr
+		census, err = CensusOfDir(ctx, fs, dir, len(db.Shards))
 	}
 	if err != nil {
 		return nil, fmt.Errorf("sim drive %s: %w", dir, err)

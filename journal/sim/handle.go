@@ -126,8 +126,8 @@ func (e *Engine) complete(t *tx, token string, payload []byte) error {
 		return fmt.Errorf("%w: %s was handed out by store generation %d (mod 64); shard %d's store is at generation %d",
 			ErrNoPendingAsync, token, tok.Gen, tok.Shard, ss[tok.Shard].StoreGen)
 	}
-	r, ok := ss[tok.Shard].Runs[tok.Run]
-	if !ok {
+	r := ss[tok.Shard].Run(tok.Run)
+	if r == nil {
 		t.stats.rejected++
 		return fmt.Errorf("%w: %s names no run", ErrNoPendingAsync, token)
 	}
@@ -182,7 +182,7 @@ func (e *Engine) deliver(t *tx, ev *event) bool {
 	}
 	t.claim(m.Target)
 	recv := e.shardOf(m.Target)
-	if _, seen := ss[recv].Seen[m.ID]; seen {
+	if _, seen := ss[recv].SeenBy(m.ID); seen {
 		t.ack(ev.shard, m.ID)
 		t.stats.repeats++
 		return true

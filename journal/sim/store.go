@@ -17,6 +17,13 @@ type backend interface {
 	checkpoint() error
 	setNow(now int64)
 	now() int64
+	// evict turns on dropping checkpointed state from memory (a no-op in
+	// memory) and resident counts the runs in memory.
+	evict()
+	resident() int
+	// eachRun calls fn for every run of shard i; right after a checkpoint
+	// for a directory (it reads the store).
+	eachRun(i int, fn func(*journal.Run) error) error
 }
 
 // dbBackend drives a journal.DB.
@@ -29,6 +36,11 @@ func (b dbBackend) commit(ops []journal.ShardOp) error {
 func (b dbBackend) checkpoint() error { return b.db.Checkpoint() }
 func (b dbBackend) setNow(now int64)  { b.db.SetNow(now) }
 func (b dbBackend) now() int64        { return b.db.Now }
+func (b dbBackend) evict()            { b.db.SetEvict() }
+func (b dbBackend) resident() int     { return b.db.Resident() }
+func (b dbBackend) eachRun(i int, fn func(*journal.Run) error) error {
+	return b.db.StoredRuns(i, fn)
+}
 
 // memBackend applies ops straight to in-memory shards, as recovery would.
 // Like a directory, it keeps the clock only at checkpoints: the log has no
@@ -66,3 +78,13 @@ func (b *memBackend) commit(ops []journal.ShardOp) error {
 func (b *memBackend) checkpoint() error { b.checkpoints++; b.cpNow = b.clk; return nil }
 func (b *memBackend) setNow(now int64)  { b.clk = now }
 func (b *memBackend) now() int64        { return b.cpNow }
+func (b *memBackend) evict()            {}
+func (b *memBackend) resident() int     { return 0 }
+func (b *memBackend) eachRun(i int, fn func(*journal.Run) error) error {
+	for _, r := range b.sh[i].SortedRuns() {
+		if err := fn(r); err != nil {
+			return err
+		}
+	}
+	return nil
+}

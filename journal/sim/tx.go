@@ -111,11 +111,11 @@ func (t *tx) latest(wf string) *runView {
 	t.claim(wf)
 	sh := t.e.shardOf(wf)
 	s := t.e.b.shards()[sh]
-	no, ok := s.ByID[wf]
+	no, ok := s.LatestNo(wf)
 	if !ok {
 		return nil
 	}
-	v := viewOf(sh, s.Runs[no])
+	v := viewOf(sh, s.Run(no))
 	t.claims[wf] = v
 	t.views = append(t.views, v)
 	return v
@@ -139,8 +139,8 @@ func (t *tx) run(wf string, gen uint32, shard int, no journal.RunNo) *runView {
 	if shard < 0 || shard >= len(ss) {
 		return nil
 	}
-	r, ok := ss[shard].Runs[no]
-	if !ok || r.WorkflowID != wf || r.Gen != gen {
+	r := ss[shard].Run(no)
+	if r == nil || r.WorkflowID != wf || r.Gen != gen {
 		return nil
 	}
 	v := viewOf(shard, r)

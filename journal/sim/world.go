@@ -309,7 +309,7 @@ func (e *Engine) valid(ev *event) bool {
 	ss := e.b.shards()
 	switch ev.kind {
 	case evFresh:
-		_, exists := ss[e.shardOf(ev.wf)].ByID[ev.wf]
+		_, exists := ss[e.shardOf(ev.wf)].LatestNo(ev.wf)
 		return !exists
 	case evMsg:
 		_, ok := ss[ev.shard].Outbox[ev.msg]
@@ -318,8 +318,8 @@ func (e *Engine) valid(ev *event) bool {
 	if ev.shard < 0 || ev.shard >= len(ss) {
 		return false
 	}
-	r, ok := ss[ev.shard].Runs[ev.run]
-	if !ok || r.WorkflowID != ev.wf || r.Gen != ev.gen {
+	r := ss[ev.shard].Run(ev.run)
+	if r == nil || r.WorkflowID != ev.wf || r.Gen != ev.gen {
 		return false
 	}
 	live := r.State == journal.StateRunning || r.State == journal.StateParked
@@ -336,8 +336,8 @@ func (e *Engine) valid(ev *event) bool {
 		return live && int(ev.pos) < len(r.Journal) && r.Journal[ev.pos].Kind == journal.KindAsync &&
 			!isClosed(r.Journal, ev.pos)
 	case evRestart:
-		return (r.State == journal.StateFinished || r.State == journal.StateTombstone) &&
-			ss[ev.shard].ByID[ev.wf] == r.No
+		latest, _ := ss[ev.shard].LatestNo(ev.wf)
+		return (r.State == journal.StateFinished || r.State == journal.StateTombstone) && latest == r.No
 	case evTombstone:
 		return r.State == journal.StateFinished
 	}

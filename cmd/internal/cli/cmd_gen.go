@@ -3,6 +3,7 @@ package cli
 import (
 	"fmt"
 	"os"
+	"runtime/debug"
 	"sort"
 	"strconv"
 	"time"
@@ -55,9 +56,12 @@ runs are kept before their tombstone, in virtual time.
 
 <dir> must not exist or be empty. Gen writes without syncing each batch and
 syncs everything at the end. It builds the directory under a temporary
-sibling name (<dir>.gen-tmp-<random>) and renames it to <dir> only once
-it is complete and synced: an interrupted or failed gen removes it and
-leaves no <dir>.`,
+sibling name (<dir>.gen-tmp-<random>, its pending events spilled to
+<dir>.gen-tmp-<random>.events) and renames it to <dir> only once it is
+complete and synced: an interrupted or failed gen removes both and leaves
+no <dir>. Gen's memory does not grow with --runs: the engine keeps only
+the runs it is working on in memory and reads the others back from the
+shard stores.`,
 		Example: `  fusee gen /tmp/data --shards 3 --runs 2000 --seed 7
   fusee gen /tmp/big --shards 16 --runs 1000000 --seed 1 --json`,
 		Args: exactArgs(1),
@@ -103,6 +107,7 @@ func runGen(cmd *cobra.Command, ios *IO, opts genOptions, dir string) error {
 	o.Progress, done = simProgress(ios, func(p sim.Progress) string {
 		return fmt.Sprintf("gen: %d of %d runs, virtual %s", p.Started, opts.runs, virtualTime(p.Now))
 	})
+	defer genGC()()
 	rep, err := sim.Generate(cmd.Context(), vfs.Default, dir, o)
 	done()
 	if err != nil {
@@ -166,3 +171,20 @@ func sum(m map[string]int) int {
 
 // virtualTime renders a virtual clock (ms since the directory's start).
 func virtualTime(ms int64) string { return (time.Duration(ms) * time.Millisecond).String() }
+
+// genGC trades memory for speed while gen runs, unless GOGC or GOMEMLIMIT
+// is set: gen's live heap is small and flat (the engine evicts runs), so
+// collecting at 5x the live heap (GOGC=400) under a 512 MiB soft limit
+// saves about a quarter of its CPU (measured at 50k runs) and keeps peak
+// memory well under a GiB. It returns what restores the settings.
+func genGC() func() {
+	if os.Getenv("GOGC") != "" || os.Getenv("GOMEMLIMIT") != "" {
+		return func() {}
+	}
+	gc := debug.SetGCPercent(400)
+	limit := debug.SetMemoryLimit(512 << 20)
+	return func() {
+		debug.SetGCPercent(gc)
+		debug.SetMemoryLimit(limit)
+	}
+}

@@ -52,7 +52,9 @@ It fails if a run is left waiting with nothing due.
 
 The directory must be closed: drive takes its lock (exit 3 when another
 process holds it) and refuses an interrupted reshard (exit 4). It writes
-to the directory: log batches and checkpoints.`,
+to the directory: log batches and checkpoints. Its pending events spill
+to a scratch store next to the directory (<dir>.events-<random>), removed
+when drive ends; one left by a killed drive can be deleted.`,
 		Example: `  fusee gen /tmp/data --shards 3 --runs 500 && fusee sim drive /tmp/data
   fusee sim drive /tmp/data --json | jq .census.statuses`,
 		Args: exactArgs(1),

@@ -1,0 +1,249 @@
+package journal
+
+import (
+	"errors"
+	"fmt"
+
+	"github.com/cockroachdb/pebble/v2"
+)
+
+// Eviction: a DB whose engine asked for it (DB.SetEvict) keeps in memory
+// only what changed since its last checkpoint and what was read since.
+// Right after each checkpoint, when every store holds its shard's whole
+// state, it drops each shard's runs, ID index, receiver dedup set,
+// archived histories and timers from memory; the shard then reads a run,
+// an index entry or a dedup entry back from its store by key the first
+// time it is needed (Shard.Run, Shard.LatestNo, Shard.SeenBy), as an
+// engine with a run store does. The outbox (messages in flight) stays in
+// memory. Change tracking is untouched: whatever Apply changes is in
+// memory until the next checkpoint writes it, so a checkpoint never needs
+// anything that was evicted.
+
+// backing is where an evicting shard reads what it dropped.
+type backing struct {
+	st      *pebble.DB
+	path    string
+	scratch *Shard // for loadRunKey, which files the run it decodes
+	err     error  // the first read error (Shard.LoadErr)
+}
+
+// Run returns run no (nil: no such run), reading it back from the store
+// if it was evicted.
+func (s *Shard) Run(no RunNo) *Run {
+	if r, ok := s.Runs[no]; ok || s.back == nil {
+		return r
+	}
+	r, err := s.back.readRun(no)
+	if err != nil {
+		s.back.fail(err)
+		return nil
+	}
+	if r != nil {
+		s.Runs[no] = r
+	}
+	return r
+}
+
+// LatestNo is the ID index entry of a workflow ID: its newest run.
+func (s *Shard) LatestNo(workflowID string) (RunNo, bool) {
+	if no, ok := s.ByID[workflowID]; ok || s.back == nil {
+		return no, ok
+	}
+	val, ok := s.back.get(IndexKey(workflowID))
+	if !ok {
+		return 0, false
+	}
+	no, err := DecodeIndexValue(val)
+	if err != nil {
+		s.back.fail(&StoreError{Path: s.back.path, Key: StoreKey{Kind: KeyIndex, ID: workflowID}.String(), Err: err})
+		return 0, false
+	}
+	s.ByID[workflowID] = no // a cache entry, not a change
+	return no, true
+}
+
+// SeenBy reports whether message msgID was received here and, if so, the
+// workflow ID it was delivered to.
+func (s *Shard) SeenBy(msgID string) (string, bool) {
+	if wf, ok := s.Seen[msgID]; ok || s.back == nil {
+		return wf, ok
+	}
+	val, ok := s.back.get(SeenKey(msgID))
+	if !ok {
+		return "", false
+	}
+	wf, err := DecodeSeenValue(val)
+	if err != nil {
+		s.back.fail(&StoreError{Path: s.back.path, Key: StoreKey{Kind: KeySeen, ID: msgID}.String(), Err: err})
+		return "", false
+	}
+	return wf, true
+}
+
+// LoadErr is the first error reading evicted state back from the store
+// (nil: none). A shard that failed to read treats what it could not read
+// as missing, so the DB refuses every Commit and Checkpoint after it.
+func (s *Shard) LoadErr() error {
+	if s.back == nil {
+		return nil
+	}
+	return s.back.err
+}
+
+// Resident is how many runs the shard holds in memory.
+func (s *Shard) Resident() int { return len(s.Runs) }
+
+// evict drops what the store holds from memory. The shard must have no
+// pending changes (its store reflects all of it).
+func (s *Shard) evict() {
+	clear(s.Runs)
+	clear(s.ByID)
+	clear(s.Seen)
+	clear(s.Archive)
+	clear(s.Timers)
+}
+
+func (b *backing) fail(err error) {
+	if b.err == nil {
+		b.err = err
+	}
+}
+
+// get reads one key's value (a copy); false if the key is absent or the
+// read failed (recorded).
+func (b *backing) get(key []byte) ([]byte, bool) {
+	val, err := b.getErr(key)
+	if err != nil {
+		b.fail(err)
+	}
+	return val, val != nil
+}
+
+func (b *backing) getErr(key []byte) (_ []byte, err error) {
+	defer recoverStoreFatal(b.path, &err)
+	v, closer, err := b.st.Get(key)
+	if errors.Is(err, pebble.ErrNotFound) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, storeError(b.path, "reading", err)
+	}
+	val := append(make([]byte, 0, len(v)+1), v...) // never nil: present
+	return val, closer.Close()
+}
+
+// readRun reads run no and its journal from the store (nil: none).
+func (b *backing) readRun(no RunNo) (r *Run, err error) {
+	defer recoverStoreFatal(b.path, &err)
+	it, err := b.st.NewIter(&pebble.IterOptions{LowerBound: RunKey(no), UpperBound: RunKey(no + 1)})
+	if err != nil {
+		return nil, storeError(b.path, "reading", err)
+	}
+	var want uint32
+	for ok := it.First(); ok; ok = it.Next() {
+		k, perr := ParseStoreKey(it.Key())
+		if perr == nil {
+			perr = loadRunKey(b.scratch, k, it.Value(), &r, &want)
+		}
+		if perr != nil {
+			return nil, closeIter(b.path, it, &StoreError{Path: b.path, Key: fmt.Sprintf("%q", it.Key()), Err: perr})
+		}
+	}
+	if err := it.Error(); err != nil {
+		return nil, closeIter(b.path, it, storeError(b.path, "reading", err))
+	}
+	if err := closeIter(b.path, it, nil); err != nil {
+		return nil, err
+	}
+	if r == nil {
+		return nil, nil
+	}
+	delete(b.scratch.Runs, no)
+	if uint32(len(r.Journal)) != want {
+		return nil, &StoreError{Path: b.path, Key: StoreKey{Kind: KeyRun, Run: no}.String(),
+			Err: fmt.Errorf("the run entry says %d journal records, the store has %d", want, len(r.Journal))}
+	}
+	return r, nil
+}
+
+// SetEvict turns eviction on (see above): from now on each Checkpoint
+// ends by dropping from memory what the stores hold. An engine turns it
+// on once it has derived what it needs from the whole state (its pending
+// events); tools that read the whole state (verify, dump, reshard) never
+// do.
+func (db *DB) SetEvict() {
+	for i, s := range db.Shards {
+		if s.back == nil {
+			s.back = &backing{st: db.stores[i], path: StoreDir(db.FS, db.Dir, i), scratch: NewShard(i, len(db.Shards))}
+		}
+	}
+	db.evict = true
+}
+
+// Resident is how many runs the DB holds in memory.
+func (db *DB) Resident() int {
+	n := 0
+	for _, s := range db.Shards {
+		n += s.Resident()
+	}
+	return n
+}
+
+// loadErr is the first eviction read error of any shard.
+func (db *DB) loadErr() error {
+	for _, s := range db.Shards {
+		if err := s.LoadErr(); err != nil {
+			return fmt.Errorf("shard %d: reading evicted state back: %w; close and reopen the directory", s.Index, err)
+		}
+	}
+	return nil
+}
+
+// StoredRuns calls fn for every run the store of shard i holds, in run
+// number order, with its journal. Right after a checkpoint that is the
+// shard's every run; fn must not keep r if memory is to stay bounded.
+func (db *DB) StoredRuns(i int, fn func(r *Run) error) (err error) {
+	path := StoreDir(db.FS, db.Dir, i)
+	defer recoverStoreFatal(path, &err)
+	it, err := db.stores[i].NewIter(&pebble.IterOptions{LowerBound: []byte{KeyRun}, UpperBound: []byte{KeyRun + 1}})
+	if err != nil {
+		return storeError(path, "reading", err)
+	}
+	scratch := NewShard(i, len(db.Shards))
+	var cur *Run
+	var want uint32
+	emit := func() error {
+		if cur == nil {
+			return nil
+		}
+		r := cur
+		cur = nil
+		delete(scratch.Runs, r.No)
+		if uint32(len(r.Journal)) != want {
+			return &StoreError{Path: path, Key: StoreKey{Kind: KeyRun, Run: r.No}.String(),
+				Err: fmt.Errorf("the run entry says %d journal records, the store has %d", want, len(r.Journal))}
+		}
+		return fn(r)
+	}
+	for ok := it.First(); ok; ok = it.Next() {
+		k, perr := ParseStoreKey(it.Key())
+		if perr != nil {
+			return closeIter(path, it, &StoreError{Path: path, Key: fmt.Sprintf("%q", it.Key()), Err: perr})
+		}
+		if !k.IsRecord {
+			if err := emit(); err != nil {
+				return closeIter(path, it, err)
+			}
+		}
+		if perr := loadRunKey(scratch, k, it.Value(), &cur, &want); perr != nil {
+			return closeIter(path, it, &StoreError{Path: path, Key: k.String(), Err: perr})
+		}
+	}
+	if err := it.Error(); err != nil {
+		return closeIter(path, it, storeError(path, "reading", err))
+	}
+	if err := emit(); err != nil {
+		return closeIter(path, it, err)
+	}
+	return closeIter(path, it, nil)
+}

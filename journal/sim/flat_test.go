@@ -1,0 +1,69 @@
+package sim
+
+import (
+	"context"
+	"path/filepath"
+	"runtime"
+	"runtime/metrics"
+	"testing"
+	"time"
+
+	"github.com/cockroachdb/pebble/v2/vfs"
+)
+
+// peakLiveHeap runs f and returns the largest live heap (the heap marked
+// live by a GC, runtime/metrics /gc/heap/live:bytes) seen while it ran,
+// sampled every millisecond.
+func peakLiveHeap(f func()) uint64 {
+	runtime.GC()
+	s := []metrics.Sample{{Name: "/gc/heap/live:bytes"}}
+	stop := make(chan struct{})
+	peak := make(chan uint64)
+	go func() {
+		var max uint64
+		tick := time.NewTicker(time.Millisecond)
+		defer tick.Stop()
+		for {
+			metrics.Read(s)
+			if v := s[0].Value.Uint64(); v > max {
+				max = v
+			}
+			select {
+			case <-stop:
+				peak <- max
+				return
+			case <-tick.C:
+			}
+		}
+	}()
+	f()
+	close(stop)
+	return <-peak
+}
+
+// TestGenFlatMemory: gen's live heap does not grow with the run count.
+// The same workload at two sizes ten times apart, with the engine's
+// memory bounds lowered so that both sizes are past them (a checkpoint
+// that evicts every run once 300 are resident, event queues that spill
+// past 1000 events), peaks within a small factor: without eviction and
+// spilling the larger one holds ten times the runs and events.
+func TestGenFlatMemory(t *testing.T) {
+	if testing.Short() {
+		t.Skip("generates 11,000 runs")
+	}
+	gen := func(runs int) uint64 {
+		o := GenOptions{Runs: runs, Seed: 9, Shards: 4, spillAt: 1000, Config: Config{MaxResident: 300}}
+		dir := filepath.Join(t.TempDir(), "data")
+		return peakLiveHeap(func() {
+			if _, err := Generate(context.Background(), vfs.Default, dir, o); err != nil {
+				t.Fatal(err)
+			}
+		})
+	}
+	small, large := gen(1000), gen(10000)
+	t.Logf("peak live heap: %d KiB at 1000 runs, %d KiB at 10000 runs (x%.2f)", small>>10, large>>10, float64(large)/float64(small))
+	if float64(large) > 2*float64(small) {
+		t.Fatalf("peak live heap grew x%.2f for 10x the runs (%d -> %d KiB): gen's memory is not flat",
+			float64(large)/float64(small), small>>10, large>>10)
+	}
+}
