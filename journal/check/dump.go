@@ -3,8 +3,8 @@ package check
 import (
 	"bufio"
 	"bytes"
-	"encoding/binary"
 	"context"
+	"encoding/binary"
 	"encoding/json"
 	"fmt"
 	"io"
