@@ -37,10 +37,10 @@ type source interface {
 	runs(ctx context.Context, fn func(key journal.RunNo, r *journal.Run, hist []journal.Record, archived bool) error) error
 	// entries is runs without journals: r carries the entry's fields.
 	entries(ctx context.Context, fn func(key journal.RunNo, r *journal.Run) error) error
-	// orphans calls fn for every archive stored under a number that holds
-	// no run (r nil) or a run that is not a tombstone, in ascending
-	// number (a store refuses those when read).
-	orphans(fn func(no journal.RunNo, r *journal.Run) error) error
+	// orphans calls fn for every archive (of records records) stored
+	// under a number that holds no run (r nil) or a run that is not a
+	// tombstone, in ascending number (a store refuses those when read).
+	orphans(fn func(no journal.RunNo, r *journal.Run, records int) error) error
 	// run looks run no up with its history; entry without it.
 	run(no journal.RunNo) (*journal.Run, []journal.Record, bool, error)
 	entry(no journal.RunNo) (*journal.Run, bool, error)
@@ -78,10 +78,10 @@ func (m memSource) entries(ctx context.Context, fn func(journal.RunNo, *journal.
 	return m.runs(ctx, func(no journal.RunNo, r *journal.Run, _ []journal.Record, _ bool) error { return fn(no, r) })
 }
 
-func (m memSource) orphans(fn func(journal.RunNo, *journal.Run) error) error {
+func (m memSource) orphans(fn func(journal.RunNo, *journal.Run, int) error) error {
 	for _, no := range sortedKeys(m.s.Archive) {
 		if r, ok := m.s.Runs[no]; !ok || r.State != journal.StateTombstone {
-			if err := fn(no, r); err != nil {
+			if err := fn(no, r, len(m.s.Archive[no])); err != nil {
 				return err
 			}
 		}
@@ -166,7 +166,7 @@ func runOfEntry(no journal.RunNo, e *journal.RunEntry) *journal.Run {
 		Started: e.Started, Finished: e.Finished, Renumbered: e.Renumbered}
 }
 
-func (storeSource) orphans(func(journal.RunNo, *journal.Run) error) error { return nil }
+func (storeSource) orphans(func(journal.RunNo, *journal.Run, int) error) error { return nil }
 
 func (s storeSource) run(no journal.RunNo) (*journal.Run, []journal.Record, bool, error) {
 	return s.sr.Run(no)

@@ -274,7 +274,7 @@ func (v *verifier) shard(slot int, src source) error {
 	if err != nil {
 		return err
 	}
-	err = src.orphans(func(no journal.RunNo, r *journal.Run) error {
+	err = src.orphans(func(no journal.RunNo, r *journal.Run, _ int) error {
 		if r == nil {
 			v.addf(KindArchiveOrphan, s.Index, no, "archived history of a run the shard does not have")
 		} else {
