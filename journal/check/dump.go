@@ -97,6 +97,11 @@ type dumper struct {
 	phys bool
 	err  error // the first lookup error; lines rendered after it are discarded
 	odd  *journal.SpillMap
+	odds int // entries put into odd: none in a healthy directory
+	// cur is the run being written when it is the one its home shard
+	// answers for under its own number: a Ctx::key naming it (as a step's
+	// own key does) resolves without a lookup.
+	cur *journal.Run
 	enc  *json.Encoder
 	buf  bytes.Buffer // what enc writes to when a line is rendered for a spill map
 	key  []byte
@@ -215,6 +220,7 @@ func (d *dumper) addOdd(r *journal.Run) error {
 		return err
 	}
 	if !ok {
+		d.odds++
 		return d.odd.Put(k, appendU32(appendU32(nil, 1), r.Gen))
 	}
 	n := binary.BigEndian.Uint32(v)
@@ -252,6 +258,10 @@ func (d *dumper) writeRuns(ctx context.Context, enc *json.Encoder, order *journa
 			return fmt.Errorf("check: run %d of shard %d vanished during the dump", key, d.w.infos[slot].Index)
 		}
 		no, ok := latest[slot]
+		d.cur = nil
+		if key == r.No && d.w.byIndex[d.w.infos[slot].Index] == slot && journal.ShardOf(r.WorkflowID, len(d.w.srcs)) == d.w.infos[slot].Index {
+			d.cur = r
+		}
 		if err := enc.Encode(d.runLine(slot, r, ok && journal.RunNo(no) == r.No)); err != nil {
 			return err
 		}
@@ -313,7 +323,9 @@ func (d *dumper) keyRef(k journal.CtxKey) string {
 		return ""
 	}
 	count, gen := 0, uint32(0)
-	if slot, ok := d.w.byIndex[journal.ShardOf(k.WorkflowID, len(d.w.srcs))]; ok {
+	if c := d.cur; c != nil && c.WorkflowID == k.WorkflowID && c.No == k.Run {
+		count, gen = 1, c.Gen
+	} else if slot, ok := d.w.byIndex[journal.ShardOf(k.WorkflowID, len(d.w.srcs))]; ok {
 		r, found, err := d.w.srcs[slot].entry(k.Run)
 		if err != nil {
 			d.fail(err)
@@ -322,9 +334,13 @@ func (d *dumper) keyRef(k journal.CtxKey) string {
 			count, gen = 1, r.Gen
 		}
 	}
-	v, ok, err := d.odd.Get(appendU64(appendStr(nil, k.WorkflowID), uint64(k.Run)))
-	if err != nil {
-		d.fail(err)
+	var v []byte
+	ok := false
+	if d.odds > 0 {
+		var err error
+		if v, ok, err = d.odd.Get(appendU64(appendStr(nil, k.WorkflowID), uint64(k.Run))); err != nil {
+			d.fail(err)
+		}
 	}
 	if ok {
 		if count == 0 {
