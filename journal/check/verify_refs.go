@@ -68,7 +68,7 @@ func (v *verifier) startRefs(s *sh, r *journal.Run, st *journal.Record) {
 		add(KindOrigin, "a predecessor with origin %s", st.Origin)
 	}
 	if hasParent {
-		if p, ph := v.locatedHistory(s, r, st, "parent", st.Parent.RunRef(), st.ParentID); p != nil {
+		if p, ph := v.locatedHistory(s, r, st, "parent", st.Parent.RunRef(), st.ParentID, true); p != nil {
 			v.parentLanding(s, r, st, p, ph)
 		}
 	}
@@ -191,12 +191,13 @@ func (v *verifier) resolveHistory(s *sh, r *journal.Run, rec *journal.Record, wh
 // located resolves a reference that comes with the workflow ID of its
 // target, checking the target's shard against that ID first.
 func (v *verifier) located(s *sh, r *journal.Run, rec *journal.Record, what string, ref journal.RunRef, id string) *journal.Run {
-	t, _ := v.locatedHistory(s, r, rec, what, ref, id)
+	t, _ := v.locatedHistory(s, r, rec, what, ref, id, false)
 	return t
 }
 
-// locatedHistory is located that reads the run's history too.
-func (v *verifier) locatedHistory(s *sh, r *journal.Run, rec *journal.Record, what string, ref journal.RunRef, id string) (*journal.Run, []journal.Record) {
+// locatedHistory is located that also reads the run's history when
+// withHistory is set.
+func (v *verifier) locatedHistory(s *sh, r *journal.Run, rec *journal.Record, what string, ref journal.RunRef, id string, withHistory bool) (*journal.Run, []journal.Record) {
 	if _, ok := v.w.byIndex[ref.Shard]; ok && id != "" && ref.Run != journal.NoSuchRun {
 		if want := journal.ShardOf(id, v.w.shardCount); want != ref.Shard {
 			v.addf(KindRefWrongShard, s.Index, r.No, "%s at %d: %s %s is on shard %d, but %q lives on shard %d",
@@ -204,5 +205,5 @@ func (v *verifier) locatedHistory(s *sh, r *journal.Run, rec *journal.Record, wh
 			return nil, nil
 		}
 	}
-	return v.resolveHistory(s, r, rec, what, ref, true)
+	return v.resolveHistory(s, r, rec, what, ref, withHistory)
 }
