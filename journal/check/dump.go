@@ -102,9 +102,9 @@ type dumper struct {
 	// answers for under its own number: a Ctx::key naming it (as a step's
 	// own key does) resolves without a lookup.
 	cur *journal.Run
-	enc  *json.Encoder
-	buf  bytes.Buffer // what enc writes to when a line is rendered for a spill map
-	key  []byte
+	enc *json.Encoder
+	buf bytes.Buffer // what enc writes to when a line is rendered for a spill map
+	key []byte
 }
 
 func (w *view) dump(ctx context.Context, out io.Writer, phys bool) (err error) {
