@@ -1,7 +1,6 @@
 package check
 
 import (
-	"bytes"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -101,16 +100,6 @@ func (s *spills) drop(m *journal.SpillMap) error {
 	return nil
 }
 
-// Spilled reports whether any map moved to a scratch store.
-func (s *spills) spilled() bool {
-	for _, m := range s.maps {
-		if m.Spilled() {
-			return true
-		}
-	}
-	return false
-}
-
 func (s *spills) close() error {
 	var errs []error
 	for _, m := range s.maps {
@@ -120,5 +109,3 @@ func (s *spills) close() error {
 	s.done()
 	return errors.Join(errs...)
 }
-
-var _ = bytes.Compare

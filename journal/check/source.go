@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"sort"
 
 	"github.com/cockroachdb/pebble/v2/vfs"
 	"github.com/fusee-dev/fusee/journal"
@@ -386,19 +385,3 @@ func (w *view) lookup(shard int, no journal.RunNo, withHistory bool) (slot int, 
 	}
 	return slot, nil, nil, dangling, nil
 }
-
-// runs counts the runs of every shard.
-func (w *view) countRuns(ctx context.Context) (int, error) {
-	n := 0
-	for _, s := range w.srcs {
-		if s == nil {
-			continue
-		}
-		if err := s.entries(ctx, func(journal.RunNo, *journal.Run) error { n++; return nil }); err != nil {
-			return 0, err
-		}
-	}
-	return n, nil
-}
-
-var _ = sort.Ints
