@@ -67,7 +67,7 @@ func appendU64(b []byte, v uint64) []byte { return binary.BigEndian.AppendUint64
 func appendI64(b []byte, v int64) []byte  { return appendU64(b, uint64(v)^(1<<63)) }
 
 // spills holds the spill maps of one command, each with its share of the
-// budget, in one scratch directory removed at the end.
+// budget (Options.Memory), in one scratch directory removed at the end.
 type spills struct {
 	dir   string
 	done  func()
@@ -80,7 +80,9 @@ func newSpills(opts Options, n int) (*spills, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &spills{dir: dir, done: done, share: max(opts.budget()/int64(n), 1)}, nil
+	// The maps together hold at most half the budget: the garbage
+	// collector lets the heap grow to about twice what is live.
+	return &spills{dir: dir, done: done, share: max(opts.budget()/int64(2*n), 1)}, nil
 }
 
 func (s *spills) new(name string) *journal.SpillMap {

@@ -192,9 +192,10 @@ const DefaultMemory = 256 << 20
 
 // Options bound what the checks hold in memory.
 type Options struct {
-	// Memory is the budget of the spill maps (sorts and joins) before they
-	// move to a scratch store (0: DefaultMemory). The shards' own pebble
-	// readers come on top.
+	// Memory is the budget of the spill maps (sorts and joins): together
+	// they keep at most half of it in memory (the rest is the garbage
+	// collector's headroom) and move to scratch stores beyond that (0:
+	// DefaultMemory). The shards' own pebble readers come on top.
 	Memory int64
 	// Scratch is where spill maps go, on the real disk; "" makes a
 	// directory in the system temp directory, removed at the end.
