@@ -61,6 +61,14 @@ type ShardReader struct {
 // contradicts itself where the reader looks is a *StoreError. The caller
 // holds the directory's lock and must Close the reader.
 func OpenShardReader(fs vfs.FS, dir string, shard, count int, tail *ShardTail) (*ShardReader, error) {
+	return OpenShardReaderCache(fs, dir, shard, count, tail, nil)
+}
+
+// OpenShardReaderCache is OpenShardReader with the block cache the store
+// uses (nil: a cache of its own, pebble's default size): readers of every
+// shard of a directory open at once share one, so their memory does not
+// grow with the shard count.
+func OpenShardReaderCache(fs vfs.FS, dir string, shard, count int, tail *ShardTail, cache *pebble.Cache) (*ShardReader, error) {
 	if shard < 0 || shard >= count {
 		return nil, fmt.Errorf("shard %d: the directory has shards 0..%d", shard, count-1)
 	}
@@ -68,7 +76,7 @@ func OpenShardReader(fs vfs.FS, dir string, shard, count int, tail *ShardTail) (
 		return nil, fmt.Errorf("reading shard %d of %s: no log tail for it", shard, dir)
 	}
 	path := StoreDir(fs, dir, shard)
-	store, err := openStore(fs, path, nil, true, false)
+	store, err := openStore(fs, path, cache, true, false)
 	if err != nil {
 		return nil, err
 	}

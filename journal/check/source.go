@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 
+	"github.com/cockroachdb/pebble/v2"
 	"github.com/cockroachdb/pebble/v2/vfs"
 	"github.com/fusee-dev/fusee/journal"
 	"github.com/fusee-dev/fusee/meta"
@@ -219,6 +220,9 @@ func (o Options) scratchDir() (string, func(), error) {
 	return dir, func() { _ = os.RemoveAll(dir) }, nil
 }
 
+// readerCache is the block cache the shard readers of a Dir share.
+const readerCache = 32 << 20
+
 // Dir is a closed data directory opened for the checks: its lock held,
 // each shard's store open read-only with its log tail as an overlay
 // (journal.ShardReader). Memory is the log tails (bounded by how often
@@ -269,12 +273,16 @@ func OpenDir(ctx context.Context, fs vfs.FS, dir string) (_ *Dir, err error) {
 		return nil, err
 	}
 	d.Recovery = rep
+	// One block cache for every shard's reader: their memory does not grow
+	// with the shard count. Each store holds a reference until it closes.
+	cache := pebble.NewCache(readerCache)
+	defer cache.Unref()
 	stats := &journal.Stats{}
 	for i := range headers {
 		if err := ctx.Err(); err != nil {
 			return nil, err
 		}
-		sr, err := journal.OpenShardReader(fs, dir, i, m.Shards, &tails[i])
+		sr, err := journal.OpenShardReaderCache(fs, dir, i, m.Shards, &tails[i], cache)
 		if err != nil {
 			return nil, err
 		}
