@@ -859,3 +859,66 @@ func (sr *ShardReader) Entry(no RunNo) (e RunEntry, ok bool, err error) {
 
 // StoreBytes is the disk space the shard's store uses (pebble's estimate).
 func (sr *ShardReader) StoreBytes() uint64 { return sr.store.Metrics().DiskSpaceUsage() }
+
+// Record reads record pos of run no's history (its journal, or for a
+// tombstone its archived history) and the run's entry, as recovery would
+// leave them, without reading the rest of the journal. n is the history's
+// length; rec is nil when pos is not below it. ok is false when the shard
+// has no such run.
+func (sr *ShardReader) Record(no RunNo, pos uint32) (e RunEntry, rec *Record, n int, ok bool, err error) {
+	defer recoverStoreFatal(sr.path, &err)
+	if sr.touched[no] {
+		r, ok := sr.overlay.Runs[no]
+		if !ok {
+			return RunEntry{}, nil, 0, false, nil
+		}
+		h := r.Journal
+		if r.State == StateTombstone {
+			h = sr.overlay.Archive[no]
+		}
+		if int(pos) < len(h) {
+			c := h[pos]
+			rec = &c
+		}
+		return entryOf(r), rec, len(h), true, nil
+	}
+	if e, ok, err = sr.Entry(no); !ok || err != nil {
+		return e, nil, 0, ok, err
+	}
+	var key []byte
+	var decode func([]byte) error
+	if e.State == StateTombstone {
+		key = ArchiveKey(no)
+		decode = func(val []byte) error {
+			h, err := DecodeHistory(val)
+			if int(pos) < len(h) {
+				rec = &h[pos]
+			}
+			n = len(h)
+			return err
+		}
+	} else {
+		n = int(e.Records)
+		if int(pos) >= n {
+			return e, nil, n, true, nil
+		}
+		key = RecordKey(no, pos)
+		decode = func(val []byte) error {
+			r, err := DecodeRecord(val)
+			rec = &r
+			return err
+		}
+	}
+	val, closer, err := sr.store.Get(key)
+	if errors.Is(err, pebble.ErrNotFound) {
+		return e, nil, 0, false, sr.keyError(key, fmt.Errorf("run %d's entry implies this key, the store does not have it", no))
+	}
+	if err != nil {
+		return e, nil, 0, false, storeError(sr.path, "reading", err)
+	}
+	defer closer.Close()
+	if err := decode(val); err != nil {
+		return e, nil, 0, false, sr.keyError(key, err)
+	}
+	return e, rec, n, true, nil
+}

@@ -296,12 +296,12 @@ func (d *dumper) runRef(ref journal.RunRef) string {
 	if ref.IsZero() {
 		return ""
 	}
-	_, r, _, res, err := d.w.lookup(ref.Shard, ref.Run, false)
+	t, res, err := d.w.lookup(ref.Shard, ref.Run, -1)
 	if err != nil {
 		d.fail(err)
 	}
-	if res == resolved && r != nil {
-		return name(r)
+	if res == resolved && t.r != nil {
+		return name(t.r)
 	}
 	return danglingRef
 }

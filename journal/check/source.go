@@ -44,6 +44,10 @@ type source interface {
 	// run looks run no up with its history; entry without it.
 	run(no journal.RunNo) (*journal.Run, []journal.Record, bool, error)
 	entry(no journal.RunNo) (*journal.Run, bool, error)
+	// record looks run no up with record pos of its history alone (nil
+	// when the history is shorter): n is the history's length, and hist
+	// whether it has one at all (a tombstone built in memory may not).
+	record(no journal.RunNo, pos uint32) (r *journal.Run, rec *journal.Record, n int, hist, ok bool, err error)
 	index(fn func(id string, no journal.RunNo) error) error // in workflow ID order
 	timers(fn func(journal.TimerKey) error) error
 	outbox(fn func(key string, m *journal.Message) error) error
@@ -100,6 +104,18 @@ func (m memSource) run(no journal.RunNo) (*journal.Run, []journal.Record, bool, 
 func (m memSource) entry(no journal.RunNo) (*journal.Run, bool, error) {
 	r, ok := m.s.Runs[no]
 	return r, ok, nil
+}
+
+func (m memSource) record(no journal.RunNo, pos uint32) (*journal.Run, *journal.Record, int, bool, bool, error) {
+	r, ok := m.s.Runs[no]
+	if !ok {
+		return nil, nil, 0, false, false, nil
+	}
+	h := history(m.s, r)
+	if int(pos) < len(h) {
+		return r, &h[pos], len(h), true, true, nil
+	}
+	return r, nil, len(h), h != nil, true, nil
 }
 
 func (m memSource) index(fn func(string, journal.RunNo) error) error {
@@ -178,6 +194,14 @@ func (s storeSource) entry(no journal.RunNo) (*journal.Run, bool, error) {
 		return nil, ok, err
 	}
 	return runOfEntry(no, &e), true, nil
+}
+
+func (s storeSource) record(no journal.RunNo, pos uint32) (*journal.Run, *journal.Record, int, bool, bool, error) {
+	e, rec, n, ok, err := s.sr.Record(no, pos)
+	if !ok || err != nil {
+		return nil, nil, 0, false, ok, err
+	}
+	return runOfEntry(no, &e), rec, n, true, true, nil
 }
 
 func (s storeSource) index(fn func(string, journal.RunNo) error) error { return s.sr.Index(fn) }
@@ -366,31 +390,42 @@ func (d *Dir) view(opts Options) *view {
 
 func shardsView(shards []*journal.Shard, opts Options) *view { return FromShards(shards).view(opts) }
 
-// lookup resolves run no on the shard with index shard, as universe.run
-// did for a state in memory: NoSuchRun is never looked up. slot is the
-// source's slot (-1 when there is none).
-func (w *view) lookup(shard int, no journal.RunNo, withHistory bool) (slot int, r *journal.Run, hist []journal.Record, res resolution, err error) {
+// target is what a lookup found: the run (its entry's fields) and, when
+// asked for, one record of its history.
+type target struct {
+	slot int             // the source's slot (-1 when there is none)
+	r    *journal.Run    // nil when not resolved
+	rec  *journal.Record // record pos of its history; nil when shorter
+	n    int             // the history's length, when a record was asked for
+	hist bool            // whether it has a history at all
+}
+
+// lookup resolves run no on the shard with index shard, and when pos is
+// not negative reads record pos of its history. NoSuchRun is never looked
+// up: it names no run on any shard, whatever shard the reference says.
+func (w *view) lookup(shard int, no journal.RunNo, pos int) (target, resolution, error) {
+	t := target{slot: -1}
 	if no == journal.NoSuchRun {
-		return -1, nil, nil, noSuchRun, nil
+		return t, noSuchRun, nil
 	}
 	slot, ok := w.byIndex[shard]
 	if !ok {
-		return -1, nil, nil, badShard, nil
+		return t, badShard, nil
 	}
+	t.slot = slot
 	var found bool
-	if withHistory {
-		r, hist, found, err = w.srcs[slot].run(no)
+	var err error
+	if pos >= 0 {
+		t.r, t.rec, t.n, t.hist, found, err = w.srcs[slot].record(no, uint32(pos))
 	} else {
-		r, found, err = w.srcs[slot].entry(no)
+		t.r, found, err = w.srcs[slot].entry(no)
 	}
-	if err != nil {
-		return slot, nil, nil, resolved, err
+	if err != nil || found {
+		return t, resolved, err
 	}
-	if found {
-		return slot, r, hist, resolved, nil
-	}
+	t.r = nil
 	if no == 0 || no >= w.infos[slot].NextRun {
-		return slot, nil, nil, unissued, nil
+		return t, unissued, nil
 	}
-	return slot, nil, nil, dangling, nil
+	return t, dangling, nil
 }

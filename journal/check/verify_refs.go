@@ -68,8 +68,8 @@ func (v *verifier) startRefs(s *sh, r *journal.Run, st *journal.Record) {
 		add(KindOrigin, "a predecessor with origin %s", st.Origin)
 	}
 	if hasParent {
-		if p, ph := v.locatedHistory(s, r, st, "parent", st.Parent.RunRef(), st.ParentID, true); p != nil {
-			v.parentLanding(s, r, st, p, ph)
+		if p := v.locatedAt(s, r, st, "parent", st.Parent.RunRef(), st.ParentID, int(st.Parent.Pos)); p.r != nil {
+			v.parentLanding(s, r, st, p)
 		}
 	}
 	if hasPred {
@@ -83,22 +83,22 @@ func (v *verifier) startRefs(s *sh, r *journal.Run, st *journal.Record) {
 
 // parentLanding checks that a child's parent reference lands on the
 // parent's Child record for this child.
-func (v *verifier) parentLanding(s *sh, r *journal.Run, st *journal.Record, p *journal.Run, pj []journal.Record) {
+func (v *verifier) parentLanding(s *sh, r *journal.Run, st *journal.Record, p target) {
 	add := func(format string, args ...any) { v.addf(KindParent, s.Index, r.No, format, args...) }
-	if p.WorkflowID != st.ParentID {
-		add("parent %s is a run of %q, the start says the parent is %q", st.Parent, p.WorkflowID, st.ParentID)
+	if p.r.WorkflowID != st.ParentID {
+		add("parent %s is a run of %q, the start says the parent is %q", st.Parent, p.r.WorkflowID, st.ParentID)
 		return
 	}
-	if pj == nil {
+	if !p.hist {
 		return // reported on the parent itself
 	}
-	switch pos := st.Parent.Pos; {
-	case int(pos) >= len(pj):
-		add("parent %s: the parent's journal has %d records", st.Parent, len(pj))
-	case pj[pos].Kind != journal.KindChild:
-		add("parent %s is a %s record, not child", st.Parent, pj[pos].Kind)
-	case pj[pos].WorkflowID != r.WorkflowID:
-		add("parent %s requested a child %q, not %q", st.Parent, pj[pos].WorkflowID, r.WorkflowID)
+	switch c := p.rec; {
+	case c == nil:
+		add("parent %s: the parent's journal has %d records", st.Parent, p.n)
+	case c.Kind != journal.KindChild:
+		add("parent %s is a %s record, not child", st.Parent, c.Kind)
+	case c.WorkflowID != r.WorkflowID:
+		add("parent %s requested a child %q, not %q", st.Parent, c.WorkflowID, r.WorkflowID)
 	}
 }
 
@@ -142,7 +142,8 @@ func (v *verifier) nextRef(s *sh, r *journal.Run, d *journal.Record) {
 		v.addf(KindRefWrongShard, s.Index, r.No, "next run %s is on another shard than its own workflow %q", d.Next, r.WorkflowID)
 		return
 	}
-	n, nj := v.resolveHistory(s, r, d, "next run", d.Next, true)
+	t := v.resolveAt(s, r, d, "next run", d.Next, 0)
+	n := t.r
 	if n == nil {
 		return
 	}
@@ -150,10 +151,10 @@ func (v *verifier) nextRef(s *sh, r *journal.Run, d *journal.Record) {
 		add("next run %s is %q generation %d, want %q generation %d", d.Next, n.WorkflowID, n.Gen, r.WorkflowID, r.Gen+1)
 		return
 	}
-	if len(nj) > 0 && nj[0].Kind == journal.KindStart {
+	if first := t.rec; first != nil && first.Kind == journal.KindStart {
 		back := journal.RunRef{Shard: s.Index, Run: r.No}
-		if nj[0].Pred != back {
-			add("next run %s names predecessor %s, not this run", d.Next, nj[0].Pred)
+		if first.Pred != back {
+			add("next run %s names predecessor %s, not this run", d.Next, first.Pred)
 		}
 	}
 }
@@ -161,49 +162,47 @@ func (v *verifier) nextRef(s *sh, r *journal.Run, d *journal.Record) {
 // resolve looks a reference up, reporting a bad shard, an unissued number
 // or a dangling reference; it returns the run when there is one.
 func (v *verifier) resolve(s *sh, r *journal.Run, rec *journal.Record, what string, ref journal.RunRef) *journal.Run {
-	t, _ := v.resolveHistory(s, r, rec, what, ref, false)
-	return t
+	return v.resolveAt(s, r, rec, what, ref, -1).r
 }
 
-// resolveHistory is resolve that also reads the run's history when
-// withHistory is set.
-func (v *verifier) resolveHistory(s *sh, r *journal.Run, rec *journal.Record, what string, ref journal.RunRef, withHistory bool) (*journal.Run, []journal.Record) {
-	slot, t, h, res, err := v.w.lookup(ref.Shard, ref.Run, withHistory)
+// resolveAt is resolve that also reads record pos of the run's history
+// when pos is not negative.
+func (v *verifier) resolveAt(s *sh, r *journal.Run, rec *journal.Record, what string, ref journal.RunRef, pos int) target {
+	t, res, err := v.w.lookup(ref.Shard, ref.Run, pos)
 	if err != nil {
 		v.fail(err)
-		return nil, nil
+		return target{slot: -1}
 	}
 	switch res {
 	case badShard:
 		v.addf(KindRefBadShard, s.Index, r.No, "%s at %d: %s %s names shard %d of %d", rec.Kind, rec.Pos, what, ref, ref.Shard, len(v.w.srcs))
 	case unissued:
 		v.addf(KindRefUnissued, s.Index, r.No, "%s at %d: %s %s, but shard %d's next run number is %d",
-			rec.Kind, rec.Pos, what, ref, ref.Shard, v.w.infos[slot].NextRun)
+			rec.Kind, rec.Pos, what, ref, ref.Shard, v.w.infos[t.slot].NextRun)
 	case dangling:
 		v.addf(KindRefDangling, s.Index, r.No, "%s at %d: %s %s no longer exists", rec.Kind, rec.Pos, what, ref)
 	case noSuchRun:
 		v.addf(KindRefDangling, s.Index, r.No, "%s at %d: %s %s is the reserved number for no run: a reshard found the run it named gone",
 			rec.Kind, rec.Pos, what, ref)
 	}
-	return t, h
+	return t
 }
 
 // located resolves a reference that comes with the workflow ID of its
 // target, checking the target's shard against that ID first.
 func (v *verifier) located(s *sh, r *journal.Run, rec *journal.Record, what string, ref journal.RunRef, id string) *journal.Run {
-	t, _ := v.locatedHistory(s, r, rec, what, ref, id, false)
-	return t
+	return v.locatedAt(s, r, rec, what, ref, id, -1).r
 }
 
-// locatedHistory is located that also reads the run's history when
-// withHistory is set.
-func (v *verifier) locatedHistory(s *sh, r *journal.Run, rec *journal.Record, what string, ref journal.RunRef, id string, withHistory bool) (*journal.Run, []journal.Record) {
+// locatedAt is located that also reads record pos of the run's history
+// when pos is not negative.
+func (v *verifier) locatedAt(s *sh, r *journal.Run, rec *journal.Record, what string, ref journal.RunRef, id string, pos int) target {
 	if _, ok := v.w.byIndex[ref.Shard]; ok && id != "" && ref.Run != journal.NoSuchRun {
 		if want := journal.ShardOf(id, v.w.shardCount); want != ref.Shard {
 			v.addf(KindRefWrongShard, s.Index, r.No, "%s at %d: %s %s is on shard %d, but %q lives on shard %d",
 				rec.Kind, rec.Pos, what, ref, ref.Shard, id, want)
-			return nil, nil
+			return target{slot: -1}
 		}
 	}
-	return v.resolveHistory(s, r, rec, what, ref, withHistory)
+	return v.resolveAt(s, r, rec, what, ref, pos)
 }
