@@ -3,6 +3,7 @@ package journal
 import (
 	"errors"
 	"fmt"
+	"github.com/cockroachdb/pebble/v2/vfs"
 
 	"github.com/fusee-dev/fusee/journal/wal"
 )
@@ -46,23 +47,31 @@ func (db *DB) Stats() (Stats, error) {
 			StoreBytes: db.stores[i].Metrics().DiskSpaceUsage(),
 		})
 	}
-	dir := wal.Dir(db.FS, db.Dir)
-	names, err := db.FS.List(dir)
+	var err error
+	st.LogSegments, st.LogBytes, err = LogSize(db.FS, db.Dir)
+	return st, err
+}
+
+// LogSize counts the segment files of the shared log of the data
+// directory dir and their bytes.
+func LogSize(fs vfs.FS, dir string) (segments int, bytes int64, err error) {
+	wd := wal.Dir(fs, dir)
+	names, err := fs.List(wd)
 	if err != nil {
-		return st, fmt.Errorf("listing %s: %w", dir, err)
+		return 0, 0, fmt.Errorf("listing %s: %w", wd, err)
 	}
 	for _, name := range names {
 		if len(name) != len("0000000000000001.log") || name[len(name)-4:] != ".log" {
 			continue
 		}
-		fi, err := db.FS.Stat(db.FS.PathJoin(dir, name))
+		fi, err := fs.Stat(fs.PathJoin(wd, name))
 		if err != nil {
-			return st, err
+			return 0, 0, err
 		}
-		st.LogSegments++
-		st.LogBytes += fi.Size()
+		segments++
+		bytes += fi.Size()
 	}
-	return st, nil
+	return segments, bytes, nil
 }
 
 // Header is shard's current checkpoint header.

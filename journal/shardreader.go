@@ -51,6 +51,7 @@ type ShardReader struct {
 	touched map[RunNo]bool   // runs the tail names: streamed from the overlay
 	msgGone map[string]bool  // message IDs the tail acked or sent: the store's copies are gone
 	scratch *Shard           // loadRunKey's target while decoding one run
+	lookup  *pebble.Iterator // Run's, kept between calls
 }
 
 // OpenShardReader opens shard's store in dir (a directory of count shards)
@@ -60,6 +61,14 @@ type ShardReader struct {
 // contradicts itself where the reader looks is a *StoreError. The caller
 // holds the directory's lock and must Close the reader.
 func OpenShardReader(fs vfs.FS, dir string, shard, count int, tail *ShardTail) (*ShardReader, error) {
+	return OpenShardReaderCache(fs, dir, shard, count, tail, nil)
+}
+
+// OpenShardReaderCache is OpenShardReader with the block cache the store
+// uses (nil: a cache of its own, pebble's default size): readers of every
+// shard of a directory open at once share one, so their memory does not
+// grow with the shard count.
+func OpenShardReaderCache(fs vfs.FS, dir string, shard, count int, tail *ShardTail, cache *pebble.Cache) (*ShardReader, error) {
 	if shard < 0 || shard >= count {
 		return nil, fmt.Errorf("shard %d: the directory has shards 0..%d", shard, count-1)
 	}
@@ -67,7 +76,7 @@ func OpenShardReader(fs vfs.FS, dir string, shard, count int, tail *ShardTail) (
 		return nil, fmt.Errorf("reading shard %d of %s: no log tail for it", shard, dir)
 	}
 	path := StoreDir(fs, dir, shard)
-	store, err := openStore(fs, path, nil, true, false)
+	store, err := openStore(fs, path, cache, true, false)
 	if err != nil {
 		return nil, err
 	}
@@ -682,7 +691,14 @@ func (sr *ShardReader) Close() error {
 	if sr.store == nil {
 		return nil
 	}
-	err := sr.store.Close()
+	var err error
+	if sr.lookup != nil {
+		err = sr.lookup.Close()
+		sr.lookup = nil
+	}
+	if cerr := sr.store.Close(); err == nil {
+		err = cerr
+	}
 	sr.store = nil
 	if err != nil {
 		return fmt.Errorf("closing shard store %s: %w", sr.path, err)
@@ -755,4 +771,154 @@ func (sr *ShardReader) RunEntries(ctx context.Context, fn func(no RunNo, e RunEn
 		return storeError(sr.path, "reading", err)
 	}
 	return emitMine(0)
+}
+
+// Run reads run no by key as recovery would leave it (the overlay's copy
+// for a run the tail names), with its history: its journal, or for a
+// tombstone its archived history. ok is false when the shard has no such
+// run. It is for point lookups while other streams run (a reference
+// checked or rendered); it keeps one iterator open between calls, closed
+// by Close. The run is checked as Runs checks it.
+func (sr *ShardReader) Run(no RunNo) (r *Run, history []Record, ok bool, err error) {
+	defer recoverStoreFatal(sr.path, &err)
+	if sr.touched[no] {
+		r, ok := sr.overlay.Runs[no]
+		if !ok {
+			return nil, nil, false, nil
+		}
+		if r.State == StateTombstone {
+			return r, sr.overlay.Archive[no], true, nil
+		}
+		return r, r.Journal, true, nil
+	}
+	if sr.lookup == nil {
+		it, err := sr.store.NewIter(&pebble.IterOptions{LowerBound: []byte{KeyRun}, UpperBound: []byte{KeyRun + 1}})
+		if err != nil {
+			return nil, nil, false, storeError(sr.path, "reading", err)
+		}
+		sr.lookup = it
+	}
+	if !sr.lookup.SeekGE(RunKey(no)) {
+		if err := sr.lookup.Error(); err != nil {
+			return nil, nil, false, storeError(sr.path, "reading", err)
+		}
+		return nil, nil, false, nil
+	}
+	if k, err := ParseStoreKey(sr.lookup.Key()); err != nil || k.Run != no || k.IsRecord {
+		return nil, nil, false, nil // another run's key: no such run
+	}
+	if r, err = sr.readRun(sr.lookup); err != nil {
+		return nil, nil, false, err
+	}
+	if err := sr.checkStoredRun(r); err != nil {
+		return nil, nil, false, err
+	}
+	if r.State != StateTombstone {
+		return r, r.Journal, true, nil
+	}
+	key := ArchiveKey(no)
+	val, closer, err := sr.store.Get(key)
+	if errors.Is(err, pebble.ErrNotFound) {
+		return nil, nil, false, sr.keyError(RunKey(no), fmt.Errorf("tombstoned run %d has no archived history", no))
+	}
+	if err != nil {
+		return nil, nil, false, storeError(sr.path, "reading", err)
+	}
+	defer closer.Close()
+	if history, err = DecodeHistory(val); err != nil {
+		return nil, nil, false, sr.keyError(key, err)
+	}
+	return r, history, true, nil
+}
+
+// Entry reads the entry of run no as recovery would leave it, without
+// its journal: who the run is. ok is false when the shard has no such run.
+func (sr *ShardReader) Entry(no RunNo) (e RunEntry, ok bool, err error) {
+	defer recoverStoreFatal(sr.path, &err)
+	if sr.touched[no] {
+		r, ok := sr.overlay.Runs[no]
+		if !ok {
+			return RunEntry{}, false, nil
+		}
+		return entryOf(r), true, nil
+	}
+	key := RunKey(no)
+	val, closer, err := sr.store.Get(key)
+	if errors.Is(err, pebble.ErrNotFound) {
+		return RunEntry{}, false, nil
+	}
+	if err != nil {
+		return RunEntry{}, false, storeError(sr.path, "reading", err)
+	}
+	defer closer.Close()
+	if e, err = DecodeRunEntry(val); err != nil {
+		return RunEntry{}, false, sr.keyError(key, err)
+	}
+	return e, true, nil
+}
+
+// StoreBytes is the disk space the shard's store uses (pebble's estimate).
+func (sr *ShardReader) StoreBytes() uint64 { return sr.store.Metrics().DiskSpaceUsage() }
+
+// Record reads record pos of run no's history (its journal, or for a
+// tombstone its archived history) and the run's entry, as recovery would
+// leave them, without reading the rest of the journal. n is the history's
+// length; rec is nil when pos is not below it. ok is false when the shard
+// has no such run.
+func (sr *ShardReader) Record(no RunNo, pos uint32) (e RunEntry, rec *Record, n int, ok bool, err error) {
+	defer recoverStoreFatal(sr.path, &err)
+	if sr.touched[no] {
+		r, ok := sr.overlay.Runs[no]
+		if !ok {
+			return RunEntry{}, nil, 0, false, nil
+		}
+		h := r.Journal
+		if r.State == StateTombstone {
+			h = sr.overlay.Archive[no]
+		}
+		if int(pos) < len(h) {
+			c := h[pos]
+			rec = &c
+		}
+		return entryOf(r), rec, len(h), true, nil
+	}
+	if e, ok, err = sr.Entry(no); !ok || err != nil {
+		return e, nil, 0, ok, err
+	}
+	var key []byte
+	var decode func([]byte) error
+	if e.State == StateTombstone {
+		key = ArchiveKey(no)
+		decode = func(val []byte) error {
+			h, err := DecodeHistory(val)
+			if int(pos) < len(h) {
+				rec = &h[pos]
+			}
+			n = len(h)
+			return err
+		}
+	} else {
+		n = int(e.Records)
+		if int(pos) >= n {
+			return e, nil, n, true, nil
+		}
+		key = RecordKey(no, pos)
+		decode = func(val []byte) error {
+			r, err := DecodeRecord(val)
+			rec = &r
+			return err
+		}
+	}
+	val, closer, err := sr.store.Get(key)
+	if errors.Is(err, pebble.ErrNotFound) {
+		return e, nil, 0, false, sr.keyError(key, fmt.Errorf("run %d's entry implies this key, the store does not have it", no))
+	}
+	if err != nil {
+		return e, nil, 0, false, storeError(sr.path, "reading", err)
+	}
+	defer closer.Close()
+	if err := decode(val); err != nil {
+		return e, nil, 0, false, sr.keyError(key, err)
+	}
+	return e, rec, n, true, nil
 }

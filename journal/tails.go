@@ -32,6 +32,7 @@ type ShardTail struct {
 	Shard         int
 	CheckpointLSN uint64 // the LSN of the checkpoint (store header) the tail follows
 	Entries       []TailEntry
+	Bytes         int64 // the entries' encoded size in the log
 }
 
 // LSN is the shard's LSN after its tail.
@@ -143,9 +144,11 @@ func ReadTails(ctx context.Context, fs vfs.FS, dir string, headers []CheckpointH
 				t.Entries = append(t.Entries, TailEntry{LSN: lsn, Pos: b.Pos, Op: *op})
 				return nil
 			}
-			if err := replaySection(b.Pos, sec, &lsns[sec.Shard], &rep.Shards[sec.Shard], nil, keep); err != nil {
+			var st tailStats
+			if err := replaySection(b.Pos, sec, &lsns[sec.Shard], &rep.Shards[sec.Shard], &st, keep); err != nil {
 				return err
 			}
+			t.Bytes += st.bytes
 		}
 		return nil
 	})

@@ -5,12 +5,17 @@
 //
 // # What it works on
 //
-// Everything here works on the in-memory model that recovery produces: a
-// State holding one *journal.Shard per shard plus the directory's meta and
-// the recovery report. Load builds one from a directory through the
-// engine's own read-only recovery (journal.Open with ReadOnly); tests build
-// one by applying ops to journal.NewShard values and plant damage by
-// mutating the structs directly.
+// The checks read shards as streams, never a whole directory at once: a
+// directory on disk through OpenDir (journal.ShardReader per shard: the
+// store in key order with its log tail as an overlay, read-only), a state
+// built in memory through State (FromShards, Load), whose *journal.Shard
+// values tests mutate to plant damage. Each shard's runs pass once; the
+// per-run checks are made as they pass; what needs more than one run goes
+// through point lookups on the shard a reference names and through
+// journal.SpillMap sorts and joins bounded by Options.Memory (source.go,
+// keys.go; verify.go and dump.go say what each joins). Memory is
+// therefore the budget plus the shards' store readers, whatever the
+// number of runs.
 //
 // # Verify
 //
@@ -67,10 +72,11 @@
 //
 // # What it must never do
 //
-// It never writes to a data directory and never ticks a shard: Load opens
-// read-only (no log append, no checkpoint, no truncation, nothing expires)
-// and everything else only reads the structs it is given. Verify copies a
-// shard before regenerating its timers rather than touching the original.
+// It never writes to a data directory and never ticks a shard: OpenDir and
+// Load open read-only (no log append, no checkpoint, no truncation,
+// nothing expires) and everything else only reads. Its scratch stores go
+// to a directory of their own (Options.Scratch), removed at the end. It
+// never holds a whole shard or directory of a Dir in memory.
 // It knows nothing of cobra, terminals or colour; the commands in
 // cmd/internal/cli print what it returns.
 package check

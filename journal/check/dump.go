@@ -2,11 +2,12 @@ package check
 
 import (
 	"bufio"
+	"bytes"
 	"context"
+	"encoding/binary"
 	"encoding/json"
 	"fmt"
 	"io"
-	"sort"
 	"strconv"
 	"unicode/utf8"
 
@@ -15,6 +16,7 @@ import (
 
 // DumpOptions configure WriteDump.
 type DumpOptions struct {
+	Options // the memory budget
 	// Physical adds a "phys" member to each line (shard, run numbers, raw
 	// references, outbox sequence, the renumbered flag) and one "shard"
 	// line per shard. A comparison of logical content must leave it off.
@@ -66,42 +68,215 @@ func WriteDump(w io.Writer, shards []*journal.Shard, opts DumpOptions) error {
 }
 
 // WriteDumpContext is WriteDump that gives up when ctx is done: it looks
-// at ctx before each shard's runs and every checkEvery runs or lines, and
-// then returns ctx.Err(). What was written by then is a prefix of the
-// dump (whatever the buffer held is flushed only on success).
+// at ctx before each shard and every checkEvery runs or lines, and then
+// returns ctx.Err(). What was written by then is a prefix of the dump.
 func WriteDumpContext(ctx context.Context, w io.Writer, shards []*journal.Shard, opts DumpOptions) error {
+	return shardsView(shards, opts.Options).dump(ctx, w, opts.Physical)
+}
+
+// WriteDump writes the dump of the directory d (see WriteDump) in memory
+// bounded by opts.Memory, whatever its number of runs: each line is
+// written as soon as its place in the order is known.
+func (d *Dir) WriteDump(ctx context.Context, w io.Writer, opts DumpOptions) error {
+	return d.view(opts.Options).dump(ctx, w, opts.Physical)
+}
+
+// How the dump streams. A first pass over every shard's run entries and ID
+// index puts one small key per run into a spill map sorted by workflow ID
+// and generation (with the shard's index entries for the ID before its
+// runs, which say which run is the latest); runs whose identity a
+// Ctx::key value cannot be resolved through by its home shard (on another
+// shard, stored under another number) go into a second map. Timers,
+// messages and dedup entries are rendered into spill maps keyed by their
+// place in the order. Then the runs are read back in order by point
+// lookups, each written with its records, and the other maps after them.
+// References are resolved by point lookups on the shard they name.
+
+type dumper struct {
+	w    *view
+	phys bool
+	err  error // the first lookup error; lines rendered after it are discarded
+	odd  *journal.SpillMap
+	odds int // entries put into odd: none in a healthy directory
+	// cur is the run being written when it is the one its home shard
+	// answers for under its own number: a Ctx::key naming it (as a step's
+	// own key does) resolves without a lookup.
+	cur *journal.Run
+	enc *json.Encoder
+	buf bytes.Buffer // what enc writes to when a line is rendered for a spill map
+	key []byte
+}
+
+func (w *view) dump(ctx context.Context, out io.Writer, phys bool) (err error) {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
-	d := newDumper(shards, opts)
-	lines, err := d.lines(ctx)
+	sp, err := newSpills(w.opts, 5)
 	if err != nil {
 		return err
 	}
-	bw := bufio.NewWriter(w)
+	defer func() {
+		if cerr := sp.close(); err == nil {
+			err = cerr
+		}
+	}()
+	d := &dumper{w: w, phys: phys, odd: sp.new("odd")}
+	order, timers, msgs, seen := sp.new("order"), sp.new("timers"), sp.new("msgs"), sp.new("seen")
+	if err := d.collect(ctx, order); err != nil {
+		return err
+	}
+	if err := d.collectOthers(ctx, timers, msgs, seen); err != nil {
+		return err
+	}
+	bw := bufio.NewWriterSize(out, 256<<10)
 	enc := json.NewEncoder(bw)
 	enc.SetEscapeHTML(false)
-	for i, line := range lines {
-		if i%checkEvery == checkEvery-1 {
-			if err := ctx.Err(); err != nil {
+	if phys {
+		for _, s := range w.srcs {
+			if s == nil {
+				continue
+			}
+			i := s.info()
+			if err := enc.Encode(shardLine{T: "shard", Phys: &shardPhys{Shard: i.Index, Count: i.Count, LSN: i.LSN,
+				NextRun: uint64(i.NextRun), NextSeq: i.NextSeq, StoreGen: i.StoreGen}}); err != nil {
 				return err
 			}
 		}
-		if err := enc.Encode(line); err != nil {
+	}
+	if err := d.writeRuns(ctx, enc, order); err != nil {
+		return err
+	}
+	if err := sp.drop(order); err != nil {
+		return err
+	}
+	for _, m := range []*journal.SpillMap{timers, msgs} {
+		err := m.Each(nil, func(_, v []byte) error {
+			_, err := bw.Write(v)
+			return err
+		})
+		if err != nil {
 			return err
 		}
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+	}
+	if err := d.writeSeen(enc, seen); err != nil {
+		return err
 	}
 	return bw.Flush()
 }
 
-type dumper struct {
-	u      *universe
-	shards []*journal.Shard
-	phys   bool
+// collect fills order (see above) and d.odd.
+func (d *dumper) collect(ctx context.Context, order *journal.SpillMap) error {
+	n := len(d.w.srcs)
+	for slot, s := range d.w.srcs {
+		if s == nil {
+			continue
+		}
+		info := d.w.infos[slot]
+		home := d.w.byIndex[info.Index] == slot
+		err := s.entries(ctx, func(key journal.RunNo, r *journal.Run) error {
+			k := appendStr(d.key[:0], r.WorkflowID)
+			k = append(k, 1)
+			k = appendU32(k, r.Gen)
+			k = appendI64(k, int64(info.Index))
+			k = appendU64(k, uint64(r.No))
+			k = appendU32(k, uint32(slot))
+			k = appendU64(k, uint64(key))
+			d.key = k
+			if err := order.Put(k, nil); err != nil {
+				return err
+			}
+			if !home || key != r.No || journal.ShardOf(r.WorkflowID, n) != info.Index {
+				return d.addOdd(r)
+			}
+			return nil
+		})
+		if err != nil {
+			return err
+		}
+		err = s.index(func(id string, no journal.RunNo) error {
+			k := appendStr(d.key[:0], id)
+			k = append(k, 0)
+			k = appendU32(k, uint32(slot))
+			d.key = k
+			return order.Put(k, appendU64(nil, uint64(no)))
+		})
+		if err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
-func newDumper(shards []*journal.Shard, opts DumpOptions) *dumper {
-	return &dumper{u: newUniverse(shards), shards: shards, phys: opts.Physical}
+// addOdd counts a run that its home shard does not answer for under its
+// (workflow ID, number) identity: the value is the count and the first
+// one's generation.
+func (d *dumper) addOdd(r *journal.Run) error {
+	k := appendU64(appendStr(nil, r.WorkflowID), uint64(r.No))
+	v, ok, err := d.odd.Get(k)
+	if err != nil {
+		return err
+	}
+	if !ok {
+		d.odds++
+		return d.odd.Put(k, appendU32(appendU32(nil, 1), r.Gen))
+	}
+	n := binary.BigEndian.Uint32(v)
+	return d.odd.Put(k, appendU32(appendU32(nil, n+1), binary.BigEndian.Uint32(v[4:])))
+}
+
+// writeRuns writes the run and record lines in order.
+func (d *dumper) writeRuns(ctx context.Context, enc *json.Encoder, order *journal.SpillMap) error {
+	var group []byte           // the current workflow ID, as encoded
+	latest := map[int]uint64{} // its index entries: slot -> run number
+	n := 0
+	return order.Each(nil, func(k, v []byte) error {
+		if n++; n%checkEvery == 0 {
+			if err := ctx.Err(); err != nil {
+				return err
+			}
+		}
+		e := strEnd(k)
+		if !bytes.Equal(k[:e], group) {
+			group = append(group[:0], k[:e]...)
+			clear(latest)
+		}
+		rest := k[e:]
+		if rest[0] == 0 {
+			latest[int(binary.BigEndian.Uint32(rest[1:]))] = binary.BigEndian.Uint64(v)
+			return nil
+		}
+		slot := int(binary.BigEndian.Uint32(rest[len(rest)-12:]))
+		key := journal.RunNo(binary.BigEndian.Uint64(rest[len(rest)-8:]))
+		r, h, ok, err := d.w.srcs[slot].run(key)
+		if err != nil {
+			return err
+		}
+		if !ok {
+			return fmt.Errorf("check: run %d of shard %d vanished during the dump", key, d.w.infos[slot].Index)
+		}
+		no, ok := latest[slot]
+		d.cur = nil
+		if key == r.No && d.w.byIndex[d.w.infos[slot].Index] == slot && journal.ShardOf(r.WorkflowID, len(d.w.srcs)) == d.w.infos[slot].Index {
+			d.cur = r
+		}
+		if err := enc.Encode(d.runLine(slot, r, ok && journal.RunNo(no) == r.No)); err != nil {
+			return err
+		}
+		archived := r.State == journal.StateTombstone
+		for i := range h {
+			line := d.recLine(slot, r, uint32(i), &h[i], archived)
+			if d.err != nil {
+				return d.err
+			}
+			if err := enc.Encode(line); err != nil {
+				return err
+			}
+		}
+		return d.err
+	})
 }
 
 // name is a run's invariant identity.
@@ -111,12 +286,22 @@ func at(n string, pos uint32) string { return n + "@" + strconv.FormatUint(uint6
 
 const danglingRef = "dangling"
 
+func (d *dumper) fail(err error) {
+	if d.err == nil {
+		d.err = err
+	}
+}
+
 func (d *dumper) runRef(ref journal.RunRef) string {
 	if ref.IsZero() {
 		return ""
 	}
-	if _, r, res := d.u.run(ref.Shard, ref.Run); res == resolved {
-		return name(r)
+	t, res, err := d.w.lookup(ref.Shard, ref.Run, -1)
+	if err != nil {
+		d.fail(err)
+	}
+	if res == resolved && t.r != nil {
+		return name(t.r)
 	}
 	return danglingRef
 }
@@ -131,76 +316,172 @@ func (d *dumper) posRef(shard int, no journal.RunNo, pos uint32) string {
 	return danglingRef
 }
 
+// keyRef renders a Ctx::key value: the one run anywhere with its workflow
+// ID and number, found on the ID's home shard or among the odd runs.
 func (d *dumper) keyRef(k journal.CtxKey) string {
 	if k.WorkflowID == "" {
 		return ""
 	}
-	if r := d.u.keyRun(k); r != nil {
-		return at(name(r), k.Pos)
+	count, gen := 0, uint32(0)
+	if c := d.cur; c != nil && c.WorkflowID == k.WorkflowID && c.No == k.Run {
+		count, gen = 1, c.Gen
+	} else if slot, ok := d.w.byIndex[journal.ShardOf(k.WorkflowID, len(d.w.srcs))]; ok {
+		r, found, err := d.w.srcs[slot].entry(k.Run)
+		if err != nil {
+			d.fail(err)
+		}
+		if found && r.WorkflowID == k.WorkflowID && r.No == k.Run {
+			count, gen = 1, r.Gen
+		}
+	}
+	var v []byte
+	ok := false
+	if d.odds > 0 {
+		var err error
+		if v, ok, err = d.odd.Get(appendU64(appendStr(nil, k.WorkflowID), uint64(k.Run))); err != nil {
+			d.fail(err)
+		}
+	}
+	if ok {
+		if count == 0 {
+			gen = binary.BigEndian.Uint32(v[4:])
+		}
+		count += int(binary.BigEndian.Uint32(v))
+	}
+	if count == 1 {
+		return at(k.WorkflowID+"#"+strconv.FormatUint(uint64(gen), 10), k.Pos)
 	}
 	return danglingRef
 }
 
-// located pairs a run with its shard for sorting.
-func (d *dumper) sortedRuns() []located {
-	var all []located
-	for _, s := range d.shards {
+// render encodes line as the dump writes it, for a spill map.
+func (d *dumper) render(line any) ([]byte, error) {
+	if d.enc == nil {
+		d.enc = json.NewEncoder(&d.buf)
+		d.enc.SetEscapeHTML(false)
+	}
+	d.buf.Reset()
+	if err := d.enc.Encode(line); err != nil {
+		return nil, err
+	}
+	return d.buf.Bytes(), d.err
+}
+
+// collectOthers renders the timer and message lines into their maps, and
+// puts each dedup entry into seen.
+func (d *dumper) collectOthers(ctx context.Context, timers, msgs, seen *journal.SpillMap) error {
+	var seq uint64 // keeps keys unique
+	for slot, s := range d.w.srcs {
 		if s == nil {
 			continue
 		}
-		for _, r := range s.Runs {
-			all = append(all, located{s, r})
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		index := d.w.infos[slot].Index
+		err := s.timers(func(k journal.TimerKey) error {
+			run := danglingRef
+			r, ok, err := s.entry(k.Run)
+			if err != nil {
+				return err
+			}
+			if ok {
+				run = name(r)
+			}
+			l := timerLine{T: "timer", Run: run, Pos: k.Pos, At: k.At}
+			key := appendI64(appendU32(appendStr(nil, run), k.Pos), k.At)
+			if d.phys {
+				l.Phys = &refsPhys{Shard: index, No: uint64(k.Run)}
+				key = appendI64(key, int64(index))
+			}
+			seq++
+			key = appendU64(appendU64(key, uint64(k.Run)), seq)
+			v, err := d.render(l)
+			if err != nil {
+				return err
+			}
+			return timers.Put(key, v)
+		})
+		if err != nil {
+			return err
+		}
+		err = s.outbox(func(id string, m *journal.Message) error {
+			l := msgLine{T: "msg", ID: m.ID, Kind: m.Kind.String(), From: d.runRef(m.From), Target: m.Target,
+				Parent: d.posRef(m.Parent.Shard, m.Parent.Run, m.Parent.Pos), ParentID: m.ParentID, Type: m.Type, Name: m.Name,
+				Status: strIf(m.Status, m.Status == journal.StatusNone), Deadline: m.Deadline, Sent: m.Sent}
+			if l.From == "" {
+				l.From = danglingRef
+			}
+			l.Payload, l.PayloadB64 = payload(m.Payload)
+			if d.phys {
+				l.Phys = &refsPhys{Shard: index, Seq: m.Seq, From: m.From.String()}
+				if !m.Parent.IsZero() {
+					l.Phys.Parent = m.Parent.String()
+				}
+			}
+			v, err := d.render(l)
+			if err != nil {
+				return err
+			}
+			seq++
+			return msgs.Put(appendU64(appendI64(appendStr(nil, id), int64(index)), seq), v)
+		})
+		if err != nil {
+			return err
+		}
+		err = s.seen(func(id, wf string) error {
+			return seen.Put(appendU32(appendI64(appendStr(appendStr(nil, id), wf), int64(index)), uint32(slot)), nil)
+		})
+		if err != nil {
+			return err
 		}
 	}
-	sort.Slice(all, func(i, j int) bool {
-		a, b := all[i], all[j]
-		if a.r.WorkflowID != b.r.WorkflowID {
-			return a.r.WorkflowID < b.r.WorkflowID
-		}
-		if a.r.Gen != b.r.Gen {
-			return a.r.Gen < b.r.Gen
-		}
-		// Only a damaged state gets here (two runs share an identity):
-		// order physically so the dump is still deterministic.
-		if a.s.Index != b.s.Index {
-			return a.s.Index < b.s.Index
-		}
-		return a.r.No < b.r.No
-	})
-	return all
+	return nil
 }
 
-func (d *dumper) lines(ctx context.Context) ([]any, error) {
-	var out []any
-	if d.phys {
-		for _, s := range d.shards {
-			if s != nil {
-				out = append(out, shardLine{T: "shard", Phys: &shardPhys{Shard: s.Index, Count: s.Count, LSN: s.LSN,
-					NextRun: uint64(s.NextRun), NextSeq: s.NextSeq, StoreGen: s.StoreGen}})
-			}
+// writeSeen writes the dedup lines: one per message ID and receiving
+// workflow, whichever shards hold it (Verify reports an entry on a shard
+// its workflow does not belong on).
+func (d *dumper) writeSeen(enc *json.Encoder, seen *journal.SpillMap) error {
+	var cur []byte
+	var l seenLine
+	var shards []int
+	flush := func() error {
+		if cur == nil {
+			return nil
 		}
-	}
-	if err := ctx.Err(); err != nil {
-		return nil, err
-	}
-	runs := d.sortedRuns()
-	for i, l := range runs {
-		if i%checkEvery == checkEvery-1 {
-			if err := ctx.Err(); err != nil {
-				return nil, err
-			}
+		if d.phys {
+			l.Phys = &seenPhys{Shards: shards}
 		}
-		out = append(out, d.runLine(l))
-		archived := l.r.State == journal.StateTombstone
-		h := history(l.s, l.r)
-		for i := range h {
-			out = append(out, d.recLine(l, uint32(i), &h[i], archived))
-		}
+		return enc.Encode(l)
 	}
-	out = append(out, d.timerLines()...)
-	out = append(out, d.msgLines()...)
-	out = append(out, d.seenLines()...)
-	return out, ctx.Err()
+	err := seen.Each(nil, func(k, _ []byte) error {
+		e := strEnd(k)
+		e += strEnd(k[e:])
+		index := int(int64(binary.BigEndian.Uint64(k[e:]) ^ (1 << 63)))
+		if cur != nil && bytes.Equal(k[:e], cur) {
+			shards = append(shards, index)
+			return nil
+		}
+		if err := flush(); err != nil {
+			return err
+		}
+		cur = append(cur[:0], k[:e]...)
+		id, rest, err := cutStr(k)
+		if err != nil {
+			return err
+		}
+		wf, _, err := cutStr(rest)
+		if err != nil {
+			return err
+		}
+		l, shards = seenLine{T: "seen", ID: id, WorkflowID: wf}, []int{index}
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	return flush()
 }
 
 type shardLine struct {
@@ -237,18 +518,15 @@ type runPhys struct {
 	Renumbered bool   `json:"renumbered,omitempty"`
 }
 
-func (d *dumper) runLine(l located) runLine {
-	r := l.r
+func (d *dumper) runLine(slot int, r *journal.Run, latest bool) runLine {
 	line := runLine{T: "run", Run: name(r), WorkflowID: r.WorkflowID, Gen: r.Gen, Type: r.Type, State: r.State.String(),
 		Started: r.Started, Finished: r.Finished}
 	if r.Status != journal.StatusNone {
 		line.Status = r.Status.String()
 	}
-	if no, ok := l.s.ByID[r.WorkflowID]; ok && no == r.No {
-		line.Latest = true
-	}
+	line.Latest = latest
 	if d.phys {
-		line.Phys = &runPhys{Shard: l.s.Index, No: uint64(r.No), Renumbered: r.Renumbered}
+		line.Phys = &runPhys{Shard: d.w.infos[slot].Index, No: uint64(r.No), Renumbered: r.Renumbered}
 	}
 	return line
 }
@@ -317,8 +595,7 @@ func strIf[T fmt.Stringer](v T, zero bool) string {
 	return v.String()
 }
 
-func (d *dumper) recLine(l located, index uint32, rec *journal.Record, archived bool) recLine {
-	r := l.r
+func (d *dumper) recLine(slot int, r *journal.Run, index uint32, rec *journal.Record, archived bool) recLine {
 	line := recLine{T: "rec", Run: name(r), Pos: index, Kind: rec.Kind.String(), Archived: archived,
 		Time: rec.Time, Deadline: rec.Deadline, Ref: rec.Ref, WorkflowID: rec.WorkflowID, Type: rec.Type,
 		Name: rec.Name, MsgID: rec.MsgID, Attempt: rec.Attempt, Gen: rec.Gen, ParentID: rec.ParentID,
@@ -337,7 +614,7 @@ func (d *dumper) recLine(l located, index uint32, rec *journal.Record, archived 
 	}
 	line.Payload, line.PayloadB64 = payload(rec.Payload)
 	if d.phys {
-		p := &refsPhys{Shard: l.s.Index, No: uint64(r.No)}
+		p := &refsPhys{Shard: d.w.infos[slot].Index, No: uint64(r.No)}
 		if !rec.Parent.IsZero() {
 			p.Parent = rec.Parent.String()
 		}
@@ -369,44 +646,6 @@ type timerLine struct {
 	Phys *refsPhys `json:"phys,omitempty"`
 }
 
-func (d *dumper) timerLines() []any {
-	var ls []timerLine
-	for _, s := range d.shards {
-		if s == nil {
-			continue
-		}
-		for k := range s.Timers {
-			run := danglingRef
-			if r, ok := s.Runs[k.Run]; ok {
-				run = name(r)
-			}
-			l := timerLine{T: "timer", Run: run, Pos: k.Pos, At: k.At}
-			if d.phys {
-				l.Phys = &refsPhys{Shard: s.Index, No: uint64(k.Run)}
-			}
-			ls = append(ls, l)
-		}
-	}
-	sort.Slice(ls, func(i, j int) bool {
-		a, b := ls[i], ls[j]
-		if a.Run != b.Run {
-			return a.Run < b.Run
-		}
-		if a.Pos != b.Pos {
-			return a.Pos < b.Pos
-		}
-		if a.At != b.At {
-			return a.At < b.At
-		}
-		return a.Phys != nil && b.Phys != nil && a.Phys.Shard < b.Phys.Shard
-	})
-	out := make([]any, len(ls))
-	for i := range ls {
-		out[i] = ls[i]
-	}
-	return out
-}
-
 type msgLine struct {
 	T          string    `json:"t"`
 	ID         string    `json:"id"`
@@ -425,47 +664,6 @@ type msgLine struct {
 	Phys       *refsPhys `json:"phys,omitempty"`
 }
 
-func (d *dumper) msgLines() []any {
-	type keyed struct {
-		id    string
-		shard int
-		line  msgLine
-	}
-	var ls []keyed
-	for _, s := range d.shards {
-		if s == nil {
-			continue
-		}
-		for key, m := range s.Outbox {
-			l := msgLine{T: "msg", ID: m.ID, Kind: m.Kind.String(), From: d.runRef(m.From), Target: m.Target,
-				Parent: d.posRef(m.Parent.Shard, m.Parent.Run, m.Parent.Pos), ParentID: m.ParentID, Type: m.Type, Name: m.Name,
-				Status: strIf(m.Status, m.Status == journal.StatusNone), Deadline: m.Deadline, Sent: m.Sent}
-			if l.From == "" {
-				l.From = danglingRef
-			}
-			l.Payload, l.PayloadB64 = payload(m.Payload)
-			if d.phys {
-				l.Phys = &refsPhys{Shard: s.Index, Seq: m.Seq, From: m.From.String()}
-				if !m.Parent.IsZero() {
-					l.Phys.Parent = m.Parent.String()
-				}
-			}
-			ls = append(ls, keyed{key, s.Index, l})
-		}
-	}
-	sort.Slice(ls, func(i, j int) bool {
-		if ls[i].id != ls[j].id {
-			return ls[i].id < ls[j].id
-		}
-		return ls[i].shard < ls[j].shard
-	})
-	out := make([]any, len(ls))
-	for i := range ls {
-		out[i] = ls[i].line
-	}
-	return out
-}
-
 type seenLine struct {
 	T          string    `json:"t"`
 	ID         string    `json:"id"`
@@ -475,42 +673,4 @@ type seenLine struct {
 
 type seenPhys struct {
 	Shards []int `json:"shards"`
-}
-
-// seenLines renders the receiver dedup entries: one line per message ID
-// and receiving workflow, whichever shards hold it (Verify reports an
-// entry on a shard its workflow does not belong on).
-func (d *dumper) seenLines() []any {
-	type entry struct{ id, wf string }
-	where := map[entry][]int{}
-	for _, s := range d.shards {
-		if s == nil {
-			continue
-		}
-		for id, wf := range s.Seen {
-			e := entry{id, wf}
-			where[e] = append(where[e], s.Index)
-		}
-	}
-	es := make([]entry, 0, len(where))
-	for e := range where {
-		es = append(es, e)
-	}
-	sort.Slice(es, func(i, j int) bool {
-		if es[i].id != es[j].id {
-			return es[i].id < es[j].id
-		}
-		return es[i].wf < es[j].wf
-	})
-	out := make([]any, len(es))
-	for i, e := range es {
-		l := seenLine{T: "seen", ID: e.id, WorkflowID: e.wf}
-		if d.phys {
-			sh := where[e]
-			sort.Ints(sh)
-			l.Phys = &seenPhys{Shards: sh}
-		}
-		out[i] = l
-	}
-	return out
 }

@@ -1,7 +1,7 @@
 package check
 
 import (
-	"sort"
+	"context"
 
 	"github.com/fusee-dev/fusee/journal"
 )
@@ -70,38 +70,59 @@ type RunSummary struct {
 
 // Inspect summarises st. It only reads.
 func Inspect(st *State) Summary {
-	sum := Summary{Dir: st.Dir, Format: st.Format, LogFormat: st.LogFormat, ShardCount: st.ShardCount,
+	sum, _ := st.view(Options{}).inspect(context.Background())
+	return sum
+}
+
+// Inspect summarises the directory d, one run at a time.
+func (d *Dir) Inspect(ctx context.Context) (Summary, error) {
+	return d.view(Options{}).inspect(ctx)
+}
+
+// runBefore orders runs by start time, then workflow ID and generation.
+func runBefore(a, b *RunSummary) bool {
+	if a.Started != b.Started {
+		return a.Started < b.Started
+	}
+	if a.WorkflowID != b.WorkflowID {
+		return a.WorkflowID < b.WorkflowID
+	}
+	return a.Gen < b.Gen
+}
+
+func (w *view) inspect(ctx context.Context) (Summary, error) {
+	sum := Summary{Dir: w.dir, Format: w.format, LogFormat: w.logFormat, ShardCount: w.shardCount,
 		LogSegments: -1, LogBytes: -1, Total: ShardSummary{Shard: -1}}
 	stats := map[int]journal.ShardStats{}
-	if st.Stats != nil {
-		sum.LogSegments, sum.LogBytes = st.Stats.LogSegments, st.Stats.LogBytes
-		for _, ss := range st.Stats.Shards {
+	if w.stats != nil {
+		sum.LogSegments, sum.LogBytes = w.stats.LogSegments, w.stats.LogBytes
+		for _, ss := range w.stats.Shards {
 			stats[ss.Shard] = ss
 		}
 	}
 	recov := map[int]journal.ShardRecovery{}
-	if st.Recovery != nil {
-		sum.TornTail = st.Recovery.TornTail
-		for _, sr := range st.Recovery.Shards {
+	if w.rec != nil {
+		sum.TornTail = w.rec.TornTail
+		for _, sr := range w.rec.Shards {
 			recov[sr.Shard] = sr
 		}
 	}
-	var runs []RunSummary
-	for _, s := range st.Shards {
-		if s == nil {
+	for slot, src := range w.srcs {
+		if src == nil {
 			continue
 		}
-		ss := ShardSummary{Shard: s.Index, LSN: s.LSN, CheckpointLSN: s.LSN, TailEntries: -1, TailBytes: -1, StoreBytes: -1,
-			NextRun: s.NextRun, Runs: len(s.Runs), Outbox: len(s.Outbox), Archives: len(s.Archive), Seen: len(s.Seen),
-			Timers: len(s.Timers)}
-		if sr, ok := recov[s.Index]; ok {
+		in := w.infos[slot]
+		ss := ShardSummary{Shard: in.Index, LSN: in.LSN, CheckpointLSN: in.LSN, TailEntries: -1, TailBytes: -1, StoreBytes: -1,
+			NextRun: in.NextRun}
+		if sr, ok := recov[in.Index]; ok {
 			ss.CheckpointLSN, ss.TailEntries = sr.CheckpointLSN, sr.Replayed
 		}
-		if x, ok := stats[s.Index]; ok {
+		if x, ok := stats[in.Index]; ok {
 			ss.CheckpointLSN, ss.TailEntries, ss.TailBytes = x.Checkpoint.LSN, x.TailEntries, x.TailBytes
 			ss.StoreBytes = int64(x.StoreBytes)
 		}
-		for _, r := range s.Runs {
+		err := src.runs(ctx, func(_ journal.RunNo, r *journal.Run, h []journal.Record, archived bool) error {
+			ss.Runs++
 			switch r.State {
 			case journal.StateRunning:
 				ss.Running++
@@ -111,33 +132,48 @@ func Inspect(st *State) Summary {
 				ss.Finished++
 			case journal.StateTombstone:
 				ss.Tombstone++
+				if archived {
+					ss.Archives++
+					ss.ArchiveRecords += len(h)
+				}
 			}
 			if r.Renumbered {
 				ss.Renumbered++
 			}
-			runs = append(runs, RunSummary{WorkflowID: r.WorkflowID, Gen: r.Gen, Shard: s.Index, Run: r.No,
-				State: r.State.String(), Started: r.Started})
+			rs := RunSummary{WorkflowID: r.WorkflowID, Gen: r.Gen, Shard: in.Index, Run: r.No, State: r.State.String(), Started: r.Started}
+			if sum.Oldest == nil || runBefore(&rs, sum.Oldest) {
+				sum.Oldest = &rs
+			}
+			if sum.Newest == nil || runBefore(sum.Newest, &rs) {
+				c := rs
+				sum.Newest = &c
+			}
+			return nil
+		})
+		if err != nil {
+			return Summary{}, err
 		}
-		for _, a := range s.Archive {
-			ss.ArchiveRecords += len(a)
+		err = src.orphans(func(no journal.RunNo, _ *journal.Run, records int) error {
+			ss.Archives++
+			ss.ArchiveRecords += records
+			return nil
+		})
+		if err == nil {
+			err = src.outbox(func(string, *journal.Message) error { ss.Outbox++; return nil })
+		}
+		if err == nil {
+			err = src.seen(func(string, string) error { ss.Seen++; return nil })
+		}
+		if err == nil {
+			err = src.timers(func(journal.TimerKey) error { ss.Timers++; return nil })
+		}
+		if err != nil {
+			return Summary{}, err
 		}
 		sum.Shards = append(sum.Shards, ss)
 		sum.Total.add(ss)
 	}
-	if len(runs) > 0 {
-		sort.Slice(runs, func(i, j int) bool {
-			a, b := runs[i], runs[j]
-			if a.Started != b.Started {
-				return a.Started < b.Started
-			}
-			if a.WorkflowID != b.WorkflowID {
-				return a.WorkflowID < b.WorkflowID
-			}
-			return a.Gen < b.Gen
-		})
-		sum.Oldest, sum.Newest = &runs[0], &runs[len(runs)-1]
-	}
-	return sum
+	return sum, nil
 }
 
 // add sums a shard into a total. Tail sizes stay -1 if any shard's is

@@ -53,31 +53,7 @@ func TestVerifyAndDumpSurviveDamage(t *testing.T) {
 		if len(runs) == 0 {
 			return
 		}
-		for i := range rapid.IntRange(1, 6).Draw(rt, "damages") {
-			x := rapid.SampledFrom(runs).Draw(rt, "run")
-			s, r := w.shard(x), w.run(x)
-			label := "d" + itoa(i)
-			switch rapid.IntRange(0, 7).Draw(rt, label) {
-			case 0, 1, 2:
-				if h := history(s, r); len(h) > 0 {
-					mutateRecord(rt, &h[rapid.IntRange(0, len(h)-1).Draw(rt, label+"-rec")], label)
-				}
-			case 3:
-				r.State = journal.RunState(rapid.IntRange(0, 6).Draw(rt, label+"-state"))
-			case 4:
-				r.Gen = rapid.Uint32Range(0, 4).Draw(rt, label+"-gen")
-			case 5:
-				r.Journal = r.Journal[:rapid.IntRange(0, len(r.Journal)).Draw(rt, label+"-cut")]
-			case 6:
-				s.NextRun = journal.RunNo(rapid.IntRange(0, 30).Draw(rt, label+"-next"))
-			case 7:
-				for _, m := range s.Outbox {
-					m.From.Run = journal.RunNo(rapid.IntRange(0, 30).Draw(rt, label+"-from"))
-					m.Parent.Shard = rapid.IntRange(-1, 6).Draw(rt, label+"-pshard")
-					break
-				}
-			}
-		}
+		damage(rt, w, runs)
 		before := physDump(t, w)
 		a, b := Verify(w.state()), Verify(w.state())
 		if !reflect.DeepEqual(a, b) {
@@ -91,4 +67,33 @@ func TestVerifyAndDumpSurviveDamage(t *testing.T) {
 			rt.Fatalf("checking changed the state: %s", firstDiff(before, after))
 		}
 	})
+}
+
+// damage plants one to six random kinds of damage in w's runs (idents).
+func damage(rt *rapid.T, w *world, runs []ident) {
+	for i := range rapid.IntRange(1, 6).Draw(rt, "damages") {
+		x := rapid.SampledFrom(runs).Draw(rt, "run")
+		s, r := w.shard(x), w.run(x)
+		label := "d" + itoa(i)
+		switch rapid.IntRange(0, 7).Draw(rt, label) {
+		case 0, 1, 2:
+			if h := history(s, r); len(h) > 0 {
+				mutateRecord(rt, &h[rapid.IntRange(0, len(h)-1).Draw(rt, label+"-rec")], label)
+			}
+		case 3:
+			r.State = journal.RunState(rapid.IntRange(0, 6).Draw(rt, label+"-state"))
+		case 4:
+			r.Gen = rapid.Uint32Range(0, 4).Draw(rt, label+"-gen")
+		case 5:
+			r.Journal = r.Journal[:rapid.IntRange(0, len(r.Journal)).Draw(rt, label+"-cut")]
+		case 6:
+			s.NextRun = journal.RunNo(rapid.IntRange(0, 30).Draw(rt, label+"-next"))
+		case 7:
+			for _, m := range s.Outbox {
+				m.From.Run = journal.RunNo(rapid.IntRange(0, 30).Draw(rt, label+"-from"))
+				m.Parent.Shard = rapid.IntRange(-1, 6).Draw(rt, label+"-pshard")
+				break
+			}
+		}
+	}
 }

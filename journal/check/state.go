@@ -44,6 +44,8 @@ func (st *State) Runs() int {
 
 // Load opens the data directory at dir read-only through the engine's own
 // recovery and closes it again: the lock is held only while Load runs.
+// The state holds the whole directory in memory: it is for tests and
+// small directories; the commands stream a directory through OpenDir.
 // The directory's bytes do not change; nothing is ticked. Errors from
 // opening (in use, interrupted reshard, old log format, damage) come back
 // wrapped, so errors.Is and errors.As still match them.

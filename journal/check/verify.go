@@ -2,6 +2,7 @@ package check
 
 import (
 	"context"
+	"encoding/binary"
 	"fmt"
 
 	"github.com/fusee-dev/fusee/journal"
@@ -24,30 +25,20 @@ const checkEvery = 1000
 // before each shard and every checkEvery runs, and then returns ctx.Err()
 // and no findings.
 func VerifyContext(ctx context.Context, st *State) ([]Finding, error) {
-	v := &verifier{ctx: ctx, st: st}
-	if err := ctx.Err(); err != nil {
+	var out []Finding
+	if _, err := st.view(Options{}).verify(ctx, func(f Finding) error { out = append(out, f); return nil }); err != nil {
 		return nil, err
 	}
-	v.u = newUniverse(st.Shards)
-	v.directory()
-	for i, s := range st.Shards {
-		if err := ctx.Err(); err != nil {
-			return nil, err
-		}
-		if s == nil {
-			v.addf(KindShardCount, -1, 0, "slot %d holds no shard", i)
-			continue
-		}
-		if err := v.shard(s); err != nil {
-			return nil, err
-		}
-	}
-	if err := ctx.Err(); err != nil {
-		return nil, err
-	}
-	v.outboxIDsAcrossShards()
-	sortFindings(v.out)
-	return v.out, nil
+	return out, nil
+}
+
+// Verify checks the directory d as VerifyContext checks a state, in memory
+// bounded by opts.Memory whatever its number of runs, and calls fn with
+// every finding in order (by shard, run, kind and detail). It returns the
+// number of runs it checked. An error reading a store (damage the reader
+// refuses) is returned as is: the caller reports the directory unreadable.
+func (d *Dir) Verify(ctx context.Context, opts Options, fn func(Finding) error) (runs int, err error) {
+	return d.view(opts).verify(ctx, fn)
 }
 
 // Problems counts the findings that make verify fail.
@@ -61,52 +52,154 @@ func Problems(fs []Finding) int {
 	return n
 }
 
+// How verify streams. Each shard's runs pass once, in key order: every
+// per-run check is made as a run passes, its references are resolved by
+// point lookups on the shards they name, and what a check needs from more
+// than one run is put into the shard's spill map under a prefix: the ID
+// index joined with the runs of each workflow ID ('I'), the timers the
+// journals imply joined with the stored ones ('T'), the messages the
+// journals produce joined with the outbox by message ID ('P') and the
+// outbox's sequence numbers ('S'). Those joins are read back in key order
+// once the runs have passed. Message IDs across shards go into a map of
+// their own ('X'), and findings into one sorted as they are reported.
+
 type verifier struct {
-	ctx context.Context
-	st  *State
-	u   *universe
-	out []Finding
+	ctx      context.Context
+	w        *view
+	sp       *spills
+	findings *journal.SpillMap
+	cross    *journal.SpillMap // message IDs across shards
+	seq      uint64            // keeps spill keys unique
+	err      error             // the first lookup error
+	runs     int
 }
 
+// sh is the shard being checked.
+type sh struct {
+	slot int
+	shardInfo
+	src  source
+	join *journal.SpillMap
+}
+
+func (w *view) verify(ctx context.Context, fn func(Finding) error) (runs int, err error) {
+	if err := ctx.Err(); err != nil {
+		return 0, err
+	}
+	sp, err := newSpills(w.opts, 4)
+	if err != nil {
+		return 0, err
+	}
+	defer func() {
+		if cerr := sp.close(); err == nil {
+			err = cerr
+		}
+	}()
+	v := &verifier{ctx: ctx, w: w, sp: sp, findings: sp.new("findings"), cross: sp.new("msgids")}
+	v.directory()
+	for slot, src := range w.srcs {
+		if err := ctx.Err(); err != nil {
+			return 0, err
+		}
+		if src == nil {
+			v.addf(KindShardCount, -1, 0, "slot %d holds no shard", slot)
+			continue
+		}
+		if err := v.shard(slot, src); err != nil {
+			return 0, err
+		}
+	}
+	if err := v.outboxIDsAcrossShards(); err != nil {
+		return 0, err
+	}
+	if v.err != nil {
+		return 0, v.err
+	}
+	if err := ctx.Err(); err != nil {
+		return 0, err
+	}
+	err = v.findings.Each(nil, func(k, _ []byte) error {
+		f, err := decodeFinding(k)
+		if err != nil {
+			return err
+		}
+		return fn(f)
+	})
+	return v.runs, err
+}
+
+func (v *verifier) fail(err error) {
+	if v.err == nil {
+		v.err = err
+	}
+}
+
+// addf records a finding. Its spill key sorts findings as sortFindings
+// does: by shard, run, kind and detail, then in the order reported.
 func (v *verifier) addf(k Kind, shard int, run journal.RunNo, format string, args ...any) {
-	info, ok := kinds[k]
-	if !ok {
+	if _, ok := kinds[k]; !ok {
 		panic("check: finding kind without a kinds entry: " + string(k))
 	}
-	v.out = append(v.out, Finding{Kind: k, Severity: info.sev, Shard: shard, Run: run,
-		Detail: fmt.Sprintf(format, args...), Hint: info.hint})
+	v.seq++
+	key := appendI64(nil, int64(shard))
+	key = appendU64(key, uint64(run))
+	key = appendStr(key, string(k))
+	key = appendStr(key, fmt.Sprintf(format, args...))
+	key = appendU64(key, v.seq)
+	if err := v.findings.Put(key, nil); err != nil {
+		v.fail(err)
+	}
+}
+
+func decodeFinding(k []byte) (Finding, error) {
+	if len(k) < 16 {
+		return Finding{}, fmt.Errorf("check: a damaged finding key")
+	}
+	shard := int(int64(binary.BigEndian.Uint64(k) ^ (1 << 63)))
+	run := journal.RunNo(binary.BigEndian.Uint64(k[8:]))
+	kind, rest, err := cutStr(k[16:])
+	if err != nil {
+		return Finding{}, err
+	}
+	detail, _, err := cutStr(rest)
+	if err != nil {
+		return Finding{}, err
+	}
+	info := kinds[Kind(kind)]
+	return Finding{Kind: Kind(kind), Severity: info.sev, Shard: shard, Run: run, Detail: detail, Hint: info.hint}, nil
 }
 
 // directory checks the shard set against fusee.meta and the recovery
 // report.
 func (v *verifier) directory() {
-	st := v.st
-	if len(st.Shards) != st.ShardCount {
-		v.addf(KindShardCount, -1, 0, "fusee.meta says %d shards, recovery produced %d", st.ShardCount, len(st.Shards))
+	w := v.w
+	if len(w.srcs) != w.shardCount {
+		v.addf(KindShardCount, -1, 0, "fusee.meta says %d shards, recovery produced %d", w.shardCount, len(w.srcs))
 	}
-	for i, s := range st.Shards {
+	for i, s := range w.srcs {
 		if s == nil {
 			continue
 		}
-		if s.Index != i {
-			v.addf(KindShardIndex, i, 0, "slot %d holds a shard that says it is shard %d", i, s.Index)
+		in := w.infos[i]
+		if in.Index != i {
+			v.addf(KindShardIndex, i, 0, "slot %d holds a shard that says it is shard %d", i, in.Index)
 		}
-		if s.Count != st.ShardCount {
-			v.addf(KindShardCount, i, 0, "its checkpoint says %d shards, fusee.meta says %d", s.Count, st.ShardCount)
+		if in.Count != w.shardCount {
+			v.addf(KindShardCount, i, 0, "its checkpoint says %d shards, fusee.meta says %d", in.Count, w.shardCount)
 		}
-		if s.NextRun == 0 || s.NextRun > journal.NoSuchRun {
-			v.addf(KindNextRunInvalid, i, 0, "next run number is %d", s.NextRun)
+		if in.NextRun == 0 || in.NextRun > journal.NoSuchRun {
+			v.addf(KindNextRunInvalid, i, 0, "next run number is %d", in.NextRun)
 		}
 	}
 	v.checkpoints()
-	rep := st.Recovery
+	rep := w.rec
 	if rep == nil {
 		return
 	}
 	v.logEnding(rep)
 	seen := map[int]bool{}
 	for _, sr := range rep.Shards {
-		s, ok := v.u.byIndex[sr.Shard]
+		slot, ok := w.byIndex[sr.Shard]
 		if !ok || seen[sr.Shard] {
 			v.addf(KindRecovery, -1, 0, "the recovery report lists shard %d twice or for a shard the state does not have", sr.Shard)
 			continue
@@ -118,13 +211,13 @@ func (v *verifier) directory() {
 			// Every log entry takes one LSN, so the tail replayed is the gap.
 			v.addf(KindRecovery, sr.Shard, 0, "recovery replayed %d entries from LSN %d to %d", sr.Replayed, sr.CheckpointLSN, sr.LSN)
 		}
-		if sr.LSN != s.LSN {
-			v.addf(KindRecovery, sr.Shard, 0, "recovery reports LSN %d, the shard holds %d", sr.LSN, s.LSN)
+		if sr.LSN != w.infos[slot].LSN {
+			v.addf(KindRecovery, sr.Shard, 0, "recovery reports LSN %d, the shard holds %d", sr.LSN, w.infos[slot].LSN)
 		}
 	}
-	for _, s := range st.Shards {
-		if s != nil && !seen[s.Index] {
-			v.addf(KindRecovery, s.Index, 0, "the recovery report does not mention this shard")
+	for i, s := range w.srcs {
+		if s != nil && !seen[w.infos[i].Index] {
+			v.addf(KindRecovery, w.infos[i].Index, 0, "the recovery report does not mention this shard")
 		}
 	}
 }
@@ -132,21 +225,23 @@ func (v *verifier) directory() {
 // checkpoints checks each shard's current checkpoint header against the
 // directory and the recovered state: a checkpoint only ever lags.
 func (v *verifier) checkpoints() {
-	if v.st.Stats == nil {
+	w := v.w
+	if w.stats == nil {
 		return
 	}
-	for _, ss := range v.st.Stats.Shards {
+	for _, ss := range w.stats.Shards {
 		h := ss.Checkpoint
-		s, ok := v.u.byIndex[ss.Shard]
+		slot, ok := w.byIndex[ss.Shard]
 		if !ok {
 			v.addf(KindRecovery, -1, 0, "store statistics for shard %d, which the state does not have", ss.Shard)
 			continue
 		}
+		s := w.infos[slot]
 		if h.Shard != ss.Shard {
 			v.addf(KindShardIndex, ss.Shard, 0, "shard %d's checkpoint says it is shard %d's", ss.Shard, h.Shard)
 		}
-		if h.Count != v.st.ShardCount {
-			v.addf(KindShardCount, ss.Shard, 0, "the checkpoint header says %d shards, fusee.meta says %d", h.Count, v.st.ShardCount)
+		if h.Count != w.shardCount {
+			v.addf(KindShardCount, ss.Shard, 0, "the checkpoint header says %d shards, fusee.meta says %d", h.Count, w.shardCount)
 		}
 		if h.LSN > s.LSN {
 			v.addf(KindCheckpointLSN, ss.Shard, 0, "checkpoint LSN %d is past the recovered LSN %d", h.LSN, s.LSN)
@@ -162,40 +257,48 @@ func (v *verifier) checkpoints() {
 }
 
 // shard runs every per-shard check; it stops with ctx's error when ctx
-// is done.
-func (v *verifier) shard(s *journal.Shard) error {
-	for i, r := range s.SortedRuns() {
-		if i%checkEvery == checkEvery-1 {
-			if err := v.ctx.Err(); err != nil {
-				return err
-			}
+// is done, and with a store's error when reading one fails.
+func (v *verifier) shard(slot int, src source) error {
+	s := &sh{slot: slot, shardInfo: v.w.infos[slot], src: src, join: v.sp.new("shard")}
+	defer v.sp.drop(s.join)
+	err := src.runs(v.ctx, func(key journal.RunNo, r *journal.Run, h []journal.Record, archived bool) error {
+		v.runs++
+		if r.No != key {
+			v.addf(KindRunKeyMismatch, s.Index, key, "stored as run %d, the entry says run %d", key, r.No)
 		}
-		v.runEntry(s, r)
+		v.runEntry(s, r, h, archived)
+		v.joinRun(s, key, r, h)
+		return v.err
+	})
+	if err != nil {
+		return err
 	}
-	// Map keys in order, so that a run whose entry says another number
-	// is still checked under the key it is stored at.
-	for _, no := range sortedKeys(s.Runs) {
-		r := s.Runs[no]
-		if r.No != no {
-			v.addf(KindRunKeyMismatch, s.Index, no, "stored as run %d, the entry says run %d", no, r.No)
-		}
-	}
-	for _, no := range sortedKeys(s.Archive) {
-		if r, ok := s.Runs[no]; !ok {
+	err = src.orphans(func(no journal.RunNo, r *journal.Run, _ int) error {
+		if r == nil {
 			v.addf(KindArchiveOrphan, s.Index, no, "archived history of a run the shard does not have")
-		} else if r.State != journal.StateTombstone {
+		} else {
 			v.addf(KindArchiveOrphan, s.Index, no, "archived history of a run that is %s", r.State)
 		}
+		return nil
+	})
+	if err != nil {
+		return err
 	}
-	v.index(s)
-	v.timers(s)
-	v.outbox(s)
-	v.seen(s)
+	for _, step := range []func(*sh) error{v.index, v.timers, v.outbox, v.seen} {
+		if err := step(s); err != nil {
+			return err
+		}
+		if v.err != nil {
+			return v.err
+		}
+	}
 	return nil
 }
 
-// runEntry checks one run: its number, placement, state and journal.
-func (v *verifier) runEntry(s *journal.Shard, r *journal.Run) {
+// runEntry checks one run: its number, placement, state and journal. h is
+// its history; archived says whether an archive is stored under its
+// number.
+func (v *verifier) runEntry(s *sh, r *journal.Run, h []journal.Record, archived bool) {
 	add := func(k Kind, format string, args ...any) { v.addf(k, s.Index, r.No, format, args...) }
 	switch {
 	case r.No == 0 || r.No >= journal.NoSuchRun:
@@ -203,8 +306,8 @@ func (v *verifier) runEntry(s *journal.Shard, r *journal.Run) {
 	case r.No >= s.NextRun:
 		add(KindRunNumberUnissued, "run number %d is not below the shard's next run number %d", r.No, s.NextRun)
 	}
-	if want := journal.ShardOf(r.WorkflowID, v.st.ShardCount); want != s.Index {
-		add(KindWrongShard, "workflow %q belongs on shard %d of %d", r.WorkflowID, want, v.st.ShardCount)
+	if want := journal.ShardOf(r.WorkflowID, v.w.shardCount); want != s.Index {
+		add(KindWrongShard, "workflow %q belongs on shard %d of %d", r.WorkflowID, want, v.w.shardCount)
 	}
 	if r.State < journal.StateRunning || r.State > journal.StateTombstone {
 		add(KindRunState, "unknown state %d", uint8(r.State))
@@ -214,12 +317,11 @@ func (v *verifier) runEntry(s *journal.Shard, r *journal.Run) {
 		if len(r.Journal) != 0 {
 			add(KindStateJournal, "a tombstone still holds %d journal records", len(r.Journal))
 		}
-		a, ok := s.Archive[r.No]
-		if !ok {
+		if !archived {
 			add(KindStateJournal, "a tombstone without an archived history")
 			return
 		}
-		j = a
+		j = h
 	}
 	if len(j) == 0 {
 		add(KindJournalEmpty, "the run has no records")
@@ -231,7 +333,7 @@ func (v *verifier) runEntry(s *journal.Shard, r *journal.Run) {
 }
 
 // journalShape checks positions, kinds, completions and where Done sits.
-func (v *verifier) journalShape(s *journal.Shard, r *journal.Run, j []journal.Record) {
+func (v *verifier) journalShape(s *sh, r *journal.Run, j []journal.Record) {
 	add := func(k Kind, format string, args ...any) { v.addf(k, s.Index, r.No, format, args...) }
 	if j[0].Kind != journal.KindStart {
 		add(KindJournalStart, "the first record is %s, want start", j[0].Kind)
@@ -309,7 +411,7 @@ var completes = map[journal.Kind]map[journal.Kind]bool{
 }
 
 // recordFields checks fields a record's kind requires.
-func (v *verifier) recordFields(s *journal.Shard, r *journal.Run, rec *journal.Record) {
+func (v *verifier) recordFields(s *sh, r *journal.Run, rec *journal.Record) {
 	add := func(format string, args ...any) {
 		v.addf(KindRecordFields, s.Index, r.No, "%s at %d: %s", rec.Kind, rec.Pos, fmt.Sprintf(format, args...))
 	}
@@ -356,7 +458,7 @@ func (v *verifier) recordFields(s *journal.Shard, r *journal.Run, rec *journal.R
 }
 
 // header checks the run entry against its Start and Done records.
-func (v *verifier) header(s *journal.Shard, r *journal.Run, j []journal.Record) {
+func (v *verifier) header(s *sh, r *journal.Run, j []journal.Record) {
 	add := func(format string, args ...any) { v.addf(KindRunHeader, s.Index, r.No, format, args...) }
 	if st := &j[0]; st.Kind == journal.KindStart {
 		if r.WorkflowID != st.WorkflowID {

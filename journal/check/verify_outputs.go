@@ -2,118 +2,245 @@ package check
 
 import (
 	"bytes"
+	"encoding/binary"
+	"errors"
 	"fmt"
-	"sort"
 	"strings"
 
 	"github.com/fusee-dev/fusee/journal"
 )
 
-// timers compares the timer index with the one the journals imply. It
-// regenerates on a fresh shard that shares only the runs: RebuildTimers
-// reads the runs and replaces the copy's timer map, and a fresh shard
-// tracks no changes, so the shard itself (and its change bookkeeping) is
-// untouched.
-func (v *verifier) timers(s *journal.Shard) {
-	cp := &journal.Shard{Index: s.Index, Count: s.Count, Runs: s.Runs}
-	cp.RebuildTimers()
-	var missing, stale []journal.TimerKey
-	for k := range cp.Timers {
-		if _, ok := s.Timers[k]; !ok {
-			missing = append(missing, k)
+// timers compares the timer index with the one the journals imply: the
+// implied timers (put into the shard's map as the runs passed) and the
+// stored ones meet in the map.
+func (v *verifier) timers(s *sh) error {
+	err := s.src.timers(func(t journal.TimerKey) error { return s.join.Put(append(timerJoinKey(t), 1), nil) })
+	if err != nil {
+		return err
+	}
+	var cur []byte
+	implied, stored := false, false
+	flush := func() {
+		if cur == nil || implied == stored {
+			return
+		}
+		run := journal.RunNo(binary.BigEndian.Uint64(cur[1:]))
+		pos := binary.BigEndian.Uint32(cur[9:])
+		at := int64(binary.BigEndian.Uint64(cur[13:]) ^ (1 << 63))
+		if implied {
+			v.addf(KindTimerMissing, s.Index, run, "position %d implies a timer at %d that the index lacks", pos, at)
+		} else {
+			v.addf(KindTimerStale, s.Index, run, "the index holds a timer at %d for position %d that no pending record implies", at, pos)
 		}
 	}
-	for k := range s.Timers {
-		if _, ok := cp.Timers[k]; !ok {
-			stale = append(stale, k)
+	err = s.join.Each([]byte{joinTimer}, func(k, _ []byte) error {
+		t := k[:len(k)-1]
+		if !bytes.Equal(t, cur) {
+			flush()
+			cur, implied, stored = append(cur[:0], t...), false, false
 		}
-	}
-	sortTimers(missing)
-	sortTimers(stale)
-	for _, k := range missing {
-		v.addf(KindTimerMissing, s.Index, k.Run, "position %d implies a timer at %d that the index lacks", k.Pos, k.At)
-	}
-	for _, k := range stale {
-		v.addf(KindTimerStale, s.Index, k.Run, "the index holds a timer at %d for position %d that no pending record implies", k.At, k.Pos)
-	}
-}
-
-func sortTimers(ks []journal.TimerKey) {
-	sort.Slice(ks, func(i, j int) bool {
-		a, b := ks[i], ks[j]
-		if a.Run != b.Run {
-			return a.Run < b.Run
+		if k[len(k)-1] == 0 {
+			implied = true
+		} else {
+			stored = true
 		}
-		if a.Pos != b.Pos {
-			return a.Pos < b.Pos
-		}
-		return a.At < b.At
+		return nil
 	})
+	if err != nil {
+		return err
+	}
+	flush()
+	return nil
 }
 
 // outbox checks every message against the record of its sender that
-// produced it, and the run-number-free rule for message IDs.
-func (v *verifier) outbox(s *journal.Shard) {
-	// Regenerate what each sender's history produces, keyed by ID.
-	produced := map[string]journal.Message{}
-	for _, r := range s.SortedRuns() {
-		h := history(s, r)
-		for _, m := range produces(s.Index, r, h) {
-			if _, dup := produced[m.ID]; dup {
-				v.addf(KindMsgIDDuplicate, s.Index, r.No, "message ID %q is produced by two records", m.ID)
-				continue
-			}
-			produced[m.ID] = m
+// produced it, and the run-number-free rule for message IDs. The messages
+// the journals produce (put into the shard's map as the runs passed) and
+// the stored ones meet in the map by message ID, the produced first, in
+// run-number order; the first is the one a stored message must equal.
+func (v *verifier) outbox(s *sh) error {
+	err := s.src.outbox(func(id string, m *journal.Message) error {
+		v.seq++
+		k := append(appendStr([]byte{joinOutbox}, id), 1)
+		if err := s.join.Put(appendU64(k, v.seq), encodeMsg(nil, m)); err != nil {
+			return err
 		}
-		v.recordMsgIDs(s, r, h)
+		if !(m.Seq == 0 || m.Seq >= s.NextSeq) {
+			if err := s.join.Put(appendStr(appendU64([]byte{joinSeq}, m.Seq), id), appendU64(nil, uint64(m.From.Run))); err != nil {
+				return err
+			}
+		}
+		k = appendStr([]byte{'X'}, id)
+		return v.cross.Put(appendU32(k, uint32(s.slot)), appendU64(appendI64(nil, int64(s.Index)), uint64(m.From.Run)))
+	})
+	if err != nil {
+		return err
 	}
-	seqs := map[uint64]string{}
-	for _, id := range sortedIDs(s.Outbox) {
-		m := s.Outbox[id]
-		run := m.From.Run
-		add := func(k Kind, format string, args ...any) {
-			v.addf(k, s.Index, run, "message %q: %s", id, fmt.Sprintf(format, args...))
+	var cur []byte
+	var want *journal.Message
+	err = s.join.Each([]byte{joinOutbox}, func(k, val []byte) error {
+		e := 1 + strEnd(k[1:])
+		id, _, err := cutStr(k[1:])
+		if err != nil {
+			return err
 		}
-		if m.ID != id {
-			add(KindOutboxKey, "stored under this ID but says it is %q", m.ID)
+		if !bytes.Equal(k[:e], cur) {
+			cur, want = append(cur[:0], k[:e]...), nil
 		}
-		if m.Kind < journal.MsgStartChild || m.Kind > journal.MsgUpdateResult {
-			add(KindOutboxKind, "unknown kind %d", uint8(m.Kind))
+		m, err := decodeMsg(val)
+		if err != nil {
+			return err
 		}
-		if m.Target == "" {
-			add(KindOutboxKind, "no target workflow ID")
-		}
-		switch {
-		case m.Seq == 0 || m.Seq >= s.NextSeq:
-			add(KindOutboxSeq, "sequence number %d, the shard's next is %d", m.Seq, s.NextSeq)
-		case seqs[m.Seq] != "":
-			add(KindOutboxSeq, "sequence number %d is also message %q's", m.Seq, seqs[m.Seq])
-		default:
-			seqs[m.Seq] = id
-		}
-		if m.Kind != journal.MsgSignal && m.Kind != journal.MsgCancel {
-			if m.Parent.IsZero() {
-				add(KindOutboxParent, "a %s without the parent position it is for", m.Kind)
+		if k[e] == 0 { // produced
+			if want != nil {
+				v.addf(KindMsgIDDuplicate, s.Index, m.From.Run, "message ID %q is produced by two records", id)
+			} else {
+				want = m
 			}
-			if m.ParentID == "" {
-				add(KindOutboxParent, "a %s without the parent's workflow ID", m.Kind)
-			}
+			return nil
 		}
-		from, ok := s.Runs[m.From.Run]
-		if m.From.Shard != s.Index || !ok {
-			add(KindOutboxFrom, "sender %s is not a run of this shard", m.From)
-			continue
+		return v.message(s, id, m, want)
+	})
+	if err != nil {
+		return err
+	}
+	// Sequence numbers: the first message by ID keeps a number, the others
+	// that share it are reported.
+	var seq uint64
+	var first string
+	return s.join.Each([]byte{joinSeq}, func(k, val []byte) error {
+		n := binary.BigEndian.Uint64(k[1:])
+		id, _, err := cutStr(k[9:])
+		if err != nil {
+			return err
 		}
-		v.msgIDRunNumber(s, from, id)
-		want, ok := produced[id]
-		if !ok {
-			add(KindOutboxSource, "no record of sender %s (%q generation %d) produces it", m.From, from.WorkflowID, from.Gen)
-			continue
+		if first != "" && n == seq {
+			v.addf(KindOutboxSeq, s.Index, journal.RunNo(binary.BigEndian.Uint64(val)), "message %q: sequence number %d is also message %q's", id, n, first)
+			return nil
 		}
-		if diff := messageDiff(m, &want); diff != "" {
-			add(KindOutboxSource, "differs from what its sender's record produced: %s", diff)
+		seq, first = n, id
+		return nil
+	})
+}
+
+// message checks one stored message (under key id) against want, the
+// message its sender's records produced under that ID (nil: none).
+func (v *verifier) message(s *sh, id string, m, want *journal.Message) error {
+	run := m.From.Run
+	add := func(k Kind, format string, args ...any) {
+		v.addf(k, s.Index, run, "message %q: %s", id, fmt.Sprintf(format, args...))
+	}
+	if m.ID != id {
+		add(KindOutboxKey, "stored under this ID but says it is %q", m.ID)
+	}
+	if m.Kind < journal.MsgStartChild || m.Kind > journal.MsgUpdateResult {
+		add(KindOutboxKind, "unknown kind %d", uint8(m.Kind))
+	}
+	if m.Target == "" {
+		add(KindOutboxKind, "no target workflow ID")
+	}
+	if m.Seq == 0 || m.Seq >= s.NextSeq {
+		add(KindOutboxSeq, "sequence number %d, the shard's next is %d", m.Seq, s.NextSeq)
+	}
+	if m.Kind != journal.MsgSignal && m.Kind != journal.MsgCancel {
+		if m.Parent.IsZero() {
+			add(KindOutboxParent, "a %s without the parent position it is for", m.Kind)
+		}
+		if m.ParentID == "" {
+			add(KindOutboxParent, "a %s without the parent's workflow ID", m.Kind)
 		}
 	}
+	var from *journal.Run
+	if m.From.Shard == s.Index {
+		r, ok, err := s.src.entry(m.From.Run)
+		if err != nil {
+			return err
+		}
+		if ok {
+			from = r
+		}
+	}
+	if from == nil {
+		add(KindOutboxFrom, "sender %s is not a run of this shard", m.From)
+		return nil
+	}
+	v.msgIDRunNumber(s, from, id)
+	if want == nil {
+		add(KindOutboxSource, "no record of sender %s (%q generation %d) produces it", m.From, from.WorkflowID, from.Gen)
+		return nil
+	}
+	if diff := messageDiff(m, want); diff != "" {
+		add(KindOutboxSource, "differs from what its sender's record produced: %s", diff)
+	}
+	return nil
+}
+
+// encodeMsg appends m to dst for a spill map, every field as it is
+// (damaged ones too); decodeMsg reads it back.
+func encodeMsg(dst []byte, m *journal.Message) []byte {
+	str := func(s string) { dst = binary.AppendUvarint(dst, uint64(len(s))); dst = append(dst, s...) }
+	dst = append(dst, byte(m.Kind), byte(m.Status))
+	str(m.ID)
+	dst = appendI64(dst, int64(m.From.Shard))
+	dst = appendU64(dst, uint64(m.From.Run))
+	str(m.Target)
+	dst = appendI64(dst, int64(m.Parent.Shard))
+	dst = appendU64(dst, uint64(m.Parent.Run))
+	dst = appendU32(dst, m.Parent.Pos)
+	str(m.ParentID)
+	str(m.Type)
+	str(m.Name)
+	dst = appendI64(dst, m.Deadline)
+	dst = appendI64(dst, m.Sent)
+	dst = appendU64(dst, m.Seq)
+	return append(dst, m.Payload...)
+}
+
+func decodeMsg(b []byte) (*journal.Message, error) {
+	bad := errors.New("check: a damaged spilled message")
+	if len(b) < 2 {
+		return nil, bad
+	}
+	m := &journal.Message{Kind: journal.MsgKind(b[0]), Status: journal.Status(b[1])}
+	b = b[2:]
+	ok := true
+	str := func() string {
+		n, w := binary.Uvarint(b)
+		if w <= 0 || uint64(len(b)-w) < n {
+			ok = false
+			return ""
+		}
+		s := string(b[w : w+int(n)])
+		b = b[w+int(n):]
+		return s
+	}
+	fixed := func(n int) []byte {
+		if len(b) < n {
+			ok = false
+			return make([]byte, n)
+		}
+		out := b[:n]
+		b = b[n:]
+		return out
+	}
+	i64 := func() int64 { return int64(binary.BigEndian.Uint64(fixed(8)) ^ (1 << 63)) }
+	m.ID = str()
+	m.From.Shard = int(i64())
+	m.From.Run = journal.RunNo(binary.BigEndian.Uint64(fixed(8)))
+	m.Target = str()
+	m.Parent.Shard = int(i64())
+	m.Parent.Run = journal.RunNo(binary.BigEndian.Uint64(fixed(8)))
+	m.Parent.Pos = binary.BigEndian.Uint32(fixed(4))
+	m.ParentID, m.Type, m.Name = str(), str(), str()
+	m.Deadline, m.Sent = i64(), i64()
+	m.Seq = binary.BigEndian.Uint64(fixed(8))
+	if !ok {
+		return nil, bad
+	}
+	if len(b) > 0 {
+		m.Payload = bytes.Clone(b)
+	}
+	return m, nil
 }
 
 // produces regenerates the messages a run's history sends, as Apply does:
@@ -198,7 +325,7 @@ func messageDiff(m, want *journal.Message) string {
 // recordMsgIDs applies the run-number rule to the message IDs a run's
 // records carry (sent messages, and the IDs of updates it accepted), so
 // that an offending ID is caught even after its message was acknowledged.
-func (v *verifier) recordMsgIDs(s *journal.Shard, r *journal.Run, h []journal.Record) {
+func (v *verifier) recordMsgIDs(s *sh, r *journal.Run, h []journal.Record) {
 	for i := range h {
 		if rec := &h[i]; rec.MsgID != "" && (rec.Kind == journal.KindChild || rec.Kind == journal.KindSend) {
 			v.msgIDRunNumber(s, r, rec.MsgID)
@@ -211,7 +338,7 @@ func (v *verifier) recordMsgIDs(s *journal.Shard, r *journal.Run, h []journal.Re
 // run part of its completion tokens. It can only tell when r's number
 // differs from its generation (the "<ID>/<gen>/" prefix is the intended
 // one), so it is a heuristic, and a warning.
-func (v *verifier) msgIDRunNumber(s *journal.Shard, r *journal.Run, id string) {
+func (v *verifier) msgIDRunNumber(s *sh, r *journal.Run, id string) {
 	if r.No != journal.RunNo(r.Gen) && strings.Contains(id, fmt.Sprintf("%s/%d/", r.WorkflowID, r.No)) {
 		v.addf(KindMsgIDRunNumber, s.Index, r.No, "message ID %q contains this run's Ctx::key prefix %q", id, fmt.Sprintf("%s/%d/", r.WorkflowID, r.No))
 	}
@@ -224,33 +351,37 @@ func (v *verifier) msgIDRunNumber(s *journal.Shard, r *journal.Run, id string) {
 // seen checks the receiver dedup entries: each names the workflow its
 // message was delivered to, and a repeat of the message is routed by that
 // workflow ID, so the entry must be on that workflow's shard.
-func (v *verifier) seen(s *journal.Shard) {
-	for _, id := range sortedIDs(s.Seen) {
-		wf := s.Seen[id]
+func (v *verifier) seen(s *sh) error {
+	return s.src.seen(func(id, wf string) error {
 		if wf == "" {
 			v.addf(KindSeenWrongShard, s.Index, 0, "dedup entry %q names no receiving workflow", id)
-			continue
+			return nil
 		}
-		if want := journal.ShardOf(wf, v.st.ShardCount); want != s.Index {
+		if want := journal.ShardOf(wf, v.w.shardCount); want != s.Index {
 			v.addf(KindSeenWrongShard, s.Index, 0, "dedup entry %q was delivered to %q, which belongs on shard %d of %d",
-				id, wf, want, v.st.ShardCount)
+				id, wf, want, v.w.shardCount)
 		}
-	}
+		return nil
+	})
 }
 
-// outboxIDsAcrossShards reports one message ID in two shards' outboxes.
-func (v *verifier) outboxIDsAcrossShards() {
-	where := map[string]int{}
-	for _, s := range v.st.Shards {
-		if s == nil {
-			continue
+// outboxIDsAcrossShards reports one message ID in two shards' outboxes:
+// the first shard (by slot) keeps it.
+func (v *verifier) outboxIDsAcrossShards() error {
+	var cur []byte
+	var prev int
+	return v.cross.Each(nil, func(k, val []byte) error {
+		e := 1 + strEnd(k[1:])
+		index := int(int64(binary.BigEndian.Uint64(val) ^ (1 << 63)))
+		if !bytes.Equal(k[:e], cur) {
+			cur, prev = append(cur[:0], k[:e]...), index
+			return nil
 		}
-		for _, id := range sortedIDs(s.Outbox) {
-			if prev, ok := where[id]; ok {
-				v.addf(KindMsgIDDuplicate, s.Index, s.Outbox[id].From.Run, "message %q is also in shard %d's outbox", id, prev)
-				continue
-			}
-			where[id] = s.Index
+		id, _, err := cutStr(k[1:])
+		if err != nil {
+			return err
 		}
-	}
+		v.addf(KindMsgIDDuplicate, index, journal.RunNo(binary.BigEndian.Uint64(val[8:])), "message %q is also in shard %d's outbox", id, prev)
+		return nil
+	})
 }

@@ -5,7 +5,7 @@ import (
 )
 
 // references checks every typed reference in a run's records.
-func (v *verifier) references(s *journal.Shard, r *journal.Run, j []journal.Record) {
+func (v *verifier) references(s *sh, r *journal.Run, j []journal.Record) {
 	add := func(k Kind, format string, args ...any) { v.addf(k, s.Index, r.No, format, args...) }
 	for i := range j {
 		rec := &j[i]
@@ -45,7 +45,7 @@ func (v *verifier) references(s *journal.Shard, r *journal.Run, j []journal.Reco
 }
 
 // startRefs checks a Start record's origin, parent and predecessor.
-func (v *verifier) startRefs(s *journal.Shard, r *journal.Run, st *journal.Record) {
+func (v *verifier) startRefs(s *sh, r *journal.Run, st *journal.Record) {
 	add := func(k Kind, format string, args ...any) { v.addf(k, s.Index, r.No, format, args...) }
 	hasParent, hasPred := !st.Parent.IsZero(), !st.Pred.IsZero()
 	switch st.Origin {
@@ -68,8 +68,8 @@ func (v *verifier) startRefs(s *journal.Shard, r *journal.Run, st *journal.Recor
 		add(KindOrigin, "a predecessor with origin %s", st.Origin)
 	}
 	if hasParent {
-		if p, ps := v.locatedShard(s, r, st, "parent", st.Parent.RunRef(), st.ParentID); p != nil {
-			v.parentLanding(s, r, st, ps, p)
+		if p := v.locatedAt(s, r, st, "parent", st.Parent.RunRef(), st.ParentID, int(st.Parent.Pos)); p.r != nil {
+			v.parentLanding(s, r, st, p)
 		}
 	}
 	if hasPred {
@@ -83,29 +83,28 @@ func (v *verifier) startRefs(s *journal.Shard, r *journal.Run, st *journal.Recor
 
 // parentLanding checks that a child's parent reference lands on the
 // parent's Child record for this child.
-func (v *verifier) parentLanding(s *journal.Shard, r *journal.Run, st *journal.Record, ps *journal.Shard, p *journal.Run) {
+func (v *verifier) parentLanding(s *sh, r *journal.Run, st *journal.Record, p target) {
 	add := func(format string, args ...any) { v.addf(KindParent, s.Index, r.No, format, args...) }
-	if p.WorkflowID != st.ParentID {
-		add("parent %s is a run of %q, the start says the parent is %q", st.Parent, p.WorkflowID, st.ParentID)
+	if p.r.WorkflowID != st.ParentID {
+		add("parent %s is a run of %q, the start says the parent is %q", st.Parent, p.r.WorkflowID, st.ParentID)
 		return
 	}
-	pj := history(ps, p)
-	if pj == nil {
+	if !p.hist {
 		return // reported on the parent itself
 	}
-	switch pos := st.Parent.Pos; {
-	case int(pos) >= len(pj):
-		add("parent %s: the parent's journal has %d records", st.Parent, len(pj))
-	case pj[pos].Kind != journal.KindChild:
-		add("parent %s is a %s record, not child", st.Parent, pj[pos].Kind)
-	case pj[pos].WorkflowID != r.WorkflowID:
-		add("parent %s requested a child %q, not %q", st.Parent, pj[pos].WorkflowID, r.WorkflowID)
+	switch c := p.rec; {
+	case c == nil:
+		add("parent %s: the parent's journal has %d records", st.Parent, p.n)
+	case c.Kind != journal.KindChild:
+		add("parent %s is a %s record, not child", st.Parent, c.Kind)
+	case c.WorkflowID != r.WorkflowID:
+		add("parent %s requested a child %q, not %q", st.Parent, c.WorkflowID, r.WorkflowID)
 	}
 }
 
 // predecessor checks that Pred is the previous generation of this run's
 // ID and ended the way the origin says.
-func (v *verifier) predecessor(s *journal.Shard, r *journal.Run, st *journal.Record, p *journal.Run) {
+func (v *verifier) predecessor(s *sh, r *journal.Run, st *journal.Record, p *journal.Run) {
 	add := func(format string, args ...any) { v.addf(KindPred, s.Index, r.No, format, args...) }
 	if p.WorkflowID != r.WorkflowID || p.Gen+1 != r.Gen {
 		add("predecessor %s is %q generation %d, want %q generation %d", st.Pred, p.WorkflowID, p.Gen, r.WorkflowID, r.Gen-1)
@@ -127,7 +126,7 @@ func (v *verifier) predecessor(s *journal.Shard, r *journal.Run, st *journal.Rec
 }
 
 // nextRef checks a Done record's next run.
-func (v *verifier) nextRef(s *journal.Shard, r *journal.Run, d *journal.Record) {
+func (v *verifier) nextRef(s *sh, r *journal.Run, d *journal.Record) {
 	add := func(format string, args ...any) { v.addf(KindNext, s.Index, r.No, format, args...) }
 	starts := d.Status == journal.StatusContinuedAsNew || d.Status == journal.StatusReset
 	switch {
@@ -143,7 +142,8 @@ func (v *verifier) nextRef(s *journal.Shard, r *journal.Run, d *journal.Record) 
 		v.addf(KindRefWrongShard, s.Index, r.No, "next run %s is on another shard than its own workflow %q", d.Next, r.WorkflowID)
 		return
 	}
-	n := v.resolve(s, r, d, "next run", d.Next)
+	t := v.resolveAt(s, r, d, "next run", d.Next, 0)
+	n := t.r
 	if n == nil {
 		return
 	}
@@ -151,52 +151,58 @@ func (v *verifier) nextRef(s *journal.Shard, r *journal.Run, d *journal.Record) 
 		add("next run %s is %q generation %d, want %q generation %d", d.Next, n.WorkflowID, n.Gen, r.WorkflowID, r.Gen+1)
 		return
 	}
-	if nj := history(s, n); len(nj) > 0 && nj[0].Kind == journal.KindStart {
+	if first := t.rec; first != nil && first.Kind == journal.KindStart {
 		back := journal.RunRef{Shard: s.Index, Run: r.No}
-		if nj[0].Pred != back {
-			add("next run %s names predecessor %s, not this run", d.Next, nj[0].Pred)
+		if first.Pred != back {
+			add("next run %s names predecessor %s, not this run", d.Next, first.Pred)
 		}
 	}
 }
 
 // resolve looks a reference up, reporting a bad shard, an unissued number
 // or a dangling reference; it returns the run when there is one.
-func (v *verifier) resolve(s *journal.Shard, r *journal.Run, rec *journal.Record, what string, ref journal.RunRef) *journal.Run {
-	t, _ := v.resolveShard(s, r, rec, what, ref)
-	return t
+func (v *verifier) resolve(s *sh, r *journal.Run, rec *journal.Record, what string, ref journal.RunRef) *journal.Run {
+	return v.resolveAt(s, r, rec, what, ref, -1).r
 }
 
-func (v *verifier) resolveShard(s *journal.Shard, r *journal.Run, rec *journal.Record, what string, ref journal.RunRef) (*journal.Run, *journal.Shard) {
-	ts, t, res := v.u.run(ref.Shard, ref.Run)
+// resolveAt is resolve that also reads record pos of the run's history
+// when pos is not negative.
+func (v *verifier) resolveAt(s *sh, r *journal.Run, rec *journal.Record, what string, ref journal.RunRef, pos int) target {
+	t, res, err := v.w.lookup(ref.Shard, ref.Run, pos)
+	if err != nil {
+		v.fail(err)
+		return target{slot: -1}
+	}
 	switch res {
 	case badShard:
-		v.addf(KindRefBadShard, s.Index, r.No, "%s at %d: %s %s names shard %d of %d", rec.Kind, rec.Pos, what, ref, ref.Shard, v.u.count)
+		v.addf(KindRefBadShard, s.Index, r.No, "%s at %d: %s %s names shard %d of %d", rec.Kind, rec.Pos, what, ref, ref.Shard, len(v.w.srcs))
 	case unissued:
 		v.addf(KindRefUnissued, s.Index, r.No, "%s at %d: %s %s, but shard %d's next run number is %d",
-			rec.Kind, rec.Pos, what, ref, ref.Shard, ts.NextRun)
+			rec.Kind, rec.Pos, what, ref, ref.Shard, v.w.infos[t.slot].NextRun)
 	case dangling:
 		v.addf(KindRefDangling, s.Index, r.No, "%s at %d: %s %s no longer exists", rec.Kind, rec.Pos, what, ref)
 	case noSuchRun:
 		v.addf(KindRefDangling, s.Index, r.No, "%s at %d: %s %s is the reserved number for no run: a reshard found the run it named gone",
 			rec.Kind, rec.Pos, what, ref)
 	}
-	return t, ts
+	return t
 }
 
 // located resolves a reference that comes with the workflow ID of its
 // target, checking the target's shard against that ID first.
-func (v *verifier) located(s *journal.Shard, r *journal.Run, rec *journal.Record, what string, ref journal.RunRef, id string) *journal.Run {
-	t, _ := v.locatedShard(s, r, rec, what, ref, id)
-	return t
+func (v *verifier) located(s *sh, r *journal.Run, rec *journal.Record, what string, ref journal.RunRef, id string) *journal.Run {
+	return v.locatedAt(s, r, rec, what, ref, id, -1).r
 }
 
-func (v *verifier) locatedShard(s *journal.Shard, r *journal.Run, rec *journal.Record, what string, ref journal.RunRef, id string) (*journal.Run, *journal.Shard) {
-	if _, ok := v.u.byIndex[ref.Shard]; ok && id != "" && ref.Run != journal.NoSuchRun {
-		if want := journal.ShardOf(id, v.st.ShardCount); want != ref.Shard {
+// locatedAt is located that also reads record pos of the run's history
+// when pos is not negative.
+func (v *verifier) locatedAt(s *sh, r *journal.Run, rec *journal.Record, what string, ref journal.RunRef, id string, pos int) target {
+	if _, ok := v.w.byIndex[ref.Shard]; ok && id != "" && ref.Run != journal.NoSuchRun {
+		if want := journal.ShardOf(id, v.w.shardCount); want != ref.Shard {
 			v.addf(KindRefWrongShard, s.Index, r.No, "%s at %d: %s %s is on shard %d, but %q lives on shard %d",
 				rec.Kind, rec.Pos, what, ref, ref.Shard, id, want)
-			return nil, nil
+			return target{slot: -1}
 		}
 	}
-	return v.resolveShard(s, r, rec, what, ref)
+	return v.resolveAt(s, r, rec, what, ref, pos)
 }

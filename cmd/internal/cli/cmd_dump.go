@@ -8,7 +8,10 @@ import (
 
 func init() { addCommand(newDumpCmd) }
 
-type dumpOptions struct{ logical bool }
+type dumpOptions struct {
+	logical bool
+	limits  checkLimits
+}
 
 func newDumpCmd(ios *IO) *cobra.Command {
 	var opts dumpOptions
@@ -30,6 +33,10 @@ renumbered flag sit in a "phys" member of each line, which --logical leaves
 out: the logical dumps of two directories holding the same workflows are
 identical byte for byte even when their shard counts differ.
 
+Memory stays within --memory (plus the shards' store readers) whatever
+the number of runs: the sorts spill to a scratch store under --scratch
+beyond it. Lines are written as soon as their place in the order is known.
+
 The directory must be closed: dump takes its lock (exit 3 when another
 process holds it) and refuses an interrupted reshard (exit 4). It never
 writes.`,
@@ -39,13 +46,19 @@ writes.`,
 		Args: exactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			ctx := cmd.Context()
-			st, err := loadDir(ctx, args[0])
+			limits, err := opts.limits.options()
 			if err != nil {
 				return err
 			}
-			return check.WriteDumpContext(ctx, cmd.OutOrStdout(), st.Shards, check.DumpOptions{Physical: !opts.logical})
+			d, err := openDir(ctx, args[0])
+			if err != nil {
+				return err
+			}
+			err = d.WriteDump(ctx, cmd.OutOrStdout(), check.DumpOptions{Physical: !opts.logical, Options: limits})
+			return closeDir(ctx, d, err)
 		},
 	}
 	cmd.Flags().BoolVar(&opts.logical, "logical", false, "leave out shard and run numbers (compare directories with diff)")
+	opts.limits.flags(cmd)
 	return cmd
 }

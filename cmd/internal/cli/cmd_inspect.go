@@ -16,16 +16,37 @@ import (
 
 func init() { addCommand(newInspectCmd) }
 
-// loadDir opens a data directory read-only for inspect, verify and dump.
-// It gives up with ctx's error (context.Canceled: exit 130) when ctx is
-// done, as the root command's context is on SIGINT and SIGTERM.
-// An error is explained in operator terms where it can be (explainDirError).
-func loadDir(ctx context.Context, dir string) (*check.State, error) {
-	st, err := check.LoadContext(ctx, vfs.Default, dir)
+// openDir opens a data directory read-only for inspect, verify and dump,
+// which then stream it (check.Dir). It gives up with ctx's error
+// (context.Canceled: exit 130) when ctx is done, as the root command's
+// context is on SIGINT and SIGTERM. An error is explained in operator
+// terms where it can be (dirError).
+func openDir(ctx context.Context, dir string) (*check.Dir, error) {
+	d, err := check.OpenDir(ctx, vfs.Default, dir)
 	if err != nil {
-		return nil, explainDirError(vfs.Default, dir, err)
+		return nil, dirError(ctx, dir, err)
 	}
-	return st, nil
+	return d, nil
+}
+
+// dirError explains an error opening or reading dir (explainDirError),
+// but ctx's own error, which stays as it is.
+func dirError(ctx context.Context, dir string, err error) error {
+	if cerr := ctx.Err(); cerr != nil && errors.Is(err, cerr) {
+		return cerr
+	}
+	return explainDirError(vfs.Default, dir, err)
+}
+
+// closeDir closes d and returns err, or the error closing it.
+func closeDir(ctx context.Context, d *check.Dir, err error) error {
+	if cerr := d.Close(); err == nil && cerr != nil {
+		err = cerr
+	}
+	if err != nil {
+		return dirError(ctx, d.Path, err)
+	}
+	return nil
 }
 
 type inspectOptions struct{ json bool }
@@ -122,11 +143,14 @@ func runInspect(ctx context.Context, ios *IO, opts inspectOptions, dir string) e
 		}
 		return exitError{code: ExitSwitching, err: errors.New(dir + ": reshard " + rs.Message())}
 	}
-	st, err := loadDir(ctx, dir)
+	d, err := openDir(ctx, dir)
 	if err != nil {
 		return err
 	}
-	sum := check.Inspect(st)
+	sum, err := d.Inspect(ctx)
+	if err = closeDir(ctx, d, err); err != nil {
+		return err
+	}
 	if opts.json {
 		return ios.printJSON(inspectJSON{Summary: sum, Reshard: rs})
 	}

@@ -13,7 +13,27 @@ import (
 
 func init() { addCommand(newVerifyCmd) }
 
-type verifyOptions struct{ json bool }
+type verifyOptions struct {
+	json   bool
+	limits checkLimits
+}
+
+// checkLimits are verify's and dump's --memory and --scratch, as
+// reshard's.
+type checkLimits struct{ memory, scratch string }
+
+func (l *checkLimits) flags(cmd *cobra.Command) {
+	cmd.Flags().StringVar(&l.memory, "memory", "256MiB", "memory `BUDGET` for sorts and joins before they spill to a scratch store (e.g. 64MiB, 1GiB)")
+	cmd.Flags().StringVar(&l.scratch, "scratch", "", "scratch `DIR` for what outgrows --memory (default: the system temp directory)")
+}
+
+func (l *checkLimits) options() (check.Options, error) {
+	budget, err := parseSize(l.memory)
+	if err != nil {
+		return check.Options{}, usagef("--memory %q: %v", l.memory, err)
+	}
+	return check.Options{Memory: budget, Scratch: l.scratch}, nil
+}
 
 func newVerifyCmd(ios *IO) *cobra.Command {
 	var opts verifyOptions
@@ -49,6 +69,10 @@ lines: {"type":"finding","kind","severity","shard","run","detail","hint"}
 per finding, then {"type":"summary","ok","unreadable","shards","runs",
 "errors","warnings","info"}.
 
+Memory stays within --memory (plus the shards' store readers) whatever
+the number of runs: the joins spill to a scratch store under --scratch
+beyond it.
+
 The directory must be closed: verify takes its lock (exit 3 when another
 process holds it) and refuses an interrupted reshard (exit 4). It never
 writes: no log append, no checkpoint, no timer fires, nothing expires.`,
@@ -60,6 +84,7 @@ writes: no log append, no checkpoint, no timer fires, nothing expires.`,
 		},
 	}
 	cmd.Flags().BoolVar(&opts.json, "json", false, "print findings and the summary as JSON lines")
+	opts.limits.flags(cmd)
 	return cmd
 }
 
@@ -94,21 +119,14 @@ type verifyFinding struct {
 }
 
 func runVerify(ctx context.Context, ios *IO, opts verifyOptions, dir string) error {
-	var findings []check.Finding
-	sum := verifySummary{Type: "summary"}
-	st, err := loadDir(ctx, dir)
-	switch {
-	case err == nil:
-		if findings, err = check.VerifyContext(ctx, st); err != nil {
-			return err
-		}
-		sum.Shards, sum.Runs = len(st.Shards), st.Runs()
-	case refusal(err) || ctx.Err() != nil && errors.Is(err, ctx.Err()):
+	limits, err := opts.limits.options()
+	if err != nil {
 		return err
-	default:
-		findings, sum.Unreadable = []check.Finding{unreadableFinding(err)}, true
 	}
-	for _, f := range findings {
+	sum := verifySummary{Type: "summary"}
+	n := 0
+	emit := func(f check.Finding) error {
+		n++
 		switch f.Severity {
 		case check.SeverityError:
 			sum.Errors++
@@ -117,19 +135,40 @@ func runVerify(ctx context.Context, ios *IO, opts verifyOptions, dir string) err
 		default:
 			sum.Info++
 		}
+		if opts.json {
+			return ios.printJSONLine(verifyFinding{"finding", f})
+		}
+		printFinding(ios, f)
+		return nil
+	}
+	// Findings come once every shard is checked: an error reading a store
+	// stops verify before any is printed.
+	d, err := openDir(ctx, dir)
+	if err == nil {
+		sum.Shards = d.ShardCount
+		sum.Runs, err = d.Verify(ctx, limits, emit)
+		err = closeDir(ctx, d, err)
+	}
+	switch {
+	case err == nil:
+	case refusal(err) || ctx.Err() != nil && errors.Is(err, ctx.Err()):
+		return err
+	default:
+		if n > 0 {
+			return err // a scratch store failed while the findings were printed
+		}
+		sum = verifySummary{Type: "summary", Unreadable: true}
+		if err := emit(unreadableFinding(err)); err != nil {
+			return err
+		}
 	}
 	sum.OK = sum.Errors == 0 && sum.Warnings == 0
 	if opts.json {
-		for _, f := range findings {
-			if err := ios.printJSONLine(verifyFinding{"finding", f}); err != nil {
-				return err
-			}
-		}
 		if err := ios.printJSONLine(sum); err != nil {
 			return err
 		}
 	} else {
-		printFindings(ios, findings, &sum)
+		printVerifySummary(ios, n, &sum)
 	}
 	if !sum.OK {
 		return exitSilently(ExitFailure, "findings")
@@ -144,24 +183,26 @@ func refusal(err error) bool {
 	return errors.Is(err, meta.ErrInUse) || errors.Is(err, meta.ErrSwitching) || errors.Is(err, meta.ErrOldLog)
 }
 
-func printFindings(ios *IO, findings []check.Finding, sum *verifySummary) {
-	for _, f := range findings {
-		kind := string(f.Kind)
-		switch f.Severity {
-		case check.SeverityError:
-			kind = styleBad.Render(kind)
-		case check.SeverityWarning:
-			kind = styleWarn.Render(kind)
-		default:
-			kind = styleDim.Render(kind)
-		}
-		fmt.Fprintf(ios.Out, "%s: %s: %s (%s)\n", f.Where(), kind, f.Detail, f.Hint)
+func printFinding(ios *IO, f check.Finding) {
+	kind := string(f.Kind)
+	switch f.Severity {
+	case check.SeverityError:
+		kind = styleBad.Render(kind)
+	case check.SeverityWarning:
+		kind = styleWarn.Render(kind)
+	default:
+		kind = styleDim.Render(kind)
 	}
+	fmt.Fprintf(ios.Out, "%s: %s: %s (%s)\n", f.Where(), kind, f.Detail, f.Hint)
+}
+
+// printVerifySummary prints the line after the n findings.
+func printVerifySummary(ios *IO, n int, sum *verifySummary) {
 	counts := fmt.Sprintf("%s, %s, %d info", plural(sum.Errors, "error"), plural(sum.Warnings, "warning"), sum.Info)
 	switch {
 	case sum.Unreadable:
 		fmt.Fprintln(ios.Out, styleBad.Render("unreadable: "+counts+"; nothing else was checked"))
-	case len(findings) == 0:
+	case n == 0:
 		fmt.Fprintln(ios.Out, styleGood.Render(fmt.Sprintf("ok: %s, %s, no findings", plural(sum.Shards, "shard"), plural(sum.Runs, "run"))))
 	case sum.OK:
 		fmt.Fprintln(ios.Out, styleGood.Render(fmt.Sprintf("ok: %s, %s, no problems (%d info)", plural(sum.Shards, "shard"), plural(sum.Runs, "run"), sum.Info)))

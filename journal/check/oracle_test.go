@@ -1,0 +1,1103 @@
+package check
+
+// The whole-memory verify and dump this package had before they streamed,
+// kept only as the oracle the streaming ones are compared with
+// (TestStreamingMatchesWholeMemory).
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"fmt"
+	"github.com/fusee-dev/fusee/journal"
+	"io"
+	"slices"
+	"sort"
+	"strings"
+)
+
+func oldWriteDumpContext(ctx context.Context, w io.Writer, shards []*journal.Shard, opts DumpOptions) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	d := newOldDumper(shards, opts)
+	lines, err := d.lines(ctx)
+	if err != nil {
+		return err
+	}
+	bw := bufio.NewWriter(w)
+	enc := json.NewEncoder(bw)
+	enc.SetEscapeHTML(false)
+	for i, line := range lines {
+		if i%checkEvery == checkEvery-1 {
+			if err := ctx.Err(); err != nil {
+				return err
+			}
+		}
+		if err := enc.Encode(line); err != nil {
+			return err
+		}
+	}
+	return bw.Flush()
+}
+
+type oldDumper struct {
+	u      *oldUniverse
+	shards []*journal.Shard
+	phys   bool
+}
+
+func newOldDumper(shards []*journal.Shard, opts DumpOptions) *oldDumper {
+	return &oldDumper{u: newOldUniverse(shards), shards: shards, phys: opts.Physical}
+}
+
+func (d *oldDumper) runRef(ref journal.RunRef) string {
+	if ref.IsZero() {
+		return ""
+	}
+	if _, r, res := d.u.run(ref.Shard, ref.Run); res == resolved {
+		return name(r)
+	}
+	return danglingRef
+}
+
+func (d *oldDumper) posRef(shard int, no journal.RunNo, pos uint32) string {
+	if no == 0 {
+		return ""
+	}
+	if s := d.runRef(journal.RunRef{Shard: shard, Run: no}); s != danglingRef {
+		return at(s, pos)
+	}
+	return danglingRef
+}
+
+func (d *oldDumper) keyRef(k journal.CtxKey) string {
+	if k.WorkflowID == "" {
+		return ""
+	}
+	if r := d.u.keyRun(k); r != nil {
+		return at(name(r), k.Pos)
+	}
+	return danglingRef
+}
+
+func (d *oldDumper) sortedRuns() []oldLocated {
+	var all []oldLocated
+	for _, s := range d.shards {
+		if s == nil {
+			continue
+		}
+		for _, r := range s.Runs {
+			all = append(all, oldLocated{s, r})
+		}
+	}
+	sort.Slice(all, func(i, j int) bool {
+		a, b := all[i], all[j]
+		if a.r.WorkflowID != b.r.WorkflowID {
+			return a.r.WorkflowID < b.r.WorkflowID
+		}
+		if a.r.Gen != b.r.Gen {
+			return a.r.Gen < b.r.Gen
+		}
+		// Only a damaged state gets here (two runs share an identity):
+		// order physically so the dump is still deterministic.
+		if a.s.Index != b.s.Index {
+			return a.s.Index < b.s.Index
+		}
+		return a.r.No < b.r.No
+	})
+	return all
+}
+
+func (d *oldDumper) lines(ctx context.Context) ([]any, error) {
+	var out []any
+	if d.phys {
+		for _, s := range d.shards {
+			if s != nil {
+				out = append(out, shardLine{T: "shard", Phys: &shardPhys{Shard: s.Index, Count: s.Count, LSN: s.LSN,
+					NextRun: uint64(s.NextRun), NextSeq: s.NextSeq, StoreGen: s.StoreGen}})
+			}
+		}
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	runs := d.sortedRuns()
+	for i, l := range runs {
+		if i%checkEvery == checkEvery-1 {
+			if err := ctx.Err(); err != nil {
+				return nil, err
+			}
+		}
+		out = append(out, d.runLine(l))
+		archived := l.r.State == journal.StateTombstone
+		h := history(l.s, l.r)
+		for i := range h {
+			out = append(out, d.recLine(l, uint32(i), &h[i], archived))
+		}
+	}
+	out = append(out, d.timerLines()...)
+	out = append(out, d.msgLines()...)
+	out = append(out, d.seenLines()...)
+	return out, ctx.Err()
+}
+
+func (d *oldDumper) runLine(l oldLocated) runLine {
+	r := l.r
+	line := runLine{T: "run", Run: name(r), WorkflowID: r.WorkflowID, Gen: r.Gen, Type: r.Type, State: r.State.String(),
+		Started: r.Started, Finished: r.Finished}
+	if r.Status != journal.StatusNone {
+		line.Status = r.Status.String()
+	}
+	if no, ok := l.s.ByID[r.WorkflowID]; ok && no == r.No {
+		line.Latest = true
+	}
+	if d.phys {
+		line.Phys = &runPhys{Shard: l.s.Index, No: uint64(r.No), Renumbered: r.Renumbered}
+	}
+	return line
+}
+
+func (d *oldDumper) recLine(l oldLocated, index uint32, rec *journal.Record, archived bool) recLine {
+	r := l.r
+	line := recLine{T: "rec", Run: name(r), Pos: index, Kind: rec.Kind.String(), Archived: archived,
+		Time: rec.Time, Deadline: rec.Deadline, Ref: rec.Ref, WorkflowID: rec.WorkflowID, Type: rec.Type,
+		Name: rec.Name, MsgID: rec.MsgID, Attempt: rec.Attempt, Gen: rec.Gen, ParentID: rec.ParentID,
+		Status: strIf(rec.Status, rec.Status == journal.StatusNone),
+		Origin: strIf(rec.Origin, rec.Kind != journal.KindStart && rec.Origin == journal.OriginFresh),
+		Parent: d.posRef(rec.Parent.Shard, rec.Parent.Run, rec.Parent.Pos),
+		Pred:   d.runRef(rec.Pred),
+		Next:   d.runRef(rec.Next),
+		By:     d.runRef(rec.By),
+		Key:    d.keyRef(rec.Key),
+		Token:  d.posRef(rec.Token.Shard, rec.Token.Run, rec.Token.Pos),
+	}
+	if rec.Pos != index {
+		p := rec.Pos
+		line.RecPos = &p
+	}
+	line.Payload, line.PayloadB64 = payload(rec.Payload)
+	if d.phys {
+		p := &refsPhys{Shard: l.s.Index, No: uint64(r.No)}
+		if !rec.Parent.IsZero() {
+			p.Parent = rec.Parent.String()
+		}
+		if !rec.Pred.IsZero() {
+			p.Pred = rec.Pred.String()
+		}
+		if !rec.Next.IsZero() {
+			p.Next = rec.Next.String()
+		}
+		if !rec.By.IsZero() {
+			p.By = rec.By.String()
+		}
+		if rec.Key.WorkflowID != "" {
+			p.Key = rec.Key.String()
+		}
+		if rec.Token.Run != 0 {
+			p.Token = rec.Token.String()
+		}
+		line.Phys = p
+	}
+	return line
+}
+
+func (d *oldDumper) timerLines() []any {
+	var ls []timerLine
+	for _, s := range d.shards {
+		if s == nil {
+			continue
+		}
+		for k := range s.Timers {
+			run := danglingRef
+			if r, ok := s.Runs[k.Run]; ok {
+				run = name(r)
+			}
+			l := timerLine{T: "timer", Run: run, Pos: k.Pos, At: k.At}
+			if d.phys {
+				l.Phys = &refsPhys{Shard: s.Index, No: uint64(k.Run)}
+			}
+			ls = append(ls, l)
+		}
+	}
+	sort.Slice(ls, func(i, j int) bool {
+		a, b := ls[i], ls[j]
+		if a.Run != b.Run {
+			return a.Run < b.Run
+		}
+		if a.Pos != b.Pos {
+			return a.Pos < b.Pos
+		}
+		if a.At != b.At {
+			return a.At < b.At
+		}
+		return a.Phys != nil && b.Phys != nil && a.Phys.Shard < b.Phys.Shard
+	})
+	out := make([]any, len(ls))
+	for i := range ls {
+		out[i] = ls[i]
+	}
+	return out
+}
+
+func (d *oldDumper) msgLines() []any {
+	type keyed struct {
+		id    string
+		shard int
+		line  msgLine
+	}
+	var ls []keyed
+	for _, s := range d.shards {
+		if s == nil {
+			continue
+		}
+		for key, m := range s.Outbox {
+			l := msgLine{T: "msg", ID: m.ID, Kind: m.Kind.String(), From: d.runRef(m.From), Target: m.Target,
+				Parent: d.posRef(m.Parent.Shard, m.Parent.Run, m.Parent.Pos), ParentID: m.ParentID, Type: m.Type, Name: m.Name,
+				Status: strIf(m.Status, m.Status == journal.StatusNone), Deadline: m.Deadline, Sent: m.Sent}
+			if l.From == "" {
+				l.From = danglingRef
+			}
+			l.Payload, l.PayloadB64 = payload(m.Payload)
+			if d.phys {
+				l.Phys = &refsPhys{Shard: s.Index, Seq: m.Seq, From: m.From.String()}
+				if !m.Parent.IsZero() {
+					l.Phys.Parent = m.Parent.String()
+				}
+			}
+			ls = append(ls, keyed{key, s.Index, l})
+		}
+	}
+	sort.Slice(ls, func(i, j int) bool {
+		if ls[i].id != ls[j].id {
+			return ls[i].id < ls[j].id
+		}
+		return ls[i].shard < ls[j].shard
+	})
+	out := make([]any, len(ls))
+	for i := range ls {
+		out[i] = ls[i].line
+	}
+	return out
+}
+
+func (d *oldDumper) seenLines() []any {
+	type entry struct{ id, wf string }
+	where := map[entry][]int{}
+	for _, s := range d.shards {
+		if s == nil {
+			continue
+		}
+		for id, wf := range s.Seen {
+			e := entry{id, wf}
+			where[e] = append(where[e], s.Index)
+		}
+	}
+	es := make([]entry, 0, len(where))
+	for e := range where {
+		es = append(es, e)
+	}
+	sort.Slice(es, func(i, j int) bool {
+		if es[i].id != es[j].id {
+			return es[i].id < es[j].id
+		}
+		return es[i].wf < es[j].wf
+	})
+	out := make([]any, len(es))
+	for i, e := range es {
+		l := seenLine{T: "seen", ID: e.id, WorkflowID: e.wf}
+		if d.phys {
+			sh := where[e]
+			sort.Ints(sh)
+			l.Phys = &seenPhys{Shards: sh}
+		}
+		out[i] = l
+	}
+	return out
+}
+
+func oldVerifyContext(ctx context.Context, st *State) ([]Finding, error) {
+	v := &oldVerifier{ctx: ctx, st: st}
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	v.u = newOldUniverse(st.Shards)
+	v.directory()
+	for i, s := range st.Shards {
+		if err := ctx.Err(); err != nil {
+			return nil, err
+		}
+		if s == nil {
+			v.addf(KindShardCount, -1, 0, "slot %d holds no shard", i)
+			continue
+		}
+		if err := v.shard(s); err != nil {
+			return nil, err
+		}
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	v.outboxIDsAcrossShards()
+	sortFindings(v.out)
+	return v.out, nil
+}
+
+type oldVerifier struct {
+	ctx context.Context
+	st  *State
+	u   *oldUniverse
+	out []Finding
+}
+
+func (v *oldVerifier) addf(k Kind, shard int, run journal.RunNo, format string, args ...any) {
+	info, ok := kinds[k]
+	if !ok {
+		panic("check: finding kind without a kinds entry: " + string(k))
+	}
+	v.out = append(v.out, Finding{Kind: k, Severity: info.sev, Shard: shard, Run: run,
+		Detail: fmt.Sprintf(format, args...), Hint: info.hint})
+}
+
+func (v *oldVerifier) directory() {
+	st := v.st
+	if len(st.Shards) != st.ShardCount {
+		v.addf(KindShardCount, -1, 0, "fusee.meta says %d shards, recovery produced %d", st.ShardCount, len(st.Shards))
+	}
+	for i, s := range st.Shards {
+		if s == nil {
+			continue
+		}
+		if s.Index != i {
+			v.addf(KindShardIndex, i, 0, "slot %d holds a shard that says it is shard %d", i, s.Index)
+		}
+		if s.Count != st.ShardCount {
+			v.addf(KindShardCount, i, 0, "its checkpoint says %d shards, fusee.meta says %d", s.Count, st.ShardCount)
+		}
+		if s.NextRun == 0 || s.NextRun > journal.NoSuchRun {
+			v.addf(KindNextRunInvalid, i, 0, "next run number is %d", s.NextRun)
+		}
+	}
+	v.checkpoints()
+	rep := st.Recovery
+	if rep == nil {
+		return
+	}
+	if rep.TornTail != "" {
+		v.addf(KindTornTail, -1, 0, "recovery dropped a torn log tail: %s", rep.TornTail)
+	}
+	seen := map[int]bool{}
+	for _, sr := range rep.Shards {
+		s, ok := v.u.byIndex[sr.Shard]
+		if !ok || seen[sr.Shard] {
+			v.addf(KindRecovery, -1, 0, "the recovery report lists shard %d twice or for a shard the state does not have", sr.Shard)
+			continue
+		}
+		seen[sr.Shard] = true
+		if sr.CheckpointLSN > sr.LSN {
+			v.addf(KindCheckpointLSN, sr.Shard, 0, "checkpoint LSN %d is past the shard's LSN %d", sr.CheckpointLSN, sr.LSN)
+		} else if uint64(sr.Replayed) != sr.LSN-sr.CheckpointLSN {
+			// Every log entry takes one LSN, so the tail replayed is the gap.
+			v.addf(KindRecovery, sr.Shard, 0, "recovery replayed %d entries from LSN %d to %d", sr.Replayed, sr.CheckpointLSN, sr.LSN)
+		}
+		if sr.LSN != s.LSN {
+			v.addf(KindRecovery, sr.Shard, 0, "recovery reports LSN %d, the shard holds %d", sr.LSN, s.LSN)
+		}
+	}
+	for _, s := range st.Shards {
+		if s != nil && !seen[s.Index] {
+			v.addf(KindRecovery, s.Index, 0, "the recovery report does not mention this shard")
+		}
+	}
+}
+
+func (v *oldVerifier) checkpoints() {
+	if v.st.Stats == nil {
+		return
+	}
+	for _, ss := range v.st.Stats.Shards {
+		h := ss.Checkpoint
+		s, ok := v.u.byIndex[ss.Shard]
+		if !ok {
+			v.addf(KindRecovery, -1, 0, "store statistics for shard %d, which the state does not have", ss.Shard)
+			continue
+		}
+		if h.Shard != ss.Shard {
+			v.addf(KindShardIndex, ss.Shard, 0, "shard %d's checkpoint says it is shard %d's", ss.Shard, h.Shard)
+		}
+		if h.Count != v.st.ShardCount {
+			v.addf(KindShardCount, ss.Shard, 0, "the checkpoint header says %d shards, fusee.meta says %d", h.Count, v.st.ShardCount)
+		}
+		if h.LSN > s.LSN {
+			v.addf(KindCheckpointLSN, ss.Shard, 0, "checkpoint LSN %d is past the recovered LSN %d", h.LSN, s.LSN)
+		}
+		if h.NextRun > s.NextRun || h.NextSeq > s.NextSeq {
+			v.addf(KindRecovery, ss.Shard, 0, "the checkpoint's next run %d and outbox seq %d are past the recovered %d and %d",
+				h.NextRun, h.NextSeq, s.NextRun, s.NextSeq)
+		}
+		if ss.LSN != s.LSN {
+			v.addf(KindRecovery, ss.Shard, 0, "store statistics say LSN %d, the shard holds %d", ss.LSN, s.LSN)
+		}
+	}
+}
+
+func (v *oldVerifier) shard(s *journal.Shard) error {
+	for i, r := range s.SortedRuns() {
+		if i%checkEvery == checkEvery-1 {
+			if err := v.ctx.Err(); err != nil {
+				return err
+			}
+		}
+		v.runEntry(s, r)
+	}
+	// Map keys in order, so that a run whose entry says another number
+	// is still checked under the key it is stored at.
+	for _, no := range sortedKeys(s.Runs) {
+		r := s.Runs[no]
+		if r.No != no {
+			v.addf(KindRunKeyMismatch, s.Index, no, "stored as run %d, the entry says run %d", no, r.No)
+		}
+	}
+	for _, no := range sortedKeys(s.Archive) {
+		if r, ok := s.Runs[no]; !ok {
+			v.addf(KindArchiveOrphan, s.Index, no, "archived history of a run the shard does not have")
+		} else if r.State != journal.StateTombstone {
+			v.addf(KindArchiveOrphan, s.Index, no, "archived history of a run that is %s", r.State)
+		}
+	}
+	v.index(s)
+	v.timers(s)
+	v.outbox(s)
+	v.seen(s)
+	return nil
+}
+
+func (v *oldVerifier) runEntry(s *journal.Shard, r *journal.Run) {
+	add := func(k Kind, format string, args ...any) { v.addf(k, s.Index, r.No, format, args...) }
+	switch {
+	case r.No == 0 || r.No >= journal.NoSuchRun:
+		add(KindRunNumberInvalid, "run number %d is outside 1..%d (%d is reserved for references to no run)", r.No, journal.NoSuchRun-1, journal.NoSuchRun)
+	case r.No >= s.NextRun:
+		add(KindRunNumberUnissued, "run number %d is not below the shard's next run number %d", r.No, s.NextRun)
+	}
+	if want := journal.ShardOf(r.WorkflowID, v.st.ShardCount); want != s.Index {
+		add(KindWrongShard, "workflow %q belongs on shard %d of %d", r.WorkflowID, want, v.st.ShardCount)
+	}
+	if r.State < journal.StateRunning || r.State > journal.StateTombstone {
+		add(KindRunState, "unknown state %d", uint8(r.State))
+	}
+	j := r.Journal
+	if r.State == journal.StateTombstone {
+		if len(r.Journal) != 0 {
+			add(KindStateJournal, "a tombstone still holds %d journal records", len(r.Journal))
+		}
+		a, ok := s.Archive[r.No]
+		if !ok {
+			add(KindStateJournal, "a tombstone without an archived history")
+			return
+		}
+		j = a
+	}
+	if len(j) == 0 {
+		add(KindJournalEmpty, "the run has no records")
+		return
+	}
+	v.journalShape(s, r, j)
+	v.header(s, r, j)
+	v.references(s, r, j)
+}
+
+func (v *oldVerifier) journalShape(s *journal.Shard, r *journal.Run, j []journal.Record) {
+	add := func(k Kind, format string, args ...any) { v.addf(k, s.Index, r.No, format, args...) }
+	if j[0].Kind != journal.KindStart {
+		add(KindJournalStart, "the first record is %s, want start", j[0].Kind)
+	}
+	completedBy := map[uint32]int{}
+	signals := map[string]int{}  // buffered signal message ID -> position
+	consumed := map[string]int{} // signal message ID -> the Waited that consumed it
+	for i := range j {
+		rec := &j[i]
+		if int(rec.Pos) != i {
+			add(KindJournalPos, "record %d (%s) says it is at position %d", i, rec.Kind, rec.Pos)
+		}
+		if rec.Kind == 0 || rec.Kind > journal.KindDone {
+			add(KindJournalKind, "record %d has unknown kind %d", i, uint8(rec.Kind))
+			continue
+		}
+		if rec.Kind == journal.KindStart && i > 0 {
+			add(KindJournalStart, "a second start record at %d", i)
+		}
+		if rec.Kind == journal.KindDone && i != len(j)-1 {
+			add(KindJournalDone, "done at %d is not the last record (%d records)", i, len(j))
+		}
+		if want, ok := completes[rec.Kind]; ok {
+			switch {
+			case int(rec.Ref) >= i:
+				add(KindCompletion, "%s at %d completes position %d, not an earlier one", rec.Kind, i, rec.Ref)
+			case !want[j[rec.Ref].Kind]:
+				add(KindCompletion, "%s at %d completes %s at %d", rec.Kind, i, j[rec.Ref].Kind, rec.Ref)
+			default:
+				if prev, dup := completedBy[rec.Ref]; dup {
+					add(KindCompletionDup, "position %d is completed at %d and again at %d", rec.Ref, prev, i)
+				} else {
+					completedBy[rec.Ref] = i
+				}
+			}
+		}
+		switch {
+		case rec.Kind == journal.KindSignal && rec.MsgID != "":
+			signals[rec.MsgID] = i
+		case rec.Kind == journal.KindWaited && rec.MsgID != "":
+			// A Waited's message ID may also name a result delivered to
+			// the waiting position (an update's caller), which leaves no
+			// Signal record; only a buffered signal can be consumed twice.
+			if _, ok := signals[rec.MsgID]; !ok {
+				break
+			}
+			if prev, dup := consumed[rec.MsgID]; dup {
+				add(KindCompletion, "waited at %d consumes signal %q, already consumed at %d", i, rec.MsgID, prev)
+			} else {
+				consumed[rec.MsgID] = i
+			}
+		}
+		v.recordFields(s, r, rec)
+	}
+	last := j[len(j)-1].Kind == journal.KindDone
+	switch r.State {
+	case journal.StateFinished, journal.StateTombstone:
+		if !last {
+			add(KindStateJournal, "the run is %s but its last record is %s, not done", r.State, j[len(j)-1].Kind)
+		}
+	case journal.StateRunning, journal.StateParked:
+		if last {
+			add(KindStateJournal, "the run is %s but its journal ends with done", r.State)
+		}
+	}
+}
+
+func (v *oldVerifier) recordFields(s *journal.Shard, r *journal.Run, rec *journal.Record) {
+	add := func(format string, args ...any) {
+		v.addf(KindRecordFields, s.Index, r.No, "%s at %d: %s", rec.Kind, rec.Pos, fmt.Sprintf(format, args...))
+	}
+	if rec.Status > journal.StatusReset {
+		add("unknown status %d", uint8(rec.Status))
+	}
+	switch rec.Kind {
+	case journal.KindStart:
+		if rec.WorkflowID == "" {
+			add("empty workflow ID")
+		}
+		if rec.Gen == 0 {
+			add("generation 0")
+		}
+		if rec.Origin > journal.OriginRestart {
+			add("unknown origin %d", uint8(rec.Origin))
+		}
+		if !rec.Parent.IsZero() && rec.ParentID == "" {
+			add("a parent reference without the parent's workflow ID")
+		}
+	case journal.KindChild, journal.KindSend:
+		if rec.WorkflowID == "" {
+			add("empty target workflow ID")
+		}
+		if rec.MsgID == "" {
+			add("empty message ID")
+		}
+		if rec.Kind == journal.KindSend && rec.Attempt != journal.SendSignal && rec.Attempt != journal.SendCancel {
+			add("unknown send flags %d", rec.Attempt)
+		}
+	case journal.KindUpdate:
+		if !rec.Parent.IsZero() && rec.ParentID == "" {
+			add("a caller reference without the caller's workflow ID")
+		}
+	case journal.KindAsync:
+		if rec.Token.Run == 0 {
+			add("no completion token")
+		}
+	case journal.KindDone:
+		if rec.Status == journal.StatusNone {
+			add("no status")
+		}
+	}
+}
+
+func (v *oldVerifier) header(s *journal.Shard, r *journal.Run, j []journal.Record) {
+	add := func(format string, args ...any) { v.addf(KindRunHeader, s.Index, r.No, format, args...) }
+	if st := &j[0]; st.Kind == journal.KindStart {
+		if r.WorkflowID != st.WorkflowID {
+			add("entry says workflow %q, start says %q", r.WorkflowID, st.WorkflowID)
+		}
+		if r.Gen != st.Gen {
+			add("entry says generation %d, start says %d", r.Gen, st.Gen)
+		}
+		if r.Type != st.Type {
+			add("entry says type %q, start says %q", r.Type, st.Type)
+		}
+		if r.Started != st.Time {
+			add("entry says started at %d, start says %d", r.Started, st.Time)
+		}
+	}
+	if d := &j[len(j)-1]; d.Kind == journal.KindDone {
+		if r.Status != d.Status || r.Finished != d.Time {
+			add("entry says %s at %d, done says %s at %d", r.Status, r.Finished, d.Status, d.Time)
+		}
+	} else if r.Status != journal.StatusNone || r.Finished != 0 {
+		add("an unfinished run with status %s finished at %d", r.Status, r.Finished)
+	}
+}
+
+func (v *oldVerifier) references(s *journal.Shard, r *journal.Run, j []journal.Record) {
+	add := func(k Kind, format string, args ...any) { v.addf(k, s.Index, r.No, format, args...) }
+	for i := range j {
+		rec := &j[i]
+		switch rec.Kind {
+		case journal.KindStart:
+			if i == 0 {
+				v.startRefs(s, r, rec)
+			}
+		case journal.KindDone:
+			v.nextRef(s, r, rec)
+		case journal.KindSignal, journal.KindCancel:
+			if !rec.By.IsZero() {
+				v.resolve(s, r, rec, "sender", rec.By)
+			}
+		case journal.KindStep:
+			if k := rec.Key; k.WorkflowID != "" && (k.WorkflowID != r.WorkflowID || k.Run != r.No) {
+				add(KindKey, "step at %d ran with key %s, this run's keys are %s", rec.Pos, k, r.Key(k.Pos))
+			}
+		case journal.KindAsync:
+			// A token carries the store generation that minted it, so one
+			// minted before the store was rebuilt (a reshard) is refused.
+			want := journal.Token{Gen: journal.TokenGen(s.StoreGen), Shard: s.Index, Run: r.No, Pos: rec.Pos}
+			if t := rec.Token; t.Run != 0 && t != want {
+				add(KindToken, "async at %d has token %s (store generation %d mod 64, shard %d, run %d, position %d), want %s (store generation %d)",
+					rec.Pos, t, t.Gen, t.Shard, t.Run, t.Pos, want, s.StoreGen)
+			}
+		case journal.KindUpdate:
+			if rec.Parent.IsZero() {
+				continue
+			}
+			if c := v.oldLocated(s, r, rec, "caller", rec.Parent.RunRef(), rec.ParentID); c != nil && c.WorkflowID != rec.ParentID {
+				add(KindCaller, "update at %d names caller %s, a run of %q, but says the caller is %q",
+					rec.Pos, rec.Parent, c.WorkflowID, rec.ParentID)
+			}
+		}
+	}
+}
+
+func (v *oldVerifier) startRefs(s *journal.Shard, r *journal.Run, st *journal.Record) {
+	add := func(k Kind, format string, args ...any) { v.addf(k, s.Index, r.No, format, args...) }
+	hasParent, hasPred := !st.Parent.IsZero(), !st.Pred.IsZero()
+	switch st.Origin {
+	case journal.OriginChild:
+		if !hasParent {
+			add(KindOrigin, "origin child without a parent reference")
+		}
+	case journal.OriginContinued, journal.OriginReset, journal.OriginRestart:
+		if !hasPred {
+			add(KindOrigin, "origin %s without a predecessor", st.Origin)
+		}
+		if st.Gen < 2 {
+			add(KindOrigin, "origin %s in generation %d: a predecessor needs a generation before it", st.Origin, st.Gen)
+		}
+	}
+	if hasParent && st.Origin != journal.OriginChild {
+		add(KindOrigin, "a parent reference with origin %s", st.Origin)
+	}
+	if hasPred && st.Origin != journal.OriginContinued && st.Origin != journal.OriginReset && st.Origin != journal.OriginRestart {
+		add(KindOrigin, "a predecessor with origin %s", st.Origin)
+	}
+	if hasParent {
+		if p, ps := v.locatedShard(s, r, st, "parent", st.Parent.RunRef(), st.ParentID); p != nil {
+			v.parentLanding(s, r, st, ps, p)
+		}
+	}
+	if hasPred {
+		if st.Pred.Shard != s.Index && st.Pred.Run != journal.NoSuchRun {
+			add(KindRefWrongShard, "predecessor %s is on another shard than its own workflow %q", st.Pred, r.WorkflowID)
+		} else if p := v.resolve(s, r, st, "predecessor", st.Pred); p != nil {
+			v.predecessor(s, r, st, p)
+		}
+	}
+}
+
+func (v *oldVerifier) parentLanding(s *journal.Shard, r *journal.Run, st *journal.Record, ps *journal.Shard, p *journal.Run) {
+	add := func(format string, args ...any) { v.addf(KindParent, s.Index, r.No, format, args...) }
+	if p.WorkflowID != st.ParentID {
+		add("parent %s is a run of %q, the start says the parent is %q", st.Parent, p.WorkflowID, st.ParentID)
+		return
+	}
+	pj := history(ps, p)
+	if pj == nil {
+		return // reported on the parent itself
+	}
+	switch pos := st.Parent.Pos; {
+	case int(pos) >= len(pj):
+		add("parent %s: the parent's journal has %d records", st.Parent, len(pj))
+	case pj[pos].Kind != journal.KindChild:
+		add("parent %s is a %s record, not child", st.Parent, pj[pos].Kind)
+	case pj[pos].WorkflowID != r.WorkflowID:
+		add("parent %s requested a child %q, not %q", st.Parent, pj[pos].WorkflowID, r.WorkflowID)
+	}
+}
+
+func (v *oldVerifier) predecessor(s *journal.Shard, r *journal.Run, st *journal.Record, p *journal.Run) {
+	add := func(format string, args ...any) { v.addf(KindPred, s.Index, r.No, format, args...) }
+	if p.WorkflowID != r.WorkflowID || p.Gen+1 != r.Gen {
+		add("predecessor %s is %q generation %d, want %q generation %d", st.Pred, p.WorkflowID, p.Gen, r.WorkflowID, r.Gen-1)
+		return
+	}
+	var want journal.Status
+	switch st.Origin {
+	case journal.OriginContinued:
+		want = journal.StatusContinuedAsNew
+	case journal.OriginReset:
+		want = journal.StatusReset
+	}
+	switch {
+	case p.State != journal.StateFinished && p.State != journal.StateTombstone:
+		add("predecessor %s is %s, not finished", st.Pred, p.State)
+	case want != journal.StatusNone && p.Status != want:
+		add("origin %s but predecessor %s ended %s", st.Origin, st.Pred, p.Status)
+	}
+}
+
+func (v *oldVerifier) nextRef(s *journal.Shard, r *journal.Run, d *journal.Record) {
+	add := func(format string, args ...any) { v.addf(KindNext, s.Index, r.No, format, args...) }
+	starts := d.Status == journal.StatusContinuedAsNew || d.Status == journal.StatusReset
+	switch {
+	case starts && d.Next.IsZero():
+		add("ended %s without naming the next run", d.Status)
+		return
+	case !starts && !d.Next.IsZero():
+		add("ended %s but names a next run %s", d.Status, d.Next)
+		return
+	case d.Next.IsZero():
+		return
+	case d.Next.Shard != s.Index && d.Next.Run != journal.NoSuchRun:
+		v.addf(KindRefWrongShard, s.Index, r.No, "next run %s is on another shard than its own workflow %q", d.Next, r.WorkflowID)
+		return
+	}
+	n := v.resolve(s, r, d, "next run", d.Next)
+	if n == nil {
+		return
+	}
+	if n.WorkflowID != r.WorkflowID || n.Gen != r.Gen+1 {
+		add("next run %s is %q generation %d, want %q generation %d", d.Next, n.WorkflowID, n.Gen, r.WorkflowID, r.Gen+1)
+		return
+	}
+	if nj := history(s, n); len(nj) > 0 && nj[0].Kind == journal.KindStart {
+		back := journal.RunRef{Shard: s.Index, Run: r.No}
+		if nj[0].Pred != back {
+			add("next run %s names predecessor %s, not this run", d.Next, nj[0].Pred)
+		}
+	}
+}
+
+func (v *oldVerifier) resolve(s *journal.Shard, r *journal.Run, rec *journal.Record, what string, ref journal.RunRef) *journal.Run {
+	t, _ := v.resolveShard(s, r, rec, what, ref)
+	return t
+}
+
+func (v *oldVerifier) resolveShard(s *journal.Shard, r *journal.Run, rec *journal.Record, what string, ref journal.RunRef) (*journal.Run, *journal.Shard) {
+	ts, t, res := v.u.run(ref.Shard, ref.Run)
+	switch res {
+	case badShard:
+		v.addf(KindRefBadShard, s.Index, r.No, "%s at %d: %s %s names shard %d of %d", rec.Kind, rec.Pos, what, ref, ref.Shard, v.u.count)
+	case unissued:
+		v.addf(KindRefUnissued, s.Index, r.No, "%s at %d: %s %s, but shard %d's next run number is %d",
+			rec.Kind, rec.Pos, what, ref, ref.Shard, ts.NextRun)
+	case dangling:
+		v.addf(KindRefDangling, s.Index, r.No, "%s at %d: %s %s no longer exists", rec.Kind, rec.Pos, what, ref)
+	case noSuchRun:
+		v.addf(KindRefDangling, s.Index, r.No, "%s at %d: %s %s is the reserved number for no run: a reshard found the run it named gone",
+			rec.Kind, rec.Pos, what, ref)
+	}
+	return t, ts
+}
+
+func (v *oldVerifier) oldLocated(s *journal.Shard, r *journal.Run, rec *journal.Record, what string, ref journal.RunRef, id string) *journal.Run {
+	t, _ := v.locatedShard(s, r, rec, what, ref, id)
+	return t
+}
+
+func (v *oldVerifier) locatedShard(s *journal.Shard, r *journal.Run, rec *journal.Record, what string, ref journal.RunRef, id string) (*journal.Run, *journal.Shard) {
+	if _, ok := v.u.byIndex[ref.Shard]; ok && id != "" && ref.Run != journal.NoSuchRun {
+		if want := journal.ShardOf(id, v.st.ShardCount); want != ref.Shard {
+			v.addf(KindRefWrongShard, s.Index, r.No, "%s at %d: %s %s is on shard %d, but %q lives on shard %d",
+				rec.Kind, rec.Pos, what, ref, ref.Shard, id, want)
+			return nil, nil
+		}
+	}
+	return v.resolveShard(s, r, rec, what, ref)
+}
+
+func (v *oldVerifier) index(s *journal.Shard) {
+	byID := map[string][]*journal.Run{}
+	for _, r := range s.SortedRuns() {
+		byID[r.WorkflowID] = append(byID[r.WorkflowID], r)
+	}
+	for _, id := range sortedIDs(byID) {
+		runs := byID[id] // in run-number order
+		v.genOrder(s, id, runs)
+		byGen := slices.Clone(runs)
+		sort.SliceStable(byGen, func(a, b int) bool { return byGen[a].Gen < byGen[b].Gen })
+		want := uint32(1)
+		for i, r := range byGen {
+			switch {
+			case i > 0 && r.Gen == byGen[i-1].Gen:
+				v.addf(KindGenDuplicate, s.Index, r.No, "workflow %q generation %d is also run %d", id, r.Gen, byGen[i-1].No)
+				continue
+			case r.Gen != want:
+				v.addf(KindGenGap, s.Index, r.No, "workflow %q has generation %d where %d is expected", id, r.Gen, want)
+			}
+			want = r.Gen + 1
+		}
+		latest := byGen[len(byGen)-1]
+		for _, r := range byGen[:len(byGen)-1] {
+			if r.State == journal.StateRunning || r.State == journal.StateParked {
+				v.addf(KindSupersededActive, s.Index, r.No, "workflow %q generation %d is %s but generation %d (run %d) is newer",
+					id, r.Gen, r.State, latest.Gen, latest.No)
+			}
+		}
+		no, ok := s.ByID[id]
+		switch {
+		case !ok:
+			v.addf(KindIndexMissingID, s.Index, latest.No, "workflow %q has no index entry", id)
+		case no != latest.No && s.Runs[no] != nil && s.Runs[no].WorkflowID == id:
+			v.addf(KindIndexNotLatest, s.Index, no, "the index names generation %d of %q, the latest is generation %d (run %d)",
+				s.Runs[no].Gen, id, latest.Gen, latest.No)
+		}
+	}
+	for _, id := range sortedIDs(s.ByID) {
+		no := s.ByID[id]
+		r, ok := s.Runs[no]
+		switch {
+		case !ok:
+			v.addf(KindIndexMissingRun, s.Index, no, "the index entry for %q names run %d, which the shard does not have", id, no)
+		case r.WorkflowID != id:
+			v.addf(KindIndexWrongID, s.Index, no, "the index entry for %q names a run of %q", id, r.WorkflowID)
+		}
+	}
+}
+
+func (v *oldVerifier) genOrder(s *journal.Shard, id string, runs []*journal.Run) {
+	var prev *journal.Run
+	for _, r := range runs { // in run-number order
+		if r.Renumbered {
+			continue
+		}
+		if prev != nil && r.Gen < prev.Gen {
+			v.addf(KindGenOrder, s.Index, r.No, "workflow %q generation %d has a higher run number than generation %d (run %d), and neither was renumbered",
+				id, r.Gen, prev.Gen, prev.No)
+		}
+		prev = r
+	}
+}
+
+func (v *oldVerifier) timers(s *journal.Shard) {
+	cp := &journal.Shard{Index: s.Index, Count: s.Count, Runs: s.Runs}
+	cp.RebuildTimers()
+	var missing, stale []journal.TimerKey
+	for k := range cp.Timers {
+		if _, ok := s.Timers[k]; !ok {
+			missing = append(missing, k)
+		}
+	}
+	for k := range s.Timers {
+		if _, ok := cp.Timers[k]; !ok {
+			stale = append(stale, k)
+		}
+	}
+	sortTimers(missing)
+	sortTimers(stale)
+	for _, k := range missing {
+		v.addf(KindTimerMissing, s.Index, k.Run, "position %d implies a timer at %d that the index lacks", k.Pos, k.At)
+	}
+	for _, k := range stale {
+		v.addf(KindTimerStale, s.Index, k.Run, "the index holds a timer at %d for position %d that no pending record implies", k.At, k.Pos)
+	}
+}
+
+func (v *oldVerifier) outbox(s *journal.Shard) {
+	// Regenerate what each sender's history produces, keyed by ID.
+	produced := map[string]journal.Message{}
+	for _, r := range s.SortedRuns() {
+		h := history(s, r)
+		for _, m := range produces(s.Index, r, h) {
+			if _, dup := produced[m.ID]; dup {
+				v.addf(KindMsgIDDuplicate, s.Index, r.No, "message ID %q is produced by two records", m.ID)
+				continue
+			}
+			produced[m.ID] = m
+		}
+		v.recordMsgIDs(s, r, h)
+	}
+	seqs := map[uint64]string{}
+	for _, id := range sortedIDs(s.Outbox) {
+		m := s.Outbox[id]
+		run := m.From.Run
+		add := func(k Kind, format string, args ...any) {
+			v.addf(k, s.Index, run, "message %q: %s", id, fmt.Sprintf(format, args...))
+		}
+		if m.ID != id {
+			add(KindOutboxKey, "stored under this ID but says it is %q", m.ID)
+		}
+		if m.Kind < journal.MsgStartChild || m.Kind > journal.MsgUpdateResult {
+			add(KindOutboxKind, "unknown kind %d", uint8(m.Kind))
+		}
+		if m.Target == "" {
+			add(KindOutboxKind, "no target workflow ID")
+		}
+		switch {
+		case m.Seq == 0 || m.Seq >= s.NextSeq:
+			add(KindOutboxSeq, "sequence number %d, the shard's next is %d", m.Seq, s.NextSeq)
+		case seqs[m.Seq] != "":
+			add(KindOutboxSeq, "sequence number %d is also message %q's", m.Seq, seqs[m.Seq])
+		default:
+			seqs[m.Seq] = id
+		}
+		if m.Kind != journal.MsgSignal && m.Kind != journal.MsgCancel {
+			if m.Parent.IsZero() {
+				add(KindOutboxParent, "a %s without the parent position it is for", m.Kind)
+			}
+			if m.ParentID == "" {
+				add(KindOutboxParent, "a %s without the parent's workflow ID", m.Kind)
+			}
+		}
+		from, ok := s.Runs[m.From.Run]
+		if m.From.Shard != s.Index || !ok {
+			add(KindOutboxFrom, "sender %s is not a run of this shard", m.From)
+			continue
+		}
+		v.msgIDRunNumber(s, from, id)
+		want, ok := produced[id]
+		if !ok {
+			add(KindOutboxSource, "no record of sender %s (%q generation %d) produces it", m.From, from.WorkflowID, from.Gen)
+			continue
+		}
+		if diff := messageDiff(m, &want); diff != "" {
+			add(KindOutboxSource, "differs from what its sender's record produced: %s", diff)
+		}
+	}
+}
+
+func (v *oldVerifier) recordMsgIDs(s *journal.Shard, r *journal.Run, h []journal.Record) {
+	for i := range h {
+		if rec := &h[i]; rec.MsgID != "" && (rec.Kind == journal.KindChild || rec.Kind == journal.KindSend) {
+			v.msgIDRunNumber(s, r, rec.MsgID)
+		}
+	}
+}
+
+func (v *oldVerifier) msgIDRunNumber(s *journal.Shard, r *journal.Run, id string) {
+	if r.No != journal.RunNo(r.Gen) && strings.Contains(id, fmt.Sprintf("%s/%d/", r.WorkflowID, r.No)) {
+		v.addf(KindMsgIDRunNumber, s.Index, r.No, "message ID %q contains this run's Ctx::key prefix %q", id, fmt.Sprintf("%s/%d/", r.WorkflowID, r.No))
+	}
+	tok := journal.Token{Gen: journal.TokenGen(s.StoreGen), Shard: s.Index, Run: r.No}.String()[:18] // "tk" + gen, shard and run, without the position
+	if strings.Contains(strings.ToLower(id), tok) {
+		v.addf(KindMsgIDRunNumber, s.Index, r.No, "message ID %q contains this run's completion token prefix %q", id, tok)
+	}
+}
+
+func (v *oldVerifier) seen(s *journal.Shard) {
+	for _, id := range sortedIDs(s.Seen) {
+		wf := s.Seen[id]
+		if wf == "" {
+			v.addf(KindSeenWrongShard, s.Index, 0, "dedup entry %q names no receiving workflow", id)
+			continue
+		}
+		if want := journal.ShardOf(wf, v.st.ShardCount); want != s.Index {
+			v.addf(KindSeenWrongShard, s.Index, 0, "dedup entry %q was delivered to %q, which belongs on shard %d of %d",
+				id, wf, want, v.st.ShardCount)
+		}
+	}
+}
+
+func (v *oldVerifier) outboxIDsAcrossShards() {
+	where := map[string]int{}
+	for _, s := range v.st.Shards {
+		if s == nil {
+			continue
+		}
+		for _, id := range sortedIDs(s.Outbox) {
+			if prev, ok := where[id]; ok {
+				v.addf(KindMsgIDDuplicate, s.Index, s.Outbox[id].From.Run, "message %q is also in shard %d's outbox", id, prev)
+				continue
+			}
+			where[id] = s.Index
+		}
+	}
+}
+
+type oldUniverse struct {
+	count   int
+	byIndex map[int]*journal.Shard
+	// byKey finds runs by (workflow ID, run number), for Ctx::key values,
+	// which name no shard.
+	byKey map[idNo][]oldLocated
+}
+
+type idNo struct {
+	id string
+	no journal.RunNo
+}
+
+type oldLocated struct {
+	s *journal.Shard
+	r *journal.Run
+}
+
+func newOldUniverse(shards []*journal.Shard) *oldUniverse {
+	u := &oldUniverse{count: len(shards), byIndex: map[int]*journal.Shard{}, byKey: map[idNo][]oldLocated{}}
+	for _, s := range shards {
+		if s == nil {
+			continue
+		}
+		if _, dup := u.byIndex[s.Index]; !dup {
+			u.byIndex[s.Index] = s
+		}
+		for _, r := range s.Runs {
+			k := idNo{r.WorkflowID, r.No}
+			u.byKey[k] = append(u.byKey[k], oldLocated{s, r})
+		}
+	}
+	return u
+}
+
+func (u *oldUniverse) run(shard int, no journal.RunNo) (*journal.Shard, *journal.Run, resolution) {
+	if no == journal.NoSuchRun {
+		return nil, nil, noSuchRun
+	}
+	s, ok := u.byIndex[shard]
+	if !ok {
+		return nil, nil, badShard
+	}
+	if r, ok := s.Runs[no]; ok {
+		return s, r, resolved
+	}
+	if no == 0 || no >= s.NextRun {
+		return s, nil, unissued
+	}
+	return s, nil, dangling
+}
+
+func (u *oldUniverse) keyRun(k journal.CtxKey) *journal.Run {
+	if l := u.byKey[idNo{k.WorkflowID, k.Run}]; len(l) == 1 {
+		return l[0].r
+	}
+	return nil
+}
+
+func sortTimers(ks []journal.TimerKey) {
+	sort.Slice(ks, func(i, j int) bool {
+		a, b := ks[i], ks[j]
+		if a.Run != b.Run {
+			return a.Run < b.Run
+		}
+		if a.Pos != b.Pos {
+			return a.Pos < b.Pos
+		}
+		return a.At < b.At
+	})
+}
