@@ -105,6 +105,18 @@ type resharder struct {
 	tails      []journal.ShardTail // the old shards' log tails, read once
 	owner      *ownership          // what new files get (nil: not on the disk)
 	fp         *Fingerprint        // the old directory's, when a plan is made or applied
+	// switching is the fusee.meta written at the point of no return.
+	switching meta.Meta
+	// upgrade: this is `fusee upgrade` (log format 2 to 3), not a reshard.
+	upgrade bool
+}
+
+// finishCommand is the command that finishes what r began, quoted.
+func (r *resharder) finishCommand() string {
+	if r.upgrade {
+		return "fusee upgrade " + meta.ShellQuote(r.dir)
+	}
+	return finishCommand(r.dir)
 }
 
 // Reshard changes the shard count of the closed data directory dir to
@@ -132,7 +144,6 @@ func Reshard(ctx context.Context, fs vfs.FS, dir string, opts Options) (*Report,
 	if r.owner, err = ownershipOf(fs, dir); err != nil {
 		return nil, err
 	}
-	newDir := fs.PathJoin(dir, NewDirName)
 	if opts.Plan != nil {
 		// Before anything is touched, leftovers included.
 		if err := r.checkPlan(ctx, m); err != nil {
@@ -158,19 +169,8 @@ func Reshard(ctx context.Context, fs vfs.FS, dir string, opts Options) (*Report,
 		return rep, nil
 	}
 
-	// Leftovers: reshard.new of an attempt that never reached the switch,
-	// reshard.old of one that finished but crashed before deleting it.
-	for _, left := range leftovers(fs, dir) {
-		rep.CleanedUp = append(rep.CleanedUp, left)
-		if opts.DryRun {
-			continue
-		}
-		if err := fs.RemoveAll(left); err != nil {
-			return nil, fmt.Errorf("removing the leftover %s: %w", left, err)
-		}
-		if err := meta.SyncDir(fs, dir); err != nil {
-			return nil, err
-		}
+	if err := r.removeLeftovers(); err != nil {
+		return nil, err
 	}
 	if opts.Shards == 0 || opts.Shards == m.Shards {
 		rep.Outcome = OutcomeNothingToDo
@@ -192,6 +192,19 @@ func Reshard(ctx context.Context, fs vfs.FS, dir string, opts Options) (*Report,
 		}
 	}
 
+	r.switching = meta.Meta{Format: meta.Switching, Log: meta.LogShared, Shards: r.newN, OldShards: r.oldN, NewShards: r.newN}
+	return r.rebuild(ctx, d)
+}
+
+// rebuild builds the new layout of r.newN shards in reshard.new from the
+// old r.oldN shards (read through r.tails when they are set, the shared
+// log otherwise), checks it, and switches to it: fusee.meta becomes
+// r.switching (the point of no return), then finishSwitch. A reshard and
+// an upgrade (which rebuilds the same shards with the shared log) differ
+// only in what they read and in that switching state.
+func (r *resharder) rebuild(ctx context.Context, d *metaDir) (*Report, error) {
+	fs, dir, opts, rep := r.fs, r.dir, r.opts, r.rep
+	newDir := fs.PathJoin(dir, NewDirName)
 	oldBytes, err := treeSize(fs, dir, NewDirName, OldDirName)
 	if err != nil {
 		return nil, err
@@ -311,13 +324,12 @@ func Reshard(ctx context.Context, fs vfs.FS, dir string, opts Options) (*Report,
 	if err := hook("before-switch"); err != nil {
 		return abandon(err)
 	}
-	sw := meta.Meta{Format: meta.Switching, Log: meta.LogShared, Shards: r.newN, OldShards: r.oldN, NewShards: r.newN}
-	if err := r.writeMeta(d, sw); err != nil {
+	if err := r.writeMeta(d, r.switching); err != nil {
 		// fusee.meta may be the new one already (renamed into place, the
 		// directory's fsync failed): reshard.new stays, for the rerun that
 		// finishes the switch; if fusee.meta is still the old one, the
 		// rerun removes reshard.new as a leftover.
-		return nil, fmt.Errorf("beginning the switch: %w; the directory is either as it was (reshard.new left over) or its switch has begun: run `fusee reshard %s` to finish or clean up", err, dir)
+		return nil, fmt.Errorf("beginning the switch: %w; the directory is either as it was (reshard.new left over) or its switch has begun: run `%s` to finish or clean up", err, r.finishCommand())
 	}
 	if err := hook("meta-switching"); err != nil {
 		return nil, err
@@ -328,6 +340,26 @@ func Reshard(ctx context.Context, fs vfs.FS, dir string, opts Options) (*Report,
 	r.phase("switch", start)
 	rep.Outcome = OutcomeDone
 	return rep, nil
+}
+
+// removeLeftovers removes (a dry run only lists) what earlier attempts
+// left with fusee.meta format=local: reshard.new of an attempt that never
+// reached the switch, reshard.old of one that finished but crashed before
+// deleting it.
+func (r *resharder) removeLeftovers() error {
+	for _, left := range leftovers(r.fs, r.dir) {
+		r.rep.CleanedUp = append(r.rep.CleanedUp, left)
+		if r.opts.DryRun {
+			continue
+		}
+		if err := r.fs.RemoveAll(left); err != nil {
+			return fmt.Errorf("removing the leftover %s: %w", left, err)
+		}
+		if err := meta.SyncDir(r.fs, r.dir); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // finishSwitch does the steps after fusee.meta says format=reshard. Every
@@ -399,7 +431,7 @@ func (r *resharder) finishSwitch(d *metaDir, newN int) error {
 	}
 	for _, left := range []string{oldDir, newDir} {
 		if err := fs.RemoveAll(left); err != nil {
-			return fmt.Errorf("removing %s (the reshard is complete; remove it by hand or run `fusee reshard %s`): %w", left, meta.ShellQuote(dir), err)
+			return fmt.Errorf("removing %s (the switch is complete; remove it by hand or run `%s`): %w", left, r.finishCommand(), err)
 		}
 	}
 	return meta.SyncDir(fs, dir)
