@@ -72,8 +72,8 @@ func (c *crashCase) fresh() *vfs.MemFS { return c.base.CrashClone(vfs.CrashClone
 // How a directory looked to the operator after a power cut.
 const (
 	sawOld       = "opened as it was"
-	sawNew       = "opened resharded"
-	sawSwitching = "refused: finish the reshard"
+	sawNew       = "opened with the new layout"
+	sawSwitching = "refused: finish the switch"
 )
 
 // recoverDir does what an operator does after a power cut, on the crash
