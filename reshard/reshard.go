@@ -11,6 +11,7 @@ import (
 
 	"github.com/cockroachdb/pebble/v2/vfs"
 	"github.com/fusee-dev/fusee/journal"
+	"github.com/fusee-dev/fusee/journal/wal"
 	"github.com/fusee-dev/fusee/meta"
 )
 
@@ -375,7 +376,7 @@ func (r *resharder) removeLeftovers() error {
 func (r *resharder) finishSwitch(d *metaDir, newN int) error {
 	fs, dir := r.fs, r.dir
 	newDir, oldDir := switchSource(fs, dir), fs.PathJoin(dir, OldDirName)
-	if err := checkNewShards(fs, dir, newDir, newN); err != nil {
+	if err := checkNewShards(fs, dir, newDir, newN, r.upgrade); err != nil {
 		return err
 	}
 	for _, name := range []string{"wal", "shards"} {
@@ -450,35 +451,55 @@ func (r *resharder) writeMeta(d *metaDir, m meta.Meta) error {
 // ones fusee.meta names: finishing it would give the directory the wrong
 // shards, so nothing is done.
 type SwitchStateError struct {
-	Dir    string
-	Shards int    // new_shards in fusee.meta
-	Where  string // where the new shards should be
-	Err    error
+	Dir     string
+	Shards  int    // new_shards in fusee.meta (an upgrade's: shards)
+	Where   string // where the new shards should be
+	Err     error
+	Upgrade bool // the interrupted switch is an upgrade's
 }
 
 func (e *SwitchStateError) Error() string {
-	return fmt.Sprintf("%s: fusee.meta says a reshard to %d shards was interrupted, but %s does not hold %d new shards (%v); refusing to finish it, nothing was changed: was fusee.meta or reshard.new changed by hand? Restore the directory from a backup",
-		e.Dir, e.Shards, e.Where, e.Shards, e.Err)
+	what := fmt.Sprintf("a reshard to %d shards", e.Shards)
+	if e.Upgrade {
+		what = fmt.Sprintf("an upgrade of %d shards to log format %d", e.Shards, meta.LogShared)
+	}
+	return fmt.Sprintf("%s: fusee.meta says %s was interrupted, but %s does not hold %d new shards (%v); refusing to finish it, nothing was changed: was fusee.meta or reshard.new changed by hand? Restore the directory from a backup",
+		e.Dir, what, e.Where, e.Shards, e.Err)
 }
 
 func (e *SwitchStateError) Unwrap() error { return e.Err }
 
 // checkNewShards makes sure that the shards the switch moves in (still in
 // reshard.new, or already moved in) are newN shards of a newN-shard
-// directory, before anything is moved.
-func checkNewShards(fs vfs.FS, dir, newDir string, newN int) error {
+// directory, before anything is moved. For an upgrade, whose old shards
+// have the same count, they must also be rebuilt ones: no per-shard log
+// beside a store, and a checkpoint at LSN 0 of a shared log.
+func checkNewShards(fs vfs.FS, dir, newDir string, newN int, upgrade bool) error {
 	base := newDir
 	if _, err := fs.Stat(fs.PathJoin(base, "shards")); err != nil {
 		base = dir
 	}
 	where := fs.PathJoin(base, "shards")
+	fail := func(err error) error {
+		return &SwitchStateError{Dir: dir, Shards: newN, Where: where, Err: err, Upgrade: upgrade}
+	}
 	for j := range newN {
-		if _, err := journal.ReadHeader(fs, base, j, newN); err != nil {
-			return &SwitchStateError{Dir: dir, Shards: newN, Where: where, Err: err}
+		h, err := journal.ReadHeader(fs, base, j, newN)
+		if err != nil {
+			return fail(err)
+		}
+		if !upgrade {
+			continue
+		}
+		if old := wal.ShardLogDir(fs, base, j); fileExists(fs, old) {
+			return fail(fmt.Errorf("%s is a log format 2 shard's log", old))
+		}
+		if h.LSN != 0 || h.Log.Segment == 0 {
+			return fail(fmt.Errorf("shard %d's checkpoint is at LSN %d, log position %v: not a store rebuilt for a new shared log", j, h.LSN, h.Log))
 		}
 	}
 	if extra := journal.ShardDir(fs, base, newN); fileExists(fs, extra) {
-		return &SwitchStateError{Dir: dir, Shards: newN, Where: where, Err: fmt.Errorf("it has a shard %d as well", newN)}
+		return fail(fmt.Errorf("it has a shard %d as well", newN))
 	}
 	return nil
 }

@@ -271,3 +271,59 @@ func TestUpgradeFaultAtEveryStep(t *testing.T) {
 	t.Logf("upgrade of 3 shards: %d faults injected %v, each a clean error and a directory that opens as it was or is finished by a rerun; %v",
 		total, injected, time.Since(start).Round(time.Millisecond))
 }
+
+// TestUpgradeSwitchStateChecked: a format=upgrade directory whose new
+// shards are gone (reshard.new removed by hand) still has shards of the
+// right count — the old ones, of log format 2 — and finishing would give
+// a format 3 directory the old stores: it is refused and nothing changes.
+// Likewise a format=upgrade written by hand over an untouched format 2
+// directory.
+func TestUpgradeSwitchStateChecked(t *testing.T) {
+	c := newUpgradeCase(t, 2, 30, 9, 0)
+	for _, tc := range []struct {
+		name string
+		hook string // "": fusee.meta rewritten by hand
+	}{{name: "new-removed", hook: "meta-switching"}, {name: "meta-by-hand"}} {
+		t.Run(tc.name, func(t *testing.T) {
+			mem := c.fresh()
+			if tc.hook != "" {
+				stop := errors.New("power cut")
+				reshard.SetTestHook(func(step string) error {
+					if step == tc.hook {
+						return stop
+					}
+					return nil
+				})
+				_, err := reshard.Upgrade(context.Background(), mem, memDir, reshard.UpgradeOptions{})
+				reshard.SetTestHook(nil)
+				if !errors.Is(err, stop) {
+					t.Fatal(err)
+				}
+				if err := mem.RemoveAll(mem.PathJoin(memDir, reshard.NewDirName)); err != nil {
+					t.Fatal(err)
+				}
+			} else {
+				d, err := meta.Open(mem, memDir, meta.Options{})
+				if err != nil {
+					t.Fatal(err)
+				}
+				if err := d.Write(meta.Meta{Format: meta.Upgrading, Log: meta.LogShared, Shards: 2}); err != nil {
+					t.Fatal(err)
+				}
+				d.Close()
+			}
+			_, err := reshard.Upgrade(context.Background(), mem, memDir, reshard.UpgradeOptions{})
+			want := memDir + ": fusee.meta says an upgrade of 2 shards to log format 3 was interrupted, but " + memDir + "/shards does not hold 2 new shards (" + memDir + "/shards/0000/log is a log format 2 shard's log); refusing to finish it, nothing was changed: was fusee.meta or reshard.new changed by hand? Restore the directory from a backup"
+			var se *reshard.SwitchStateError
+			if !errors.As(err, &se) || err.Error() != want {
+				t.Fatalf("upgrade = %v\nwant %s", err, want)
+			}
+			if _, err := mem.Stat(mem.PathJoin(memDir, "shards", "0000", "log")); err != nil {
+				t.Fatalf("the old shards moved: %v", err)
+			}
+			if m, _ := meta.ReadAny(mem, memDir); !m.Upgrading() {
+				t.Fatalf("fusee.meta changed: %+v", m)
+			}
+		})
+	}
+}
