@@ -363,7 +363,8 @@ func (r *resharder) removeLeftovers() error {
 	return nil
 }
 
-// finishSwitch does the steps after fusee.meta says format=reshard. Every
+// finishSwitch does the steps after fusee.meta says format=reshard (or,
+// for an upgrade, format=upgrade). Every
 // step can be repeated, so a rerun after a crash anywhere here finishes
 // the job: for the log and the shards, if the new copy is still in
 // reshard.new, the old one (if still in place) moves to reshard.old and
