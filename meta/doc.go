@@ -27,12 +27,14 @@
 //     nothing trimmed: no spaces around '=', no trailing spaces, no CR;
 //   - a key is [a-z_]+, known, and appears once; numbers are plain decimal
 //     without sign or leading zeros;
-//   - format is "local", or Switching ("reshard") while a reshard swaps the
-//     directory's files; in that state old_shards and new_shards say what
-//     the switch must finish and shards equals new_shards; outside it both
-//     are forbidden;
+//   - format is "local", Switching ("reshard") while a reshard swaps the
+//     directory's files, or Upgrading ("upgrade") while an upgrade swaps a
+//     log format 2 directory's files for log format 3 ones; with reshard,
+//     old_shards and new_shards say what the switch must finish and shards
+//     equals new_shards; outside it both are forbidden; upgrade needs log=3
+//     (the format it switches to);
 //   - log is 3 (one write-ahead log shared by the shards) or 2 (the older
-//     log per shard, which this build refuses: no converter exists yet);
+//     log per shard, which only upgrade reads: `fusee upgrade` converts it);
 //   - shards is 1..MaxShards.
 //
 // Every parse error is a *FileError naming the file, the line and the fix.
@@ -47,9 +49,11 @@
 // Every program that opens a data directory goes through Open: it refuses
 // a directory without fusee.meta before taking any lock (so it leaves no
 // LOCK file behind), then takes the lock, reads fusee.meta and refuses a
-// directory whose reshard was interrupted (ErrSwitching) or whose log
-// format the caller cannot read (ErrOldLog). Only reshard, which finishes
-// an interrupted switch, opens with Options.AllowSwitching. Create makes a
+// directory whose reshard or upgrade was interrupted (ErrSwitching:
+// *SwitchingError or *UpgradingError, each naming the command that finishes
+// it) or whose log format the caller cannot read (ErrOldLog). Only reshard
+// opens with Options.AllowSwitching and only upgrade with
+// Options.AllowUpgrading, each to finish its own switch. Create makes a
 // new directory: it locks it, lets the caller fill it, and writes
 // fusee.meta last.
 //

@@ -10,11 +10,13 @@ import (
 var (
 	// ErrInUse: another process holds the directory's lock.
 	ErrInUse = errors.New("data directory in use")
-	// ErrSwitching: the directory's reshard was interrupted after its
-	// switch began; only reshard may open it, to finish the switch.
-	ErrSwitching = errors.New("data directory has an interrupted reshard")
+	// ErrSwitching: the directory's reshard or upgrade was interrupted
+	// after its switch began; only the command that was interrupted may
+	// open it, to finish the switch (*SwitchingError names reshard,
+	// *UpgradingError upgrade).
+	ErrSwitching = errors.New("data directory has an interrupted switch (reshard or upgrade)")
 	// ErrOldLog: the directory's log format is older than the caller
-	// reads; no command converts it yet (the upgrade is an open issue).
+	// reads; `fusee upgrade` converts log format 2.
 	ErrOldLog = errors.New("data directory has an older log format")
 )
 
@@ -40,6 +42,19 @@ func (e *SwitchingError) Error() string {
 
 func (e *SwitchingError) Is(target error) bool { return target == ErrSwitching }
 
+// UpgradingError is returned when an opener finds format=upgrade: an
+// upgrade from log format 2 was interrupted after its switch began.
+type UpgradingError struct{ Dir string }
+
+func (e *UpgradingError) Error() string {
+	return fmt.Sprintf("%s: an interrupted upgrade (log format %d to %d) must be finished before anything can open the directory: run `fusee upgrade %s` to finish it",
+		e.Dir, LogPerShard, LogShared, ShellQuote(e.Dir))
+}
+
+// Is makes an UpgradingError match ErrSwitching: the same refusal, with
+// another command to finish it.
+func (e *UpgradingError) Is(target error) bool { return target == ErrSwitching }
+
 // LogError is returned when the directory's log format is not the one the
 // caller reads. Only an older format (Have < Want) is ErrOldLog.
 type LogError struct {
@@ -49,8 +64,8 @@ type LogError struct {
 
 func (e *LogError) Error() string {
 	if e.Have < e.Want {
-		return fmt.Sprintf("%s uses log format %d (a log per shard), older than the format %d this command reads, and this fusee has no converter for it yet: keep serving the directory with the engine build that wrote it, and leave it unchanged",
-			e.Dir, e.Have, e.Want)
+		return fmt.Sprintf("%s uses log format %d (a log per shard), older than the format %d this command reads: stop the engine and run `fusee upgrade %s` to convert it (docs/operations.md, \"Upgrading the log format\")",
+			e.Dir, e.Have, e.Want, ShellQuote(e.Dir))
 	}
 	return fmt.Sprintf("%s uses log format %d, but this command reads only log format %d", e.Dir, e.Have, e.Want)
 }

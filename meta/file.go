@@ -64,6 +64,9 @@ type Options struct {
 	// AllowSwitching accepts a directory whose reshard was interrupted.
 	// Only reshard sets it, to finish the switch.
 	AllowSwitching bool
+	// AllowUpgrading accepts a directory whose upgrade was interrupted.
+	// Only upgrade sets it, to finish the switch.
+	AllowUpgrading bool
 }
 
 // Check applies opts to m, the meta of dir: the refusals every opener
@@ -71,6 +74,9 @@ type Options struct {
 func Check(dir string, m Meta, opts Options) error {
 	if m.Switching() && !opts.AllowSwitching {
 		return &SwitchingError{Dir: dir, OldShards: m.OldShards, NewShards: m.NewShards}
+	}
+	if m.Upgrading() && !opts.AllowUpgrading {
+		return &UpgradingError{Dir: dir}
 	}
 	if opts.Log != 0 && m.Log != opts.Log {
 		return &LogError{Dir: dir, Have: m.Log, Want: opts.Log}

@@ -15,6 +15,12 @@ const (
 	// swaps the directory's files to a new shard count. Nothing but reshard
 	// opens a directory in this state.
 	Switching = "reshard"
+	// Upgrading is the format of a fusee.meta written while an upgrade
+	// swaps a log format 2 directory's files for rebuilt ones with the
+	// shared log (log=3). Its new stores are at LSN 0 and its old ones
+	// belong to the per-shard logs, so neither half opens alone: nothing
+	// but upgrade opens a directory in this state.
+	Upgrading = "upgrade"
 )
 
 // Values of the log= key.
@@ -32,7 +38,7 @@ const MaxShards = 1024
 
 // Meta is the content of fusee.meta.
 type Meta struct {
-	Format string // FormatLocal or Switching
+	Format string // FormatLocal, Switching or Upgrading
 	Log    int    // LogPerShard or LogShared
 	Shards int    // 1..MaxShards; while switching, the new count
 
@@ -44,6 +50,10 @@ type Meta struct {
 // Switching reports whether m marks a reshard whose switch has begun and
 // not finished.
 func (m Meta) Switching() bool { return m.Format == Switching }
+
+// Upgrading reports whether m marks an upgrade whose switch has begun and
+// not finished.
+func (m Meta) Upgrading() bool { return m.Format == Upgrading }
 
 // Keys in canonical order: the order Marshal writes them.
 var keys = []string{"format", "log", "shards", "old_shards", "new_shards"}
@@ -72,8 +82,8 @@ func (m Meta) get(key string) string {
 // key=value, with the fix, or "" when it is fine. key must be known.
 func (m *Meta) set(key, value string) string {
 	if key == "format" {
-		if value != FormatLocal && value != Switching {
-			return fmt.Sprintf("format=%s is not a known format (%s, or %s while a reshard switches files); this file may come from a newer fusee", value, FormatLocal, Switching)
+		if value != FormatLocal && value != Switching && value != Upgrading {
+			return fmt.Sprintf("format=%s is not a known format (%s, %s while a reshard switches files, or %s while an upgrade does); this file may come from a newer fusee", value, FormatLocal, Switching, Upgrading)
 		}
 		m.Format = value
 		return ""
@@ -141,6 +151,9 @@ func (m Meta) crossProblem(present func(key string) bool) (string, string) {
 			if present(k) {
 				return k, fmt.Sprintf("%s= is only allowed with format=%s (an interrupted reshard); remove the line", k, Switching)
 			}
+		}
+		if m.Upgrading() && m.Log != LogShared {
+			return "log", fmt.Sprintf("format=%s needs log=%d (the format the interrupted upgrade switches to), not log=%d; restore it, then run fusee upgrade", Upgrading, LogShared, m.Log)
 		}
 		return "", ""
 	}

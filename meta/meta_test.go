@@ -32,7 +32,7 @@ func TestValidate(t *testing.T) {
 		m    Meta
 		want string
 	}{
-		{Meta{Log: 3, Shards: 8}, "invalid fusee.meta: format= is not a known format (local, or reshard while a reshard switches files); this file may come from a newer fusee"},
+		{Meta{Log: 3, Shards: 8}, "invalid fusee.meta: format= is not a known format (local, reshard while a reshard switches files, or upgrade while an upgrade does); this file may come from a newer fusee"},
 		{Meta{Format: FormatLocal, Shards: 8}, "invalid fusee.meta: log=0 is not a known log format (3, or the older 2); this file may come from a newer fusee"},
 		{Meta{Format: FormatLocal, Log: 3}, "invalid fusee.meta: shards=0 is out of range 1..1024; a shard number is packed into 10 bits, so set a count from 1 to 1024"},
 		{Meta{Format: FormatLocal, Log: 3, Shards: -1}, "invalid fusee.meta: shards=-1 is not a plain decimal number; write digits only, e.g. shards=8"},
@@ -57,10 +57,13 @@ func genMeta() *rapid.Generator[Meta] {
 			Log:    rapid.SampledFrom([]int{LogPerShard, LogShared}).Draw(t, "log"),
 			Shards: rapid.IntRange(1, MaxShards).Draw(t, "shards"),
 		}
-		if rapid.Bool().Draw(t, "switching") {
+		switch rapid.IntRange(0, 2).Draw(t, "state") {
+		case 1:
 			m.Format = Switching
 			m.OldShards = rapid.IntRange(1, MaxShards).Draw(t, "old")
 			m.NewShards = m.Shards
+		case 2:
+			m.Format, m.Log = Upgrading, LogShared
 		}
 		return m
 	})

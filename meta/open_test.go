@@ -72,13 +72,40 @@ func TestSwitchingMessageQuotes(t *testing.T) {
 	}
 }
 
+// TestUpgradingRefused: a directory whose upgrade was interrupted is
+// refused by every opener but upgrade (AllowUpgrading), reshard included,
+// with the command that finishes it; it matches ErrSwitching.
+func TestUpgradingRefused(t *testing.T) {
+	up := Meta{Format: Upgrading, Log: LogShared, Shards: 4}
+	dir := newDir(t, up)
+	want := dir + ": an interrupted upgrade (log format 2 to 3) must be finished before anything can open the directory: run `fusee upgrade " + dir + "` to finish it"
+	for _, opts := range []Options{{}, {Log: LogShared}, {Log: LogPerShard}, {Log: LogShared, AllowSwitching: true}} {
+		_, err := Open(vfs.Default, dir, opts)
+		var ue *UpgradingError
+		if !errors.As(err, &ue) || !errors.Is(err, ErrSwitching) || err.Error() != want {
+			t.Fatalf("Open(%+v) = %v; want\n%s", opts, err, want)
+		}
+		if _, err := Read(vfs.Default, dir); err == nil || err.Error() != want {
+			t.Fatalf("Read = %v", err)
+		}
+	}
+	d, err := Open(vfs.Default, dir, Options{AllowUpgrading: true})
+	if err != nil {
+		t.Fatalf("Open(AllowUpgrading): %v", err)
+	}
+	if d.Meta() != up {
+		t.Errorf("Meta = %+v, want %+v", d.Meta(), up)
+	}
+	d.Close()
+}
+
 func TestOldLogRefused(t *testing.T) {
 	dir := newDir(t, Meta{Format: FormatLocal, Log: LogPerShard, Shards: 4})
 	_, err := Open(vfs.Default, dir, Options{Log: LogShared})
 	if !errors.Is(err, ErrOldLog) {
 		t.Fatalf("Open(vfs.Default, log=3) of a log=2 directory = %v, want ErrOldLog", err)
 	}
-	want := dir + " uses log format 2 (a log per shard), older than the format 3 this command reads, and this fusee has no converter for it yet: keep serving the directory with the engine build that wrote it, and leave it unchanged"
+	want := dir + " uses log format 2 (a log per shard), older than the format 3 this command reads: stop the engine and run `fusee upgrade " + dir + "` to convert it (docs/operations.md, \"Upgrading the log format\")"
 	if err.Error() != want {
 		t.Errorf("error:\n got %s\nwant %s", err, want)
 	}

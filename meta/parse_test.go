@@ -20,6 +20,7 @@ func TestParseValid(t *testing.T) {
 		{"any key order", "shards=4\nlog=3\nformat=local\n", Meta{Format: FormatLocal, Log: 3, Shards: 4}},
 		{"comments and blank lines", "# header\n\nformat=local\n#log=2\nlog=3\n\n# trailing = not a key\nshards=16\n\n", Meta{Format: FormatLocal, Log: 3, Shards: 16}},
 		{"switching", "format=reshard\nlog=3\nshards=16\nold_shards=8\nnew_shards=16\n", Meta{Format: Switching, Log: 3, Shards: 16, OldShards: 8, NewShards: 16}},
+		{"upgrading", "format=upgrade\nlog=3\nshards=5\n", Meta{Format: Upgrading, Log: 3, Shards: 5}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			got, err := Parse(testPath, []byte(tc.in))
@@ -66,9 +67,9 @@ func TestParseErrors(t *testing.T) {
 		{"duplicate key", "format=local\nshards=8\nlog=3\nshards=8\n",
 			"/d/fusee.meta:4: shards= appears again (first on line 2); keep only one"},
 		{"unknown format", "format=remote\nlog=3\nshards=8\n",
-			"/d/fusee.meta:1: format=remote is not a known format (local, or reshard while a reshard switches files); this file may come from a newer fusee"},
+			"/d/fusee.meta:1: format=remote is not a known format (local, reshard while a reshard switches files, or upgrade while an upgrade does); this file may come from a newer fusee"},
 		{"empty format", "format=\nlog=3\nshards=8\n",
-			"/d/fusee.meta:1: format= is not a known format (local, or reshard while a reshard switches files); this file may come from a newer fusee"},
+			"/d/fusee.meta:1: format= is not a known format (local, reshard while a reshard switches files, or upgrade while an upgrade does); this file may come from a newer fusee"},
 		{"unknown log", "format=local\nlog=4\nshards=8\n",
 			"/d/fusee.meta:2: log=4 is not a known log format (3, or the older 2); this file may come from a newer fusee"},
 		{"log zero", "format=local\nlog=0\nshards=8\n",
@@ -105,6 +106,10 @@ func TestParseErrors(t *testing.T) {
 			"/d/fusee.meta:4: old_shards= is only allowed with format=reshard (an interrupted reshard); remove the line"},
 		{"new_shards outside a reshard", ok + "new_shards=16\n",
 			"/d/fusee.meta:4: new_shards= is only allowed with format=reshard (an interrupted reshard); remove the line"},
+		{"upgrade with log=2", "format=upgrade\nlog=2\nshards=5\n",
+			"/d/fusee.meta:2: format=upgrade needs log=3 (the format the interrupted upgrade switches to), not log=2; restore it, then run fusee upgrade"},
+		{"upgrade with old_shards", "format=upgrade\nlog=3\nshards=5\nold_shards=4\n",
+			"/d/fusee.meta:4: old_shards= is only allowed with format=reshard (an interrupted reshard); remove the line"},
 		{"reshard without old_shards", "format=reshard\nlog=3\nshards=16\nnew_shards=16\n",
 			"/d/fusee.meta: format=reshard needs old_shards= and new_shards= (the counts the interrupted reshard switches between) and old_shards= is missing; restore it, then run fusee reshard"},
 		{"reshard without new_shards", "format=reshard\nlog=3\nshards=16\nold_shards=8\n",

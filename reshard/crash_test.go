@@ -22,6 +22,33 @@ type crashCase struct {
 	before     string     // its logical dump
 	oldN, newN int
 	memory     int64 // reshard.Options.Memory (1: every map spills)
+	// upgrade: the operation is `fusee upgrade` of the same directory in
+	// log format 2 (base holds it; before is the dump of the format 3
+	// directory it was written from), not a reshard.
+	upgrade bool
+}
+
+// run is the operation under test, as the operator starts it, or (finish)
+// as the operator finishes it when told to: `fusee reshard <dir> <n>` or
+// `fusee reshard <dir>`; `fusee upgrade <dir>` either way.
+func (c *crashCase) run(fs vfs.FS, finish bool) (*reshard.Report, error) {
+	if c.upgrade {
+		return reshard.Upgrade(context.Background(), fs, memDir, reshard.UpgradeOptions{Memory: c.memory})
+	}
+	opts := reshard.Options{Shards: c.newN, Memory: c.memory}
+	if finish {
+		opts.Shards = 0
+	}
+	return reshard.Reshard(context.Background(), fs, memDir, opts)
+}
+
+// switching reports whether m is the state of c's operation interrupted
+// after its switch began.
+func (c *crashCase) switching(m meta.Meta) bool {
+	if c.upgrade {
+		return m.Upgrading()
+	}
+	return m.Switching()
 }
 
 func newCrashCase(t testing.TB, oldN, newN, runs int, seed uint64, memory int64) *crashCase {
@@ -45,8 +72,8 @@ func (c *crashCase) fresh() *vfs.MemFS { return c.base.CrashClone(vfs.CrashClone
 // How a directory looked to the operator after a power cut.
 const (
 	sawOld       = "opened as it was"
-	sawNew       = "opened resharded"
-	sawSwitching = "refused: finish the reshard"
+	sawNew       = "opened with the new layout"
+	sawSwitching = "refused: finish the switch"
 )
 
 // recoverDir does what an operator does after a power cut, on the crash
@@ -62,20 +89,22 @@ func (c *crashCase) recoverDir(img *vfs.MemFS, step *stepCounter) (string, error
 	if err != nil {
 		return "", fmt.Errorf("reading fusee.meta: %w", err)
 	}
-	saw := sawOld
-	opts := reshard.Options{Shards: c.newN, Memory: c.memory}
+	saw, finish := sawOld, false
 	dump, err := memDump(img)
+	if c.upgrade && errors.Is(err, meta.ErrOldLog) {
+		dump, err = memDumpV2(img) // the old engine build opens it
+	}
 	switch {
 	case errors.Is(err, meta.ErrSwitching):
-		if !m.Switching() {
+		if !c.switching(m) {
 			return "", fmt.Errorf("opening: %w, but fusee.meta is %+v", err, m)
 		}
-		saw, opts.Shards = sawSwitching, 0
+		saw, finish = sawSwitching, true
 	case err != nil:
 		return "", fmt.Errorf("opening: %w", err)
 	case dump != c.before:
 		return "", fmt.Errorf("the directory opens (fusee.meta %+v) but its logical dump differs from the original", m)
-	case m.Shards == c.newN:
+	case c.upgrade && m.Log == meta.LogShared, !c.upgrade && m.Shards == c.newN:
 		saw = sawNew
 	case m.Shards != c.oldN:
 		return "", fmt.Errorf("the directory opens with %d shards, neither %d nor %d", m.Shards, c.oldN, c.newN)
@@ -84,7 +113,7 @@ func (c *crashCase) recoverDir(img *vfs.MemFS, step *stepCounter) (string, error
 	if step != nil {
 		fs = errorfs.Wrap(img, step)
 	}
-	rep, err := reshard.Reshard(context.Background(), fs, memDir, opts)
+	rep, err := c.run(fs, finish)
 	if err != nil {
 		return saw, fmt.Errorf("%s, then reshard: %w", saw, err)
 	}
@@ -106,8 +135,8 @@ func (c *crashCase) checkDone(fs vfs.FS) error {
 	if err != nil {
 		return err
 	}
-	if m.Switching() || m.Shards != c.newN {
-		return fmt.Errorf("fusee.meta is %+v, want %d shards", m, c.newN)
+	if m.Format != meta.FormatLocal || m.Log != meta.LogShared || m.Shards != c.newN {
+		return fmt.Errorf("fusee.meta is %+v, want local, log 3, %d shards", m, c.newN)
 	}
 	for _, left := range []string{reshard.NewDirName, reshard.OldDirName} {
 		if _, err := fs.Stat(fs.PathJoin(memDir, left)); err == nil {
@@ -201,7 +230,7 @@ func (c *crashCase) sweep(t *testing.T, ct *crashTally, unsyncedSeed uint64, sam
 		rng = rand.New(rand.NewPCG(unsyncedSeed, 1))
 	}
 	steps, err := cutEverywhere(c.fresh(), rng, sample, func(fs vfs.FS) error {
-		_, err := reshard.Reshard(context.Background(), fs, memDir, reshard.Options{Shards: c.newN, Memory: c.memory})
+		_, err := c.run(fs, false)
 		return err
 	}, func(first crashImage) {
 		if len(ct.failures) > 10 {
@@ -214,7 +243,7 @@ func (c *crashCase) sweep(t *testing.T, ct *crashTally, unsyncedSeed uint64, sam
 			return
 		}
 		pick := doubleBefore
-		if m.Switching() {
+		if c.switching(m) {
 			pick = double
 		}
 		// Recover from the first cut, cutting power again during the
@@ -225,7 +254,7 @@ func (c *crashCase) sweep(t *testing.T, ct *crashTally, unsyncedSeed uint64, sam
 			if pick == nil || !pick(first.step, k) {
 				return nil
 			}
-			if m.Switching() {
+			if c.switching(m) {
 				ct.doubles++
 			} else {
 				ct.reruns++
@@ -246,7 +275,7 @@ func (c *crashCase) sweep(t *testing.T, ct *crashTally, unsyncedSeed uint64, sam
 			return
 		}
 		ct.saw[saw]++
-		if m.Switching() {
+		if c.switching(m) {
 			ct.finish = max(ct.finish, second.n)
 		}
 		if err := c.checkDone(img); err != nil {

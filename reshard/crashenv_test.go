@@ -75,6 +75,20 @@ func memDump(fs vfs.FS) (string, error) {
 	return b.String(), nil
 }
 
+// memDumpV2 is memDump of a log format 2 directory, recovered whole as
+// the engine build that wrote it would (journal.ReadV2).
+func memDumpV2(fs vfs.FS) (string, error) {
+	st, err := journal.ReadV2(fs, memDir)
+	if err != nil {
+		return "", err
+	}
+	var b bytes.Buffer
+	if err := check.WriteLogicalDump(&b, st.Shards); err != nil {
+		return "", err
+	}
+	return b.String(), nil
+}
+
 // stepCounter is an errorfs injector that numbers every operation that
 // changes the filesystem — create, write, sync, rename, remove, mkdir,
 // link — and calls onStep with each before it happens. It injects

@@ -7,6 +7,11 @@
 // state, so a crash at any point leaves a directory that opens as before or
 // that a rerun finishes. The design is in docs/reshard.md.
 //
+// Upgrade converts a log format 2 directory (a log per shard) to log
+// format 3 through the same passes and switch (one implementation: rebuild
+// and finishSwitch serve both), reading the old shards' tails from their
+// own logs and switching through fusee.meta's format=upgrade state.
+//
 // It owns the renumbering plan, the rewrite of references, the build of the
 // new shards and the switch. It reads old shards only through the journal
 // package's read-only recovery and must never tick a run, append to an old

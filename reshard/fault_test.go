@@ -1,7 +1,6 @@
 package reshard_test
 
 import (
-	"context"
 	"errors"
 	"fmt"
 	"os"
@@ -12,7 +11,6 @@ import (
 	"time"
 
 	"github.com/cockroachdb/pebble/v2/vfs/errorfs"
-	"github.com/fusee-dev/fusee/reshard"
 )
 
 // A fault is a failure the filesystem reports at one step of a reshard.
@@ -115,32 +113,41 @@ func TestFaultAtEveryStep(t *testing.T) {
 		t.Run(cfg.name, func(t *testing.T) {
 			start := time.Now()
 			c := newCrashCase(t, 3, 5, 80, 7, cfg.memory)
-			injected := map[string]int{}
-			var failures []string
-			for _, f := range faults {
-				for k := 1; len(failures) < 10; k += cfg.stride {
-					fi := &faultInjector{f: f, k: k, badSync: map[string]bool{}}
-					done, err := c.faultOnce(fi)
-					if done {
-						break
-					}
-					injected[f.name]++
-					if err != nil {
-						failures = append(failures, fmt.Sprintf("%s at %s %s (its %d-th): %v", f.name, opName(fi.failed.Kind), fi.failed.Path, k, err))
-					}
-				}
-			}
-			for _, f := range failures {
-				t.Error(f)
-			}
-			total := 0
-			for _, n := range injected {
-				total += n
-			}
+			total, injected := c.faultSweep(t, cfg.stride)
 			t.Logf("3->5 shards, %s: %d faults injected %v, each a clean error and a directory that opens as it was or is finished by a rerun; %v",
 				cfg.name, total, injected, time.Since(start).Round(time.Millisecond))
 		})
 	}
+}
+
+// faultSweep injects each fault at every stride-th operation of c's
+// operation it can happen at, recovering from each; it reports failures
+// with t.Error and returns how many faults it injected, in all and of
+// each kind.
+func (c *crashCase) faultSweep(t *testing.T, stride int) (int, map[string]int) {
+	injected := map[string]int{}
+	var failures []string
+	for _, f := range faults {
+		for k := 1; len(failures) < 10; k += stride {
+			fi := &faultInjector{f: f, k: k, badSync: map[string]bool{}}
+			done, err := c.faultOnce(fi)
+			if done {
+				break
+			}
+			injected[f.name]++
+			if err != nil {
+				failures = append(failures, fmt.Sprintf("%s at %s %s (its %d-th): %v", f.name, opName(fi.failed.Kind), fi.failed.Path, k, err))
+			}
+		}
+	}
+	for _, f := range failures {
+		t.Error(f)
+	}
+	total := 0
+	for _, n := range injected {
+		total += n
+	}
+	return total, injected
 }
 
 // faultOnce runs one reshard with fi injecting its fault, then checks the
@@ -148,7 +155,7 @@ func TestFaultAtEveryStep(t *testing.T) {
 // fault's k-th operation (it succeeded untouched).
 func (c *crashCase) faultOnce(fi *faultInjector) (done bool, _ error) {
 	mem := c.fresh()
-	_, err := reshard.Reshard(context.Background(), errorfs.Wrap(mem, fi), memDir, reshard.Options{Shards: c.newN, Memory: c.memory})
+	_, err := c.run(errorfs.Wrap(mem, fi), false)
 	fi.mu.Lock()
 	fi.off = true
 	failed, resync := fi.failed, fi.resync

@@ -16,7 +16,8 @@ type metaDir = meta.Dir
 
 // lockDir takes dir's lock and reads its fusee.meta, accepting an
 // interrupted reshard (which this package finishes) and refusing log
-// format 2 (meta.ErrOldLog: no command converts it yet).
+// format 2 (meta.ErrOldLog: Upgrade converts it) and an interrupted
+// upgrade (meta.UpgradingError: Upgrade finishes it).
 func lockDir(fs vfs.FS, dir string) (*metaDir, error) {
 	return meta.Open(fs, dir, meta.Options{Log: meta.LogShared, AllowSwitching: true})
 }

@@ -30,6 +30,10 @@ type Report struct {
 	DryRun    bool    `json:"dry_run"`
 	OldShards int     `json:"old_shards"`
 	NewShards int     `json:"new_shards"`
+	// OldLog and NewLog are the log formats an upgrade goes from and to
+	// (2 and 3); zero in a reshard's report.
+	OldLog int `json:"old_log,omitempty"`
+	NewLog int `json:"new_log,omitempty"`
 	// CleanedUp lists leftovers of earlier attempts that were removed
 	// (reshard.new before a switch, reshard.old after one).
 	CleanedUp []string `json:"cleaned_up,omitempty"`

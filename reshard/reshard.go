@@ -11,6 +11,7 @@ import (
 
 	"github.com/cockroachdb/pebble/v2/vfs"
 	"github.com/fusee-dev/fusee/journal"
+	"github.com/fusee-dev/fusee/journal/wal"
 	"github.com/fusee-dev/fusee/meta"
 )
 
@@ -105,6 +106,18 @@ type resharder struct {
 	tails      []journal.ShardTail // the old shards' log tails, read once
 	owner      *ownership          // what new files get (nil: not on the disk)
 	fp         *Fingerprint        // the old directory's, when a plan is made or applied
+	// switching is the fusee.meta written at the point of no return.
+	switching meta.Meta
+	// upgrade: this is `fusee upgrade` (log format 2 to 3), not a reshard.
+	upgrade bool
+}
+
+// finishCommand is the command that finishes what r began, quoted.
+func (r *resharder) finishCommand() string {
+	if r.upgrade {
+		return "fusee upgrade " + meta.ShellQuote(r.dir)
+	}
+	return finishCommand(r.dir)
 }
 
 // Reshard changes the shard count of the closed data directory dir to
@@ -132,7 +145,6 @@ func Reshard(ctx context.Context, fs vfs.FS, dir string, opts Options) (*Report,
 	if r.owner, err = ownershipOf(fs, dir); err != nil {
 		return nil, err
 	}
-	newDir := fs.PathJoin(dir, NewDirName)
 	if opts.Plan != nil {
 		// Before anything is touched, leftovers included.
 		if err := r.checkPlan(ctx, m); err != nil {
@@ -166,19 +178,8 @@ func Reshard(ctx context.Context, fs vfs.FS, dir string, opts Options) (*Report,
 		}
 	}
 
-	// Leftovers: reshard.new of an attempt that never reached the switch,
-	// reshard.old of one that finished but crashed before deleting it.
-	for _, left := range leftovers(fs, dir) {
-		rep.CleanedUp = append(rep.CleanedUp, left)
-		if opts.DryRun {
-			continue
-		}
-		if err := fs.RemoveAll(left); err != nil {
-			return nil, fmt.Errorf("removing the leftover %s: %w", left, err)
-		}
-		if err := meta.SyncDir(fs, dir); err != nil {
-			return nil, err
-		}
+	if err := r.removeLeftovers(); err != nil {
+		return nil, err
 	}
 	if opts.Shards == 0 || opts.Shards == m.Shards {
 		rep.Outcome = OutcomeNothingToDo
@@ -200,6 +201,19 @@ func Reshard(ctx context.Context, fs vfs.FS, dir string, opts Options) (*Report,
 		}
 	}
 
+	r.switching = meta.Meta{Format: meta.Switching, Log: meta.LogShared, Shards: r.newN, OldShards: r.oldN, NewShards: r.newN}
+	return r.rebuild(ctx, d)
+}
+
+// rebuild builds the new layout of r.newN shards in reshard.new from the
+// old r.oldN shards (read through r.tails when they are set, the shared
+// log otherwise), checks it, and switches to it: fusee.meta becomes
+// r.switching (the point of no return), then finishSwitch. A reshard and
+// an upgrade (which rebuilds the same shards with the shared log) differ
+// only in what they read and in that switching state.
+func (r *resharder) rebuild(ctx context.Context, d *metaDir) (*Report, error) {
+	fs, dir, opts, rep := r.fs, r.dir, r.opts, r.rep
+	newDir := fs.PathJoin(dir, NewDirName)
 	oldBytes, err := treeSize(fs, dir, NewDirName, OldDirName)
 	if err != nil {
 		return nil, err
@@ -319,13 +333,12 @@ func Reshard(ctx context.Context, fs vfs.FS, dir string, opts Options) (*Report,
 	if err := hook("before-switch"); err != nil {
 		return abandon(err)
 	}
-	sw := meta.Meta{Format: meta.Switching, Log: meta.LogShared, Shards: r.newN, OldShards: r.oldN, NewShards: r.newN}
-	if err := r.writeMeta(d, sw); err != nil {
+	if err := r.writeMeta(d, r.switching); err != nil {
 		// fusee.meta may be the new one already (renamed into place, the
 		// directory's fsync failed): reshard.new stays, for the rerun that
 		// finishes the switch; if fusee.meta is still the old one, the
 		// rerun removes reshard.new as a leftover.
-		return nil, fmt.Errorf("beginning the switch: %w; the directory is either as it was (reshard.new left over) or its switch has begun: run `fusee reshard %s` to finish or clean up", err, dir)
+		return nil, fmt.Errorf("beginning the switch: %w; the directory is either as it was (reshard.new left over) or its switch has begun: run `%s` to finish or clean up", err, r.finishCommand())
 	}
 	if err := hook("meta-switching"); err != nil {
 		return nil, err
@@ -370,7 +383,28 @@ func (r *resharder) checkLog() error {
 	return nil
 }
 
-// finishSwitch does the steps after fusee.meta says format=reshard. Every
+// removeLeftovers removes (a dry run only lists) what earlier attempts
+// left with fusee.meta format=local: reshard.new of an attempt that never
+// reached the switch, reshard.old of one that finished but crashed before
+// deleting it.
+func (r *resharder) removeLeftovers() error {
+	for _, left := range leftovers(r.fs, r.dir) {
+		r.rep.CleanedUp = append(r.rep.CleanedUp, left)
+		if r.opts.DryRun {
+			continue
+		}
+		if err := r.fs.RemoveAll(left); err != nil {
+			return fmt.Errorf("removing the leftover %s: %w", left, err)
+		}
+		if err := meta.SyncDir(r.fs, r.dir); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// finishSwitch does the steps after fusee.meta says format=reshard (or,
+// for an upgrade, format=upgrade). Every
 // step can be repeated, so a rerun after a crash anywhere here finishes
 // the job: for the log and the shards, if the new copy is still in
 // reshard.new, the old one (if still in place) moves to reshard.old and
@@ -383,7 +417,7 @@ func (r *resharder) checkLog() error {
 func (r *resharder) finishSwitch(d *metaDir, newN int) error {
 	fs, dir := r.fs, r.dir
 	newDir, oldDir := switchSource(fs, dir), fs.PathJoin(dir, OldDirName)
-	if err := checkNewShards(fs, dir, newDir, newN); err != nil {
+	if err := checkNewShards(fs, dir, newDir, newN, r.upgrade); err != nil {
 		return err
 	}
 	for _, name := range []string{"wal", "shards"} {
@@ -439,7 +473,7 @@ func (r *resharder) finishSwitch(d *metaDir, newN int) error {
 	}
 	for _, left := range []string{oldDir, newDir} {
 		if err := fs.RemoveAll(left); err != nil {
-			return fmt.Errorf("removing %s (the reshard is complete; remove it by hand or run `fusee reshard %s`): %w", left, meta.ShellQuote(dir), err)
+			return fmt.Errorf("removing %s (the switch is complete; remove it by hand or run `%s`): %w", left, r.finishCommand(), err)
 		}
 	}
 	return meta.SyncDir(fs, dir)
@@ -458,35 +492,55 @@ func (r *resharder) writeMeta(d *metaDir, m meta.Meta) error {
 // ones fusee.meta names: finishing it would give the directory the wrong
 // shards, so nothing is done.
 type SwitchStateError struct {
-	Dir    string
-	Shards int    // new_shards in fusee.meta
-	Where  string // where the new shards should be
-	Err    error
+	Dir     string
+	Shards  int    // new_shards in fusee.meta (an upgrade's: shards)
+	Where   string // where the new shards should be
+	Err     error
+	Upgrade bool // the interrupted switch is an upgrade's
 }
 
 func (e *SwitchStateError) Error() string {
-	return fmt.Sprintf("%s: fusee.meta says a reshard to %d shards was interrupted, but %s does not hold %d new shards (%v); refusing to finish it, nothing was changed: was fusee.meta or reshard.new changed by hand? Restore the directory from a backup",
-		e.Dir, e.Shards, e.Where, e.Shards, e.Err)
+	what := fmt.Sprintf("a reshard to %d shards", e.Shards)
+	if e.Upgrade {
+		what = fmt.Sprintf("an upgrade of %d shards to log format %d", e.Shards, meta.LogShared)
+	}
+	return fmt.Sprintf("%s: fusee.meta says %s was interrupted, but %s does not hold %d new shards (%v); refusing to finish it, nothing was changed: was fusee.meta or reshard.new changed by hand? Restore the directory from a backup",
+		e.Dir, what, e.Where, e.Shards, e.Err)
 }
 
 func (e *SwitchStateError) Unwrap() error { return e.Err }
 
 // checkNewShards makes sure that the shards the switch moves in (still in
 // reshard.new, or already moved in) are newN shards of a newN-shard
-// directory, before anything is moved.
-func checkNewShards(fs vfs.FS, dir, newDir string, newN int) error {
+// directory, before anything is moved. For an upgrade, whose old shards
+// have the same count, they must also be rebuilt ones: no per-shard log
+// beside a store, and a checkpoint at LSN 0 of a shared log.
+func checkNewShards(fs vfs.FS, dir, newDir string, newN int, upgrade bool) error {
 	base := newDir
 	if _, err := fs.Stat(fs.PathJoin(base, "shards")); err != nil {
 		base = dir
 	}
 	where := fs.PathJoin(base, "shards")
+	fail := func(err error) error {
+		return &SwitchStateError{Dir: dir, Shards: newN, Where: where, Err: err, Upgrade: upgrade}
+	}
 	for j := range newN {
-		if _, err := journal.ReadHeader(fs, base, j, newN); err != nil {
-			return &SwitchStateError{Dir: dir, Shards: newN, Where: where, Err: err}
+		h, err := journal.ReadHeader(fs, base, j, newN)
+		if err != nil {
+			return fail(err)
+		}
+		if !upgrade {
+			continue
+		}
+		if old := wal.ShardLogDir(fs, base, j); fileExists(fs, old) {
+			return fail(fmt.Errorf("%s is a log format 2 shard's log", old))
+		}
+		if h.LSN != 0 || h.Log.Segment == 0 {
+			return fail(fmt.Errorf("shard %d's checkpoint is at LSN %d, log position %v: not a store rebuilt for a new shared log", j, h.LSN, h.Log))
 		}
 	}
 	if extra := journal.ShardDir(fs, base, newN); fileExists(fs, extra) {
-		return &SwitchStateError{Dir: dir, Shards: newN, Where: where, Err: fmt.Errorf("it has a shard %d as well", newN)}
+		return fail(fmt.Errorf("it has a shard %d as well", newN))
 	}
 	return nil
 }

@@ -120,21 +120,7 @@ func TestKilledAndResumed(t *testing.T) {
 		mustFusee(t, bin, "reshard", probe, "5")
 		span := time.Since(start)
 		for k := 0; k < kills; k++ {
-			cmd := exec.Command(bin, "reshard", dir, "5")
-			var errb bytes.Buffer
-			cmd.Stderr = &errb
-			if err := cmd.Start(); err != nil {
-				t.Fatal(err)
-			}
-			time.Sleep(time.Duration(rng.Int64N(int64(span) + 1)))
-			_ = cmd.Process.Signal(syscall.SIGKILL)
-			err := cmd.Wait()
-			var ee *exec.ExitError
-			if !errors.As(err, &ee) || ee.ExitCode() != -1 {
-				// It finished before the kill: nothing more to kill.
-				if err != nil {
-					t.Fatalf("reshard: %v\n%s", err, errb.String())
-				}
+			if !killAt(t, bin, rng, span, "reshard", dir, "5") {
 				finishedEarly++
 				break
 			}
@@ -167,6 +153,30 @@ func TestKilledAndResumed(t *testing.T) {
 		}
 	}
 	t.Logf("%d SIGKILLs survived over %d directories (%d left the switch begun; %d reshards finished before their kill); no run lost", survived, dirs, midSwitch, finishedEarly)
+}
+
+// killAt runs fusee with args and SIGKILLs it after a random time up to
+// span. It reports whether the kill came first; a run that finished
+// before it must have succeeded.
+func killAt(t *testing.T, bin string, rng *rand.Rand, span time.Duration, args ...string) bool {
+	t.Helper()
+	cmd := exec.Command(bin, args...)
+	var errb bytes.Buffer
+	cmd.Stderr = &errb
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(time.Duration(rng.Int64N(int64(span) + 1)))
+	_ = cmd.Process.Signal(syscall.SIGKILL)
+	err := cmd.Wait()
+	var ee *exec.ExitError
+	if errors.As(err, &ee) && ee.ExitCode() == -1 {
+		return true
+	}
+	if err != nil {
+		t.Fatalf("fusee %s: %v\n%s", strings.Join(args, " "), err, errb.String())
+	}
+	return false
 }
 
 // TestSignalStopsCleanly: SIGINT and SIGTERM stop a reshard before its

@@ -59,9 +59,13 @@ type GenOptions struct {
 	// even with none short about 0.45 finish, and with all short 0.98.
 	FinishedFrac float64
 	TailRounds   int // busy rounds logged after the last checkpoint (default 3)
-	Config       Config
-	Progress     func(Progress) // called at each checkpoint (nil: not)
-	spillAt      int            // tests: Engine.spillAt
+	// Log is the log format of the directory: meta.LogShared (3, the
+	// default when 0) or meta.LogPerShard (2: the older log per shard,
+	// journal.WriteV2 of the same content, for trying `fusee upgrade`).
+	Log      int
+	Config   Config
+	Progress func(Progress) // called at each checkpoint (nil: not)
+	spillAt  int            // tests: Engine.spillAt
 }
 
 // DefaultFinishedFrac is GenOptions.FinishedFrac's default.
@@ -79,6 +83,12 @@ func (o GenOptions) check() (GenOptions, error) {
 	}
 	if o.FinishedFrac < 0 || o.FinishedFrac > 1 {
 		return o, fmt.Errorf("finished fraction %g: want 0..1", o.FinishedFrac)
+	}
+	if o.Log == 0 {
+		o.Log = meta.LogShared
+	}
+	if o.Log != meta.LogShared && o.Log != meta.LogPerShard {
+		return o, fmt.Errorf("log format %d: want %d or %d", o.Log, meta.LogShared, meta.LogPerShard)
 	}
 	if o.TailRounds <= 0 {
 		o.TailRounds = 3
@@ -130,6 +140,7 @@ func (e *Engine) generate(ctx context.Context, o GenOptions) error {
 type GenReport struct {
 	Dir        string  `json:"dir"`
 	Shards     int     `json:"shards"`
+	Log        int     `json:"log"` // the log format: 3 shared, 2 a log per shard
 	Seed       uint64  `json:"seed"`
 	TailRounds int     `json:"tail_rounds"` // rounds logged after the last checkpoint
 	Now        int64   `json:"now_ms"`
@@ -163,6 +174,9 @@ func Generate(ctx context.Context, fs vfs.FS, dir string, o GenOptions) (*GenRep
 	parent := fs.PathDir(clean)
 	tmp := fs.PathJoin(parent, fs.PathBase(clean)+genTmpInfix+randomSuffix())
 	e, census, err := generateInto(ctx, fs, tmp, o)
+	if err == nil && o.Log == meta.LogPerShard {
+		err = journal.WriteV2(ctx, fs, tmp)
+	}
 	if err == nil {
 		err = ctx.Err() // an interrupt during Close still means "not created"
 	}
@@ -180,7 +194,7 @@ func Generate(ctx context.Context, fs vfs.FS, dir string, o GenOptions) (*GenRep
 		// dir is complete, but its name may not survive a crash.
 		return nil, fmt.Errorf("gen %s: %w", dir, err)
 	}
-	return &GenReport{Dir: dir, Shards: o.Shards, Seed: o.Seed, TailRounds: o.TailRounds, Now: e.now, Census: census,
+	return &GenReport{Dir: dir, Shards: o.Shards, Log: o.Log, Seed: o.Seed, TailRounds: o.TailRounds, Now: e.now, Census: census,
 		Stats: e.stats, Elapsed: time.Since(start).Seconds()}, nil
 }
 

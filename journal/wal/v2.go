@@ -25,13 +25,23 @@ type WriterV2 struct {
 // CreateV2 starts a new, empty format 2 log for shard in dir (normally
 // ShardLogDir(fs, datadir, shard)), creating dir if needed.
 func CreateV2(fs vfs.FS, dir string, shard int, opts Options) (*WriterV2, error) {
+	return CreateV2From(fs, dir, shard, 1, opts)
+}
+
+// CreateV2From is CreateV2 for a log whose first entry has LSN next (≥ 1):
+// the log of a shard whose store already reflects entries 1 … next-1, as an
+// engine leaves it after deleting segments every checkpoint covers.
+func CreateV2From(fs vfs.FS, dir string, shard int, next uint64, opts Options) (*WriterV2, error) {
+	if next == 0 {
+		return nil, fmt.Errorf("wal: a format 2 log cannot start at LSN 0")
+	}
 	if shard < 0 || shard >= meta.MaxShards {
 		return nil, fmt.Errorf("wal: shard %d out of range 0..%d", shard, meta.MaxShards-1)
 	}
 	if err := prepareNewLog(fs, dir); err != nil {
 		return nil, err
 	}
-	w := &WriterV2{shard: shard, next: 1}
+	w := &WriterV2{shard: shard, next: next}
 	w.log = segmentLog{fs: fs, dir: dir, opts: opts, header: w.header}
 	cur, err := createSegment(fs, dir, 1, w.header(1, 0, 0))
 	if err != nil {

@@ -22,13 +22,14 @@ type genOptions struct {
 	seed         uint64
 	finishedFrac float64
 	retention    time.Duration
+	log          int
 	json         bool
 }
 
 func newGenCmd(ios *IO) *cobra.Command {
 	opts := genOptions{finishedFrac: sim.DefaultFinishedFrac, retention: time.Duration(sim.DefaultRetention) * time.Millisecond, seed: 1}
 	cmd := &cobra.Command{
-		Use:   "gen <dir> --shards N --runs M [--seed S] [--finished-frac F] [--retention DUR]",
+		Use:   "gen <dir> --shards N --runs M [--seed S] [--finished-frac F] [--retention DUR] [--log 2|3]",
 		Short: "Generate a data directory with M workflow runs stopped mid-flight (simulated engine)",
 		Long: `Gen creates a data directory and fills it by running a deterministic
 simulated durable-workflow engine (package journal/sim; docs/simulator.md)
@@ -54,6 +55,11 @@ stores are not byte-identical (its MANIFEST records wall-clock times).
 stops (reachable: about 0.45 to 0.98). --retention is how long finished
 runs are kept before their tombstone, in virtual time.
 
+--log 2 writes the older log format 2 (a log per shard, shards/NNNN/log,
+no wal/) with the same logical content: each shard's store at its last
+checkpoint and the entries after it in the shard's own log. Only
+"fusee upgrade" reads such a directory; use it to try or test an upgrade.
+
 <dir> must not exist or be empty. Gen writes without syncing each batch and
 syncs everything at the end. It builds the directory under a temporary
 sibling name (<dir>.gen-tmp-<random>, its pending events spilled to
@@ -63,6 +69,7 @@ no <dir>. Gen's memory does not grow with --runs: the engine keeps only
 the runs it is working on in memory and reads the others back from the
 shard stores.`,
 		Example: `  fusee gen /tmp/data --shards 3 --runs 2000 --seed 7
+  fusee gen /tmp/old --shards 3 --runs 2000 --log 2   # then: fusee upgrade /tmp/old
   fusee gen /tmp/big --shards 16 --runs 1000000 --seed 1 --json`,
 		Args: exactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
@@ -84,6 +91,9 @@ shard stores.`,
 			if opts.retention < time.Millisecond {
 				return usagef("--retention %s: want at least 1ms", opts.retention)
 			}
+			if opts.log != meta.LogShared && opts.log != meta.LogPerShard {
+				return usagef("--log %d: want %d (one shared log) or %d (the older log per shard)", opts.log, meta.LogShared, meta.LogPerShard)
+			}
 			if fi, err := os.Stat(args[0]); err == nil && !fi.IsDir() {
 				return fmt.Errorf("%s is a file: gen creates a new data directory; give a path that does not exist or an empty directory", args[0])
 			}
@@ -96,12 +106,13 @@ shard stores.`,
 	f.Uint64Var(&opts.seed, "seed", opts.seed, "workload seed")
 	f.Float64Var(&opts.finishedFrac, "finished-frac", opts.finishedFrac, "about the share of runs finished when gen stops")
 	f.DurationVar(&opts.retention, "retention", opts.retention, "how long finished runs are kept before their tombstone (virtual time)")
+	f.IntVar(&opts.log, "log", meta.LogShared, "log format of the new directory: 3, or 2 (a log per shard, for trying fusee upgrade)")
 	f.BoolVar(&opts.json, "json", false, "print the report as JSON")
 	return cmd
 }
 
 func runGen(cmd *cobra.Command, ios *IO, opts genOptions, dir string) error {
-	o := sim.GenOptions{Shards: opts.shards, Runs: opts.runs, Seed: opts.seed, FinishedFrac: opts.finishedFrac,
+	o := sim.GenOptions{Shards: opts.shards, Runs: opts.runs, Seed: opts.seed, FinishedFrac: opts.finishedFrac, Log: opts.log,
 		Config: sim.Config{Retention: opts.retention.Milliseconds()}}
 	var done func()
 	o.Progress, done = simProgress(ios, func(p sim.Progress) string {
@@ -124,6 +135,9 @@ func runGen(cmd *cobra.Command, ios *IO, opts genOptions, dir string) error {
 	}
 	fmt.Fprintf(ios.Out, "log: %d batches, %d entries, %d checkpoints; the last %d rounds are a log tail after the last checkpoint\n",
 		rep.Stats.Batches, rep.Stats.Ops, rep.Stats.Checkpoints, rep.TailRounds)
+	if rep.Log == meta.LogPerShard {
+		fmt.Fprintf(ios.Out, "log format 2 (a log per shard): only `fusee upgrade %s` opens it\n", meta.ShellQuote(rep.Dir))
+	}
 	return nil
 }
 

@@ -271,7 +271,7 @@ func printReshardReport(ios *IO, rep *reshard.Report) error {
 	if err := ios.printTable([]string{"what", "count"}, rows); err != nil {
 		return err
 	}
-	const show = 20
+	const show = reportShow
 	if n := len(rep.Renumbered); n > 0 {
 		fmt.Fprintln(out, styleHeader.Render("renumbered unfinished runs (their Ctx::key values change):"))
 		for _, r := range rep.Renumbered[:min(n, show)] {
@@ -281,16 +281,27 @@ func printReshardReport(ios *IO, rep *reshard.Report) error {
 			fmt.Fprintf(out, "  … and %d more (--json or --report FILE lists them all)\n", n-show)
 		}
 	}
+	printTokenChanges(ios, rep, "--json or --report FILE")
+	return nil
+}
+
+// reportShow is how many renumbered runs and token changes a report
+// prints before saying how many more there are.
+const reportShow = 20
+
+// printTokenChanges lists the first pending completion tokens that
+// changed, with the token that now answers each; all names the flags that
+// list them all.
+func printTokenChanges(ios *IO, rep *reshard.Report, all string) {
 	if n := len(rep.Tokens); n > 0 {
-		fmt.Fprintln(out, styleHeader.Render("pending completion tokens (hand the new ones to whoever holds the old):"))
-		for _, t := range rep.Tokens[:min(n, show)] {
-			fmt.Fprintf(out, "  %s  ->  %s  (%s@%d)\n", t.Old, t.New, t.WorkflowID, t.Position)
+		fmt.Fprintln(ios.Out, styleHeader.Render("pending completion tokens (hand the new ones to whoever holds the old):"))
+		for _, t := range rep.Tokens[:min(n, reportShow)] {
+			fmt.Fprintf(ios.Out, "  %s  ->  %s  (%s@%d)\n", t.Old, t.New, t.WorkflowID, t.Position)
 		}
-		if n > show {
-			fmt.Fprintf(out, "  … and %d more (--json or --report FILE lists them all)\n", n-show)
+		if n > reportShow {
+			fmt.Fprintf(ios.Out, "  … and %d more (%s lists them all)\n", n-reportShow, all)
 		}
 	}
-	return nil
 }
 
 // droppedTailLine says what a reshard dropped from the old log's end, as
@@ -322,6 +333,7 @@ func droppedTailLine(t *reshard.DroppedTail, dryRun bool) string {
 // phase.
 type phaseProgress struct {
 	ios   *IO
+	cmd   string // the command named in plain lines ("" : reshard)
 	phase string
 	start time.Time
 	last  time.Time
@@ -339,7 +351,11 @@ func (p *phaseProgress) update(phase string, done, total int64) {
 	}
 	if !p.ios.ErrTTY {
 		if done == total {
-			fmt.Fprintf(p.ios.Err, "reshard: %s: %d/%d done in %.1fs\n", phase, done, total, now.Sub(p.start).Seconds())
+			name := p.cmd
+			if name == "" {
+				name = "reshard"
+			}
+			fmt.Fprintf(p.ios.Err, "%s: %s: %d/%d done in %.1fs\n", name, phase, done, total, now.Sub(p.start).Seconds())
 		}
 		return
 	}

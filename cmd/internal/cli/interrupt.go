@@ -18,6 +18,7 @@ var interruptStates = map[string]string{
 	"demo":      "the demo's directory was removed, unless --keep was given",
 	"gen":       "",
 	"reshard":   "",
+	"upgrade":   "",
 	"inspect":   nothingChanged,
 	"verify":    nothingChanged + "; the findings printed so far are not all of them",
 	"dump":      nothingChanged + "; the dump printed so far is incomplete",

@@ -1,0 +1,170 @@
+package cli
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/cockroachdb/pebble/v2/vfs"
+	"github.com/spf13/cobra"
+
+	"github.com/fusee-dev/fusee/meta"
+	"github.com/fusee-dev/fusee/reshard"
+)
+
+func init() { addCommand(newUpgradeCmd) }
+
+type upgradeOptions struct {
+	dryRun  bool
+	json    bool
+	scratch string
+	memory  string
+}
+
+func newUpgradeCmd(ios *IO) *cobra.Command {
+	var opts upgradeOptions
+	cmd := &cobra.Command{
+		Use:   "upgrade <dir>",
+		Short: "Convert a closed data directory from log format 2 (a log per shard) to format 3 (one shared log)",
+		Long: `Upgrade converts a closed local data directory from log format 2, where
+each shard has its own log in shards/NNNN/log, to log format 3, one
+write-ahead log shared by every shard in wal/. The shard count does not
+change and no run moves or is renumbered. Each shard is read through the
+engine's own recovery (its store and the tail of its log), read-only; a
+new store is built for it at LSN 0 beside a new, empty shared log, one
+store generation newer, so every pending completion token changes (the
+report lists each with the token that now answers it).
+
+It goes through the same steps as a reshard: the new shards are built and
+checked under <dir>/reshard.new; fusee.meta then says format=upgrade (from
+here nothing but "fusee upgrade <dir>" opens the directory: the new stores
+are at LSN 0 and the old ones belong to the old logs, so neither half may
+be opened alone); the old files move to <dir>/reshard.old, the new ones
+move in, and a final fusee.meta says log=3. A crash before the switch
+leaves the directory as it was; after it, run "fusee upgrade <dir>" again
+to finish. Running it again is always safe: it finishes an interrupted
+upgrade, removes leftovers of an earlier one, or says there is nothing to
+do. The steps and what to do after each kind of failure are in
+docs/operations.md.
+
+--dry-run reads and checks everything, prints the same report and the disk
+space the real run needs, and changes nothing in the directory. --json
+prints the report as one JSON object (the reshard report's schema, with
+old_log and new_log). --dry-run comes only from the command line.
+
+Exit codes: 0 done or nothing to do; 1 failure (the directory is left as it
+was, or finishable by a rerun, as the message says); 2 bad flags; 3 the
+directory is in use; 4 a reshard was interrupted (finish it with the
+command the message names first); 130 interrupted (Ctrl-C, SIGTERM), only
+ever before the switch: the directory is unchanged.`,
+		Example: `  # See what the upgrade would do, and the free space it needs:
+  fusee upgrade /var/lib/engine/data --dry-run
+  # Do it (the engine stopped), keeping the report for the token holders:
+  fusee upgrade /var/lib/engine/data --json > /root/upgrade.json
+  # After a crash or an error, the same command finishes or cleans up:
+  fusee upgrade /var/lib/engine/data`,
+		Args: exactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return runUpgrade(cmd.Context(), ios, opts, args[0])
+		},
+	}
+	f := cmd.Flags()
+	f.BoolVar(&opts.dryRun, "dry-run", false, "read and check everything, change nothing")
+	f.BoolVar(&opts.json, "json", false, "print the report as JSON")
+	f.StringVar(&opts.scratch, "scratch", "", "dry run: scratch `DIR` for a plan larger than --memory (default: the system temp directory)")
+	f.StringVar(&opts.memory, "memory", "256MiB", "memory `BUDGET` before the plan spills to a scratch store (e.g. 64MiB, 1GiB)")
+	markCLIOnly(cmd, "dry-run")
+	return cmd
+}
+
+func runUpgrade(ctx context.Context, ios *IO, opts upgradeOptions, dir string) error {
+	budget, err := parseSize(opts.memory)
+	if err != nil {
+		return usagef("--memory %q: %v", opts.memory, err)
+	}
+	prog := newPhaseProgress(ios)
+	prog.cmd = "upgrade"
+	rep, err := reshard.Upgrade(ctx, vfs.Default, dir, reshard.UpgradeOptions{
+		DryRun: opts.dryRun, Scratch: opts.scratch, Memory: budget, Progress: prog.update,
+	})
+	prog.done()
+	if err != nil {
+		if ctx.Err() != nil && errors.Is(err, ctx.Err()) {
+			return upgradeInterrupted(dir, opts.dryRun)
+		}
+		return err
+	}
+	if opts.json {
+		return ios.printJSON(rep)
+	}
+	return printUpgradeReport(ios, rep)
+}
+
+// upgradeInterrupted is the message for an upgrade stopped by Ctrl-C or
+// SIGTERM: as for a reshard, only ever before its switch.
+func upgradeInterrupted(dir string, dryRun bool) error {
+	var msg string
+	switch _, serr := os.Stat(filepath.Join(dir, reshard.NewDirName)); {
+	case dryRun:
+		msg = fmt.Sprintf("dry run interrupted: nothing in %s was changed; run it again for the report", dir)
+	case serr == nil:
+		msg = fmt.Sprintf("upgrade interrupted before its switch: %s is unchanged (log format 2, which opens as before), but the partly built %s is still there; the next `fusee upgrade %s` removes it",
+			dir, filepath.Join(dir, reshard.NewDirName), meta.ShellQuote(dir))
+	default:
+		msg = fmt.Sprintf("upgrade interrupted before its switch: %s is unchanged (log format 2, which opens as before) and what was built was removed; run the same command again to upgrade", dir)
+	}
+	return exitError{code: ExitCancelled, err: errors.New(msg)}
+}
+
+func printUpgradeReport(ios *IO, rep *reshard.Report) error {
+	out := ios.Out
+	verb := map[reshard.Outcome]string{
+		reshard.OutcomeDone:        fmt.Sprintf("upgraded %s from log format 2 to 3 (%d shards)", rep.Dir, rep.NewShards),
+		reshard.OutcomeNothingToDo: fmt.Sprintf("nothing to do: %s has log format 3 and no upgrade in progress", rep.Dir),
+		reshard.OutcomeFinished:    fmt.Sprintf("finished the interrupted upgrade of %s to log format 3 (%d shards)", rep.Dir, rep.NewShards),
+		reshard.OutcomeCleanedUp:   fmt.Sprintf("removed leftovers of an earlier upgrade or reshard from %s; it has log format 3", rep.Dir),
+		reshard.OutcomePlanned:     fmt.Sprintf("dry run: %s would go from log format 2 to 3 (%d shards); nothing was changed", rep.Dir, rep.NewShards),
+	}[rep.Outcome]
+	if rep.DryRun && rep.Outcome == reshard.OutcomeFinished {
+		verb = fmt.Sprintf("dry run: would finish the interrupted upgrade of %s to log format 3", rep.Dir)
+	}
+	fmt.Fprintln(out, styleGood.Render(verb))
+	for _, c := range rep.CleanedUp {
+		if rep.DryRun {
+			fmt.Fprintf(out, "would remove leftover %s\n", c)
+		} else {
+			fmt.Fprintf(out, "removed leftover %s\n", c)
+		}
+	}
+	if rep.Outcome != reshard.OutcomeDone && rep.Outcome != reshard.OutcomePlanned {
+		return nil
+	}
+	c := rep.Counts
+	var states []string
+	for _, s := range []string{"running", "parked", "finished", "tombstone"} {
+		states = append(states, fmt.Sprintf("%d %s", c.Runs[s], s))
+	}
+	rows := [][]string{
+		{"runs", strings.Join(states, ", ")},
+		{"outbox messages", fmt.Sprint(c.Outbox)},
+		{"dedup entries", fmt.Sprint(c.Dedup)},
+		{"archives rewritten", fmt.Sprint(c.Archives)},
+		{"pending completion tokens", fmt.Sprint(c.PendingTokens)},
+		{"new store generation", fmt.Sprint(rep.StoreGen)},
+		{"bytes read / written", fmt.Sprintf("%s / %s", reshard.HumanBytes(c.BytesRead), reshard.HumanBytes(c.BytesWritten))},
+	}
+	if rep.DryRun {
+		rows = append(rows, []string{"free space the real run needs", "about " + reshard.HumanBytes(rep.SpaceNeeded)})
+	}
+	for _, p := range rep.Phases {
+		rows = append(rows, []string{"time: " + p.Name, fmt.Sprintf("%.2fs", p.Seconds)})
+	}
+	if err := ios.printTable([]string{"what", "count"}, rows); err != nil {
+		return err
+	}
+	printTokenChanges(ios, rep, "--json")
+	return nil
+}
