@@ -1,7 +1,6 @@
 package reshard_test
 
 import (
-	"context"
 	"errors"
 	"fmt"
 	"os"
@@ -12,7 +11,6 @@ import (
 	"time"
 
 	"github.com/cockroachdb/pebble/v2/vfs/errorfs"
-	"github.com/fusee-dev/fusee/reshard"
 )
 
 // A fault is a failure the filesystem reports at one step of a reshard.
@@ -147,8 +145,16 @@ func TestFaultAtEveryStep(t *testing.T) {
 // error and recovers. done reports that the reshard never reached the
 // fault's k-th operation (it succeeded untouched).
 func (c *crashCase) faultOnce(fi *faultInjector) (done bool, _ error) {
-	mem := c.fresh()
-	_, err := reshard.Reshard(context.Background(), errorfs.Wrap(mem, fi), memDir, reshard.Options{Shards: c.newN, Memory: c.memory})
+	return faultScenario(c.reshardScenario(), fi)
+}
+
+// faultScenario runs s's operation once with fi injecting its fault, then
+// checks the error and recovers as s says. done reports that the
+// operation never reached the fault's k-th operation (it succeeded
+// untouched).
+func faultScenario(s crashScenario, fi *faultInjector) (done bool, _ error) {
+	mem := s.start()
+	err := s.run(errorfs.Wrap(mem, fi))
 	fi.mu.Lock()
 	fi.off = true
 	failed, resync := fi.failed, fi.resync
@@ -167,16 +173,16 @@ func (c *crashCase) faultOnce(fi *faultInjector) (done bool, _ error) {
 			// there loses nothing.
 			return false, nil
 		}
-		return false, errors.New("the reshard succeeded: the failure was hidden")
+		return false, errors.New("the operation succeeded: the failure was hidden")
 	}
 	if !errors.Is(err, fi.f.errno) || !namesFailure(err, fi.failedOps) {
 		return false, fmt.Errorf("the error does not name the failure (%v, %s %s): %v", fi.f.errno, opName(failed.Kind), failed.Path, err)
 	}
 	// The operator reads the message and recovers.
-	if _, rerr := c.recoverDir(mem, nil); rerr != nil {
+	if _, rerr := s.recover(mem, nil); rerr != nil {
 		return false, fmt.Errorf("after the error %q: %v", err, rerr)
 	}
-	if rerr := c.checkDone(mem); rerr != nil {
+	if rerr := s.done(mem); rerr != nil {
 		return false, fmt.Errorf("after the error %q and a rerun: %v", err, rerr)
 	}
 	if resync != "" {
