@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/cockroachdb/pebble/v2/vfs"
+	"github.com/fusee-dev/fusee/journal"
 	"github.com/fusee-dev/fusee/meta"
 	"github.com/fusee-dev/fusee/reshard"
 )
@@ -156,6 +157,146 @@ func TestUndoInterruptedAtEveryStep(t *testing.T) {
 			}
 			gone(t, dir, reshard.NewDirName, reshard.OldDirName, reshard.KeptDirName)
 			orig.same(t, "undo finished after stopping at "+step, dir)
+		})
+	}
+}
+
+// TestUndoAfterEngineOpen: what an engine's open does to an undo. Chosen
+// rule: undo goes on exactly when the fingerprint (fusee.meta, the log's
+// end, every store's checkpoint header) is the one the reshard recorded.
+// A read-only open (inspect, verify, dump) writes nothing, and the undo
+// restores the original file for file. A read-write open that
+// acknowledges nothing still starts a new log segment, so the log's end
+// moves and the undo is refused, nothing changed: fusee cannot tell an
+// engine that acknowledged nothing from one whose acknowledgements are
+// all in that segment without reading it as the engine would, and a
+// refusal loses nothing (reshard back instead). A checkpoint alone is
+// refused the same way, naming the shard.
+func TestUndoAfterEngineOpen(t *testing.T) {
+	refused := func(t *testing.T, dir, why string) {
+		t.Helper()
+		files := fileHashes(t, dir)
+		kept, err := hashFiles(vfs.Default, filepath.Join(dir, reshard.KeptDirName))
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, err = reshard.Undo(context.Background(), vfs.Default, dir)
+		var ue *reshard.UndoError
+		if !errors.As(err, &ue) || !strings.Contains(err.Error(), why) || !strings.HasSuffix(err.Error(), "nothing was changed") {
+			t.Fatalf("undo: %v, want an UndoError saying %q", err, why)
+		}
+		after, _ := hashFiles(vfs.Default, filepath.Join(dir, reshard.KeptDirName))
+		if fileHashes(t, dir) != files || after != kept {
+			t.Fatal("a refused undo changed the directory")
+		}
+	}
+	t.Run("read-only", func(t *testing.T) {
+		dir := genDir(t, 3, scaled(150), 54)
+		orig := snapshotOf(t, dir)
+		doReshard(t, dir, 5, reshard.Options{KeepOld: true})
+		db, _, err := journal.Open(vfs.Default, dir, journal.OpenOptions{ReadOnly: true})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := db.Close(); err != nil {
+			t.Fatal(err)
+		}
+		verifyClean(t, dir)
+		undo(t, dir)
+		orig.same(t, "undone after a read-only open", dir)
+	})
+	t.Run("read-write-nothing-acknowledged", func(t *testing.T) {
+		dir := genDir(t, 3, scaled(150), 55)
+		doReshard(t, dir, 5, reshard.Options{KeepOld: true})
+		db, _, err := journal.Open(vfs.Default, dir, journal.OpenOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := db.Close(); err != nil {
+			t.Fatal(err)
+		}
+		refused(t, dir, "the log ends at segment 2 offset")
+	})
+	t.Run("checkpoint", func(t *testing.T) {
+		dir := genDir(t, 3, scaled(150), 56)
+		doReshard(t, dir, 5, reshard.Options{KeepOld: true})
+		db, _, err := journal.Open(vfs.Default, dir, journal.OpenOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := db.Checkpoint(); err != nil {
+			t.Fatal(err)
+		}
+		if err := db.Close(); err != nil {
+			t.Fatal(err)
+		}
+		refused(t, dir, "was checkpointed at LSN")
+	})
+}
+
+// TestUndoRefusedPartialKept: a kept layout that lost a file, gained one
+// or has one of another size (an interrupted `rm -r`, say) is never
+// restored: undo refuses, names the file and changes nothing; the
+// directory in place opens; --discard-kept removes what is left.
+func TestUndoRefusedPartialKept(t *testing.T) {
+	for _, tc := range []struct {
+		name, why string
+		damage    func(t *testing.T, kept string)
+	}{
+		{"file-removed", "reshard.kept/wal/0000000000000001.log is missing", func(t *testing.T, kept string) {
+			if err := os.Remove(filepath.Join(kept, "wal", "0000000000000001.log")); err != nil {
+				t.Fatal(err)
+			}
+		}},
+		{"shards-removed", "reshard.kept/shards/0000/store/", func(t *testing.T, kept string) {
+			if err := os.RemoveAll(filepath.Join(kept, "shards")); err != nil {
+				t.Fatal(err)
+			}
+		}},
+		{"file-added", "reshard.kept/wal/stray was not kept by the reshard", func(t *testing.T, kept string) {
+			if err := os.WriteFile(filepath.Join(kept, "wal", "stray"), []byte("x"), 0o644); err != nil {
+				t.Fatal(err)
+			}
+		}},
+		{"file-truncated", "reshard.kept/wal/0000000000000001.log has 10 bytes, not", func(t *testing.T, kept string) {
+			if err := os.Truncate(filepath.Join(kept, "wal", "0000000000000001.log"), 10); err != nil {
+				t.Fatal(err)
+			}
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			dir := genDir(t, 3, scaled(100), 57)
+			before := logicalDump(t, dir)
+			doReshard(t, dir, 5, reshard.Options{KeepOld: true})
+			kept := filepath.Join(dir, reshard.KeptDirName)
+			tc.damage(t, kept)
+			files := fileHashes(t, dir)
+			keptFiles, err := hashFiles(vfs.Default, kept)
+			if err != nil {
+				t.Fatal(err)
+			}
+			_, err = reshard.Undo(context.Background(), vfs.Default, dir)
+			var ue *reshard.UndoError
+			if !errors.As(err, &ue) || !strings.Contains(err.Error(), "the kept layout is not whole ("+tc.why) ||
+				!strings.Contains(err.Error(), "--discard-kept`; nothing was changed") {
+				t.Fatalf("undo of a damaged kept layout: %v", err)
+			}
+			if after, _ := hashFiles(vfs.Default, kept); fileHashes(t, dir) != files || after != keptFiles {
+				t.Fatal("a refused undo changed the directory")
+			}
+			verifyClean(t, dir)
+			sameDump(t, "after a refused undo", before, logicalDump(t, dir))
+			rep, err := reshard.DiscardKept(context.Background(), vfs.Default, dir)
+			if err != nil || rep.Outcome != reshard.OutcomeDiscarded {
+				t.Fatalf("discard: %v (%+v)", err, rep)
+			}
+			gone(t, dir, reshard.KeptDirName, reshard.OldDirName, reshard.NewDirName)
+			if fileHashes(t, dir) != files {
+				t.Fatal("discarding changed the directory in place")
+			}
+			if rep, err := reshard.DiscardKept(context.Background(), vfs.Default, dir); err != nil || rep.Outcome != reshard.OutcomeNothingToDo {
+				t.Fatalf("a second discard: %v (%+v)", err, rep)
+			}
 		})
 	}
 }

@@ -301,3 +301,51 @@ func report(t *testing.T, ct *crashTally, what string, synced, seeds int) {
 	t.Logf("%s; %d power cuts recovered from: %d keeping only synced data, %d keeping random parts of the unsynced data (%d seeds); %d second power cuts during a finishing run (of up to %d steps), %d during a rerun before the switch; the operator saw %v",
 		what, ct.points, synced, ct.points-synced, seeds, ct.doubles, ct.finish, ct.reruns, ct.saw)
 }
+
+// TestKeptLayoutFaultAtEveryStep injects each fault of TestFaultAtEveryStep
+// (ENOSPC, EIO on a write, EIO on an fsync, a failed rename) at every
+// operation of an undo, and of a discard, that it can happen at: each
+// must end in an error naming the operation and the file (errors.Is the
+// errno), a failed fsync never retried, and the directory must open as it
+// was or be finished by the operator's rerun; then undone, it is the
+// original file for file, and discarded, the resharded one.
+func TestKeptLayoutFaultAtEveryStep(t *testing.T) {
+	start := time.Now()
+	c := newCrashCase(t, 3, 5, scaled(60), 17, 0)
+	k := newKeptCase(t, c)
+	for _, sc := range []struct {
+		name string
+		s    crashScenario
+	}{{"undo", k.undoScenario()}, {"discard", k.discardScenario()}} {
+		injected := map[string]int{}
+		var failures []string
+		for _, f := range faults {
+			for n := 1; len(failures) < 10; n++ {
+				fi := &faultInjector{f: f, k: n, badSync: map[string]bool{}}
+				done, err := faultScenario(sc.s, fi)
+				if done {
+					if err != nil {
+						failures = append(failures, fmt.Sprintf("%s, no fault injected: %v", sc.name, err))
+					}
+					break
+				}
+				injected[f.name]++
+				if err != nil {
+					failures = append(failures, fmt.Sprintf("%s: %s at %s %s (its %d-th): %v", sc.name, f.name, opName(fi.failed.Kind), fi.failed.Path, n, err))
+				}
+			}
+		}
+		for _, f := range failures {
+			t.Error(f)
+		}
+		total := 0
+		for _, n := range injected {
+			total += n
+		}
+		if total == 0 {
+			t.Errorf("%s: no fault injected", sc.name)
+		}
+		t.Logf("%s: %d faults injected %v, each a clean error and a directory that opens as it was or is finished by a rerun", sc.name, total, injected)
+	}
+	t.Logf("%v", time.Since(start).Round(time.Millisecond))
+}
