@@ -271,8 +271,8 @@ func leftovers(fs vfs.FS, dir string) []string {
 type KeptError struct{ Dir string }
 
 func (e *KeptError) Error() string {
-	return fmt.Sprintf("%s holds the layout kept by an earlier reshard (%s); undo that reshard with `fusee reshard %s --undo`, or remove %s once you no longer need it, then run this reshard again; nothing was changed",
-		e.Dir, KeptDirName, meta.ShellQuote(e.Dir), meta.ShellQuote(e.Dir+"/"+KeptDirName))
+	return fmt.Sprintf("%s holds the layout kept by an earlier reshard (%s); undo that reshard with `fusee reshard %s --undo`, or remove the kept layout with `fusee reshard %s --discard-kept` once you no longer need it, then run this reshard again; nothing was changed",
+		e.Dir, KeptDirName, meta.ShellQuote(e.Dir), meta.ShellQuote(e.Dir))
 }
 
 // refuseOverKept refuses a reshard while a kept layout exists.

@@ -150,7 +150,7 @@ func (r *resharder) checkUnchanged(ctx context.Context, m meta.Meta, rec *KeptRe
 	if diff := rec.New.Diff(fp); diff != "" {
 		return &UndoError{Dir: r.dir, Reason: "the directory changed since the reshard (" + diff +
 			"): an engine opened it and wrote, and the kept layout lacks what it acknowledged. Reshard it back instead (`fusee reshard " +
-			meta.ShellQuote(r.dir) + " " + fmt.Sprint(rec.OldShards) + "`, after removing " + KeptDirName + ")"}
+			meta.ShellQuote(r.dir) + " " + fmt.Sprint(rec.OldShards) + "`, after `fusee reshard " + meta.ShellQuote(r.dir) + " --discard-kept`)"}
 	}
 	return nil
 }

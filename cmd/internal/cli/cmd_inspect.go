@@ -141,8 +141,8 @@ func printInspect(ios *IO, sum *check.Summary, rs *reshard.Status) error {
 		fmt.Fprintf(out, "reshard    %s\n", styleWarn.Render(msg))
 	}
 	if k := rs.Kept; k != nil {
-		fmt.Fprintf(out, "kept       %s: the old layout of %d shards (%s), kept by a reshard to %d; `fusee reshard %s --undo` restores it while nothing has written here since; remove it when no longer needed\n",
-			k.Path, k.OldShards, sizeOrUnknown(k.Bytes), k.NewShards, meta.ShellQuote(sum.Dir))
+		fmt.Fprintf(out, "kept       %s: the old layout of %d shards (%s), kept by a reshard to %d; `fusee reshard %s --undo` restores it while nothing has written here since; `fusee reshard %s --discard-kept` removes it\n",
+			k.Path, k.OldShards, sizeOrUnknown(k.Bytes), k.NewShards, meta.ShellQuote(sum.Dir), meta.ShellQuote(sum.Dir))
 	}
 	if sum.LogSegments >= 0 {
 		fmt.Fprintf(out, "log        %d segments, %s\n", sum.LogSegments, sizeOrUnknown(sum.LogBytes))
