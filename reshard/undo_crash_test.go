@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -289,6 +290,42 @@ func TestKeptLayoutCrashAtEveryStep(t *testing.T) {
 	t.Logf("%v", time.Since(start).Round(time.Millisecond))
 }
 
+// eligibleCounter counts the operations a fault can happen at, and notes
+// how many came before the first one on kept.json.
+type eligibleCounter struct {
+	mu     sync.Mutex
+	f      fault
+	n, at  int
+	marked bool
+}
+
+func (e *eligibleCounter) String() string { return "counting " + e.f.name + " operations" }
+
+func (e *eligibleCounter) MaybeError(op errorfs.Op) error {
+	if !isStep(op) {
+		return nil
+	}
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if !e.marked && strings.Contains(op.Path, "kept.json") {
+		e.marked, e.at = true, e.n+1
+	}
+	if e.f.at(op.Kind) {
+		e.n++
+	}
+	return nil
+}
+
+// keptFrom is the number, among the operations f can happen at, of the
+// first at or after the one that writes kept.json, in a run of s.
+func keptFrom(t *testing.T, s crashScenario, f fault) int {
+	e := &eligibleCounter{f: f}
+	if err := s.run(errorfs.Wrap(s.start(), e)); err != nil || !e.marked {
+		t.Fatalf("counting the operations: %v (kept.json seen: %v)", err, e.marked)
+	}
+	return e.at
+}
+
 // report fails t with ct's failures and logs its counts.
 func report(t *testing.T, ct *crashTally, what string, synced, seeds int) {
 	t.Helper()
@@ -304,7 +341,8 @@ func report(t *testing.T, ct *crashTally, what string, synced, seeds int) {
 
 // TestKeptLayoutFaultAtEveryStep injects each fault of TestFaultAtEveryStep
 // (ENOSPC, EIO on a write, EIO on an fsync, a failed rename) at every
-// operation of an undo, and of a discard, that it can happen at: each
+// operation of an undo, and of a discard, that it can happen at, and of a
+// reshard with --keep-old from kept.json on (every third by default): each
 // must end in an error naming the operation and the file (errors.Is the
 // errno), a failed fsync never retried, and the directory must open as it
 // was or be finished by the operator's rerun; then undone, it is the
@@ -313,14 +351,36 @@ func TestKeptLayoutFaultAtEveryStep(t *testing.T) {
 	start := time.Now()
 	c := newCrashCase(t, 3, 5, scaled(60), 17, 0)
 	k := newKeptCase(t, c)
+	kc := *c
+	kc.keepOld = true
+	keepStride := 3
+	if longTests() {
+		keepStride = 1
+	} else if raceOn {
+		keepStride = 6
+	}
 	for _, sc := range []struct {
 		name string
 		s    crashScenario
-	}{{"undo", k.undoScenario()}, {"discard", k.discardScenario()}} {
+		// from is where the faults start (1: the first operation
+		// eligible); stride, how far apart.
+		from   func(f fault) int
+		stride int
+	}{
+		{"undo", k.undoScenario(), nil, 1},
+		{"discard", k.discardScenario(), nil, 1},
+		// A reshard with --keep-old, from the operation that writes
+		// kept.json on (before it, TestFaultAtEveryStep's reshard).
+		{"keep", kc.reshardScenario(), func(f fault) int { return keptFrom(t, kc.reshardScenario(), f) }, keepStride},
+	} {
 		injected := map[string]int{}
 		var failures []string
 		for _, f := range faults {
-			for n := 1; len(failures) < 10; n++ {
+			from := 1
+			if sc.from != nil {
+				from = sc.from(f)
+			}
+			for n := from; len(failures) < 10; n += sc.stride {
 				fi := &faultInjector{f: f, k: n, badSync: map[string]bool{}}
 				done, err := faultScenario(sc.s, fi)
 				if done {
