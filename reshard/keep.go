@@ -305,6 +305,9 @@ type KeptLayout struct {
 	// Undoing says an undo began and stopped before its switch (the
 	// layout in place is unchanged; run the undo again).
 	Undoing bool `json:"undoing,omitempty"`
+	// Damaged says why the kept layout cannot be undone (its record
+	// unreadable: part of it removed by hand, say); "" when it can be.
+	Damaged string `json:"damaged,omitempty"`
 }
 
 // readKeptLayout describes dir's kept layout (nil if none, or if it is
@@ -317,13 +320,13 @@ func readKeptLayout(fs vfs.FS, dir string) (*KeptLayout, error) {
 	if done, err := keptLayoutDone(fs, kept); err != nil || done {
 		return nil, err
 	}
-	rec, err := readKeptRecord(fs, kept)
-	if err != nil {
-		return nil, err
-	}
 	size, err := treeSize(fs, kept)
 	if err != nil {
 		return nil, err
+	}
+	rec, err := readKeptRecord(fs, kept)
+	if err != nil {
+		return &KeptLayout{Path: kept, Bytes: size, Damaged: err.Error()}, nil
 	}
 	undoing, err := exists(fs, fs.PathJoin(kept, undoMarker))
 	if err != nil {

@@ -243,22 +243,27 @@ func TestUndoRefusedPartialKept(t *testing.T) {
 		name, why string
 		damage    func(t *testing.T, kept string)
 	}{
-		{"file-removed", "reshard.kept/wal/0000000000000001.log is missing", func(t *testing.T, kept string) {
+		{"file-removed", "the kept layout is not whole (reshard.kept/wal/0000000000000001.log is missing", func(t *testing.T, kept string) {
 			if err := os.Remove(filepath.Join(kept, "wal", "0000000000000001.log")); err != nil {
 				t.Fatal(err)
 			}
 		}},
-		{"shards-removed", "reshard.kept/shards/0000/store/", func(t *testing.T, kept string) {
+		{"shards-removed", "the kept layout is not whole (reshard.kept/shards/0000/store/", func(t *testing.T, kept string) {
 			if err := os.RemoveAll(filepath.Join(kept, "shards")); err != nil {
 				t.Fatal(err)
 			}
 		}},
-		{"file-added", "reshard.kept/wal/stray was not kept by the reshard", func(t *testing.T, kept string) {
+		{"file-added", "the kept layout is not whole (reshard.kept/wal/stray was not kept by the reshard", func(t *testing.T, kept string) {
 			if err := os.WriteFile(filepath.Join(kept, "wal", "stray"), []byte("x"), 0o644); err != nil {
 				t.Fatal(err)
 			}
 		}},
-		{"file-truncated", "reshard.kept/wal/0000000000000001.log has 10 bytes, not", func(t *testing.T, kept string) {
+		{"record-removed", "its kept layout's record cannot be read (", func(t *testing.T, kept string) {
+			if err := os.Remove(filepath.Join(kept, "kept.json")); err != nil {
+				t.Fatal(err)
+			}
+		}},
+		{"file-truncated", "the kept layout is not whole (reshard.kept/wal/0000000000000001.log has 10 bytes, not", func(t *testing.T, kept string) {
 			if err := os.Truncate(filepath.Join(kept, "wal", "0000000000000001.log"), 10); err != nil {
 				t.Fatal(err)
 			}
@@ -277,7 +282,7 @@ func TestUndoRefusedPartialKept(t *testing.T) {
 			}
 			_, err = reshard.Undo(context.Background(), vfs.Default, dir)
 			var ue *reshard.UndoError
-			if !errors.As(err, &ue) || !strings.Contains(err.Error(), "the kept layout is not whole ("+tc.why) ||
+			if !errors.As(err, &ue) || !strings.Contains(err.Error(), tc.why) ||
 				!strings.Contains(err.Error(), "--discard-kept`; nothing was changed") {
 				t.Fatalf("undo of a damaged kept layout: %v", err)
 			}
@@ -286,6 +291,10 @@ func TestUndoRefusedPartialKept(t *testing.T) {
 			}
 			verifyClean(t, dir)
 			sameDump(t, "after a refused undo", before, logicalDump(t, dir))
+			st, err := reshard.ReadStatus(vfs.Default, dir)
+			if err != nil || st.Kept == nil || (st.Kept.Damaged != "") != (tc.name == "record-removed") {
+				t.Fatalf("inspect's status: %v, %+v", err, st)
+			}
 			rep, err := reshard.DiscardKept(context.Background(), vfs.Default, dir)
 			if err != nil || rep.Outcome != reshard.OutcomeDiscarded {
 				t.Fatalf("discard: %v (%+v)", err, rep)

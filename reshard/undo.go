@@ -94,7 +94,8 @@ func Undo(ctx context.Context, fs vfs.FS, dir string) (*Report, error) {
 	}
 	rec, err := readKeptRecord(fs, kept)
 	if err != nil {
-		return nil, err
+		return nil, &UndoError{Dir: dir, Reason: fmt.Sprintf("its kept layout's record cannot be read (%v): part of %s was removed or changed. The directory in place is the resharded one and opens as it is; remove what is left with `fusee reshard %s --discard-kept`",
+			err, KeptDirName, meta.ShellQuote(dir))}
 	}
 	rep.NewShards = rec.OldShards
 	if err := r.checkUnchanged(ctx, m, rec); err != nil {
