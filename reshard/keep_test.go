@@ -309,3 +309,41 @@ func TestUndoRefusedPartialKept(t *testing.T) {
 		})
 	}
 }
+
+// TestDiscardRefusedMidSwitch: while fusee.meta says format=reshard (a
+// keeping reshard stopped after moving its old layout to reshard.kept),
+// the kept layout may be what the switch needs: a discard is refused
+// (meta.ErrSwitching, exit 4) and changes nothing; once the reshard is
+// finished, it removes the layout.
+func TestDiscardRefusedMidSwitch(t *testing.T) {
+	dir := genDir(t, 3, scaled(100), 58)
+	reshard.SetTestHook(func(s string) error {
+		if s == "old-kept" {
+			return errStop
+		}
+		return nil
+	})
+	_, err := reshard.Reshard(context.Background(), vfs.Default, dir, reshard.Options{Shards: 4, KeepOld: true})
+	reshard.SetTestHook(nil)
+	if !errors.Is(err, errStop) {
+		t.Fatalf("reshard: %v, want the test's stop", err)
+	}
+	before, err := hashFiles(vfs.Default, dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = reshard.DiscardKept(context.Background(), vfs.Default, dir)
+	if !errors.Is(err, meta.ErrSwitching) || !strings.Contains(err.Error(), "cannot discard reshard.kept") ||
+		!strings.HasSuffix(err.Error(), "finish it first with `fusee reshard "+dir+"`; nothing was changed") {
+		t.Fatalf("discard mid-switch: %v", err)
+	}
+	if after, _ := hashFiles(vfs.Default, dir); after != before {
+		t.Fatal("a refused discard changed the directory")
+	}
+	doReshard(t, dir, 0, reshard.Options{})
+	if rep, err := reshard.DiscardKept(context.Background(), vfs.Default, dir); err != nil || rep.Outcome != reshard.OutcomeDiscarded {
+		t.Fatalf("discard after finishing: %v (%+v)", err, rep)
+	}
+	gone(t, dir, reshard.KeptDirName, reshard.OldDirName, reshard.NewDirName)
+	verifyClean(t, dir)
+}
