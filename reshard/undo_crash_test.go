@@ -235,29 +235,33 @@ func (k *keptCase) discardScenario() crashScenario {
 // directory must be resharded, clean, and undo to the original file for
 // file. Discard: the directory opens resharded throughout; until the
 // layout is gone it still undoes to the original; rerun, the discard
-// leaves the resharded files and nothing else.
+// leaves the resharded files and nothing else. Under the race detector
+// the first cuts are at every other step, with one unsynced seed.
 func TestKeptLayoutCrashAtEveryStep(t *testing.T) {
 	start := time.Now()
 	c := newCrashCase(t, 3, 5, scaled(60), 17, 0)
 	k := newKeptCase(t, c)
 	long := longTests()
-	doubleStride, beforeStride, keepStride := 3, 3, 10
+	// Under the race detector (several times slower), first cuts at every
+	// other step and one unsynced seed.
+	doubleStride, beforeStride, keepStride, every, seeds := 3, 3, 10, 1, []uint64{3, 4}
 	if long {
 		doubleStride, beforeStride, keepStride = 1, 1, 1
 	} else if raceOn {
-		doubleStride, beforeStride, keepStride = 6, 6, 20
+		doubleStride, beforeStride, keepStride, every, seeds = 6, 6, 40, 2, seeds[:1]
 	}
+	sampled := func(step int) bool { return step%every == 0 }
 	double := func(first, second int) bool { return (first+second)%doubleStride == 0 }
 	before := func(first, second int) bool { return (first+second)%beforeStride == 0 }
 
 	t.Run("undo", func(t *testing.T) {
 		ct := &crashTally{saw: map[string]int{}}
-		steps := sweepScenario(t, ct, k.undoScenario(), 0, nil, double, before)
+		steps := sweepScenario(t, ct, k.undoScenario(), 0, sampled, double, before)
 		synced := ct.points
-		for _, seed := range []uint64{3, 4} {
-			sweepScenario(t, ct, k.undoScenario(), seed, nil, nil, nil)
+		for _, seed := range seeds {
+			sweepScenario(t, ct, k.undoScenario(), seed, sampled, nil, nil)
 		}
-		report(t, ct, fmt.Sprintf("undo %d->%d shards: %d filesystem steps", c.newN, c.oldN, steps), synced, 2)
+		report(t, ct, fmt.Sprintf("undo %d->%d shards: %d filesystem steps", c.newN, c.oldN, steps), synced, len(seeds))
 	})
 	t.Run("keep", func(t *testing.T) {
 		kc := *c
@@ -275,7 +279,7 @@ func TestKeptLayoutCrashAtEveryStep(t *testing.T) {
 			t.Fatalf("reshard --keep-old: %v (kept.json at step %d)", err, first)
 		}
 		ct := &crashTally{saw: map[string]int{}}
-		sample := func(step int) bool { return step >= first || step%keepStride == 0 }
+		sample := func(step int) bool { return step >= first && sampled(step) || step%keepStride == 0 }
 		// A second cut during a rerun before the switch: from the rerun's
 		// own kept.json on, a sample (the rerun is a whole reshard).
 		rerun := func(f, s int) bool { return f >= first && s >= first && (f+s)%(4*beforeStride) == 0 }
@@ -353,11 +357,11 @@ func TestKeptLayoutFaultAtEveryStep(t *testing.T) {
 	k := newKeptCase(t, c)
 	kc := *c
 	kc.keepOld = true
-	keepStride := 3
+	keepStride, undoStride := 3, 1
 	if longTests() {
 		keepStride = 1
 	} else if raceOn {
-		keepStride = 6
+		keepStride, undoStride = 6, 2
 	}
 	for _, sc := range []struct {
 		name string
@@ -367,7 +371,7 @@ func TestKeptLayoutFaultAtEveryStep(t *testing.T) {
 		from   func(f fault) int
 		stride int
 	}{
-		{"undo", k.undoScenario(), nil, 1},
+		{"undo", k.undoScenario(), nil, undoStride},
 		{"discard", k.discardScenario(), nil, 1},
 		// A reshard with --keep-old, from the operation that writes
 		// kept.json on (before it, TestFaultAtEveryStep's reshard).
