@@ -156,6 +156,27 @@ func (d *Dir) Write(m Meta) error {
 	return nil
 }
 
+// WriteBytes replaces fusee.meta with data, a fusee.meta's bytes kept as
+// they were (an undo puts the old file back byte for byte), the way Write
+// does: leftover temporary files removed, then ReplaceFile. data must
+// parse.
+func (d *Dir) WriteBytes(data []byte) error {
+	if !d.lock.held() {
+		return fmt.Errorf("%s: writing %s after Close", d.path, FileName)
+	}
+	path := d.fs.PathJoin(d.path, FileName)
+	m, err := Parse(path, data)
+	if err != nil {
+		return err
+	}
+	removeLeftovers(d.fs, d.path)
+	if err := ReplaceFile(d.fs, path, data); err != nil {
+		return err
+	}
+	d.meta = m
+	return nil
+}
+
 // Close releases the lock. Calling it again does nothing.
 func (d *Dir) Close() error {
 	return d.lock.Unlock()

@@ -26,6 +26,10 @@ type crashCase struct {
 	// log format 2 (base holds it; before is the dump of the format 3
 	// directory it was written from), not a reshard.
 	upgrade bool
+	// keepOld: the reshard keeps the old layout (--keep-old), and a
+	// recovered directory must undo to the original, byte for byte.
+	keepOld bool
+	files   string // the original's files with their hashes (hashFiles)
 }
 
 // run is the operation under test, as the operator starts it, or (finish)
@@ -35,7 +39,7 @@ func (c *crashCase) run(fs vfs.FS, finish bool) (*reshard.Report, error) {
 	if c.upgrade {
 		return reshard.Upgrade(context.Background(), fs, memDir, reshard.UpgradeOptions{Memory: c.memory})
 	}
-	opts := reshard.Options{Shards: c.newN, Memory: c.memory}
+	opts := reshard.Options{Shards: c.newN, Memory: c.memory, KeepOld: c.keepOld}
 	if finish {
 		opts.Shards = 0
 	}
@@ -63,7 +67,13 @@ func newCrashCase(t testing.TB, oldN, newN, runs int, seed uint64, memory int64)
 	if d, err := memDump(base.CrashClone(vfs.CrashCloneCfg{})); err != nil || d != before {
 		t.Fatalf("the directory does not survive a crash before the reshard: %v", err)
 	}
-	return &crashCase{base: base, before: before, oldN: oldN, newN: newN, memory: memory}
+	// The original is what survives a power cut: pebble removes obsolete
+	// files without syncing their directory, and a cut brings them back.
+	files, err := hashFiles(base.CrashClone(vfs.CrashCloneCfg{}), memDir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return &crashCase{base: base, before: before, oldN: oldN, newN: newN, memory: memory, files: files}
 }
 
 // fresh is a copy of the directory before the reshard.
@@ -150,6 +160,27 @@ func (c *crashCase) checkDone(fs vfs.FS) error {
 	if dump != c.before {
 		return errors.New("the logical dump differs from the original")
 	}
+	if !c.keepOld {
+		return nil
+	}
+	// The kept layout is whole: undone, the directory is the original,
+	// file for file.
+	if _, err := reshard.Undo(context.Background(), fs, memDir); err != nil {
+		return fmt.Errorf("undoing the kept reshard: %w", err)
+	}
+	return c.sameFiles(fs, "after undoing the kept reshard")
+}
+
+// sameFiles checks that the directory on fs has the original's files,
+// byte for byte, and nothing else.
+func (c *crashCase) sameFiles(fs vfs.FS, what string) error {
+	files, err := hashFiles(fs, memDir)
+	if err != nil {
+		return err
+	}
+	if files != c.files {
+		return fmt.Errorf("%s: the files differ from the original's:\n%s", what, lineDiff(c.files, files))
+	}
 	return nil
 }
 
@@ -217,22 +248,55 @@ func (ct *crashTally) fail(format string, args ...any) {
 	ct.failures = append(ct.failures, fmt.Sprintf(format, args...))
 }
 
+// A crashScenario is an operation whose every step a power cut may
+// interrupt, and how an operator recovers from such a cut.
+type crashScenario struct {
+	start func() *vfs.MemFS  // a copy of the directory before the operation
+	run   func(vfs.FS) error // the operation
+	// recover recovers the crash image img as an operator would, through
+	// errorfs with step when it is not nil (so that a caller can cut power
+	// again), and says what the operator saw.
+	recover func(img *vfs.MemFS, step *stepCounter) (string, error)
+	done    func(vfs.FS) error // checks the directory once recovered
+	// switching reports whether fusee.meta m is the operation's state
+	// interrupted after its switch began (nil: m.Switching()).
+	switching func(m meta.Meta) bool
+}
+
+func (s crashScenario) switched(m meta.Meta) bool {
+	if s.switching != nil {
+		return s.switching(m)
+	}
+	return m.Switching()
+}
+
+// reshardScenario is one reshard of c.
+func (c *crashCase) reshardScenario() crashScenario {
+	return crashScenario{start: c.fresh, recover: c.recoverDir, done: c.checkDone, switching: c.switching, run: func(fs vfs.FS) error {
+		_, err := c.run(fs, false)
+		return err
+	}}
+}
+
 // sweep cuts power at every step of one reshard of c that sample picks
-// (nil: all of them) and recovers from each cut. unsyncedSeed, when not
-// zero, keeps random parts of the unsynced data.
-// After a cut that left the switch begun (the operator is told to finish
-// the reshard), it also cuts power at the steps of the finishing run that
-// double picks, and recovers from that second cut; after a cut before
-// the switch, at the steps of the rerun that doubleBefore picks.
+// (see sweepScenario).
 func (c *crashCase) sweep(t *testing.T, ct *crashTally, unsyncedSeed uint64, sample func(step int) bool, double, doubleBefore func(first, second int) bool) int {
+	return sweepScenario(t, ct, c.reshardScenario(), unsyncedSeed, sample, double, doubleBefore)
+}
+
+// sweepScenario cuts power at every step of s's operation that sample
+// picks (nil: all of them) and recovers from each cut. unsyncedSeed, when
+// not zero, keeps random parts of the unsynced data. After a cut that
+// left a switch begun (the operator is told to finish it), it also cuts
+// power at the steps of the finishing run that double picks, and recovers
+// from that second cut; after a cut before the switch, at the steps of the
+// rerun that doubleBefore picks. It returns the operation's step count.
+func sweepScenario(t *testing.T, ct *crashTally, s crashScenario, unsyncedSeed uint64, sample func(step int) bool, double, doubleBefore func(first, second int) bool) int {
 	var rng *rand.Rand
 	if unsyncedSeed != 0 {
 		rng = rand.New(rand.NewPCG(unsyncedSeed, 1))
 	}
-	steps, err := cutEverywhere(c.fresh(), rng, sample, func(fs vfs.FS) error {
-		_, err := c.run(fs, false)
-		return err
-	}, func(first crashImage) {
+	steps, err := cutEverywhere(s.start(), rng, sample, s.run, func(first crashImage) {
 		if len(ct.failures) > 10 {
 			return
 		}
@@ -243,7 +307,7 @@ func (c *crashCase) sweep(t *testing.T, ct *crashTally, unsyncedSeed uint64, sam
 			return
 		}
 		pick := doubleBefore
-		if c.switching(m) {
+		if s.switched(m) {
 			pick = double
 		}
 		// Recover from the first cut, cutting power again during the
@@ -254,36 +318,36 @@ func (c *crashCase) sweep(t *testing.T, ct *crashTally, unsyncedSeed uint64, sam
 			if pick == nil || !pick(first.step, k) {
 				return nil
 			}
-			if c.switching(m) {
+			if s.switched(m) {
 				ct.doubles++
 			} else {
 				ct.reruns++
 			}
 			im2 := crashImage{step: k, op: op, fs: img.CrashClone(vfs.CrashCloneCfg{})}
-			if _, err := c.recoverDir(im2.fs, nil); err != nil {
+			if _, err := s.recover(im2.fs, nil); err != nil {
 				ct.fail("%s, then during the recovery a %s: %v", first, im2, err)
 				return nil
 			}
-			if err := c.checkDone(im2.fs); err != nil {
+			if err := s.done(im2.fs); err != nil {
 				ct.fail("%s, then during the recovery a %s: after recovering again: %v", first, im2, err)
 			}
 			return nil
 		}
-		saw, err := c.recoverDir(img, second)
+		saw, err := s.recover(img, second)
 		if err != nil {
 			ct.fail("%s: %v", first, err)
 			return
 		}
 		ct.saw[saw]++
-		if c.switching(m) {
+		if s.switched(m) {
 			ct.finish = max(ct.finish, second.n)
 		}
-		if err := c.checkDone(img); err != nil {
+		if err := s.done(img); err != nil {
 			ct.fail("%s: %s, then recovered: %v", first, saw, err)
 		}
 	})
 	if err != nil {
-		t.Fatalf("the reshard itself failed: %v", err)
+		t.Fatalf("the operation itself failed: %v", err)
 	}
 	return steps
 }

@@ -3,7 +3,11 @@ package reshard_test
 import (
 	"bytes"
 	"context"
+	"crypto/sha256"
 	"fmt"
+	"io"
+	"slices"
+	"sort"
 	"strings"
 	"sync"
 	"testing"
@@ -145,4 +149,79 @@ func memVerifyDump(fs vfs.FS) (string, error) {
 		return "", err
 	}
 	return b.String(), nil
+}
+
+// hashFiles lists every file under root on fs (but LOCK, which only tells
+// who holds the directory, and, with skip, the top-level names skip
+// lists) with its SHA-256, one "hash path" a line, in path order.
+func hashFiles(fs vfs.FS, root string, skip ...string) (string, error) {
+	var lines []string
+	var walk func(rel string) error
+	walk = func(rel string) error {
+		p := fs.PathJoin(root, rel)
+		names, err := fs.List(p)
+		if err != nil {
+			return err
+		}
+		for _, n := range names {
+			r := n
+			if rel != "" {
+				r = rel + "/" + n
+			} else if n == "LOCK" || slices.Contains(skip, n) {
+				continue
+			}
+			st, err := fs.Stat(fs.PathJoin(root, r))
+			if err != nil {
+				return err
+			}
+			if st.IsDir() {
+				if err := walk(r); err != nil {
+					return err
+				}
+				continue
+			}
+			f, err := fs.Open(fs.PathJoin(root, r))
+			if err != nil {
+				return err
+			}
+			h := sha256.New()
+			_, err = io.Copy(h, f)
+			f.Close()
+			if err != nil {
+				return err
+			}
+			lines = append(lines, fmt.Sprintf("%x %s", h.Sum(nil), r))
+		}
+		return nil
+	}
+	if err := walk(""); err != nil {
+		return "", err
+	}
+	sort.Strings(lines)
+	return strings.Join(lines, "\n"), nil
+}
+
+// lineDiff lists the lines only in want ("-") and only in got ("+").
+func lineDiff(want, got string) string {
+	in := func(s string) map[string]bool {
+		m := map[string]bool{}
+		for _, l := range strings.Split(s, "\n") {
+			m[l] = true
+		}
+		return m
+	}
+	w, g := in(want), in(got)
+	var out []string
+	for l := range w {
+		if !g[l] {
+			out = append(out, "- "+l)
+		}
+	}
+	for l := range g {
+		if !w[l] {
+			out = append(out, "+ "+l)
+		}
+	}
+	sort.Strings(out)
+	return strings.Join(out, "\n")
 }

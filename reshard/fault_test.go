@@ -154,8 +154,16 @@ func (c *crashCase) faultSweep(t *testing.T, stride int) (int, map[string]int) {
 // error and recovers. done reports that the reshard never reached the
 // fault's k-th operation (it succeeded untouched).
 func (c *crashCase) faultOnce(fi *faultInjector) (done bool, _ error) {
-	mem := c.fresh()
-	_, err := c.run(errorfs.Wrap(mem, fi), false)
+	return faultScenario(c.reshardScenario(), fi)
+}
+
+// faultScenario runs s's operation once with fi injecting its fault, then
+// checks the error and recovers as s says. done reports that the
+// operation never reached the fault's k-th operation (it succeeded
+// untouched).
+func faultScenario(s crashScenario, fi *faultInjector) (done bool, _ error) {
+	mem := s.start()
+	err := s.run(errorfs.Wrap(mem, fi))
 	fi.mu.Lock()
 	fi.off = true
 	failed, resync := fi.failed, fi.resync
@@ -174,16 +182,16 @@ func (c *crashCase) faultOnce(fi *faultInjector) (done bool, _ error) {
 			// there loses nothing.
 			return false, nil
 		}
-		return false, errors.New("the reshard succeeded: the failure was hidden")
+		return false, errors.New("the operation succeeded: the failure was hidden")
 	}
 	if !errors.Is(err, fi.f.errno) || !namesFailure(err, fi.failedOps) {
 		return false, fmt.Errorf("the error does not name the failure (%v, %s %s): %v", fi.f.errno, opName(failed.Kind), failed.Path, err)
 	}
 	// The operator reads the message and recovers.
-	if _, rerr := c.recoverDir(mem, nil); rerr != nil {
+	if _, rerr := s.recover(mem, nil); rerr != nil {
 		return false, fmt.Errorf("after the error %q: %v", err, rerr)
 	}
-	if rerr := c.checkDone(mem); rerr != nil {
+	if rerr := s.done(mem); rerr != nil {
 		return false, fmt.Errorf("after the error %q and a rerun: %v", err, rerr)
 	}
 	if resync != "" {

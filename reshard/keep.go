@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	iofs "io/fs"
+	"strings"
 
 	"github.com/cockroachdb/pebble/v2/vfs"
 	"github.com/fusee-dev/fusee/meta"
@@ -42,6 +43,74 @@ type KeptRecord struct {
 	OldMeta string `json:"old_meta"`
 	// New is the fingerprint of the layout the reshard wrote.
 	New Fingerprint `json:"new"`
+	// Files are the kept layout's files (under wal/ and shards/), with
+	// their sizes, as the reshard moved them aside. Undo refuses a kept
+	// layout that lacks one, has another or one of another size (part of
+	// it removed by hand, or by a removal a crash cut short): restoring it
+	// would not give the old directory back.
+	Files []KeptFile `json:"files"`
+}
+
+// KeptFile is one file of a kept layout: its path under the layout, with
+// '/' between names, and its size.
+type KeptFile struct {
+	Path string `json:"path"`
+	Size int64  `json:"size"`
+}
+
+// layoutFiles lists the files of the layout (wal/ and shards/) in root.
+func layoutFiles(fs vfs.FS, root string) ([]KeptFile, error) {
+	var out []KeptFile
+	for _, top := range []string{"wal", "shards"} {
+		if err := walkFiles(fs, root, top, func(rel string, size int64) error {
+			out = append(out, KeptFile{Path: rel, Size: size})
+			return nil
+		}); err != nil {
+			return nil, err
+		}
+	}
+	return out, nil
+}
+
+// checkKeptWhole compares the kept layout's files with its record, before
+// an undo changes anything.
+func checkKeptWhole(fs vfs.FS, dir, kept string, rec *KeptRecord) error {
+	have, err := layoutFiles(fs, kept)
+	if err != nil {
+		return &UndoError{Dir: dir, Reason: fmt.Sprintf("the kept layout cannot be read (%v)", err)}
+	}
+	want := make(map[string]int64, len(rec.Files))
+	for _, f := range rec.Files {
+		want[f.Path] = f.Size
+	}
+	var diffs []string
+	for _, f := range have {
+		size, ok := want[f.Path]
+		switch {
+		case !ok:
+			diffs = append(diffs, KeptDirName+"/"+f.Path+" was not kept by the reshard")
+		case size != f.Size:
+			diffs = append(diffs, fmt.Sprintf("%s/%s has %d bytes, not %d", KeptDirName, f.Path, f.Size, size))
+		}
+		delete(want, f.Path)
+	}
+	for _, f := range rec.Files {
+		if _, missing := want[f.Path]; missing {
+			diffs = append(diffs, KeptDirName+"/"+f.Path+" is missing")
+		}
+	}
+	if len(rec.Files) == 0 {
+		diffs = append(diffs, "its record lists no files")
+	}
+	if len(diffs) == 0 {
+		return nil
+	}
+	if len(diffs) > 3 {
+		diffs = append(diffs[:3], fmt.Sprintf("%d more", len(diffs)-3))
+	}
+	return &UndoError{Dir: dir, Reason: "the kept layout is not whole (" + strings.Join(diffs, "; ") +
+		"): part of it was removed or changed since the reshard kept it, and restoring it would not give the old directory back. The directory in place is the resharded one and opens as it is; remove the kept layout with `fusee reshard " +
+		meta.ShellQuote(dir) + " --discard-kept`"}
 }
 
 // recordKept writes reshard.new/kept.json: the new layout's fingerprint
@@ -60,7 +129,11 @@ func (r *resharder) recordKept(ctx context.Context, newDir string) error {
 	if err != nil {
 		return err
 	}
-	rec := KeptRecord{Version: keptVersion, OldShards: r.oldN, NewShards: r.newN, OldMeta: string(old), New: fp}
+	files, err := layoutFiles(r.fs, r.dir)
+	if err != nil {
+		return err
+	}
+	rec := KeptRecord{Version: keptVersion, OldShards: r.oldN, NewShards: r.newN, OldMeta: string(old), New: fp, Files: files}
 	data, err := json.MarshalIndent(rec, "", "  ")
 	if err != nil {
 		return err
@@ -128,11 +201,10 @@ func (r *resharder) writeFinalMeta(d *metaDir, src string, newN int) error {
 	if err != nil {
 		return err
 	}
-	path := r.fs.PathJoin(r.dir, meta.FileName)
-	if err := meta.ReplaceFile(r.fs, path, []byte(rec.OldMeta)); err != nil {
+	if err := d.WriteBytes([]byte(rec.OldMeta)); err != nil {
 		return err
 	}
-	return r.owner.apply(path)
+	return r.owner.apply(r.fs.PathJoin(r.dir, meta.FileName))
 }
 
 // readKeptRecord reads and checks kept.json in the kept layout at path.
@@ -199,8 +271,8 @@ func leftovers(fs vfs.FS, dir string) []string {
 type KeptError struct{ Dir string }
 
 func (e *KeptError) Error() string {
-	return fmt.Sprintf("%s holds the layout kept by an earlier reshard (%s); undo that reshard with `fusee reshard %s --undo`, or remove %s once you no longer need it, then run this reshard again; nothing was changed",
-		e.Dir, KeptDirName, meta.ShellQuote(e.Dir), meta.ShellQuote(e.Dir+"/"+KeptDirName))
+	return fmt.Sprintf("%s holds the layout kept by an earlier reshard (%s); undo that reshard with `fusee reshard %s --undo`, or remove the kept layout with `fusee reshard %s --discard-kept` once you no longer need it, then run this reshard again; nothing was changed",
+		e.Dir, KeptDirName, meta.ShellQuote(e.Dir), meta.ShellQuote(e.Dir))
 }
 
 // refuseOverKept refuses a reshard while a kept layout exists.
@@ -233,6 +305,9 @@ type KeptLayout struct {
 	// Undoing says an undo began and stopped before its switch (the
 	// layout in place is unchanged; run the undo again).
 	Undoing bool `json:"undoing,omitempty"`
+	// Damaged says why the kept layout cannot be undone (its record
+	// unreadable: part of it removed by hand, say); "" when it can be.
+	Damaged string `json:"damaged,omitempty"`
 }
 
 // readKeptLayout describes dir's kept layout (nil if none, or if it is
@@ -245,13 +320,13 @@ func readKeptLayout(fs vfs.FS, dir string) (*KeptLayout, error) {
 	if done, err := keptLayoutDone(fs, kept); err != nil || done {
 		return nil, err
 	}
-	rec, err := readKeptRecord(fs, kept)
-	if err != nil {
-		return nil, err
-	}
 	size, err := treeSize(fs, kept)
 	if err != nil {
 		return nil, err
+	}
+	rec, err := readKeptRecord(fs, kept)
+	if err != nil {
+		return &KeptLayout{Path: kept, Bytes: size, Damaged: err.Error()}, nil
 	}
 	undoing, err := exists(fs, fs.PathJoin(kept, undoMarker))
 	if err != nil {

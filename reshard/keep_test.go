@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/cockroachdb/pebble/v2/vfs"
+	"github.com/fusee-dev/fusee/journal"
 	"github.com/fusee-dev/fusee/meta"
 	"github.com/fusee-dev/fusee/reshard"
 )
@@ -158,4 +159,191 @@ func TestUndoInterruptedAtEveryStep(t *testing.T) {
 			orig.same(t, "undo finished after stopping at "+step, dir)
 		})
 	}
+}
+
+// TestUndoAfterEngineOpen: what an engine's open does to an undo. Chosen
+// rule: undo goes on exactly when the fingerprint (fusee.meta, the log's
+// end, every store's checkpoint header) is the one the reshard recorded.
+// A read-only open (inspect, verify, dump) writes nothing, and the undo
+// restores the original file for file. A read-write open that
+// acknowledges nothing still starts a new log segment, so the log's end
+// moves and the undo is refused, nothing changed: fusee cannot tell an
+// engine that acknowledged nothing from one whose acknowledgements are
+// all in that segment without reading it as the engine would, and a
+// refusal loses nothing (reshard back instead). A checkpoint alone is
+// refused the same way, naming the shard.
+func TestUndoAfterEngineOpen(t *testing.T) {
+	refused := func(t *testing.T, dir, why string) {
+		t.Helper()
+		files := fileHashes(t, dir)
+		kept, err := hashFiles(vfs.Default, filepath.Join(dir, reshard.KeptDirName))
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, err = reshard.Undo(context.Background(), vfs.Default, dir)
+		var ue *reshard.UndoError
+		if !errors.As(err, &ue) || !strings.Contains(err.Error(), why) || !strings.HasSuffix(err.Error(), "nothing was changed") {
+			t.Fatalf("undo: %v, want an UndoError saying %q", err, why)
+		}
+		after, _ := hashFiles(vfs.Default, filepath.Join(dir, reshard.KeptDirName))
+		if fileHashes(t, dir) != files || after != kept {
+			t.Fatal("a refused undo changed the directory")
+		}
+	}
+	t.Run("read-only", func(t *testing.T) {
+		dir := genDir(t, 3, scaled(150), 54)
+		orig := snapshotOf(t, dir)
+		doReshard(t, dir, 5, reshard.Options{KeepOld: true})
+		db, _, err := journal.Open(vfs.Default, dir, journal.OpenOptions{ReadOnly: true})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := db.Close(); err != nil {
+			t.Fatal(err)
+		}
+		verifyClean(t, dir)
+		undo(t, dir)
+		orig.same(t, "undone after a read-only open", dir)
+	})
+	t.Run("read-write-nothing-acknowledged", func(t *testing.T) {
+		dir := genDir(t, 3, scaled(150), 55)
+		doReshard(t, dir, 5, reshard.Options{KeepOld: true})
+		db, _, err := journal.Open(vfs.Default, dir, journal.OpenOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := db.Close(); err != nil {
+			t.Fatal(err)
+		}
+		refused(t, dir, "the log ends at segment 2 offset")
+	})
+	t.Run("checkpoint", func(t *testing.T) {
+		dir := genDir(t, 3, scaled(150), 56)
+		doReshard(t, dir, 5, reshard.Options{KeepOld: true})
+		db, _, err := journal.Open(vfs.Default, dir, journal.OpenOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := db.Checkpoint(); err != nil {
+			t.Fatal(err)
+		}
+		if err := db.Close(); err != nil {
+			t.Fatal(err)
+		}
+		refused(t, dir, "was checkpointed at LSN")
+	})
+}
+
+// TestUndoRefusedPartialKept: a kept layout that lost a file, gained one
+// or has one of another size (an interrupted `rm -r`, say) is never
+// restored: undo refuses, names the file and changes nothing; the
+// directory in place opens; --discard-kept removes what is left.
+func TestUndoRefusedPartialKept(t *testing.T) {
+	for _, tc := range []struct {
+		name, why string
+		damage    func(t *testing.T, kept string)
+	}{
+		{"file-removed", "the kept layout is not whole (reshard.kept/wal/0000000000000001.log is missing", func(t *testing.T, kept string) {
+			if err := os.Remove(filepath.Join(kept, "wal", "0000000000000001.log")); err != nil {
+				t.Fatal(err)
+			}
+		}},
+		{"shards-removed", "the kept layout is not whole (reshard.kept/shards/0000/store/", func(t *testing.T, kept string) {
+			if err := os.RemoveAll(filepath.Join(kept, "shards")); err != nil {
+				t.Fatal(err)
+			}
+		}},
+		{"file-added", "the kept layout is not whole (reshard.kept/wal/stray was not kept by the reshard", func(t *testing.T, kept string) {
+			if err := os.WriteFile(filepath.Join(kept, "wal", "stray"), []byte("x"), 0o644); err != nil {
+				t.Fatal(err)
+			}
+		}},
+		{"record-removed", "its kept layout's record cannot be read (", func(t *testing.T, kept string) {
+			if err := os.Remove(filepath.Join(kept, "kept.json")); err != nil {
+				t.Fatal(err)
+			}
+		}},
+		{"file-truncated", "the kept layout is not whole (reshard.kept/wal/0000000000000001.log has 10 bytes, not", func(t *testing.T, kept string) {
+			if err := os.Truncate(filepath.Join(kept, "wal", "0000000000000001.log"), 10); err != nil {
+				t.Fatal(err)
+			}
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			dir := genDir(t, 3, scaled(100), 57)
+			before := logicalDump(t, dir)
+			doReshard(t, dir, 5, reshard.Options{KeepOld: true})
+			kept := filepath.Join(dir, reshard.KeptDirName)
+			tc.damage(t, kept)
+			files := fileHashes(t, dir)
+			keptFiles, err := hashFiles(vfs.Default, kept)
+			if err != nil {
+				t.Fatal(err)
+			}
+			_, err = reshard.Undo(context.Background(), vfs.Default, dir)
+			var ue *reshard.UndoError
+			if !errors.As(err, &ue) || !strings.Contains(err.Error(), tc.why) ||
+				!strings.Contains(err.Error(), "--discard-kept`; nothing was changed") {
+				t.Fatalf("undo of a damaged kept layout: %v", err)
+			}
+			if after, _ := hashFiles(vfs.Default, kept); fileHashes(t, dir) != files || after != keptFiles {
+				t.Fatal("a refused undo changed the directory")
+			}
+			verifyClean(t, dir)
+			sameDump(t, "after a refused undo", before, logicalDump(t, dir))
+			st, err := reshard.ReadStatus(vfs.Default, dir)
+			if err != nil || st.Kept == nil || (st.Kept.Damaged != "") != (tc.name == "record-removed") {
+				t.Fatalf("inspect's status: %v, %+v", err, st)
+			}
+			rep, err := reshard.DiscardKept(context.Background(), vfs.Default, dir)
+			if err != nil || rep.Outcome != reshard.OutcomeDiscarded {
+				t.Fatalf("discard: %v (%+v)", err, rep)
+			}
+			gone(t, dir, reshard.KeptDirName, reshard.OldDirName, reshard.NewDirName)
+			if fileHashes(t, dir) != files {
+				t.Fatal("discarding changed the directory in place")
+			}
+			if rep, err := reshard.DiscardKept(context.Background(), vfs.Default, dir); err != nil || rep.Outcome != reshard.OutcomeNothingToDo {
+				t.Fatalf("a second discard: %v (%+v)", err, rep)
+			}
+		})
+	}
+}
+
+// TestDiscardRefusedMidSwitch: while fusee.meta says format=reshard (a
+// keeping reshard stopped after moving its old layout to reshard.kept),
+// the kept layout may be what the switch needs: a discard is refused
+// (meta.ErrSwitching, exit 4) and changes nothing; once the reshard is
+// finished, it removes the layout.
+func TestDiscardRefusedMidSwitch(t *testing.T) {
+	dir := genDir(t, 3, scaled(100), 58)
+	reshard.SetTestHook(func(s string) error {
+		if s == "old-kept" {
+			return errStop
+		}
+		return nil
+	})
+	_, err := reshard.Reshard(context.Background(), vfs.Default, dir, reshard.Options{Shards: 4, KeepOld: true})
+	reshard.SetTestHook(nil)
+	if !errors.Is(err, errStop) {
+		t.Fatalf("reshard: %v, want the test's stop", err)
+	}
+	before, err := hashFiles(vfs.Default, dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = reshard.DiscardKept(context.Background(), vfs.Default, dir)
+	if !errors.Is(err, meta.ErrSwitching) || !strings.Contains(err.Error(), "cannot discard reshard.kept") ||
+		!strings.HasSuffix(err.Error(), "finish it first with `fusee reshard "+dir+"`; nothing was changed") {
+		t.Fatalf("discard mid-switch: %v", err)
+	}
+	if after, _ := hashFiles(vfs.Default, dir); after != before {
+		t.Fatal("a refused discard changed the directory")
+	}
+	doReshard(t, dir, 0, reshard.Options{})
+	if rep, err := reshard.DiscardKept(context.Background(), vfs.Default, dir); err != nil || rep.Outcome != reshard.OutcomeDiscarded {
+		t.Fatalf("discard after finishing: %v (%+v)", err, rep)
+	}
+	gone(t, dir, reshard.KeptDirName, reshard.OldDirName, reshard.NewDirName)
+	verifyClean(t, dir)
 }

@@ -3,13 +3,8 @@ package reshard_test
 import (
 	"bytes"
 	"context"
-	"crypto/sha256"
 	"errors"
 	"fmt"
-	"io/fs"
-	"os"
-	"path/filepath"
-	"sort"
 	"strings"
 	"testing"
 
@@ -18,34 +13,15 @@ import (
 	"github.com/fusee-dev/fusee/reshard"
 )
 
-// fileHashes lists every file under dir (but the kept layout and LOCK,
-// which only tells who holds the directory) with its SHA-256.
+// fileHashes lists every file under dir on the disk (but the kept layout
+// and LOCK) with its SHA-256.
 func fileHashes(t testing.TB, dir string) string {
 	t.Helper()
-	var lines []string
-	err := filepath.WalkDir(dir, func(p string, e fs.DirEntry, err error) error {
-		if err != nil {
-			return err
-		}
-		rel, _ := filepath.Rel(dir, p)
-		if rel == reshard.KeptDirName && e.IsDir() {
-			return filepath.SkipDir
-		}
-		if e.IsDir() || rel == "LOCK" {
-			return nil
-		}
-		data, err := os.ReadFile(p)
-		if err != nil {
-			return err
-		}
-		lines = append(lines, fmt.Sprintf("%x %s", sha256.Sum256(data), rel))
-		return nil
-	})
+	files, err := hashFiles(vfs.Default, dir, reshard.KeptDirName)
 	if err != nil {
 		t.Fatal(err)
 	}
-	sort.Strings(lines)
-	return strings.Join(lines, "\n")
+	return files
 }
 
 // makePlan runs a dry run that writes a plan and reads it back as a file

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	iofs "io/fs"
 	"os"
+	"slices"
 	"strconv"
 	"time"
 
@@ -428,15 +429,29 @@ func (r *resharder) finishSwitch(d *metaDir, newN int) error {
 			}
 			return fmt.Errorf("switching: %w", err)
 		}
-		cur := fs.PathJoin(dir, name)
-		if _, err := fs.Stat(cur); err == nil {
+		cur, aside := fs.PathJoin(dir, name), fs.PathJoin(oldDir, name)
+		if _, err := fs.Stat(cur); err == nil && fileExists(fs, aside) {
+			// The old X is aside already (reshard.old was synced right
+			// after it moved). X is a second copy that a power cut left
+			// where each directory keeps only what was synced in it: of
+			// the old X (its removal here not yet synced) or of the new
+			// one (its removal from the source not yet synced). Either
+			// way it goes; moving it aside would replace the old X, which
+			// a kept layout needs.
+			if err := fs.RemoveAll(cur); err != nil {
+				return fmt.Errorf("switching: removing a second copy of %s: %w", name, err)
+			}
+			if err := meta.SyncDir(fs, dir); err != nil {
+				return err
+			}
+		} else if err == nil {
 			if err := fs.MkdirAll(oldDir, 0o755); err != nil {
 				return fmt.Errorf("switching: %w", err)
 			}
 			if err := meta.SyncDir(fs, dir); err != nil {
 				return err
 			}
-			if err := fs.Rename(cur, fs.PathJoin(oldDir, name)); err != nil {
+			if err := fs.Rename(cur, aside); err != nil {
 				return fmt.Errorf("switching: moving the old %s aside: %w", name, err)
 			}
 			if err := hook("old-" + name + "-aside"); err != nil {
@@ -598,37 +613,50 @@ func (r *resharder) phase(name string, start time.Time) {
 // top-level entries.
 func treeSize(fs vfs.FS, dir string, skip ...string) (int64, error) {
 	var total int64
-	var walk func(path string, top bool) error
-	walk = func(path string, top bool) error {
-		names, err := fs.List(path)
-		if err != nil {
-			return fmt.Errorf("reading %s: %w", path, err)
+	names, err := fs.List(dir)
+	if err != nil {
+		return 0, fmt.Errorf("reading %s: %w", dir, err)
+	}
+	for _, n := range names {
+		if slices.Contains(skip, n) {
+			continue
 		}
-	next:
-		for _, n := range names {
-			if top {
-				for _, s := range skip {
-					if n == s {
-						continue next
-					}
-				}
-			}
-			p := fs.PathJoin(path, n)
-			st, err := fs.Stat(p)
-			if err != nil {
-				return fmt.Errorf("reading %s: %w", p, err)
-			}
-			if st.IsDir() {
-				if err := walk(p, false); err != nil {
-					return err
-				}
-				continue
-			}
-			total += st.Size()
+		if err := walkFiles(fs, dir, n, func(_ string, size int64) error {
+			total += size
+			return nil
+		}); err != nil {
+			return 0, err
 		}
+	}
+	return total, nil
+}
+
+// walkFiles calls fn with every file at or under root/rel (rel: names
+// joined by '/'), by its path relative to root and its size, in name
+// order. A missing root/rel has no files.
+func walkFiles(fs vfs.FS, root, rel string, fn func(rel string, size int64) error) error {
+	p := fs.PathJoin(root, rel)
+	st, err := fs.Stat(p)
+	if errors.Is(err, iofs.ErrNotExist) {
 		return nil
 	}
-	return total, walk(dir, true)
+	if err != nil {
+		return fmt.Errorf("reading %s: %w", p, err)
+	}
+	if !st.IsDir() {
+		return fn(rel, st.Size())
+	}
+	names, err := fs.List(p)
+	if err != nil {
+		return fmt.Errorf("reading %s: %w", p, err)
+	}
+	slices.Sort(names)
+	for _, n := range names {
+		if err := walkFiles(fs, root, rel+"/"+n, fn); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // HumanBytes renders a byte count for people: "512 B", "1.5 MiB".

@@ -12,7 +12,8 @@ import (
 // Undo (docs/reshard.md §11): the kept old layout goes back in place
 // through the same switch as a reshard, with reshard.kept as the source:
 //
-//	check: fusee.meta local; the layout in place has the fingerprint kept.json recorded
+//	check: fusee.meta local; the layout in place has the fingerprint kept.json recorded;
+//	       reshard.kept has the files kept.json lists, with their sizes
 //	reshard.kept/UNDO is written                                   (u1)
 //	fusee.meta := format=reshard old_shards=M new_shards=N          (u2) point of no return
 //	per component: X -> reshard.old/X; reshard.kept/X -> X          (u3, u4)
@@ -93,10 +94,14 @@ func Undo(ctx context.Context, fs vfs.FS, dir string) (*Report, error) {
 	}
 	rec, err := readKeptRecord(fs, kept)
 	if err != nil {
-		return nil, err
+		return nil, &UndoError{Dir: dir, Reason: fmt.Sprintf("its kept layout's record cannot be read (%v): part of %s was removed or changed. The directory in place is the resharded one and opens as it is; remove what is left with `fusee reshard %s --discard-kept`",
+			err, KeptDirName, meta.ShellQuote(dir))}
 	}
 	rep.NewShards = rec.OldShards
 	if err := r.checkUnchanged(ctx, m, rec); err != nil {
+		return nil, err
+	}
+	if err := checkKeptWhole(fs, dir, kept, rec); err != nil {
 		return nil, err
 	}
 	for _, left := range leftovers(fs, dir) {
@@ -146,7 +151,67 @@ func (r *resharder) checkUnchanged(ctx context.Context, m meta.Meta, rec *KeptRe
 	if diff := rec.New.Diff(fp); diff != "" {
 		return &UndoError{Dir: r.dir, Reason: "the directory changed since the reshard (" + diff +
 			"): an engine opened it and wrote, and the kept layout lacks what it acknowledged. Reshard it back instead (`fusee reshard " +
-			meta.ShellQuote(r.dir) + " " + fmt.Sprint(rec.OldShards) + "`, after removing " + KeptDirName + ")"}
+			meta.ShellQuote(r.dir) + " " + fmt.Sprint(rec.OldShards) + "`, after `fusee reshard " + meta.ShellQuote(r.dir) + " --discard-kept`)"}
 	}
 	return nil
+}
+
+// OutcomeDiscarded: a kept layout was removed (DiscardKept).
+const OutcomeDiscarded Outcome = "discarded-kept"
+
+// DiscardKept removes dir's kept layout for good, crash-safely: under the
+// directory's lock, reshard.kept is renamed reshard.old — from then on a
+// leftover that any later run removes — the directory is synced, and
+// reshard.old is removed. A crash before the rename leaves the layout kept
+// whole; after it, a leftover. Run again, it finishes (or, with nothing
+// kept, does nothing). It refuses while a switch is interrupted: the kept
+// layout may be what that switch moves in.
+func DiscardKept(_ context.Context, fs vfs.FS, dir string) (*Report, error) {
+	fs = meta.FS(fs)
+	d, err := lockDir(fs, dir)
+	if err != nil {
+		return nil, err
+	}
+	defer d.Close()
+	m := d.Meta()
+	if m.Switching() {
+		return nil, fmt.Errorf("%s: cannot discard %s: %w (from %d to %d shards); finish it first with `fusee reshard %s`; nothing was changed",
+			dir, KeptDirName, meta.ErrSwitching, m.OldShards, m.NewShards, meta.ShellQuote(dir))
+	}
+	rep := &Report{Version: ReportVersion, Dir: dir, Outcome: OutcomeNothingToDo, OldShards: m.Shards, NewShards: m.Shards,
+		Counts: Counts{Runs: map[string]int64{}}, Renumbered: []RenumberedRun{}, Tokens: []TokenChange{}}
+	kept, aside := fs.PathJoin(dir, KeptDirName), fs.PathJoin(dir, OldDirName)
+	// Leftovers first: reshard.old may be a kept layout whose discard a
+	// crash cut short.
+	for _, left := range leftovers(fs, dir) {
+		if err := fs.RemoveAll(left); err != nil {
+			return nil, fmt.Errorf("removing the leftover %s: %w", left, err)
+		}
+		if err := meta.SyncDir(fs, dir); err != nil {
+			return nil, err
+		}
+		rep.CleanedUp = append(rep.CleanedUp, left)
+		rep.Outcome = OutcomeCleanedUp
+	}
+	if ok, err := exists(fs, kept); err != nil || !ok {
+		return rep, err
+	}
+	if err := fs.Rename(kept, aside); err != nil {
+		return nil, fmt.Errorf("discarding the kept layout: %w", err)
+	}
+	if err := hook("kept-discarding"); err != nil {
+		return nil, err
+	}
+	if err := meta.SyncDir(fs, dir); err != nil {
+		return nil, err
+	}
+	if err := fs.RemoveAll(aside); err != nil {
+		return nil, fmt.Errorf("removing %s (the kept layout is discarded; run `fusee reshard %s` to remove what is left): %w", aside, meta.ShellQuote(dir), err)
+	}
+	if err := meta.SyncDir(fs, dir); err != nil {
+		return nil, err
+	}
+	rep.Outcome = OutcomeDiscarded
+	rep.CleanedUp = append(rep.CleanedUp, kept)
+	return rep, nil
 }

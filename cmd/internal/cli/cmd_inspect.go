@@ -93,8 +93,8 @@ archive_records, dedup_entries, pending_timers) and oldest_run/newest_run
 (workflow_id, gen, shard, run, state, started), and reshard (state: none,
 building, switching or cleaning-up; leftovers, old_shards, new_shards,
 old_files, new_files and command when there is something to finish; kept:
-path, old_shards, new_shards, bytes, undoing, when a reshard with
---keep-old kept the old layout). A
+path, old_shards, new_shards, bytes, undoing, damaged, when a reshard
+with --keep-old kept the old layout). A
 size that is not known is -1. While switching, --json prints only dir,
 format and reshard, and the exit code is 4.`,
 		Example: `  fusee inspect /var/lib/engine/data
@@ -164,9 +164,12 @@ func printInspect(ios *IO, sum *check.Summary, rs *reshard.Status) error {
 	if msg := rs.Message(); msg != "" {
 		fmt.Fprintf(out, "reshard    %s\n", styleWarn.Render(msg))
 	}
-	if k := rs.Kept; k != nil {
-		fmt.Fprintf(out, "kept       %s: the old layout of %d shards (%s), kept by a reshard to %d; `fusee reshard %s --undo` restores it while nothing has written here since; remove it when no longer needed\n",
-			k.Path, k.OldShards, sizeOrUnknown(k.Bytes), k.NewShards, meta.ShellQuote(sum.Dir))
+	if k := rs.Kept; k != nil && k.Damaged != "" {
+		fmt.Fprintf(out, "kept       %s: %s, damaged (%s): it cannot be undone; `fusee reshard %s --discard-kept` removes it\n",
+			k.Path, sizeOrUnknown(k.Bytes), k.Damaged, meta.ShellQuote(sum.Dir))
+	} else if k != nil {
+		fmt.Fprintf(out, "kept       %s: the old layout of %d shards (%s), kept by a reshard to %d; `fusee reshard %s --undo` restores it while nothing has written here since; `fusee reshard %s --discard-kept` removes it\n",
+			k.Path, k.OldShards, sizeOrUnknown(k.Bytes), k.NewShards, meta.ShellQuote(sum.Dir), meta.ShellQuote(sum.Dir))
 	}
 	if sum.LogSegments >= 0 {
 		fmt.Fprintf(out, "log        %d segments, %s\n", sum.LogSegments, sizeOrUnknown(sum.LogBytes))

@@ -41,6 +41,7 @@ type reshardOptions struct {
 	verifyPlan string
 	keepOld    bool
 	undo       bool
+	discard    bool
 }
 
 func newReshardCmd(ios *IO) *cobra.Command {
@@ -84,7 +85,8 @@ checks the count and every renumbered run (exit 1 with the differences).
 --keep-old keeps the old layout as <dir>/reshard.kept; --undo restores it,
 through the same crash-safe switch, unless something wrote to the new
 layout since (then it refuses and says why). A new reshard is refused while
-a layout is kept; remove reshard.kept when it is no longer needed.
+a layout is kept; --discard-kept removes it, crash-safely, when it is no
+longer needed.
 
 The report names what happened (done, nothing-to-do, finished-interrupted,
 cleaned-up-leftovers, planned), the counts, every renumbered unfinished run
@@ -112,7 +114,9 @@ built is removed; run the same command again. A signal during the switch
   fusee reshard /var/lib/engine/data --plan /root/plan-16.json --keep-old
   fusee reshard /var/lib/engine/data --verify-plan /root/plan-16.json
   # Before the engine opens it: put the kept old layout back.
-  fusee reshard /var/lib/engine/data --undo`,
+  fusee reshard /var/lib/engine/data --undo
+  # Or, once satisfied with the new layout, remove the kept one:
+  fusee reshard /var/lib/engine/data --discard-kept`,
 		Args: rangeArgs(1, 2),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			shards := 0
@@ -134,6 +138,8 @@ built is removed; run the same command again. A signal during the switch
 				return runVerifyPlan(cmd.Context(), ios, opts, args[0])
 			case opts.undo:
 				return runUndo(cmd.Context(), ios, opts, args[0])
+			case opts.discard:
+				return runDiscardKept(cmd.Context(), ios, opts, args[0])
 			}
 			return runReshard(cmd.Context(), ios, opts, args[0], shards)
 		},
@@ -149,7 +155,8 @@ built is removed; run the same command again. A signal during the switch
 	f.StringVar(&opts.verifyPlan, "verify-plan", "", "check that the directory is what `PLAN` said a reshard would make (exit 1 with the differences)")
 	f.BoolVar(&opts.keepOld, "keep-old", false, "keep the old layout as <dir>/reshard.kept, so --undo can restore it")
 	f.BoolVar(&opts.undo, "undo", false, "restore the layout kept by --keep-old, if nothing wrote to the directory since")
-	markCLIOnly(cmd, "report", "dry-run", "output", "plan", "verify-plan", "keep-old", "undo")
+	f.BoolVar(&opts.discard, "discard-kept", false, "remove the layout kept by --keep-old for good (crash-safely)")
+	markCLIOnly(cmd, "report", "dry-run", "output", "plan", "verify-plan", "keep-old", "undo", "discard-kept")
 	return cmd
 }
 

@@ -16,25 +16,25 @@ import (
 // The review workflow of `fusee reshard` (docs/operations.md): a plan
 // written by a dry run (-o), applied exactly (--plan), checked after
 // (--verify-plan); and the old layout kept (--keep-old) until --undo or
-// its removal.
+// its removal (--discard-kept).
 
 // checkPlanFlags refuses combinations that say two different things.
 func (o *reshardOptions) checkPlanFlags(shards int) error {
 	modes := 0
-	for _, on := range []bool{o.plan != "", o.verifyPlan != "", o.undo} {
+	for _, on := range []bool{o.plan != "", o.verifyPlan != "", o.undo, o.discard} {
 		if on {
 			modes++
 		}
 	}
 	switch {
 	case modes > 1:
-		return usagef("--plan, --verify-plan and --undo are separate steps: give one")
+		return usagef("--plan, --verify-plan, --undo and --discard-kept are separate steps: give one")
 	case o.output != "" && (!o.dryRun || shards == 0 && o.plan == ""):
 		return usagef("-o writes a plan: it goes with --dry-run and a shard count")
 	case o.plan != "" && shards != 0:
 		return usagef("--plan takes the shard count from the plan: give no count")
-	case (o.verifyPlan != "" || o.undo) && (shards != 0 || o.dryRun || o.keepOld || o.output != ""):
-		return usagef("--verify-plan and --undo take only the directory (and --json)")
+	case (o.verifyPlan != "" || o.undo || o.discard) && (shards != 0 || o.dryRun || o.keepOld || o.output != ""):
+		return usagef("--verify-plan, --undo and --discard-kept take only the directory (and --json)")
 	case o.keepOld && o.dryRun:
 		return usagef("--keep-old keeps what a real run replaces: a dry run replaces nothing")
 	}
@@ -168,6 +168,26 @@ func runUndo(ctx context.Context, ios *IO, opts reshardOptions, dir string) erro
 	}
 	for _, c := range rep.CleanedUp {
 		fmt.Fprintf(ios.Out, "removed leftover %s\n", c)
+	}
+	return nil
+}
+
+func runDiscardKept(ctx context.Context, ios *IO, opts reshardOptions, dir string) error {
+	rep, err := reshard.DiscardKept(ctx, vfs.Default, dir)
+	if err != nil {
+		return explainDirError(vfs.Default, dir, err)
+	}
+	if opts.json {
+		return ios.printJSON(rep)
+	}
+	switch rep.Outcome {
+	case reshard.OutcomeDiscarded:
+		fmt.Fprintln(ios.Out, styleGood.Render(fmt.Sprintf("discarded the kept layout of %s: --undo is no longer possible", dir)))
+	default:
+		fmt.Fprintf(ios.Out, "%s keeps no old layout: nothing to discard\n", dir)
+	}
+	for _, c := range rep.CleanedUp {
+		fmt.Fprintf(ios.Out, "removed %s\n", c)
 	}
 	return nil
 }
