@@ -204,6 +204,12 @@ func OpenScratchStore(fs vfs.FS, path string, memtableBytes, cacheBytes int) (_ 
 	o.L0CompactionThreshold = 1 << 20
 	o.L0StopWritesThreshold = 1 << 20
 	o.ErrorIfExists = false
+	// Written once and read once, on the same machine, then deleted:
+	// compressing it would cost CPU on both sides to save scratch space
+	// the budget does not count.
+	for i := range o.Levels {
+		o.Levels[i].Compression = func() *sstable.CompressionProfile { return sstable.NoCompression }
+	}
 	db, err := pebble.Open(path, o)
 	o.Cache.Unref()
 	if err == nil {

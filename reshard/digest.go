@@ -42,6 +42,16 @@ func (d *digest) add(kind string, item []byte) {
 	}
 }
 
+// merge adds o (a digest of other items, with the same seeds) to d.
+func (d *digest) merge(o *digest) {
+	for lane := range d.sum {
+		d.sum[lane] += o.sum[lane]
+	}
+	for k, n := range o.counts {
+		d.counts[k] += n
+	}
+}
+
 // equal reports the first difference between two digests ("" none).
 func (d *digest) diff(o *digest) string {
 	kinds := map[string]bool{}
