@@ -37,14 +37,19 @@ func sortKey(dst []byte, shard int, key []byte) []byte {
 // each new store under newDir with a new, empty shared log. It returns the
 // old directory's digest.
 //
-// A dry run (newDir "") does all of that but keep the keys: it counts
-// what the real run would write and reports the token changes.
+// A dry run (newDir "") does all of that but keep the keys and compute
+// the digest: it counts what the real run would write and reports the
+// token changes (its digest is nil).
 func (r *resharder) build(ctx context.Context, p *plan, newDir string, rep *Report) (*digest, error) {
 	dry := newDir == ""
 	sorter := r.newMap("sort")
 	defer sorter.Close()
 	oldDigest, newDigest := newDigestPair()
 	r.newDigest = newDigest
+	if dry {
+		// Nothing is read back: the old digest would be work for nothing.
+		oldDigest = nil
+	}
 	newGen := p.storeGen + 1
 	var firstErr error
 	fail := func(err error) {
