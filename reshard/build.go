@@ -51,6 +51,37 @@ func (r *resharder) build(ctx context.Context, p *plan, newDir string, rep *Repo
 		oldDigest = nil
 	}
 	newGen := p.storeGen + 1
+	seq := make([]uint64, r.newN) // each new shard's next outbox number
+	for j := range seq {
+		seq[j] = 1
+	}
+	// Growing to a multiple renumbers nothing and each new shard draws
+	// from one old shard: every kind of key reaches its new store in
+	// ascending order, so the stores are written as the old shard is read
+	// (a StoreWriter takes each kind in order), with no sort. Timers are
+	// then the old store's own, which come in order too.
+	direct := !dry && r.newN%r.oldN == 0 && directWrite
+	var pos wal.Position
+	if !dry {
+		var err error
+		if pos, err = r.createLog(newDir); err != nil {
+			return nil, err
+		}
+		if err := r.fs.MkdirAll(r.fs.PathJoin(newDir, "shards"), 0o755); err != nil {
+			return nil, err
+		}
+	}
+	writers := map[int]*journal.StoreWriter{} // direct: the stores being written
+	defer func() {
+		for _, sw := range writers {
+			sw.Abort()
+		}
+	}()
+	header := func(j int) []byte {
+		hdr := journal.CheckpointHeader{Version: journal.StoreVersion, Shard: j, Count: r.newN,
+			NextRun: p.nextRun[j], NextSeq: seq[j], Log: pos, Now: p.now, Created: p.created, Gen: newGen}
+		return journal.EncodeHeader(nil, &hdr)
+	}
 	var firstErr error
 	fail := func(err error) {
 		if firstErr == nil {
@@ -84,10 +115,6 @@ func (r *resharder) build(ctx context.Context, p *plan, newDir string, rep *Repo
 		m, ok, err := theirs.lookup(ref.Shard, ref.Run)
 		return m.WorkflowID, m.Gen, ok, err
 	}}
-	seq := make([]uint64, r.newN)
-	for j := range seq {
-		seq[j] = 1
-	}
 	var kb []byte
 	rep.NewShardBytes = make([]int64, r.newN)
 	put := func(shard int, key, value []byte) error {
@@ -96,6 +123,9 @@ func (r *resharder) build(ctx context.Context, p *plan, newDir string, rep *Repo
 		rep.NewShardBytes[shard] += int64(len(key) + len(value))
 		if dry {
 			return nil
+		}
+		if direct {
+			return writers[shard].Add(key, value)
 		}
 		return sorter.Put(kb, value)
 	}
@@ -109,6 +139,18 @@ func (r *resharder) build(ctx context.Context, p *plan, newDir string, rep *Repo
 		return out
 	}
 	for i := range r.oldN {
+		if direct {
+			for j := i; j < r.newN; j += r.oldN {
+				if err := r.fs.MkdirAll(journal.ShardDir(r.fs, newDir, j), 0o755); err != nil {
+					return nil, err
+				}
+				sw, err := journal.NewStoreWriter(r.fs, journal.StoreDir(r.fs, newDir, j))
+				if err != nil {
+					return nil, err
+				}
+				writers[j] = sw
+			}
+		}
 		src, err := openSource(r.fs, r.dir, i, r.oldN, r.tails)
 		if err != nil {
 			return nil, err
@@ -138,6 +180,9 @@ func (r *resharder) build(ctx context.Context, p *plan, newDir string, rep *Repo
 				}
 			}
 			for _, t := range journal.PendingTimers(&nr) {
+				if direct {
+					break // the old store's own, below
+				}
 				rep.Counts.Timers++
 				if err := put(m.Shard, journal.TimerKeyBytes(t), nil); err != nil {
 					return err
@@ -181,7 +226,19 @@ func (r *resharder) build(ctx context.Context, p *plan, newDir string, rep *Repo
 		if err == nil {
 			err = src.Timers(func(k journal.TimerKey) error {
 				oldCanon.timer(oldDigest, k, i)
-				return nil
+				if !direct {
+					return nil
+				}
+				m, ok, err := mine.lookup(i, k.Run)
+				if err != nil {
+					return err
+				}
+				if !ok {
+					return fmt.Errorf("old shard %d has a timer of run %d, which does not exist: the directory is damaged; run `fusee verify %s`", i, k.Run, r.dir)
+				}
+				rep.Counts.Timers++
+				k.Run = m.No
+				return put(m.Shard, journal.TimerKeyBytes(k), nil)
 			})
 		}
 		if err == nil {
@@ -209,6 +266,19 @@ func (r *resharder) build(ctx context.Context, p *plan, newDir string, rep *Repo
 		if err != nil {
 			return nil, err
 		}
+		for j := i; direct && j < r.newN; j += r.oldN {
+			if err := put(j, journal.HeaderKey(), header(j)); err != nil {
+				return nil, err
+			}
+			sw := writers[j]
+			delete(writers, j)
+			if err := sw.Finish(); err != nil {
+				return nil, err
+			}
+			if err := meta.SyncDir(r.fs, journal.ShardDir(r.fs, newDir, j)); err != nil {
+				return nil, err
+			}
+		}
 		r.progress("rewrite", int64(i+1), int64(r.oldN))
 	}
 	rep.Counts.RunsRenumbered = p.renumbered
@@ -217,10 +287,41 @@ func (r *resharder) build(ctx context.Context, p *plan, newDir string, rep *Repo
 		return oldDigest, nil
 	}
 
-	// The new shared log, empty, with a new log ID.
+	if !direct {
+		for j := range r.newN {
+			if err := put(j, journal.HeaderKey(), header(j)); err != nil {
+				return nil, err
+			}
+		}
+		if err := sorter.Settle(); err != nil {
+			return nil, err
+		}
+		err := parallel(ctx, r.newN, func(j int) error { return r.writeStore(sorter, newDir, j) },
+			func(done int) { r.progress("write", int64(done), int64(r.newN)) })
+		if err != nil {
+			return nil, err
+		}
+	}
+	if err := meta.SyncDir(r.fs, r.fs.PathJoin(newDir, "shards")); err != nil {
+		return nil, err
+	}
+	if err := meta.SyncDir(r.fs, newDir); err != nil {
+		return nil, err
+	}
+	rep.Spilled = rep.Spilled || sorter.Spilled()
+	return oldDigest, nil
+}
+
+// directWrite lets a grow to a multiple write its stores as it reads (a
+// test turns it off to compare with the sorted path).
+var directWrite = true
+
+// createLog creates the new, empty shared log in newDir, with a new log
+// ID, and returns where its first batch will go.
+func (r *resharder) createLog(newDir string) (wal.Position, error) {
 	w, err := wal.Create(r.fs, wal.Dir(r.fs, newDir), wal.Options{})
 	if err != nil {
-		return nil, fmt.Errorf("creating the new log in %s: %w", newDir, err)
+		return wal.Position{}, fmt.Errorf("creating the new log in %s: %w", newDir, err)
 	}
 	err = w.Sync()
 	pos, perr := w.NextPosition()
@@ -231,34 +332,9 @@ func (r *resharder) build(ctx context.Context, p *plan, newDir string, rep *Repo
 		err = perr
 	}
 	if err != nil {
-		return nil, fmt.Errorf("creating the new log in %s: %w", newDir, err)
+		return wal.Position{}, fmt.Errorf("creating the new log in %s: %w", newDir, err)
 	}
-	if err := r.fs.MkdirAll(r.fs.PathJoin(newDir, "shards"), 0o755); err != nil {
-		return nil, err
-	}
-	for j := range r.newN {
-		hdr := journal.CheckpointHeader{Version: journal.StoreVersion, Shard: j, Count: r.newN,
-			NextRun: p.nextRun[j], NextSeq: seq[j], Log: pos, Now: p.now, Created: p.created, Gen: newGen}
-		if err := put(j, journal.HeaderKey(), journal.EncodeHeader(nil, &hdr)); err != nil {
-			return nil, err
-		}
-	}
-	if err := sorter.Settle(); err != nil {
-		return nil, err
-	}
-	err = parallel(ctx, r.newN, func(j int) error { return r.writeStore(sorter, newDir, j) },
-		func(done int) { r.progress("write", int64(done), int64(r.newN)) })
-	if err != nil {
-		return nil, err
-	}
-	if err := meta.SyncDir(r.fs, r.fs.PathJoin(newDir, "shards")); err != nil {
-		return nil, err
-	}
-	if err := meta.SyncDir(r.fs, newDir); err != nil {
-		return nil, err
-	}
-	rep.Spilled = rep.Spilled || sorter.Spilled()
-	return oldDigest, nil
+	return pos, nil
 }
 
 // writeStore writes new shard j's store from the sorted keys of its
