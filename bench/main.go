@@ -42,13 +42,15 @@ import (
 )
 
 type sample struct {
-	Seconds float64 `json:"seconds"`
-	RSSKiB  int64   `json:"peak_rss_kib"`
+	Seconds    float64 `json:"seconds"`
+	CPUSeconds float64 `json:"cpu_seconds"` // user + system
+	RSSKiB     int64   `json:"peak_rss_kib"`
 }
 
 type measure struct {
 	Samples       []sample `json:"samples"`
 	MedianSeconds float64  `json:"median_seconds"`
+	MedianCPU     float64  `json:"median_cpu_seconds"`
 	MedianRSSMiB  float64  `json:"median_peak_rss_mib"`
 	MaxRSSMiB     float64  `json:"max_peak_rss_mib"`
 	MBPerSecond   float64  `json:"mb_per_second"`
@@ -65,6 +67,11 @@ type caseResult struct {
 	ReshardOverCopy  float64             `json:"reshard_over_copy"`
 	FloorOverCopy    float64             `json:"floor_over_copy"`
 	ReshardOverDry   float64             `json:"reshard_over_dry_run"`
+	// The same ratios of CPU time (user + system): on a machine shared
+	// with other work, wall time stretches with the load, CPU time much
+	// less.
+	CPUReshardOverFloor float64 `json:"cpu_reshard_over_floor"`
+	CPUReshardOverDry   float64 `json:"cpu_reshard_over_dry_run"`
 }
 
 type machine struct {
@@ -171,7 +178,7 @@ func run(runs, pairs int, cases string, seed int, jsonOut string) error {
 					return fmt.Errorf("%s, round %d, %s: %w", cr.Case, round+1, name, err)
 				}
 				cr.Commands[name].Samples = append(cr.Commands[name].Samples, s)
-				fmt.Fprintf(os.Stderr, "%s round %d %-8s %7.3f s %6.1f MiB\n", cr.Case, round+1, name, s.Seconds, float64(s.RSSKiB)/1024)
+				fmt.Fprintf(os.Stderr, "%s round %d %-8s %7.3f s (CPU %6.2f s) %6.1f MiB\n", cr.Case, round+1, name, s.Seconds, s.CPUSeconds, float64(s.RSSKiB)/1024)
 			}
 		}
 		for _, d := range []string{work, copyDst, floorOut} {
@@ -185,6 +192,8 @@ func run(runs, pairs int, cases string, seed int, jsonOut string) error {
 		cr.ReshardOverCopy = cm["reshard"].MedianSeconds / cm["copy"].MedianSeconds
 		cr.FloorOverCopy = cm["floor"].MedianSeconds / cm["copy"].MedianSeconds
 		cr.ReshardOverDry = cm["reshard"].MedianSeconds / cm["dry-run"].MedianSeconds
+		cr.CPUReshardOverFloor = cm["reshard"].MedianCPU / cm["floor"].MedianCPU
+		cr.CPUReshardOverDry = cm["reshard"].MedianCPU / cm["dry-run"].MedianCPU
 		res.Cases = append(res.Cases, cr)
 	}
 	printTable(res)
@@ -202,11 +211,12 @@ func run(runs, pairs int, cases string, seed int, jsonOut string) error {
 
 func (m *measure) summarize(size int64) {
 	secs := make([]float64, len(m.Samples))
+	cpu := make([]float64, len(m.Samples))
 	rss := make([]float64, len(m.Samples))
 	for i, s := range m.Samples {
-		secs[i], rss[i] = s.Seconds, float64(s.RSSKiB)/1024
+		secs[i], cpu[i], rss[i] = s.Seconds, s.CPUSeconds, float64(s.RSSKiB)/1024
 	}
-	m.MedianSeconds, m.MedianRSSMiB, m.MaxRSSMiB = median(secs), median(rss), slices.Max(rss)
+	m.MedianSeconds, m.MedianCPU, m.MedianRSSMiB, m.MaxRSSMiB = median(secs), median(cpu), median(rss), slices.Max(rss)
 	m.MBPerSecond = float64(size) / 1e6 / m.MedianSeconds
 }
 
@@ -219,19 +229,23 @@ func median(v []float64) float64 {
 }
 
 func printTable(res result) {
-	fmt.Printf("%-6s %8s %8s %-8s %9s %8s %9s %12s\n", "case", "runs", "MB", "command", "median s", "MB/s", "RSS MiB", "")
+	fmt.Printf("%-6s %8s %8s %-8s %9s %8s %8s %9s\n", "case", "runs", "MB", "command", "median s", "MB/s", "CPU s", "RSS MiB")
 	for _, c := range res.Cases {
 		for _, name := range commandOrder {
 			m := c.Commands[name]
-			fmt.Printf("%-6s %8d %8.1f %-8s %9.3f %8.1f %9.1f\n", c.Case, c.Runs, float64(c.Bytes)/1e6, name,
-				m.MedianSeconds, m.MBPerSecond, m.MaxRSSMiB)
+			fmt.Printf("%-6s %8d %8.1f %-8s %9.3f %8.1f %8.2f %9.1f\n", c.Case, c.Runs, float64(c.Bytes)/1e6, name,
+				m.MedianSeconds, m.MBPerSecond, m.MedianCPU, m.MaxRSSMiB)
 		}
-		fmt.Printf("%-6s reshard/floor %.2fx  reshard/copy %.1fx  floor/copy %.1fx  reshard/dry-run %.2fx\n",
+		fmt.Printf("%-6s wall: reshard/floor %.2fx  reshard/copy %.1fx  floor/copy %.1fx  reshard/dry-run %.2fx\n",
 			c.Case, c.ReshardOverFloor, c.ReshardOverCopy, c.FloorOverCopy, c.ReshardOverDry)
+		fmt.Printf("%-6s CPU:  reshard/floor %.2fx  reshard/dry-run %.2fx\n", c.Case, c.CPUReshardOverFloor, c.CPUReshardOverDry)
 	}
 }
 
-var maxRSS = regexp.MustCompile(`Maximum resident set size \(kbytes\): (\d+)`)
+var (
+	maxRSS  = regexp.MustCompile(`Maximum resident set size \(kbytes\): (\d+)`)
+	cpuTime = regexp.MustCompile(`(User|System) time \(seconds\): ([0-9.]+)`)
+)
 
 // timed runs argv under /usr/bin/time -v and returns its wall time and
 // peak RSS. The command's own output is discarded unless it fails.
@@ -251,7 +265,12 @@ func timed(argv, env []string) (sample, error) {
 		return sample{}, fmt.Errorf("no peak RSS in /usr/bin/time's output: %s", tail(stderr.String()))
 	}
 	kib, _ := strconv.ParseInt(m[1], 10, 64)
-	return sample{Seconds: el.Seconds(), RSSKiB: kib}, nil
+	var cpu float64
+	for _, c := range cpuTime.FindAllStringSubmatch(stderr.String(), -1) {
+		v, _ := strconv.ParseFloat(c[2], 64)
+		cpu += v
+	}
+	return sample{Seconds: el.Seconds(), CPUSeconds: cpu, RSSKiB: kib}, nil
 }
 
 func tail(s string) string {

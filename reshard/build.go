@@ -60,7 +60,9 @@ func (r *resharder) build(ctx context.Context, p *plan, newDir string, rep *Repo
 	// ascending order, so the stores are written as the old shard is read
 	// (a StoreWriter takes each kind in order), with no sort. Timers are
 	// then the old store's own, which come in order too.
-	direct := !dry && r.newN%r.oldN == 0 && directWrite
+	// Each old shard then has newN/oldN stores open at once: only for a
+	// few, so that the memory stays within the budget whatever the count.
+	direct := !dry && r.newN%r.oldN == 0 && r.newN/r.oldN <= maxDirectStores && directWrite
 	var pos wal.Position
 	if !dry {
 		var err error
@@ -315,6 +317,11 @@ func (r *resharder) build(ctx context.Context, p *plan, newDir string, rep *Repo
 // directWrite lets a grow to a multiple write its stores as it reads (a
 // test turns it off to compare with the sorted path).
 var directWrite = true
+
+// maxDirectStores is the most new stores a grow to a multiple writes at
+// once (a store being written holds a pebble store open and a table
+// buffer per key kind); a larger factor goes through the sort.
+const maxDirectStores = 4
 
 // createLog creates the new, empty shared log in newDir, with a new log
 // ID, and returns where its first batch will go.
