@@ -281,6 +281,9 @@ func (r *resharder) build(ctx context.Context, p *plan, newDir string, rep *Repo
 				return nil, err
 			}
 		}
+		// A direct write has no phase of its own: the stores are written
+		// within the rewrite (progress interleaving two phases would
+		// restart each one's clock).
 		r.progress("rewrite", int64(i+1), int64(r.oldN))
 	}
 	rep.Counts.RunsRenumbered = p.renumbered
