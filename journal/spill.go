@@ -111,6 +111,15 @@ func (m *SpillMap) commit() error {
 	return nil
 }
 
+// Settle commits what Put buffered. After it, until the next Put, Get and
+// Each may be called from several goroutines at once.
+func (m *SpillMap) Settle() error {
+	if m.db == nil {
+		return nil
+	}
+	return m.commit()
+}
+
 // Get returns the value of key; the slice is valid until the next call.
 func (m *SpillMap) Get(key []byte) ([]byte, bool, error) {
 	if m.db == nil {

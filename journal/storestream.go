@@ -13,12 +13,16 @@ import (
 	"github.com/fusee-dev/fusee/meta"
 )
 
-// StoreWriter builds a new shard store from keys given in ascending order,
-// without holding the shard in memory: keys go straight into sstables
-// (a new table every bulkTableSize bytes), which Finish ingests into a
-// fresh pebble store in one call and syncs. It is WriteShardStore for a
+// StoreWriter builds a new shard store from keys given in ascending order
+// within each kind (a key's first byte, docs/format.md §5.1), without
+// holding the shard in memory: each kind's keys go straight into sstables
+// of their own (a new table every bulkTableSize bytes), which Finish
+// ingests into a fresh pebble store in one call and syncs; the tables of
+// different kinds never overlap, so pebble places them all in the bottom
+// level. A caller can thus write the runs of a store and its archives,
+// index or timers as they come, in one pass. It is WriteShardStore for a
 // caller that streams (reshard); the caller is responsible for the keys
-// being a valid store (docs/format.md §5).
+// being a valid store.
 type StoreWriter struct {
 	fs     vfs.FS
 	dir    string
@@ -26,12 +30,17 @@ type StoreWriter struct {
 	db     *pebble.DB
 	trap   *fatalTrap
 	wopts  sstable.WriterOptions
-	w      *sstable.Writer
+	lanes  map[byte]*storeLane
 	paths  []string
-	last   []byte
 	keys   int64
 	bytes  int64
 	closed bool
+}
+
+// A storeLane is the table being written for one kind of key.
+type storeLane struct {
+	w    *sstable.Writer
+	last []byte
 }
 
 // NewStoreWriter starts a new store at dir, which must not exist.
@@ -54,33 +63,42 @@ func NewStoreWriter(fs vfs.FS, dir string) (*StoreWriter, error) {
 	}
 	o := storeOptions(fs, nil, false, true)
 	o.EnsureDefaults()
-	return &StoreWriter{fs: fs, dir: dir, tmp: tmp, db: db, trap: trap,
+	return &StoreWriter{fs: fs, dir: dir, tmp: tmp, db: db, trap: trap, lanes: map[byte]*storeLane{},
 		wopts: o.MakeWriterOptions(6, db.FormatMajorVersion().MaxTableFormat())}, nil
 }
 
-// Add appends one key; keys must come in strictly ascending order.
+// Add appends one key; keys of one kind (first byte) must come in
+// strictly ascending order, kinds in any order.
 func (sw *StoreWriter) Add(key, value []byte) error {
-	if sw.last != nil && string(key) <= string(sw.last) {
-		return fmt.Errorf("writing shard store %s: key %s after %s: keys out of order", sw.dir, describeKey(key), describeKey(sw.last))
+	if len(key) == 0 {
+		return fmt.Errorf("writing shard store %s: empty key", sw.dir)
 	}
-	sw.last = append(sw.last[:0], key...)
-	if sw.w != nil && sw.w.Raw().EstimatedSize() >= bulkTableSize {
-		if err := sw.closeTable(); err != nil {
+	l := sw.lanes[key[0]]
+	if l == nil {
+		l = &storeLane{}
+		sw.lanes[key[0]] = l
+	}
+	if l.last != nil && string(key) <= string(l.last) {
+		return fmt.Errorf("writing shard store %s: key %s after %s: keys out of order", sw.dir, describeKey(key), describeKey(l.last))
+	}
+	l.last = append(l.last[:0], key...)
+	if l.w != nil && l.w.Raw().EstimatedSize() >= bulkTableSize {
+		if err := sw.closeTable(l); err != nil {
 			return err
 		}
 	}
-	if sw.w == nil {
+	if l.w == nil {
 		path := sw.fs.PathJoin(sw.tmp, fmt.Sprintf("%06d.sst", len(sw.paths)+1))
 		f, err := sw.fs.Create(path, vfs.WriteCategoryUnspecified)
 		if err != nil {
 			return fmt.Errorf("writing shard store %s: %w", sw.dir, err)
 		}
 		sw.paths = append(sw.paths, path)
-		sw.w = sstable.NewWriter(objstorageprovider.NewFileWritable(f), sw.wopts)
+		l.w = sstable.NewWriter(objstorageprovider.NewFileWritable(f), sw.wopts)
 	}
 	sw.keys++
 	sw.bytes += int64(len(key) + len(value))
-	if err := sw.w.Set(key, value); err != nil {
+	if err := l.w.Set(key, value); err != nil {
 		return fmt.Errorf("writing shard store %s: %w", sw.dir, err)
 	}
 	return nil
@@ -89,12 +107,12 @@ func (sw *StoreWriter) Add(key, value []byte) error {
 // Bytes is how many key and value bytes were added.
 func (sw *StoreWriter) Bytes() int64 { return sw.bytes }
 
-func (sw *StoreWriter) closeTable() error {
-	if sw.w == nil {
+func (sw *StoreWriter) closeTable(l *storeLane) error {
+	if l.w == nil {
 		return nil
 	}
-	err := sw.w.Close() // flushes, syncs and closes the file
-	sw.w = nil
+	err := l.w.Close() // flushes, syncs and closes the file
+	l.w = nil
 	if err != nil {
 		return fmt.Errorf("writing shard store %s: %w", sw.dir, err)
 	}
@@ -111,7 +129,11 @@ func (sw *StoreWriter) Finish() (err error) {
 	sw.closed = true
 	defer func() { _ = sw.fs.RemoveAll(sw.tmp) }()
 	defer recoverStoreFatal(sw.dir, &err)
-	err = sw.closeTable()
+	for _, l := range sw.lanes {
+		if cerr := sw.closeTable(l); err == nil {
+			err = cerr
+		}
+	}
 	if err == nil && len(sw.paths) > 0 {
 		// Ingest syncs the tables, the MANIFEST and the directory. Nothing
 		// is in the memtable (no WAL either): there is nothing to flush,
@@ -136,8 +158,10 @@ func (sw *StoreWriter) Abort() {
 		return
 	}
 	sw.closed = true
-	if sw.w != nil {
-		_ = sw.w.Close()
+	for _, l := range sw.lanes {
+		if l.w != nil {
+			_ = l.w.Close()
+		}
 	}
 	_ = sw.db.Close()
 	_ = sw.fs.RemoveAll(sw.tmp)
@@ -204,6 +228,12 @@ func OpenScratchStore(fs vfs.FS, path string, memtableBytes, cacheBytes int) (_ 
 	o.L0CompactionThreshold = 1 << 20
 	o.L0StopWritesThreshold = 1 << 20
 	o.ErrorIfExists = false
+	// Written once and read once, on the same machine, then deleted:
+	// compressing it would cost CPU on both sides to save scratch space
+	// the budget does not count.
+	for i := range o.Levels {
+		o.Levels[i].Compression = func() *sstable.CompressionProfile { return sstable.NoCompression }
+	}
 	db, err := pebble.Open(path, o)
 	o.Cache.Unref()
 	if err == nil {

@@ -92,7 +92,8 @@ func BenchmarkReshard(b *testing.B) {
 	}
 }
 
-// BenchmarkRewriteFloor is the floor a reshard is measured against: every
+// BenchmarkRewriteFloor (FUSEE_BENCH_DIR: an existing directory to read;
+// FUSEE_BENCH_OUT: where to write, removed after) is the floor a reshard is measured against: every
 // old store iterated in key order and written unchanged as sstables into a
 // new store (one ingest), two stores at a time. A reshard reads and
 // writes every byte once like this, and does more per byte.
@@ -108,7 +109,10 @@ func BenchmarkRewriteFloor(b *testing.B) {
 		}
 		shards = m.Shards
 	}
-	out := filepath.Join(os.TempDir(), "fusee-floor")
+	out := os.Getenv("FUSEE_BENCH_OUT") // bench/ puts it next to the source
+	if out == "" {
+		out = filepath.Join(os.TempDir(), "fusee-floor")
+	}
 	for range b.N {
 		b.StopTimer()
 		if err := os.RemoveAll(out); err != nil {

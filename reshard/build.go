@@ -37,27 +37,68 @@ func sortKey(dst []byte, shard int, key []byte) []byte {
 // each new store under newDir with a new, empty shared log. It returns the
 // old directory's digest.
 //
-// A dry run (newDir "") does all of that but keep the keys: it counts
-// what the real run would write and reports the token changes.
+// A dry run (newDir "") does all of that but keep the keys and compute
+// the digest: it counts what the real run would write and reports the
+// token changes (its digest is nil).
 func (r *resharder) build(ctx context.Context, p *plan, newDir string, rep *Report) (*digest, error) {
 	dry := newDir == ""
 	sorter := r.newMap("sort")
 	defer sorter.Close()
 	oldDigest, newDigest := newDigestPair()
 	r.newDigest = newDigest
+	if dry {
+		// Nothing is read back: the old digest would be work for nothing.
+		oldDigest = nil
+	}
 	newGen := p.storeGen + 1
+	seq := make([]uint64, r.newN) // each new shard's next outbox number
+	for j := range seq {
+		seq[j] = 1
+	}
+	// Growing to a multiple renumbers nothing and each new shard draws
+	// from one old shard: every kind of key reaches its new store in
+	// ascending order, so the stores are written as the old shard is read
+	// (a StoreWriter takes each kind in order), with no sort. Timers are
+	// then the old store's own, which come in order too.
+	// Each old shard then has newN/oldN stores open at once: only for a
+	// few, so that the memory stays within the budget whatever the count.
+	direct := !dry && r.newN%r.oldN == 0 && r.newN/r.oldN <= maxDirectStores && directWrite
+	var pos wal.Position
+	if !dry {
+		var err error
+		if pos, err = r.createLog(newDir); err != nil {
+			return nil, err
+		}
+		if err := r.fs.MkdirAll(r.fs.PathJoin(newDir, "shards"), 0o755); err != nil {
+			return nil, err
+		}
+	}
+	writers := map[int]*journal.StoreWriter{} // direct: the stores being written
+	defer func() {
+		for _, sw := range writers {
+			sw.Abort()
+		}
+	}()
+	header := func(j int) []byte {
+		hdr := journal.CheckpointHeader{Version: journal.StoreVersion, Shard: j, Count: r.newN,
+			NextRun: p.nextRun[j], NextSeq: seq[j], Log: pos, Now: p.now, Created: p.created, Gen: newGen}
+		return journal.EncodeHeader(nil, &hdr)
+	}
 	var firstErr error
 	fail := func(err error) {
 		if firstErr == nil {
 			firstErr = err
 		}
 	}
+	// The rewrite (this goroutine) and the old digest (the reader's) look
+	// runs up, each through a cache of its own.
+	mine, theirs := &lookupCache{p: p}, &lookupCache{p: p}
 	mapper := func(_ journal.RefField, ref journal.RunRef) journal.RunRef {
 		if ref.Run == noSuchRun {
 			rep.Counts.DanglingRefs++
 			return journal.RunRef{Run: noSuchRun}
 		}
-		m, ok, err := p.lookup(ref.Shard, ref.Run)
+		m, ok, err := mine.lookup(ref.Shard, ref.Run)
 		if err != nil {
 			fail(err)
 			return ref
@@ -73,13 +114,9 @@ func (r *resharder) build(ctx context.Context, p *plan, newDir string, rep *Repo
 		return n
 	}
 	oldCanon := &canon{id: func(ref journal.RunRef) (string, uint32, bool, error) {
-		m, ok, err := p.lookup(ref.Shard, ref.Run)
+		m, ok, err := theirs.lookup(ref.Shard, ref.Run)
 		return m.WorkflowID, m.Gen, ok, err
 	}}
-	seq := make([]uint64, r.newN)
-	for j := range seq {
-		seq[j] = 1
-	}
 	var kb []byte
 	rep.NewShardBytes = make([]int64, r.newN)
 	put := func(shard int, key, value []byte) error {
@@ -88,6 +125,9 @@ func (r *resharder) build(ctx context.Context, p *plan, newDir string, rep *Repo
 		rep.NewShardBytes[shard] += int64(len(key) + len(value))
 		if dry {
 			return nil
+		}
+		if direct {
+			return writers[shard].Add(key, value)
 		}
 		return sorter.Put(kb, value)
 	}
@@ -101,13 +141,27 @@ func (r *resharder) build(ctx context.Context, p *plan, newDir string, rep *Repo
 		return out
 	}
 	for i := range r.oldN {
+		if direct {
+			for j := i; j < r.newN; j += r.oldN {
+				if err := r.fs.MkdirAll(journal.ShardDir(r.fs, newDir, j), 0o755); err != nil {
+					return nil, err
+				}
+				sw, err := journal.NewStoreWriter(r.fs, journal.StoreDir(r.fs, newDir, j))
+				if err != nil {
+					return nil, err
+				}
+				writers[j] = sw
+			}
+		}
 		src, err := openSource(r.fs, r.dir, i, r.oldN, r.tails)
 		if err != nil {
 			return nil, err
 		}
-		err = src.Runs(ctx, func(run *journal.Run, archive []journal.Record) error {
+		err = readAhead(ctx, src, func(run *journal.Run, archive []journal.Record) error {
 			oldCanon.run(oldDigest, i, run, archive)
-			m, ok, err := p.lookup(i, run.No)
+			return oldCanon.err
+		}, func(run *journal.Run, archive []journal.Record) error {
+			m, ok, err := mine.lookup(i, run.No)
 			if err != nil {
 				return err
 			}
@@ -128,6 +182,9 @@ func (r *resharder) build(ctx context.Context, p *plan, newDir string, rep *Repo
 				}
 			}
 			for _, t := range journal.PendingTimers(&nr) {
+				if direct {
+					break // the old store's own, below
+				}
 				rep.Counts.Timers++
 				if err := put(m.Shard, journal.TimerKeyBytes(t), nil); err != nil {
 					return err
@@ -171,13 +228,25 @@ func (r *resharder) build(ctx context.Context, p *plan, newDir string, rep *Repo
 		if err == nil {
 			err = src.Timers(func(k journal.TimerKey) error {
 				oldCanon.timer(oldDigest, k, i)
-				return nil
+				if !direct {
+					return nil
+				}
+				m, ok, err := mine.lookup(i, k.Run)
+				if err != nil {
+					return err
+				}
+				if !ok {
+					return fmt.Errorf("old shard %d has a timer of run %d, which does not exist: the directory is damaged; run `fusee verify %s`", i, k.Run, r.dir)
+				}
+				rep.Counts.Timers++
+				k.Run = m.No
+				return put(m.Shard, journal.TimerKeyBytes(k), nil)
 			})
 		}
 		if err == nil {
 			err = src.Index(func(wf string, no journal.RunNo) error {
 				oldCanon.index(oldDigest, wf, journal.RunRef{Shard: i, Run: no})
-				m, ok, err := p.lookup(i, no)
+				m, ok, err := mine.lookup(i, no)
 				if err != nil {
 					return err
 				}
@@ -199,6 +268,22 @@ func (r *resharder) build(ctx context.Context, p *plan, newDir string, rep *Repo
 		if err != nil {
 			return nil, err
 		}
+		for j := i; direct && j < r.newN; j += r.oldN {
+			if err := put(j, journal.HeaderKey(), header(j)); err != nil {
+				return nil, err
+			}
+			sw := writers[j]
+			delete(writers, j)
+			if err := sw.Finish(); err != nil {
+				return nil, err
+			}
+			if err := meta.SyncDir(r.fs, journal.ShardDir(r.fs, newDir, j)); err != nil {
+				return nil, err
+			}
+		}
+		// A direct write has no phase of its own: the stores are written
+		// within the rewrite (progress interleaving two phases would
+		// restart each one's clock).
 		r.progress("rewrite", int64(i+1), int64(r.oldN))
 	}
 	rep.Counts.RunsRenumbered = p.renumbered
@@ -207,10 +292,46 @@ func (r *resharder) build(ctx context.Context, p *plan, newDir string, rep *Repo
 		return oldDigest, nil
 	}
 
-	// The new shared log, empty, with a new log ID.
+	if !direct {
+		for j := range r.newN {
+			if err := put(j, journal.HeaderKey(), header(j)); err != nil {
+				return nil, err
+			}
+		}
+		if err := sorter.Settle(); err != nil {
+			return nil, err
+		}
+		err := parallel(ctx, r.newN, func(j int) error { return r.writeStore(sorter, newDir, j) },
+			func(done int) { r.progress("write", int64(done), int64(r.newN)) })
+		if err != nil {
+			return nil, err
+		}
+	}
+	if err := meta.SyncDir(r.fs, r.fs.PathJoin(newDir, "shards")); err != nil {
+		return nil, err
+	}
+	if err := meta.SyncDir(r.fs, newDir); err != nil {
+		return nil, err
+	}
+	rep.Spilled = rep.Spilled || sorter.Spilled()
+	return oldDigest, nil
+}
+
+// directWrite lets a grow to a multiple write its stores as it reads (a
+// test turns it off to compare with the sorted path).
+var directWrite = true
+
+// maxDirectStores is the most new stores a grow to a multiple writes at
+// once (a store being written holds a pebble store open and a table
+// buffer per key kind); a larger factor goes through the sort.
+const maxDirectStores = 4
+
+// createLog creates the new, empty shared log in newDir, with a new log
+// ID, and returns where its first batch will go.
+func (r *resharder) createLog(newDir string) (wal.Position, error) {
 	w, err := wal.Create(r.fs, wal.Dir(r.fs, newDir), wal.Options{})
 	if err != nil {
-		return nil, fmt.Errorf("creating the new log in %s: %w", newDir, err)
+		return wal.Position{}, fmt.Errorf("creating the new log in %s: %w", newDir, err)
 	}
 	err = w.Sync()
 	pos, perr := w.NextPosition()
@@ -221,49 +342,120 @@ func (r *resharder) build(ctx context.Context, p *plan, newDir string, rep *Repo
 		err = perr
 	}
 	if err != nil {
-		return nil, fmt.Errorf("creating the new log in %s: %w", newDir, err)
+		return wal.Position{}, fmt.Errorf("creating the new log in %s: %w", newDir, err)
 	}
-	if err := r.fs.MkdirAll(r.fs.PathJoin(newDir, "shards"), 0o755); err != nil {
-		return nil, err
+	return pos, nil
+}
+
+// writeStore writes new shard j's store from the sorted keys of its
+// prefix. Several run at once: sorter takes no Put meanwhile.
+func (r *resharder) writeStore(sorter *spillMap, newDir string, j int) error {
+	if err := r.fs.MkdirAll(journal.ShardDir(r.fs, newDir, j), 0o755); err != nil {
+		return err
 	}
-	for j := range r.newN {
-		if err := ctx.Err(); err != nil {
-			return nil, err
-		}
-		hdr := journal.CheckpointHeader{Version: journal.StoreVersion, Shard: j, Count: r.newN,
-			NextRun: p.nextRun[j], NextSeq: seq[j], Log: pos, Now: p.now, Created: p.created, Gen: newGen}
-		if err := put(j, journal.HeaderKey(), journal.EncodeHeader(nil, &hdr)); err != nil {
-			return nil, err
-		}
-		if err := r.fs.MkdirAll(journal.ShardDir(r.fs, newDir, j), 0o755); err != nil {
-			return nil, err
-		}
-		sw, err := journal.NewStoreWriter(r.fs, journal.StoreDir(r.fs, newDir, j))
-		if err != nil {
-			return nil, err
-		}
-		prefix := binary.BigEndian.AppendUint16(nil, uint16(j))
-		err = sorter.Each(prefix, func(k, v []byte) error { return sw.Add(k[2:], v) })
-		if err != nil {
-			sw.Abort()
-			return nil, err
-		}
-		if err := sw.Finish(); err != nil {
-			return nil, err
-		}
-		if err := meta.SyncDir(r.fs, journal.ShardDir(r.fs, newDir, j)); err != nil {
-			return nil, err
-		}
-		r.progress("write", int64(j+1), int64(r.newN))
+	sw, err := journal.NewStoreWriter(r.fs, journal.StoreDir(r.fs, newDir, j))
+	if err != nil {
+		return err
 	}
-	if err := meta.SyncDir(r.fs, r.fs.PathJoin(newDir, "shards")); err != nil {
-		return nil, err
+	prefix := binary.BigEndian.AppendUint16(nil, uint16(j))
+	err = sorter.Each(prefix, func(k, v []byte) error { return sw.Add(k[2:], v) })
+	if err != nil {
+		sw.Abort()
+		return err
 	}
-	if err := meta.SyncDir(r.fs, newDir); err != nil {
-		return nil, err
+	if err := sw.Finish(); err != nil {
+		return err
 	}
-	rep.Spilled = rep.Spilled || sorter.Spilled()
-	return oldDigest, nil
+	return meta.SyncDir(r.fs, journal.ShardDir(r.fs, newDir, j))
+}
+
+// workers is how many stores are written or read back at once: the
+// machines reshard runs on have a few cores, and each store's work is
+// one goroutine's.
+const workers = 2
+
+// parallel calls work(0..n-1), workers at a time, and progress (on the
+// caller's goroutine) with the number done after each. It stops starting
+// new work at the first error or when ctx is done, waits for what runs,
+// and returns the first error.
+func parallel(ctx context.Context, n int, work func(i int) error, progress func(done int)) error {
+	next := make(chan int)
+	errs := make(chan error)
+	for range min(workers, n) {
+		go func() {
+			for i := range next {
+				errs <- work(i)
+			}
+		}()
+	}
+	var first error
+	started, done := 0, 0
+	for done < started || (started < n && first == nil) {
+		var send chan int // nil: nothing more to start
+		if started < n && first == nil {
+			if err := ctx.Err(); err != nil {
+				first = err
+				continue
+			}
+			send = next
+		}
+		select {
+		case send <- started:
+			started++
+		case err := <-errs:
+			done++
+			if err != nil && first == nil {
+				first = err
+			}
+			if first == nil {
+				progress(done)
+			}
+		}
+	}
+	close(next)
+	return first
+}
+
+// readAhead streams src's runs through two goroutines: a reader that
+// decodes each run and calls look (the old digest), and the caller's,
+// which calls fn (the rewrite), with a bounded queue between them so
+// that reading and rewriting overlap. Runs reach fn in order. The first
+// error of either stops both.
+func readAhead(ctx context.Context, src shardSource, look, fn func(*journal.Run, []journal.Record) error) error {
+	type item struct {
+		run     *journal.Run
+		archive []journal.Record
+	}
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	items := make(chan item, 256)
+	var readErr error
+	go func() {
+		defer close(items)
+		readErr = src.Runs(ctx, func(run *journal.Run, archive []journal.Record) error {
+			if err := look(run, archive); err != nil {
+				return err
+			}
+			select {
+			case items <- item{run, archive}:
+				return nil
+			case <-ctx.Done():
+				return ctx.Err()
+			}
+		})
+	}()
+	var err error
+	for it := range items {
+		if err == nil {
+			if err = fn(it.run, it.archive); err != nil {
+				cancel() // the reader stops; drain what it queued
+			}
+		}
+	}
+	if err == nil {
+		err = readErr
+	}
+	return err
 }
 
 // pendingTokens reports the tokens of run's async completions that are
@@ -290,49 +482,64 @@ func (r *resharder) pendingTokens(old, nr *journal.Run, rep *Report) {
 // its digest, which must equal the old directory's.
 func (r *resharder) readBack(ctx context.Context, p *plan, newDir string) (*digest, error) {
 	d := r.newDigest
-	c := &canon{id: func(ref journal.RunRef) (string, uint32, bool, error) {
-		v, ok, err := p.rev.Get(runMapKey(ref.Shard, ref.Run))
-		if err != nil || !ok {
-			return "", 0, ok, err
-		}
-		m, ok, err := p.lookup(int(binary.BigEndian.Uint16(v)), journal.RunNo(binary.BigEndian.Uint64(v[2:])))
-		return m.WorkflowID, m.Gen, ok, err
-	}}
 	tails, err := logTails(ctx, r.fs, newDir, r.newN)
 	if err != nil {
 		return nil, fmt.Errorf("reading back the new shards: %w", err)
 	}
-	for j := range r.newN {
-		src, err := openSource(r.fs, newDir, j, r.newN, tails)
-		if err != nil {
-			return nil, fmt.Errorf("reading back new shard %d: %w", j, err)
+	parts := make([]*digest, r.newN)
+	err = parallel(ctx, r.newN, func(j int) error {
+		part := &digest{seeds: d.seeds, counts: map[string]int64{}}
+		parts[j] = part
+		c := &canon{id: func(ref journal.RunRef) (string, uint32, bool, error) {
+			v, ok, err := p.rev.Get(runMapKey(ref.Shard, ref.Run))
+			if err != nil || !ok {
+				return "", 0, ok, err
+			}
+			m, ok, err := p.lookup(int(binary.BigEndian.Uint16(v)), journal.RunNo(binary.BigEndian.Uint64(v[2:])))
+			return m.WorkflowID, m.Gen, ok, err
+		}}
+		if err := r.readBackShard(ctx, c, part, newDir, j, tails); err != nil {
+			return fmt.Errorf("reading back new shard %d: %w", j, err)
 		}
-		err = src.Runs(ctx, func(run *journal.Run, archive []journal.Record) error {
-			c.run(d, j, run, archive)
-			return c.err
-		})
-		if err == nil {
-			err = src.Outbox(func(m *journal.Message) error { c.message(d, *m); return c.err })
-		}
-		if err == nil {
-			err = src.Seen(func(id, wf string) error { c.seen(d, id, wf); return nil })
-		}
-		if err == nil {
-			err = src.Timers(func(k journal.TimerKey) error { c.timer(d, k, j); return c.err })
-		}
-		if err == nil {
-			err = src.Index(func(wf string, no journal.RunNo) error {
-				c.index(d, wf, journal.RunRef{Shard: j, Run: no})
-				return c.err
-			})
-		}
-		if cerr := src.Close(); err == nil {
-			err = cerr
-		}
-		if err != nil {
-			return nil, fmt.Errorf("reading back new shard %d: %w", j, err)
-		}
-		r.progress("check", int64(j+1), int64(r.newN))
+		return nil
+	}, func(done int) { r.progress("check", int64(done), int64(r.newN)) })
+	if err != nil {
+		return nil, err
+	}
+	for _, part := range parts {
+		d.merge(part)
 	}
 	return d, nil
+}
+
+// readBackShard adds new shard j's content to d, read the way the engine
+// will read it.
+func (r *resharder) readBackShard(ctx context.Context, c *canon, d *digest, newDir string, j int, tails []journal.ShardTail) error {
+	src, err := openSource(r.fs, newDir, j, r.newN, tails)
+	if err != nil {
+		return err
+	}
+	err = src.Runs(ctx, func(run *journal.Run, archive []journal.Record) error {
+		c.run(d, j, run, archive)
+		return c.err
+	})
+	if err == nil {
+		err = src.Outbox(func(m *journal.Message) error { c.message(d, *m); return c.err })
+	}
+	if err == nil {
+		err = src.Seen(func(id, wf string) error { c.seen(d, id, wf); return nil })
+	}
+	if err == nil {
+		err = src.Timers(func(k journal.TimerKey) error { c.timer(d, k, j); return c.err })
+	}
+	if err == nil {
+		err = src.Index(func(wf string, no journal.RunNo) error {
+			c.index(d, wf, journal.RunRef{Shard: j, Run: no})
+			return c.err
+		})
+	}
+	if cerr := src.Close(); err == nil {
+		err = cerr
+	}
+	return err
 }

@@ -216,6 +216,14 @@ func (r *resharder) makePlan(ctx context.Context) (*plan, error) {
 	if err != nil {
 		return nil, err
 	}
+	// From here the run map and its reverse are only read, by several
+	// goroutines at once.
+	if err := p.runs.Settle(); err != nil {
+		return nil, err
+	}
+	if err := p.rev.Settle(); err != nil {
+		return nil, err
+	}
 	for j := range p.nextRun {
 		// Every new shard continues above every number any old shard
 		// used, so a reference that a renumbering could have made
@@ -232,6 +240,35 @@ func (p *plan) lookup(shard int, no journal.RunNo) (mapped, bool, error) {
 		return mapped{}, false, err
 	}
 	return decodeMapped(v), true, nil
+}
+
+// A lookupCache remembers the last few lookups of one user of the plan
+// (one goroutine): references mostly name the run being rewritten or its
+// neighbours, and a run map lookup hashes its key and decodes a value.
+// The run map does not change once the plan is made, so a remembered
+// answer stays right.
+type lookupCache struct {
+	p     *plan
+	slots [256]struct {
+		used  bool
+		key   journal.RunRef
+		m     mapped
+		found bool
+	}
+}
+
+func (c *lookupCache) lookup(shard int, no journal.RunNo) (mapped, bool, error) {
+	s := &c.slots[(uint64(no)*31+uint64(shard))%uint64(len(c.slots))]
+	key := journal.RunRef{Shard: shard, Run: no}
+	if s.used && s.key == key {
+		return s.m, s.found, nil
+	}
+	m, ok, err := c.p.lookup(shard, no)
+	if err != nil {
+		return m, ok, err
+	}
+	s.used, s.key, s.m, s.found = true, key, m, ok
+	return m, ok, nil
 }
 
 func (p *plan) Close() {

@@ -42,6 +42,9 @@ type reshardOptions struct {
 	keepOld    bool
 	undo       bool
 	discard    bool
+	// Profiles (for an operator reporting a slow reshard).
+	cpuProfile string
+	memProfile string
 }
 
 func newReshardCmd(ios *IO) *cobra.Command {
@@ -156,6 +159,8 @@ built is removed; run the same command again. A signal during the switch
 	f.BoolVar(&opts.keepOld, "keep-old", false, "keep the old layout as <dir>/reshard.kept, so --undo can restore it")
 	f.BoolVar(&opts.undo, "undo", false, "restore the layout kept by --keep-old, if nothing wrote to the directory since")
 	f.BoolVar(&opts.discard, "discard-kept", false, "remove the layout kept by --keep-old for good (crash-safely)")
+	f.StringVar(&opts.cpuProfile, "cpuprofile", "", "write a CPU profile (pprof) of the reshard to `FILE`")
+	f.StringVar(&opts.memProfile, "memprofile", "", "write a heap profile (pprof, allocations included) taken at the end to `FILE`")
 	markCLIOnly(cmd, "report", "dry-run", "output", "plan", "verify-plan", "keep-old", "undo", "discard-kept")
 	return cmd
 }
@@ -169,12 +174,19 @@ func runReshard(ctx context.Context, ios *IO, opts reshardOptions, dir string, s
 	if err != nil {
 		return err
 	}
+	stop, err := startProfiles(opts.cpuProfile, opts.memProfile)
+	if err != nil {
+		return err
+	}
 	prog := newPhaseProgress(ios)
 	rep, err := reshard.Reshard(ctx, vfs.Default, dir, reshard.Options{
 		Shards: shards, DryRun: opts.dryRun, Scratch: opts.scratch, Memory: budget, Progress: prog.update,
 		MakePlan: opts.output != "", Plan: plan, PlanPath: opts.plan, KeepOld: opts.keepOld,
 	})
 	prog.done()
+	if perr := stop(); err == nil && perr != nil {
+		return perr
+	}
 	if err != nil {
 		if ctx.Err() != nil && errors.Is(err, ctx.Err()) {
 			return interrupted(dir, opts.dryRun)

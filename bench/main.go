@@ -1,0 +1,334 @@
+// Command bench times `fusee reshard` against the two baselines it is
+// judged by, on generated directories, and prints a table and JSON.
+//
+//	go run ./bench -runs 100000 -pairs 5 -json bench/results/100k.json
+//
+// For each case (old -> new shard count) and each round it runs, in this
+// order and alternating so that a slow spell of a shared machine hits
+// every command alike:
+//
+//   - copy:    `cp -a <src> <dst> && sync`, the physical floor;
+//   - floor:   the rewrite floor, every old store iterated and written
+//     unchanged as sstables and ingested, two stores at a time
+//     (BenchmarkRewriteFloor in reshard/bench_test.go, one iteration);
+//   - reshard: `fusee reshard <copy> <new>` on a fresh copy (the copy is
+//     not timed);
+//   - dry-run: `fusee reshard <copy> <new> --dry-run`.
+//
+// Every command runs under /usr/bin/time -v for its peak RSS. The
+// generated directories are cached under $FUSEE_BENCH_CACHE (default
+// ~/.cache/fusee-bench), keyed by shard count, runs and seed: delete it
+// after a change to the on-disk format. The binaries are built from this
+// checkout into the cache on every run.
+//
+// bench owns nothing in the repository's packages: it only runs the
+// built binaries, and must never be imported.
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"runtime"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+)
+
+type sample struct {
+	Seconds    float64 `json:"seconds"`
+	CPUSeconds float64 `json:"cpu_seconds"` // user + system
+	RSSKiB     int64   `json:"peak_rss_kib"`
+}
+
+type measure struct {
+	Samples       []sample `json:"samples"`
+	MedianSeconds float64  `json:"median_seconds"`
+	MedianCPU     float64  `json:"median_cpu_seconds"`
+	MedianRSSMiB  float64  `json:"median_peak_rss_mib"`
+	MaxRSSMiB     float64  `json:"max_peak_rss_mib"`
+	MBPerSecond   float64  `json:"mb_per_second"`
+}
+
+type caseResult struct {
+	Case             string              `json:"case"`
+	Runs             int                 `json:"runs"`
+	OldShards        int                 `json:"old_shards"`
+	NewShards        int                 `json:"new_shards"`
+	Bytes            int64               `json:"bytes"`
+	Commands         map[string]*measure `json:"commands"`
+	ReshardOverFloor float64             `json:"reshard_over_floor"`
+	ReshardOverCopy  float64             `json:"reshard_over_copy"`
+	FloorOverCopy    float64             `json:"floor_over_copy"`
+	ReshardOverDry   float64             `json:"reshard_over_dry_run"`
+	// The same ratios of CPU time (user + system): on a machine shared
+	// with other work, wall time stretches with the load, CPU time much
+	// less.
+	CPUReshardOverFloor float64 `json:"cpu_reshard_over_floor"`
+	CPUReshardOverDry   float64 `json:"cpu_reshard_over_dry_run"`
+}
+
+type machine struct {
+	CPUs      int    `json:"nproc"`
+	MemTotal  string `json:"mem_total"`
+	Disk      string `json:"disk"`
+	GoVersion string `json:"go_version"`
+	Kernel    string `json:"kernel"`
+	CPUModel  string `json:"cpu_model"`
+	Date      string `json:"date"`
+}
+
+type result struct {
+	Machine machine      `json:"machine"`
+	Pairs   int          `json:"pairs"`
+	Seed    int          `json:"seed"`
+	Cases   []caseResult `json:"cases"`
+}
+
+var commandOrder = []string{"copy", "floor", "reshard", "dry-run"}
+
+func main() {
+	runs := flag.Int("runs", 100000, "runs in each generated directory")
+	pairs := flag.Int("pairs", 5, "rounds of every command (at least 5 for a median worth quoting)")
+	cases := flag.String("cases", "8:3,8:16,7:12", "comma-separated old:new shard counts")
+	seed := flag.Int("seed", 1, "gen seed")
+	jsonOut := flag.String("json", "", "also write the JSON result to `FILE`")
+	flag.Parse()
+	if err := run(*runs, *pairs, *cases, *seed, *jsonOut); err != nil {
+		fmt.Fprintln(os.Stderr, "bench:", err)
+		os.Exit(1)
+	}
+}
+
+func run(runs, pairs int, cases string, seed int, jsonOut string) error {
+	if _, err := os.Stat("/usr/bin/time"); err != nil {
+		return fmt.Errorf("needs /usr/bin/time (GNU time, for peak RSS): %w", err)
+	}
+	cache := os.Getenv("FUSEE_BENCH_CACHE")
+	if cache == "" {
+		home, err := os.UserHomeDir()
+		if err != nil {
+			return err
+		}
+		cache = filepath.Join(home, ".cache", "fusee-bench")
+	}
+	bin := filepath.Join(cache, "bin")
+	if err := os.MkdirAll(bin, 0o755); err != nil {
+		return err
+	}
+	fusee, floorBin := filepath.Join(bin, "fusee"), filepath.Join(bin, "reshard.test")
+	if err := sh("go", "build", "-o", fusee, "./cmd/fusee"); err != nil {
+		return fmt.Errorf("building fusee (run from the repository's root): %w", err)
+	}
+	if err := sh("go", "test", "-c", "-o", floorBin, "./reshard"); err != nil {
+		return fmt.Errorf("building the rewrite floor: %w", err)
+	}
+	res := result{Machine: describe(cache), Pairs: pairs, Seed: seed}
+	for _, c := range strings.Split(cases, ",") {
+		oldN, newN, ok := strings.Cut(c, ":")
+		o, err1 := strconv.Atoi(oldN)
+		n, err2 := strconv.Atoi(newN)
+		if !ok || err1 != nil || err2 != nil {
+			return fmt.Errorf("-cases %q: want old:new pairs such as 8:3", c)
+		}
+		src := filepath.Join(cache, fmt.Sprintf("src-%d-shards-%d-runs-seed-%d", o, runs, seed))
+		if _, err := os.Stat(src); err != nil {
+			fmt.Fprintf(os.Stderr, "generating %s\n", src)
+			if err := sh(fusee, "gen", src, "--shards", strconv.Itoa(o), "--runs", strconv.Itoa(runs), "--seed", strconv.Itoa(seed)); err != nil {
+				return err
+			}
+		}
+		size, err := dirSize(src)
+		if err != nil {
+			return err
+		}
+		cr := caseResult{Case: fmt.Sprintf("%d->%d", o, n), Runs: runs, OldShards: o, NewShards: n, Bytes: size,
+			Commands: map[string]*measure{}}
+		for _, name := range commandOrder {
+			cr.Commands[name] = &measure{}
+		}
+		work, copyDst, floorOut := filepath.Join(cache, "work"), filepath.Join(cache, "copy"), filepath.Join(cache, "floor")
+		for round := range pairs {
+			cmds := map[string][]string{
+				"copy":    {"sh", "-c", `cp -a "$1" "$2" && sync`, "sh", src, copyDst},
+				"floor":   {floorBin, "-test.run", "^$", "-test.bench", "^BenchmarkRewriteFloor$", "-test.benchtime", "1x"},
+				"reshard": {fusee, "reshard", work, strconv.Itoa(n)},
+				"dry-run": {fusee, "reshard", work, strconv.Itoa(n), "--dry-run", "--scratch", cache},
+			}
+			env := []string{"FUSEE_BENCH_DIR=" + src, "FUSEE_BENCH_OUT=" + floorOut}
+			for _, name := range commandOrder {
+				for _, d := range []string{copyDst, floorOut} {
+					if err := os.RemoveAll(d); err != nil {
+						return err
+					}
+				}
+				if name == "reshard" || name == "dry-run" {
+					if err := fresh(src, work); err != nil {
+						return err
+					}
+				}
+				s, err := timed(cmds[name], env)
+				if err != nil {
+					return fmt.Errorf("%s, round %d, %s: %w", cr.Case, round+1, name, err)
+				}
+				cr.Commands[name].Samples = append(cr.Commands[name].Samples, s)
+				fmt.Fprintf(os.Stderr, "%s round %d %-8s %7.3f s (CPU %6.2f s) %6.1f MiB\n", cr.Case, round+1, name, s.Seconds, s.CPUSeconds, float64(s.RSSKiB)/1024)
+			}
+		}
+		for _, d := range []string{work, copyDst, floorOut} {
+			_ = os.RemoveAll(d)
+		}
+		for _, m := range cr.Commands {
+			m.summarize(size)
+		}
+		cm := cr.Commands
+		cr.ReshardOverFloor = cm["reshard"].MedianSeconds / cm["floor"].MedianSeconds
+		cr.ReshardOverCopy = cm["reshard"].MedianSeconds / cm["copy"].MedianSeconds
+		cr.FloorOverCopy = cm["floor"].MedianSeconds / cm["copy"].MedianSeconds
+		cr.ReshardOverDry = cm["reshard"].MedianSeconds / cm["dry-run"].MedianSeconds
+		cr.CPUReshardOverFloor = cm["reshard"].MedianCPU / cm["floor"].MedianCPU
+		cr.CPUReshardOverDry = cm["reshard"].MedianCPU / cm["dry-run"].MedianCPU
+		res.Cases = append(res.Cases, cr)
+	}
+	printTable(res)
+	data, err := json.MarshalIndent(res, "", "  ")
+	if err != nil {
+		return err
+	}
+	data = append(data, '\n')
+	os.Stdout.Write(data)
+	if jsonOut != "" {
+		return os.WriteFile(jsonOut, data, 0o644)
+	}
+	return nil
+}
+
+func (m *measure) summarize(size int64) {
+	secs := make([]float64, len(m.Samples))
+	cpu := make([]float64, len(m.Samples))
+	rss := make([]float64, len(m.Samples))
+	for i, s := range m.Samples {
+		secs[i], cpu[i], rss[i] = s.Seconds, s.CPUSeconds, float64(s.RSSKiB)/1024
+	}
+	m.MedianSeconds, m.MedianCPU, m.MedianRSSMiB, m.MaxRSSMiB = median(secs), median(cpu), median(rss), slices.Max(rss)
+	m.MBPerSecond = float64(size) / 1e6 / m.MedianSeconds
+}
+
+func median(v []float64) float64 {
+	s := slices.Sorted(slices.Values(v))
+	if len(s)%2 == 1 {
+		return s[len(s)/2]
+	}
+	return (s[len(s)/2-1] + s[len(s)/2]) / 2
+}
+
+func printTable(res result) {
+	fmt.Printf("%-6s %8s %8s %-8s %9s %8s %8s %9s\n", "case", "runs", "MB", "command", "median s", "MB/s", "CPU s", "RSS MiB")
+	for _, c := range res.Cases {
+		for _, name := range commandOrder {
+			m := c.Commands[name]
+			fmt.Printf("%-6s %8d %8.1f %-8s %9.3f %8.1f %8.2f %9.1f\n", c.Case, c.Runs, float64(c.Bytes)/1e6, name,
+				m.MedianSeconds, m.MBPerSecond, m.MedianCPU, m.MaxRSSMiB)
+		}
+		fmt.Printf("%-6s wall: reshard/floor %.2fx  reshard/copy %.1fx  floor/copy %.1fx  reshard/dry-run %.2fx\n",
+			c.Case, c.ReshardOverFloor, c.ReshardOverCopy, c.FloorOverCopy, c.ReshardOverDry)
+		fmt.Printf("%-6s CPU:  reshard/floor %.2fx  reshard/dry-run %.2fx\n", c.Case, c.CPUReshardOverFloor, c.CPUReshardOverDry)
+	}
+}
+
+var (
+	maxRSS  = regexp.MustCompile(`Maximum resident set size \(kbytes\): (\d+)`)
+	cpuTime = regexp.MustCompile(`(User|System) time \(seconds\): ([0-9.]+)`)
+)
+
+// timed runs argv under /usr/bin/time -v and returns its wall time and
+// peak RSS. The command's own output is discarded unless it fails.
+func timed(argv, env []string) (sample, error) {
+	cmd := exec.Command("/usr/bin/time", append([]string{"-v"}, argv...)...)
+	cmd.Env = append(os.Environ(), env...)
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	start := time.Now()
+	err := cmd.Run()
+	el := time.Since(start)
+	if err != nil {
+		return sample{}, fmt.Errorf("%v: %s", err, tail(stderr.String()))
+	}
+	m := maxRSS.FindStringSubmatch(stderr.String())
+	if m == nil {
+		return sample{}, fmt.Errorf("no peak RSS in /usr/bin/time's output: %s", tail(stderr.String()))
+	}
+	kib, _ := strconv.ParseInt(m[1], 10, 64)
+	var cpu float64
+	for _, c := range cpuTime.FindAllStringSubmatch(stderr.String(), -1) {
+		v, _ := strconv.ParseFloat(c[2], 64)
+		cpu += v
+	}
+	return sample{Seconds: el.Seconds(), CPUSeconds: cpu, RSSKiB: kib}, nil
+}
+
+func tail(s string) string {
+	if len(s) > 2000 {
+		return s[len(s)-2000:]
+	}
+	return s
+}
+
+// fresh makes dst a copy of src (not timed).
+func fresh(src, dst string) error {
+	if err := os.RemoveAll(dst); err != nil {
+		return err
+	}
+	return sh("cp", "-a", src, dst)
+}
+
+func sh(name string, args ...string) error {
+	cmd := exec.Command(name, args...)
+	cmd.Stdout, cmd.Stderr = os.Stderr, os.Stderr
+	return cmd.Run()
+}
+
+func dirSize(dir string) (int64, error) {
+	var n int64
+	err := filepath.Walk(dir, func(_ string, info os.FileInfo, err error) error {
+		if err == nil && info.Mode().IsRegular() {
+			n += info.Size()
+		}
+		return err
+	})
+	return n, err
+}
+
+// describe says what machine the figures come from.
+func describe(cache string) machine {
+	m := machine{CPUs: runtime.NumCPU(), GoVersion: runtime.Version(), Date: time.Now().UTC().Format(time.RFC3339)}
+	if b, err := os.ReadFile("/proc/meminfo"); err == nil {
+		for _, l := range strings.Split(string(b), "\n") {
+			if v, ok := strings.CutPrefix(l, "MemTotal:"); ok {
+				m.MemTotal = strings.TrimSpace(v)
+			}
+		}
+	}
+	if b, err := os.ReadFile("/proc/cpuinfo"); err == nil {
+		for _, l := range strings.Split(string(b), "\n") {
+			if v, ok := strings.CutPrefix(l, "model name"); ok {
+				m.CPUModel = strings.TrimSpace(strings.TrimPrefix(strings.TrimSpace(v), ":"))
+				break
+			}
+		}
+	}
+	if out, err := exec.Command("uname", "-sr").Output(); err == nil {
+		m.Kernel = strings.TrimSpace(string(out))
+	}
+	if out, err := exec.Command("df", "-hT", cache).Output(); err == nil {
+		lines := strings.Split(strings.TrimSpace(string(out)), "\n")
+		m.Disk = strings.Join(strings.Fields(lines[len(lines)-1]), " ")
+	}
+	return m
+}

@@ -1,0 +1,240 @@
+package reshard
+
+// Benchmarks of reshard's hot paths, one step each, on the records and
+// runs of a small generated directory: what a profile of a whole reshard
+// (`fusee reshard --cpuprofile`) points at, measurable alone.
+//
+//	go test -run '^$' -bench 'Record|ShardOf|Digest|StoreWriter|Plan' ./reshard/
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"sync"
+	"testing"
+
+	"github.com/cockroachdb/pebble/v2/vfs"
+	"github.com/fusee-dev/fusee/journal"
+	"github.com/fusee-dev/fusee/journal/sim"
+)
+
+const hotShards, hotRuns = 4, 2000
+
+var hot struct {
+	once sync.Once
+	dir  string
+	runs []*journal.Run
+	recs []journal.Record
+	enc  [][]byte
+	err  error
+}
+
+// hotData generates the directory once per process and reads its runs.
+func hotData(b *testing.B) (string, []*journal.Run, []journal.Record, [][]byte) {
+	hot.once.Do(func() {
+		base, err := os.MkdirTemp("", "fusee-hot-")
+		if err != nil {
+			hot.err = err
+			return
+		}
+		hot.dir = filepath.Join(base, "src")
+		if _, err := sim.Generate(context.Background(), vfs.Default, hot.dir, sim.GenOptions{Shards: hotShards, Runs: hotRuns, Seed: 1}); err != nil {
+			hot.err = err
+			return
+		}
+		tails, err := logTails(context.Background(), vfs.Default, hot.dir, hotShards)
+		if err != nil {
+			hot.err = err
+			return
+		}
+		for i := range hotShards {
+			src, err := openSource(vfs.Default, hot.dir, i, hotShards, tails)
+			if err != nil {
+				hot.err = err
+				return
+			}
+			hot.err = src.Runs(context.Background(), func(r *journal.Run, _ []journal.Record) error {
+				hot.runs = append(hot.runs, r)
+				for k := range r.Journal {
+					hot.recs = append(hot.recs, r.Journal[k])
+					hot.enc = append(hot.enc, journal.EncodeRecord(nil, &r.Journal[k]))
+				}
+				return nil
+			})
+			if cerr := src.Close(); hot.err == nil {
+				hot.err = cerr
+			}
+			if hot.err != nil {
+				return
+			}
+		}
+	})
+	if hot.err != nil {
+		b.Fatal(hot.err)
+	}
+	return hot.dir, hot.runs, hot.recs, hot.enc
+}
+
+func encodedBytes(enc [][]byte) int64 {
+	var n int64
+	for _, e := range enc {
+		n += int64(len(e))
+	}
+	return n
+}
+
+func BenchmarkRecordDecode(b *testing.B) {
+	_, _, _, enc := hotData(b)
+	b.SetBytes(encodedBytes(enc))
+	b.ReportAllocs()
+	for b.Loop() {
+		for _, e := range enc {
+			if _, err := journal.DecodeRecord(e); err != nil {
+				b.Fatal(err)
+			}
+		}
+	}
+}
+
+func BenchmarkRecordEncode(b *testing.B) {
+	_, _, recs, enc := hotData(b)
+	b.SetBytes(encodedBytes(enc))
+	b.ReportAllocs()
+	var buf []byte
+	for b.Loop() {
+		for k := range recs {
+			buf = journal.EncodeRecord(buf[:0], &recs[k])
+		}
+	}
+}
+
+// BenchmarkRecordRefRewrite is what the rewrite does to every record:
+// map its references (here to themselves, shard moved) and stamp the
+// token's generation.
+func BenchmarkRecordRefRewrite(b *testing.B) {
+	_, _, recs, enc := hotData(b)
+	b.SetBytes(encodedBytes(enc))
+	b.ReportAllocs()
+	mapper := func(_ journal.RefField, ref journal.RunRef) journal.RunRef {
+		return journal.RunRef{Shard: ref.Shard + 1, Run: ref.Run}
+	}
+	for b.Loop() {
+		for _, rec := range recs {
+			rec.MapRefs(0, mapper)
+			setTokenGen(&rec, 2)
+		}
+	}
+}
+
+func BenchmarkShardOf(b *testing.B) {
+	_, runs, _, _ := hotData(b)
+	b.ReportAllocs()
+	for b.Loop() {
+		for _, r := range runs {
+			_ = journal.ShardOf(r.WorkflowID, 12)
+		}
+	}
+}
+
+// BenchmarkDigestRun is the renumbering-invariant digest of every run
+// (canonical bytes and two hashes), with identities from a map.
+func BenchmarkDigestRun(b *testing.B) {
+	_, runs, _, enc := hotData(b)
+	ids := map[journal.RunRef]*journal.Run{}
+	for _, r := range runs {
+		ids[journal.RunRef{Shard: journal.ShardOf(r.WorkflowID, hotShards), Run: r.No}] = r
+	}
+	c := &canon{id: func(ref journal.RunRef) (string, uint32, bool, error) {
+		r, ok := ids[ref]
+		if !ok {
+			return "", 0, false, nil
+		}
+		return r.WorkflowID, r.Gen, true, nil
+	}}
+	d, _ := newDigestPair()
+	b.SetBytes(encodedBytes(enc))
+	b.ReportAllocs()
+	for b.Loop() {
+		for _, r := range runs {
+			c.run(d, journal.ShardOf(r.WorkflowID, hotShards), r, nil)
+		}
+	}
+}
+
+// BenchmarkStoreWriter builds a store from every run's keys, in order.
+func BenchmarkStoreWriter(b *testing.B) {
+	_, runs, _, _ := hotData(b)
+	var keys, vals [][]byte
+	var size int64
+	for _, r := range runs {
+		_ = journal.AppendRunKeys(r, func(k, v []byte) error {
+			keys, vals = append(keys, append([]byte(nil), k...)), append(vals, append([]byte(nil), v...))
+			size += int64(len(k) + len(v))
+			return nil
+		})
+	}
+	// Runs of different shards share numbers: keep the first of each key.
+	sortedKeys(keys, vals)
+	b.SetBytes(size)
+	b.ReportAllocs()
+	out := b.TempDir()
+	n := 0
+	for b.Loop() {
+		n++
+		sw, err := journal.NewStoreWriter(vfs.Default, filepath.Join(out, fmt.Sprint(n)))
+		if err != nil {
+			b.Fatal(err)
+		}
+		var last []byte
+		for k := range keys {
+			if last != nil && string(keys[k]) == string(last) {
+				continue
+			}
+			last = keys[k]
+			if err := sw.Add(keys[k], vals[k]); err != nil {
+				b.Fatal(err)
+			}
+		}
+		if err := sw.Finish(); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+func sortedKeys(keys, vals [][]byte) {
+	idx := make([]int, len(keys))
+	for i := range idx {
+		idx[i] = i
+	}
+	slices.SortStableFunc(idx, func(a, b int) int { return bytes.Compare(keys[a], keys[b]) })
+	k2, v2 := make([][]byte, len(keys)), make([][]byte, len(vals))
+	for i, j := range idx {
+		k2[i], v2[i] = keys[j], vals[j]
+	}
+	copy(keys, k2)
+	copy(vals, v2)
+}
+
+// BenchmarkPlan is pass 1 and the assignment: every old run entry read,
+// keyed, sorted and numbered (shrink 4 -> 3), within the default budget.
+func BenchmarkPlan(b *testing.B) {
+	dir, runs, _, _ := hotData(b)
+	b.ReportAllocs()
+	for b.Loop() {
+		r := &resharder{fs: vfs.Default, dir: dir, oldN: hotShards, newN: 3, budget: DefaultMemory,
+			scratch: b.TempDir(), rep: &Report{}}
+		p, err := r.makePlan(context.Background())
+		if err != nil {
+			b.Fatal(err)
+		}
+		if got := p.shardRuns[0] + p.shardRuns[1] + p.shardRuns[2]; got != int64(len(runs)) {
+			b.Fatalf("plan has %d runs, the directory %d", got, len(runs))
+		}
+		p.Close()
+		r.closeMaps()
+	}
+	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/float64(len(runs)), "ns/run")
+}
