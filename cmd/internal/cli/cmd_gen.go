@@ -57,7 +57,9 @@ runs are kept before their tombstone, in virtual time.
 syncs everything at the end. It builds the directory under a temporary
 sibling name (<dir>.gen-tmp-<random>) and renames it to <dir> only once
 it is complete and synced: an interrupted or failed gen removes it and
-leaves no <dir>.`,
+leaves no <dir>. Only a gen killed outright (kill -9, a crash) leaves the
+temporary directory behind: the next gen of the same <dir> removes it and
+says so, and inspect, verify, dump, sim drive and reshard refuse it.`,
 		Example: `  fusee gen /tmp/data --shards 3 --runs 2000 --seed 7
   fusee gen /tmp/big --shards 16 --runs 1000000 --seed 1 --json`,
 		Args: exactArgs(1),
@@ -97,6 +99,13 @@ leaves no <dir>.`,
 }
 
 func runGen(cmd *cobra.Command, ios *IO, opts genOptions, dir string) error {
+	removed, rmErr := sim.RemoveStaleGenTemps(vfs.Default, dir)
+	for _, path := range removed {
+		ios.warnf("removed %s: an earlier gen of %s was killed before it finished and left it", path, dir)
+	}
+	if rmErr != nil {
+		return rmErr
+	}
 	o := sim.GenOptions{Shards: opts.shards, Runs: opts.runs, Seed: opts.seed, FinishedFrac: opts.finishedFrac,
 		Config: sim.Config{Retention: opts.retention.Milliseconds()}}
 	var done func()

@@ -10,6 +10,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/fusee-dev/fusee/journal/check"
+	"github.com/fusee-dev/fusee/journal/sim"
 	"github.com/fusee-dev/fusee/meta"
 	"github.com/fusee-dev/fusee/reshard"
 )
@@ -21,11 +22,26 @@ func init() { addCommand(newInspectCmd) }
 // done, as the root command's context is on SIGINT and SIGTERM.
 // An error is explained in operator terms where it can be (explainDirError).
 func loadDir(ctx context.Context, dir string) (*check.State, error) {
+	if err := refuseGenTemp(dir); err != nil {
+		return nil, err
+	}
 	st, err := check.LoadContext(ctx, vfs.Default, dir)
 	if err != nil {
 		return nil, explainDirError(vfs.Default, dir, err)
 	}
 	return st, nil
+}
+
+// refuseGenTemp refuses a gen's temporary directory (<dir>.gen-tmp-*): it
+// may look complete, but it is what a killed gen left, never a data
+// directory.
+func refuseGenTemp(dir string) error {
+	target, ok := sim.GenTemp(dir)
+	if !ok {
+		return nil
+	}
+	return &dirProblem{what: fmt.Sprintf("%s is the temporary directory of a gen of %s that was killed before it finished, not a data directory", dir, target),
+		next: fmt.Sprintf("remove it (the next `fusee gen %s ...` does), and run the gen again", meta.ShellQuote(target))}
 }
 
 type inspectOptions struct{ json bool }
@@ -65,10 +81,12 @@ A layout kept by "fusee reshard --keep-old" (reshard.kept) is shown with
 its size and the command that restores it.
 
 --json prints one object with stable field names: dir, format, log_format,
-shards, torn_tail, log_segments, log_bytes, total, per_shard (shard, lsn,
-checkpoint_lsn, tail_entries, tail_bytes, store_bytes, next_run, runs,
-running, parked, finished, tombstone, renumbered, outbox, archives,
-archive_records, dedup_entries, pending_timers) and oldest_run/newest_run
+shards, torn_tail (null when recovery dropped nothing), log_segments,
+log_bytes, per_shard (shard, lsn, checkpoint_lsn, tail_entries, tail_bytes,
+store_bytes, next_run, runs, running, parked, finished, tombstone,
+renumbered, outbox, archives, archive_records, dedup_entries,
+pending_timers), total (the same sums without shard, lsn, checkpoint_lsn
+and next_run) and oldest_run/newest_run
 (workflow_id, gen, shard, run, state, started), and reshard (state: none,
 building, switching or cleaning-up; leftovers, old_shards, new_shards,
 old_files, new_files and command when there is something to finish; kept:
@@ -90,9 +108,36 @@ format and reshard, and the exit code is 4.`,
 
 // inspectJSON is inspect's --json object: the summary and the reshard
 // state.
+//
+// Two of the summary's fields are reshaped here so that the object keeps
+// its documented shape (docs/schema/inspect.json): torn_tail is always
+// present (null when recovery dropped nothing), and total carries only the
+// sums, not the per-shard fields (shard, lsn, checkpoint_lsn, next_run)
+// that mean nothing for a total. The shallower fields below hide the
+// embedded ones of the same JSON name (encoding/json's rule).
 type inspectJSON struct {
 	check.Summary
-	Reshard *reshard.Status `json:"reshard"`
+	TornTail *string         `json:"torn_tail"`
+	Total    inspectTotal    `json:"total"`
+	Reshard  *reshard.Status `json:"reshard"`
+}
+
+// inspectTotal is check.ShardSummary without its per-shard fields: each
+// nil pointer hides the embedded field of its name and is omitted.
+type inspectTotal struct {
+	check.ShardSummary
+	Shard         *int    `json:"shard,omitempty"`
+	LSN           *uint64 `json:"lsn,omitempty"`
+	CheckpointLSN *uint64 `json:"checkpoint_lsn,omitempty"`
+	NextRun       *uint64 `json:"next_run,omitempty"`
+}
+
+func newInspectJSON(sum check.Summary, rs *reshard.Status) inspectJSON {
+	v := inspectJSON{Summary: sum, Total: inspectTotal{ShardSummary: sum.Total}, Reshard: rs}
+	if sum.TornTail != "" {
+		v.TornTail = &sum.TornTail
+	}
+	return v
 }
 
 // switchingJSON is inspect's --json object for a directory whose switch
@@ -104,6 +149,9 @@ type switchingJSON struct {
 }
 
 func runInspect(ctx context.Context, ios *IO, opts inspectOptions, dir string) error {
+	if err := refuseGenTemp(dir); err != nil {
+		return err
+	}
 	// The reshard state first, under the lock and without opening a
 	// shard: an unfinished switch must not be opened at all.
 	rs, err := reshard.ReadStatus(vfs.Default, dir)
@@ -128,7 +176,7 @@ func runInspect(ctx context.Context, ios *IO, opts inspectOptions, dir string) e
 	}
 	sum := check.Inspect(st)
 	if opts.json {
-		return ios.printJSON(inspectJSON{Summary: sum, Reshard: rs})
+		return ios.printJSON(newInspectJSON(sum, rs))
 	}
 	return printInspect(ios, &sum, rs)
 }

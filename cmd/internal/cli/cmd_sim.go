@@ -70,6 +70,9 @@ to the directory: log batches and checkpoints.`,
 }
 
 func runSimDrive(cmd *cobra.Command, ios *IO, opts simDriveOptions, dir string) error {
+	if err := refuseGenTemp(dir); err != nil {
+		return err
+	}
 	o := sim.DriveOptions{Config: sim.Config{Retention: opts.retention.Milliseconds()}}
 	var done func()
 	o.Progress, done = simProgress(ios, func(p sim.Progress) string {
