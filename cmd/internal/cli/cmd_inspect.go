@@ -193,7 +193,7 @@ func printInspect(ios *IO, sum *check.Summary, rs *reshard.Status) error {
 			k.Path, k.OldShards, sizeOrUnknown(k.Bytes), k.NewShards, meta.ShellQuote(sum.Dir))
 	}
 	if sum.LogSegments >= 0 {
-		fmt.Fprintf(out, "log        %d segments, %s\n", sum.LogSegments, sizeOrUnknown(sum.LogBytes))
+		fmt.Fprintf(out, "log        %s, %s\n", plural(sum.LogSegments, "segment"), sizeOrUnknown(sum.LogBytes))
 	}
 	if sum.TornTail != "" {
 		fmt.Fprintf(out, "torn tail  %s\n", styleWarn.Render(sum.TornTail+" (dropped: it was never acknowledged)"))
@@ -224,7 +224,7 @@ func runSummary(r *check.RunSummary) string {
 	if r == nil {
 		return "(no runs)"
 	}
-	return fmt.Sprintf("%s#%d (shard %d run %d, %s, started %d)", r.WorkflowID, r.Gen, r.Shard, r.Run, r.State, r.Started)
+	return fmt.Sprintf("%s#%d (shard %d run %d, %s, started at virtual %s)", r.WorkflowID, r.Gen, r.Shard, r.Run, r.State, virtualTime(r.Started))
 }
 
 func countOrUnknown(n int) string {
