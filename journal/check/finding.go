@@ -30,6 +30,7 @@ const (
 	KindCheckpointLSN Kind = "checkpoint-lsn" // a checkpoint's LSN is past its shard's LSN
 	KindRecovery      Kind = "recovery"       // the recovery report disagrees with the recovered state
 	KindTornTail      Kind = "torn-tail"      // (info) recovery dropped a torn, never-acknowledged log tail
+	KindExtraStore    Kind = "extra-store"    // (warning) a shards/NNNN at or beyond fusee.meta's shard count
 
 	// Run numbers and placement.
 	KindRunKeyMismatch    Kind = "run-key-mismatch"    // a run stored under number k says it is number j
@@ -112,6 +113,7 @@ var kinds = map[Kind]kindInfo{
 	KindCheckpointLSN: {SeverityError, "a checkpoint claims log entries the shard does not have; " + hintRestore},
 	KindRecovery:      {SeverityError, "recovery and the state it produced disagree; report this as a fusee bug"},
 	KindTornTail:      {SeverityInfo, "a crash cut the last write short; nothing acknowledged was lost"},
+	KindExtraStore:    {SeverityWarning, "the engine never opens it; if fusee.meta's shards= is right, a copy or a change of shard count left it: move it out of the directory; if it belongs, fusee.meta is wrong: restore fusee.meta from a backup"},
 
 	KindRunKeyMismatch:    {SeverityError, hintRestore},
 	KindRunNumberInvalid:  {SeverityError, hintRestore},

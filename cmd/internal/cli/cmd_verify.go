@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 
+	"github.com/cockroachdb/pebble/v2/vfs"
 	"github.com/spf13/cobra"
 
 	"github.com/fusee-dev/fusee/journal/check"
@@ -102,6 +103,7 @@ func runVerify(ctx context.Context, ios *IO, opts verifyOptions, dir string) err
 		if findings, err = check.VerifyContext(ctx, st); err != nil {
 			return err
 		}
+		findings = append(findings, check.ExtraStoreFindings(vfs.Default, dir, len(st.Shards))...)
 		sum.Shards, sum.Runs = len(st.Shards), st.Runs()
 	case refusal(err) || ctx.Err() != nil && errors.Is(err, ctx.Err()):
 		return err
