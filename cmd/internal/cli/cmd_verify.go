@@ -157,7 +157,7 @@ func printFindings(ios *IO, findings []check.Finding, sum *verifySummary) {
 		default:
 			kind = styleDim.Render(kind)
 		}
-		fmt.Fprintf(ios.Out, "%s: %s: %s (%s)\n", f.Where(), kind, f.Detail, f.Hint)
+		fmt.Fprintf(ios.Out, "%s: %s: %s (%s)\n", f.Where(), kind, cutLongTokens(f.Detail), f.Hint)
 	}
 	counts := fmt.Sprintf("%s, %s, %d info", plural(sum.Errors, "error"), plural(sum.Warnings, "warning"), sum.Info)
 	switch {

@@ -107,7 +107,7 @@ func Run(ctx context.Context, version string, args []string, in io.Reader, out, 
 	}
 	var ee exitError
 	if !(errors.As(err, &ee) && ee.silent) {
-		fmt.Fprintln(ios.Err, styleBad.Render("fusee: ")+err.Error())
+		fmt.Fprintln(ios.Err, styleBad.Render("fusee: ")+cutLongTokens(err.Error()))
 		if code == ExitUsage {
 			fmt.Fprintln(ios.Err, styleDim.Render(helpPointer(cmd)))
 		}
@@ -237,6 +237,27 @@ func cutToken(s string) string {
 		cut--
 	}
 	return fmt.Sprintf("%s... (%d more bytes)", s[:cut], len(s)-cut)
+}
+
+// cutLongTokens cuts every overlong run of non-space characters in msg
+// (an id, a path or a token quoted from a damaged file, which may be
+// megabytes) with cutToken, so that a message stays a line.
+func cutLongTokens(msg string) string {
+	const long = 200
+	if len(msg) <= long {
+		return msg
+	}
+	var b strings.Builder
+	for i, f := range strings.Split(msg, " ") {
+		if i > 0 {
+			b.WriteByte(' ')
+		}
+		if len(f) > long {
+			f = cutToken(f)
+		}
+		b.WriteString(f)
+	}
+	return b.String()
 }
 
 // nameFlagValues makes every command's help show a flag's value as a name
