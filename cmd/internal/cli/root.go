@@ -159,14 +159,16 @@ and retry), 130 interrupted.`,
 			return cfg.apply(cmd)
 		},
 	}
-	root.SetVersionTemplate("fusee {{.Version}}\n")
+	root.SetVersionTemplate(readBuildInfo(version).String() + "\n")
 	root.PersistentFlags().StringVar(&cfg.file, "config", "", "read settings from this file (YAML, TOML or JSON)")
 	root.SetFlagErrorFunc(func(c *cobra.Command, err error) error { return usageError{err} })
-	root.CompletionOptions.HiddenDefaultCmd = true
 
 	for _, add := range commands {
 		root.AddCommand(add(ios))
 	}
+	root.SetOut(ios.Out) // before the completion command, which keeps the writer it sees
+	root.SetErr(ios.Err)
+	addCompletions(root)
 	nameFlagValues(root)
 	return root
 }

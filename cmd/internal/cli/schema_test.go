@@ -22,6 +22,7 @@ var jsonSchemas = map[string]struct {
 	lines bool
 }{
 	"gen":               {"gen.json", false},
+	"version":           {"version.json", false},
 	"inspect":           {"inspect.json", false},
 	"verify":            {"verify.json", true},
 	"sim drive":         {"sim-drive.json", false},
@@ -128,6 +129,7 @@ func TestJSONOutputMatchesSchemas(t *testing.T) {
 	}
 	check("gen", run("gen", "d", "--shards", "3", "--runs", "60", "--json"))
 	check("inspect", run("inspect", "d", "--json"))
+	check("version", run("version", "--json"))
 	check("verify", run("verify", "d", "--json"))
 	check("verify", run("verify", "nope", "--json")) // the unreadable finding
 	check("sim drive", run("sim", "drive", "d", "--json"))
