@@ -21,7 +21,7 @@ type genOptions struct {
 	seed         uint64
 	finishedFrac float64
 	retention    time.Duration
-	json         bool
+	json, quiet  bool
 }
 
 func newGenCmd(ios *IO) *cobra.Command {
@@ -95,6 +95,7 @@ says so, and inspect, verify, dump, sim drive and reshard refuse it.`,
 	f.Float64Var(&opts.finishedFrac, "finished-frac", opts.finishedFrac, "about the share of runs finished when gen stops")
 	f.DurationVar(&opts.retention, "retention", opts.retention, "how long finished runs are kept before their tombstone (virtual time)")
 	f.BoolVar(&opts.json, "json", false, "print the report as JSON")
+	addQuietFlag(cmd, &opts.quiet, "print no report (errors and warnings still go to stderr)")
 	return cmd
 }
 
@@ -116,6 +117,9 @@ func runGen(cmd *cobra.Command, ios *IO, opts genOptions, dir string) error {
 	done()
 	if err != nil {
 		return err
+	}
+	if opts.quiet {
+		return nil
 	}
 	if opts.json {
 		return ios.printJSON(rep)

@@ -29,8 +29,8 @@ it; "fusee sim drive" opens one as the engine would and runs it to the end.`,
 }
 
 type simDriveOptions struct {
-	retention time.Duration
-	json      bool
+	retention   time.Duration
+	json, quiet bool
 }
 
 func newSimDriveCmd(ios *IO) *cobra.Command {
@@ -66,6 +66,7 @@ to the directory: log batches and checkpoints.`,
 	f := cmd.Flags()
 	f.DurationVar(&opts.retention, "retention", opts.retention, "how long finished runs are kept before their tombstone (virtual time)")
 	f.BoolVar(&opts.json, "json", false, "print the report as JSON")
+	addQuietFlag(cmd, &opts.quiet, "print no report (errors still go to stderr)")
 	return cmd
 }
 
@@ -82,6 +83,9 @@ func runSimDrive(cmd *cobra.Command, ios *IO, opts simDriveOptions, dir string) 
 	done()
 	if err != nil {
 		return explainDirError(vfs.Default, dir, err)
+	}
+	if opts.quiet {
+		return nil
 	}
 	if opts.json {
 		return ios.printJSON(newDriveJSON(rep))

@@ -14,7 +14,7 @@ import (
 
 func init() { addCommand(newVerifyCmd) }
 
-type verifyOptions struct{ json bool }
+type verifyOptions struct{ json, quiet bool }
 
 func newVerifyCmd(ios *IO) *cobra.Command {
 	var opts verifyOptions
@@ -61,6 +61,7 @@ writes: no log append, no checkpoint, no timer fires, nothing expires.`,
 		},
 	}
 	cmd.Flags().BoolVar(&opts.json, "json", false, "print findings and the summary as JSON lines")
+	addQuietFlag(cmd, &opts.quiet, "print nothing; the exit code says whether there are findings")
 	return cmd
 }
 
@@ -121,7 +122,9 @@ func runVerify(ctx context.Context, ios *IO, opts verifyOptions, dir string) err
 		}
 	}
 	sum.OK = sum.Errors == 0 && sum.Warnings == 0
-	if opts.json {
+	switch {
+	case opts.quiet:
+	case opts.json:
 		for _, f := range findings {
 			if err := ios.printJSONLine(verifyFinding{"finding", f}); err != nil {
 				return err
@@ -130,7 +133,7 @@ func runVerify(ctx context.Context, ios *IO, opts verifyOptions, dir string) err
 		if err := ios.printJSONLine(sum); err != nil {
 			return err
 		}
-	} else {
+	default:
 		printFindings(ios, findings, &sum)
 	}
 	if !sum.OK {

@@ -179,6 +179,13 @@ var commands []func(*IO) *cobra.Command
 
 func addCommand(f func(*IO) *cobra.Command) { commands = append(commands, f) }
 
+// addQuietFlag adds -q/--quiet to cmd: nothing on stdout, for scripts
+// that want only the exit code. It wins over --json, which may come from
+// FUSEE_JSON or a config file.
+func addQuietFlag(cmd *cobra.Command, quiet *bool, usage string) {
+	cmd.Flags().BoolVarP(quiet, "quiet", "q", false, usage+"; wins over --json")
+}
+
 // helpPointer is the line printed under a usage error: the help of the
 // command that was run, or the root's when the command is not known.
 func helpPointer(cmd *cobra.Command) string {
