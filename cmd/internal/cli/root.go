@@ -146,7 +146,11 @@ output files, --force) come from the command line alone.
 
 Exit codes: 0 ok, 1 failure or findings, 2 usage, 3 directory in use,
 4 interrupted reshard must be finished, 5 lost a compare-and-set (re-read
-and retry), 130 interrupted.`,
+and retry), 130 interrupted, 141 standard output closed.
+
+JSON output (--json) uses snake_case names; docs/schema holds a JSON
+schema for each command's output. Shell completion: fusee completion
+--help. Man pages: fusee man DIR.`,
 		Example: `  fusee demo                                  # the main job on a built-in example
   fusee gen /tmp/data --shards 4 --runs 2000 --seed 1
   fusee verify /tmp/data && fusee inspect /tmp/data
