@@ -217,7 +217,19 @@ func printInspect(ios *IO, sum *check.Summary, rs *reshard.Status) error {
 		row(strconv.Itoa(s.Shard), s, true)
 	}
 	row("total", sum.Total, false)
-	return ios.printTable(headers, rows)
+	if err := ios.printTable(headers, rows); err != nil {
+		return err
+	}
+	if len(sum.Shards) > 1 {
+		// Skew between shards stands out as bars more than as numbers.
+		runs := make([]int64, len(sum.Shards))
+		for i, s := range sum.Shards {
+			runs[i] = int64(s.Runs)
+		}
+		fmt.Fprintln(ios.Out)
+		printSkew(ios, "shard", runs, nil)
+	}
+	return nil
 }
 
 func runSummary(r *check.RunSummary) string {
