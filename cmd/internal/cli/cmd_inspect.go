@@ -57,8 +57,9 @@ torn log tail recovery dropped, the shared log's size, and per shard its
 LSN and checkpoint LSN, the log tail after the checkpoint (entries and
 bytes), its runs by state (running, parked, finished, tombstone) and how
 many a reshard renumbered, outbox messages not yet acknowledged, archived
-histories, receiver dedup entries, pending timers and store size; then the
-oldest and newest runs by start time (workflow ID, generation, shard:run).
+histories, receiver dedup entries, pending timers and store size; the
+oldest and newest runs by start time (workflow ID, generation, shard:run);
+and the runs per shard as bars, so that skew stands out.
 
 The directory must be closed: inspect takes its lock (exit 3 when another
 process holds it). It never writes: no log append, no checkpoint, no timer
