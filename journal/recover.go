@@ -57,7 +57,12 @@ func OpenContext(ctx context.Context, fs vfs.FS, dir string, opts OpenOptions) (
 	if err != nil {
 		return nil, nil, err
 	}
-	db := &DB{Dir: dir, FS: fs, lock: lock, readOnly: opts.ReadOnly, noSync: opts.NoSync}
+	// Recovery reads every store read-only, whatever opts say: a directory
+	// that recovery refuses (a store missing, damage, a log that does not
+	// fit) must be left byte for byte as it was, and a pebble store opened
+	// for writing rewrites its own files at once (it flushes its WAL).
+	// Only a directory that recovered whole is reopened for writing.
+	db := &DB{Dir: dir, FS: fs, lock: lock, readOnly: true, noSync: opts.NoSync}
 	rep, err := db.recover(ctx, opts)
 	if err != nil {
 		db.closeAll(false)
@@ -112,6 +117,9 @@ func (db *DB) recover(ctx context.Context, opts OpenOptions) (*RecoveryReport, e
 		return nil, err
 	}
 	if !opts.ReadOnly {
+		if err := db.reopenStoresWritable(); err != nil {
+			return nil, err
+		}
 		w, err := wal.OpenAppend(fs, walDir, tail, wal.Options{NoSync: opts.NoSync, SegmentSize: opts.SegmentSize})
 		if err != nil {
 			return nil, fmt.Errorf("recovering %s: continuing the log: %w", db.Dir, err)
@@ -119,6 +127,27 @@ func (db *DB) recover(ctx context.Context, opts OpenOptions) (*RecoveryReport, e
 		db.log = w
 	}
 	return rep, nil
+}
+
+// reopenStoresWritable closes the stores recovery read (read-only) and
+// opens them again for writing. The directory's lock is held throughout,
+// so they are the same stores.
+func (db *DB) reopenStoresWritable() error {
+	for i, st := range db.stores {
+		db.stores[i] = nil
+		if err := st.Close(); err != nil {
+			return fmt.Errorf("closing shard store %s: %w", StoreDir(db.FS, db.Dir, i), err)
+		}
+	}
+	db.readOnly = false
+	for i := range db.stores {
+		st, err := openStore(db.FS, StoreDir(db.FS, db.Dir, i), db.cache, false, false)
+		if err != nil {
+			return err
+		}
+		db.stores[i] = st
+	}
+	return nil
 }
 
 // replay applies one log batch's entries above each shard's LSN.

@@ -31,6 +31,7 @@ const (
 	KindRecovery      Kind = "recovery"       // the recovery report disagrees with the recovered state
 	KindTornTail      Kind = "torn-tail"      // (info) recovery dropped a torn log tail: the engine stopped mid-write, no clean close followed
 	KindLogNotClosed  Kind = "log-not-closed" // (info) the log carries no clean-close evidence: the engine stopped, or an older fusee closed it
+	KindExtraStore    Kind = "extra-store"    // (warning) a shards/NNNN at or beyond fusee.meta's shard count
 
 	// Run numbers and placement.
 	KindRunKeyMismatch    Kind = "run-key-mismatch"    // a run stored under number k says it is number j
@@ -114,6 +115,7 @@ var kinds = map[Kind]kindInfo{
 	KindRecovery:      {SeverityError, "recovery and the state it produced disagree; report this as a fusee bug"},
 	KindTornTail:      {SeverityInfo, "the engine stopped while writing this batch and never closed the log; a batch is acknowledged only once written whole, so if the stop was a crash or kill it was never acknowledged; the log cannot tell that from damage to its last batch: if the engine was shut down cleanly, restore from a backup"},
 	KindLogNotClosed:  {SeverityInfo, "without a clean close the log cannot prove that nothing was lost after its end: if it was written by an engine that records clean closes (as this fusee's log library does) and was shut down cleanly, segments are missing: restore from a backup"},
+	KindExtraStore:    {SeverityWarning, "the engine never opens it; if fusee.meta's shards= is right, a copy or a change of shard count left it: move it out of the directory; if it belongs, fusee.meta is wrong: restore fusee.meta from a backup"},
 
 	KindRunKeyMismatch:    {SeverityError, hintRestore},
 	KindRunNumberInvalid:  {SeverityError, hintRestore},

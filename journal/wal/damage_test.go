@@ -356,7 +356,7 @@ func TestDamagedSegments(t *testing.T) {
 		if err := fs.Remove(seg2); err != nil {
 			t.Fatal(err)
 		}
-		expectCorrupt(t, fs, seg3, 0, "names 0000000000000002.log as the segment before it")
+		expectCorrupt(t, fs, seg3, 0, "a segment is missing before it: its header names 0000000000000002.log as the segment before it")
 	})
 	t.Run("first segment of another log", func(t *testing.T) {
 		// Same batch sizes, so the same layout: only the chain tells.

@@ -166,9 +166,13 @@ func (r *logReader) read(from Position) (Position, *TornTail, Ending, error) {
 				return fail(err)
 			}
 			if h.prevSegment != seg {
+				missing := ""
+				if h.prevSegment > seg {
+					missing = "a segment is missing before it: "
+				}
 				return fail(&CorruptError{File: next, Offset: 0, Reason: fmt.Sprintf(
-					"its header names %s as the segment before it, but the directory's previous segment is %s",
-					segmentName(h.prevSegment), segmentName(seg))})
+					"%sits header names %s as the segment before it, but the directory's previous segment is %s",
+					missing, segmentName(h.prevSegment), segmentName(seg))})
 			}
 			declaredEnd = h.prevEnd
 		} else if closed, err = r.closedInto(segs, i); err != nil {
@@ -352,7 +356,7 @@ func (r *logReader) readSegment(seg uint64, first bool, from, declaredEnd int64,
 		case err != nil && !isRecordDamage(err):
 			return fail(fmt.Errorf("wal: reading %s: %w", path, err))
 		case err != nil:
-			reason = "damaged or incomplete record: " + err.Error()
+			reason = recordDamage(err)
 		case closed:
 			reason = "a record after the header of a close segment"
 		default:
@@ -526,7 +530,7 @@ func (r *logReader) readHeader(rr *record.Reader, path string, seg uint64) (segm
 		if !isRecordDamage(err) {
 			return segmentHeader{}, fmt.Errorf("wal: reading %s: %w", path, err)
 		}
-		return segmentHeader{}, &CorruptError{File: path, Offset: 0, Reason: "unreadable segment header: " + err.Error()}
+		return segmentHeader{}, &CorruptError{File: path, Offset: 0, Reason: "unreadable segment header: " + recordDamage(err)}
 	}
 	h, err := decodeHeader(p)
 	if err != nil {

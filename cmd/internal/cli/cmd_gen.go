@@ -23,7 +23,7 @@ type genOptions struct {
 	finishedFrac float64
 	retention    time.Duration
 	log          int
-	json         bool
+	json, quiet  bool
 }
 
 func newGenCmd(ios *IO) *cobra.Command {
@@ -65,9 +65,11 @@ syncs everything at the end. It builds the directory under a temporary
 sibling name (<dir>.gen-tmp-<random>, its pending events spilled to
 <dir>.gen-tmp-<random>.events) and renames it to <dir> only once it is
 complete and synced: an interrupted or failed gen removes both and leaves
-no <dir>. Gen's memory does not grow with --runs: the engine keeps only
-the runs it is working on in memory and reads the others back from the
-shard stores.`,
+no <dir>. Only a gen killed outright (kill -9, a crash) leaves the
+temporary directory behind: the next gen of the same <dir> removes it and
+says so, and inspect, verify, dump, sim drive and reshard refuse it.
+Gen's memory does not grow with --runs: the engine keeps only the runs it
+is working on in memory and reads the others back from the shard stores.`,
 		Example: `  fusee gen /tmp/data --shards 3 --runs 2000 --seed 7
   fusee gen /tmp/old --shards 3 --runs 2000 --log 2   # then: fusee upgrade /tmp/old
   fusee gen /tmp/big --shards 16 --runs 1000000 --seed 1 --json`,
@@ -108,10 +110,18 @@ shard stores.`,
 	f.DurationVar(&opts.retention, "retention", opts.retention, "how long finished runs are kept before their tombstone (virtual time)")
 	f.IntVar(&opts.log, "log", meta.LogShared, "log format of the new directory: 3, or 2 (a log per shard, for trying fusee upgrade)")
 	f.BoolVar(&opts.json, "json", false, "print the report as JSON")
+	addQuietFlag(cmd, &opts.quiet, "print no report (errors and warnings still go to stderr)")
 	return cmd
 }
 
 func runGen(cmd *cobra.Command, ios *IO, opts genOptions, dir string) error {
+	removed, rmErr := sim.RemoveStaleGenTemps(vfs.Default, dir)
+	for _, path := range removed {
+		ios.warnf("removed %s: an earlier gen of %s was killed before it finished and left it", path, dir)
+	}
+	if rmErr != nil {
+		return rmErr
+	}
 	o := sim.GenOptions{Shards: opts.shards, Runs: opts.runs, Seed: opts.seed, FinishedFrac: opts.finishedFrac, Log: opts.log,
 		Config: sim.Config{Retention: opts.retention.Milliseconds()}}
 	var done func()
@@ -123,6 +133,9 @@ func runGen(cmd *cobra.Command, ios *IO, opts genOptions, dir string) error {
 	done()
 	if err != nil {
 		return err
+	}
+	if opts.quiet {
+		return nil
 	}
 	if opts.json {
 		return ios.printJSON(rep)

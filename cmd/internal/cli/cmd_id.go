@@ -169,6 +169,7 @@ func display(s string) string {
 type idFormatOptions struct {
 	namespace, cell string
 	epoch, shard    int64
+	json            bool
 }
 
 func newIDFormatCmd(ios *IO) *cobra.Command {
@@ -185,7 +186,10 @@ id columns hold 128). A blank --cell (empty or only whitespace) omits the
 cell segment. A ulid that is not a ULID is used as given, with a warning.
 
 Format only builds the text: it does not check that the shard belongs to
-the epoch's ring. To place a new id use "fusee id mint".`,
+the epoch's ring. To place a new id use "fusee id mint".
+
+With --json the output is the object "fusee id parse --json" prints for
+the new id (docs/schema/id.json).`,
 		Example: `  fusee id format --namespace orders --epoch 3 --shard 17 01ARZ3NDEKTSV4RRFFQ69G5FAV
   fusee id format --namespace orders --cell eu-1 --epoch 3 --shard 17 01ARZ3NDEKTSV4RRFFQ69G5FAV`,
 		Args: exactArgs(1),
@@ -201,6 +205,7 @@ the epoch's ring. To place a new id use "fusee id mint".`,
 	f.StringVar(&opts.cell, "cell", "", "cell that minted the id (no '.'; blank omits the segment)")
 	f.Int64Var(&opts.epoch, "epoch", 0, "epoch (required)")
 	f.Int64Var(&opts.shard, "shard", 0, "shard (required)")
+	f.BoolVar(&opts.json, "json", false, "print the new id's fields as JSON")
 	return cmd
 }
 
@@ -211,6 +216,9 @@ func runIDFormat(ios *IO, opts idFormatOptions, rest string) error {
 	}
 	if _, err := ulid.ParseStrict(rest); err != nil {
 		ios.warnf("%s is not a ULID (%v); formatting it as given", display(rest), err)
+	}
+	if opts.json {
+		return ios.printJSON(newIDView(id))
 	}
 	_, err = fmt.Fprintln(ios.Out, id)
 	return err

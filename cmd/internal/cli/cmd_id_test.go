@@ -10,6 +10,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"unicode/utf8"
 
 	"github.com/fusee-dev/fusee/idcodec"
 	"github.com/fusee-dev/fusee/meta"
@@ -219,5 +220,24 @@ func TestMetaExitCodes(t *testing.T) {
 		if got := exitCode(tc.err); got != tc.want {
 			t.Errorf("exitCode(%v) = %d, want %d", tc.err, got, tc.want)
 		}
+	}
+}
+
+// An error quotes an overlong token cut, saying how much was left out,
+// so that the message stays one short line.
+func TestErrorsCutLongTokens(t *testing.T) {
+	long := strings.Repeat("x", 100000)
+	_, errOut, code := runFusee(t, nil, "id", "format", "--namespace", long+".a", "--epoch", "1", "--shard", "1", "01ARZ3NDEKTSV4RRFFQ69G5FAV")
+	if code != ExitUsage || len(errOut) > 400 || !strings.Contains(errOut, "more bytes)") {
+		t.Errorf("exit %d, %d bytes of stderr:\n%.600s", code, len(errOut), errOut)
+	}
+	for _, s := range []string{"short message", strings.Repeat("wörd ", 100) + strings.Repeat("é", 100)} {
+		if got := cutLongTokens(s); got != s {
+			t.Errorf("cutLongTokens(%q) = %q, want it unchanged", s, got)
+		}
+	}
+	got := cutLongTokens("token " + strings.Repeat("é", 500) + " end")
+	if !utf8.ValidString(got) || !strings.HasSuffix(got, " end") || len(got) > 140 {
+		t.Errorf("cut: %q", got)
 	}
 }

@@ -10,6 +10,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/fusee-dev/fusee/journal/check"
+	"github.com/fusee-dev/fusee/journal/sim"
 	"github.com/fusee-dev/fusee/meta"
 	"github.com/fusee-dev/fusee/reshard"
 )
@@ -22,6 +23,9 @@ func init() { addCommand(newInspectCmd) }
 // context is on SIGINT and SIGTERM. An error is explained in operator
 // terms where it can be (dirError).
 func openDir(ctx context.Context, dir string) (*check.Dir, error) {
+	if err := refuseGenTemp(dir); err != nil {
+		return nil, err
+	}
 	d, err := check.OpenDir(ctx, vfs.Default, dir)
 	if err != nil {
 		return nil, dirError(ctx, dir, err)
@@ -49,6 +53,18 @@ func closeDir(ctx context.Context, d *check.Dir, err error) error {
 	return nil
 }
 
+// refuseGenTemp refuses a gen's temporary directory (<dir>.gen-tmp-*): it
+// may look complete, but it is what a killed gen left, never a data
+// directory.
+func refuseGenTemp(dir string) error {
+	target, ok := sim.GenTemp(dir)
+	if !ok {
+		return nil
+	}
+	return &dirProblem{what: fmt.Sprintf("%s is the temporary directory of a gen of %s that was killed before it finished, not a data directory", dir, target),
+		next: fmt.Sprintf("remove it (the next `fusee gen %s ...` does), and run the gen again", meta.ShellQuote(target))}
+}
+
 type inspectOptions struct{ json bool }
 
 func newInspectCmd(ios *IO) *cobra.Command {
@@ -62,8 +78,9 @@ torn log tail recovery dropped, the shared log's size, and per shard its
 LSN and checkpoint LSN, the log tail after the checkpoint (entries and
 bytes), its runs by state (running, parked, finished, tombstone) and how
 many a reshard renumbered, outbox messages not yet acknowledged, archived
-histories, receiver dedup entries, pending timers and store size; then the
-oldest and newest runs by start time (workflow ID, generation, shard:run).
+histories, receiver dedup entries, pending timers and store size; the
+oldest and newest runs by start time (workflow ID, generation, shard:run);
+and the runs per shard as bars, so that skew stands out.
 
 The directory must be closed: inspect takes its lock (exit 3 when another
 process holds it). It never writes: no log append, no checkpoint, no timer
@@ -86,10 +103,12 @@ A layout kept by "fusee reshard --keep-old" (reshard.kept) is shown with
 its size and the command that restores it.
 
 --json prints one object with stable field names: dir, format, log_format,
-shards, torn_tail, log_segments, log_bytes, total, per_shard (shard, lsn,
-checkpoint_lsn, tail_entries, tail_bytes, store_bytes, next_run, runs,
-running, parked, finished, tombstone, renumbered, outbox, archives,
-archive_records, dedup_entries, pending_timers) and oldest_run/newest_run
+shards, torn_tail (null when recovery dropped nothing), log_segments,
+log_bytes, per_shard (shard, lsn, checkpoint_lsn, tail_entries, tail_bytes,
+store_bytes, next_run, runs, running, parked, finished, tombstone,
+renumbered, outbox, archives, archive_records, dedup_entries,
+pending_timers), total (the same sums without shard, lsn, checkpoint_lsn
+and next_run) and oldest_run/newest_run
 (workflow_id, gen, shard, run, state, started), and reshard (state: none,
 building, switching or cleaning-up; leftovers, old_shards, new_shards,
 old_files, new_files and command when there is something to finish; kept:
@@ -111,9 +130,36 @@ format and reshard, and the exit code is 4.`,
 
 // inspectJSON is inspect's --json object: the summary and the reshard
 // state.
+//
+// Two of the summary's fields are reshaped here so that the object keeps
+// its documented shape (docs/schema/inspect.json): torn_tail is always
+// present (null when recovery dropped nothing), and total carries only the
+// sums, not the per-shard fields (shard, lsn, checkpoint_lsn, next_run)
+// that mean nothing for a total. The shallower fields below hide the
+// embedded ones of the same JSON name (encoding/json's rule).
 type inspectJSON struct {
 	check.Summary
-	Reshard *reshard.Status `json:"reshard"`
+	TornTail *string         `json:"torn_tail"`
+	Total    inspectTotal    `json:"total"`
+	Reshard  *reshard.Status `json:"reshard"`
+}
+
+// inspectTotal is check.ShardSummary without its per-shard fields: each
+// nil pointer hides the embedded field of its name and is omitted.
+type inspectTotal struct {
+	check.ShardSummary
+	Shard         *int    `json:"shard,omitempty"`
+	LSN           *uint64 `json:"lsn,omitempty"`
+	CheckpointLSN *uint64 `json:"checkpoint_lsn,omitempty"`
+	NextRun       *uint64 `json:"next_run,omitempty"`
+}
+
+func newInspectJSON(sum check.Summary, rs *reshard.Status) inspectJSON {
+	v := inspectJSON{Summary: sum, Total: inspectTotal{ShardSummary: sum.Total}, Reshard: rs}
+	if sum.TornTail != "" {
+		v.TornTail = &sum.TornTail
+	}
+	return v
 }
 
 // switchingJSON is inspect's --json object for a directory whose switch
@@ -125,6 +171,9 @@ type switchingJSON struct {
 }
 
 func runInspect(ctx context.Context, ios *IO, opts inspectOptions, dir string) error {
+	if err := refuseGenTemp(dir); err != nil {
+		return err
+	}
 	// The reshard state first, under the lock and without opening a
 	// shard: an unfinished switch must not be opened at all.
 	rs, err := reshard.ReadStatus(vfs.Default, dir)
@@ -152,7 +201,7 @@ func runInspect(ctx context.Context, ios *IO, opts inspectOptions, dir string) e
 		return err
 	}
 	if opts.json {
-		return ios.printJSON(inspectJSON{Summary: sum, Reshard: rs})
+		return ios.printJSON(newInspectJSON(sum, rs))
 	}
 	return printInspect(ios, &sum, rs)
 }
@@ -172,7 +221,7 @@ func printInspect(ios *IO, sum *check.Summary, rs *reshard.Status) error {
 			k.Path, k.OldShards, sizeOrUnknown(k.Bytes), k.NewShards, meta.ShellQuote(sum.Dir), meta.ShellQuote(sum.Dir))
 	}
 	if sum.LogSegments >= 0 {
-		fmt.Fprintf(out, "log        %d segments, %s\n", sum.LogSegments, sizeOrUnknown(sum.LogBytes))
+		fmt.Fprintf(out, "log        %s, %s\n", plural(sum.LogSegments, "segment"), sizeOrUnknown(sum.LogBytes))
 	}
 	if sum.TornTail != "" {
 		fmt.Fprintf(out, "torn tail  %s\n", styleWarn.Render(sum.TornTail+" (dropped: the engine stopped mid-write without closing the log)"))
@@ -196,14 +245,26 @@ func printInspect(ios *IO, sum *check.Summary, rs *reshard.Status) error {
 		row(strconv.Itoa(s.Shard), s, true)
 	}
 	row("total", sum.Total, false)
-	return ios.printTable(headers, rows)
+	if err := ios.printTable(headers, rows); err != nil {
+		return err
+	}
+	if len(sum.Shards) > 1 {
+		// Skew between shards stands out as bars more than as numbers.
+		runs := make([]int64, len(sum.Shards))
+		for i, s := range sum.Shards {
+			runs[i] = int64(s.Runs)
+		}
+		fmt.Fprintln(ios.Out)
+		printSkew(ios, "shard", runs, nil)
+	}
+	return nil
 }
 
 func runSummary(r *check.RunSummary) string {
 	if r == nil {
 		return "(no runs)"
 	}
-	return fmt.Sprintf("%s#%d (shard %d run %d, %s, started %d)", r.WorkflowID, r.Gen, r.Shard, r.Run, r.State, r.Started)
+	return fmt.Sprintf("%s#%d (shard %d run %d, %s, started at virtual %s)", r.WorkflowID, r.Gen, r.Shard, r.Run, r.State, virtualTime(r.Started))
 }
 
 func countOrUnknown(n int) string {

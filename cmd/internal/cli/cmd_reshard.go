@@ -136,6 +136,9 @@ built is removed; run the same command again. A signal during the switch
 			if err := opts.checkPlanFlags(shards); err != nil {
 				return err
 			}
+			if err := refuseGenTemp(args[0]); err != nil {
+				return err
+			}
 			switch {
 			case opts.verifyPlan != "":
 				return runVerifyPlan(cmd.Context(), ios, opts, args[0])

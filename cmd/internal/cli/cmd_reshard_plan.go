@@ -75,7 +75,7 @@ func printPlanNotes(ios *IO, opts reshardOptions, rep *reshard.Report) error {
 	if rep.Outcome != reshard.OutcomeDone && rep.Outcome != reshard.OutcomePlanned {
 		return nil
 	}
-	printSkew(ios, rep.NewShardRuns, rep.NewShardBytes)
+	printSkew(ios, "new shard", rep.NewShardRuns, rep.NewShardBytes)
 	if opts.output != "" && rep.Plan != nil {
 		fmt.Fprintf(out, "plan written to %s: review it, then run `fusee reshard %s --plan %s`\n",
 			opts.output, meta.ShellQuote(rep.Dir), meta.ShellQuote(opts.output))
@@ -87,9 +87,10 @@ func printPlanNotes(ios *IO, opts reshardOptions, rep *reshard.Report) error {
 	return nil
 }
 
-// printSkew draws the runs of each new shard as a bar, with how far the
-// largest is above the mean.
-func printSkew(ios *IO, runs, bytes []int64) {
+// printSkew draws the runs of each shard as a bar, with how far the
+// largest is above the mean; shard names them ("new shard"), bytes (may be
+// nil) adds each one's size.
+func printSkew(ios *IO, shard string, runs, bytes []int64) {
 	if len(runs) == 0 {
 		return
 	}
@@ -103,7 +104,7 @@ func printSkew(ios *IO, runs, bytes []int64) {
 	if mean > 0 {
 		skew = (float64(most)/mean - 1) * 100
 	}
-	fmt.Fprintln(ios.Out, styleHeader.Render(fmt.Sprintf("runs per new shard (largest %.0f%% above the mean of %.1f):", skew, mean)))
+	fmt.Fprintln(ios.Out, styleHeader.Render(fmt.Sprintf("runs per %s (largest %.0f%% above the mean of %.1f):", shard, skew, mean)))
 	const width = 40
 	for j, n := range runs {
 		bar := 0

@@ -107,11 +107,11 @@ func (w *ringWriteFlags) options() ringfile.WriteOptions {
 // ringWritten is what a write reports in JSON.
 type ringWritten struct {
 	File         string   `json:"file"`
-	DryRun       bool     `json:"dryRun,omitempty"`
+	DryRun       bool     `json:"dry_run"`
 	Revision     int64    `json:"revision"`
-	CurrentEpoch *int64   `json:"currentEpoch"` // null: no epoch yet
+	CurrentEpoch *int64   `json:"current_epoch"` // null: no epoch yet
 	Draining     []int64  `json:"draining"`
-	ActiveCells  []string `json:"activeCells"`
+	ActiveCells  []string `json:"active_cells"`
 }
 
 // reportWrite prints the outcome of a write: with --dry-run the file that

@@ -166,8 +166,8 @@ func runRingPlan(ctx context.Context, ios *IO, opts ringPlanOptions, goal ringfi
 
 type ringPlanView struct {
 	Goal         string                `json:"goal"`
-	BaseRevision int64                 `json:"baseRevision"`
-	BaseEpoch    int64                 `json:"baseEpoch"`
+	BaseRevision int64                 `json:"base_revision"`
+	BaseEpoch    int64                 `json:"base_epoch"`
 	Moved        int                   `json:"moved"`
 	Shards       int                   `json:"shards"`
 	Moves        []ringfile.Move       `json:"moves"`

@@ -69,9 +69,9 @@ type ringEpochView struct {
 	Epoch     int64          `json:"epoch"`
 	Status    string         `json:"status"`
 	Cells     []ringCellView `json:"cells"`
-	MinShards int            `json:"minShards"`
-	MaxShards int            `json:"maxShards"`
-	EvenShare float64        `json:"evenShare"`
+	MinShards int            `json:"min_shards"`
+	MaxShards int            `json:"max_shards"`
+	EvenShare float64        `json:"even_share"`
 }
 
 type ringDeclView struct {
@@ -84,9 +84,9 @@ type ringShowView struct {
 	Namespace    string          `json:"namespace"`
 	Shards       int             `json:"shards"`
 	Revision     int64           `json:"revision"`
-	CurrentEpoch *int64          `json:"currentEpoch"`
+	CurrentEpoch *int64          `json:"current_epoch"`
 	Cells        []ringDeclView  `json:"cells"`
-	ActiveCells  []string        `json:"activeCells"`
+	ActiveCells  []string        `json:"active_cells"`
 	Epochs       []ringEpochView `json:"epochs"`
 }
 

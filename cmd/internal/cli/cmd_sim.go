@@ -29,8 +29,8 @@ it; "fusee sim drive" opens one as the engine would and runs it to the end.`,
 }
 
 type simDriveOptions struct {
-	retention time.Duration
-	json      bool
+	retention   time.Duration
+	json, quiet bool
 }
 
 func newSimDriveCmd(ios *IO) *cobra.Command {
@@ -68,10 +68,14 @@ when drive ends; one left by a killed drive can be deleted.`,
 	f := cmd.Flags()
 	f.DurationVar(&opts.retention, "retention", opts.retention, "how long finished runs are kept before their tombstone (virtual time)")
 	f.BoolVar(&opts.json, "json", false, "print the report as JSON")
+	addQuietFlag(cmd, &opts.quiet, "print no report (errors still go to stderr)")
 	return cmd
 }
 
 func runSimDrive(cmd *cobra.Command, ios *IO, opts simDriveOptions, dir string) error {
+	if err := refuseGenTemp(dir); err != nil {
+		return err
+	}
 	o := sim.DriveOptions{Config: sim.Config{Retention: opts.retention.Milliseconds()}}
 	var done func()
 	o.Progress, done = simProgress(ios, func(p sim.Progress) string {
@@ -82,8 +86,11 @@ func runSimDrive(cmd *cobra.Command, ios *IO, opts simDriveOptions, dir string) 
 	if err != nil {
 		return explainDirError(vfs.Default, dir, err)
 	}
+	if opts.quiet {
+		return nil
+	}
 	if opts.json {
-		return ios.printJSON(rep)
+		return ios.printJSON(newDriveJSON(rep))
 	}
 	c := rep.Census
 	fmt.Fprintf(ios.Out, "drove %s: %d runs on %d shards finished, virtual %s to %s\n",
@@ -99,4 +106,49 @@ func simProgress(ios *IO, line func(sim.Progress) string) (func(sim.Progress), f
 		return nil, func() {}
 	}
 	return func(p sim.Progress) { ios.progressf("%s", line(p)) }, ios.progressDone
+}
+
+// driveJSON is sim drive's --json object (docs/schema/sim-drive.json): the
+// report with its recovery in the snake_case names of fusee's other JSON
+// (journal.RecoveryReport has no JSON names of its own). The shallower
+// Recovery hides the embedded one.
+type driveJSON struct {
+	*sim.DriveReport
+	Recovery *recoveryJSON `json:"recovery,omitempty"`
+}
+
+type recoveryJSON struct {
+	Shards   []shardRecoveryJSON `json:"shards"`
+	TornTail *string             `json:"torn_tail"` // null when nothing was dropped
+	LogFrom  positionJSON        `json:"log_from"`
+	LogEnd   positionJSON        `json:"log_end"`
+	Batches  int                 `json:"batches"`
+}
+
+type shardRecoveryJSON struct {
+	Shard         int    `json:"shard"`
+	CheckpointLSN uint64 `json:"checkpoint_lsn"`
+	Replayed      int    `json:"replayed"`
+	LSN           uint64 `json:"lsn"`
+	Skipped       int    `json:"skipped"`
+}
+
+type positionJSON struct {
+	Segment uint64 `json:"segment"`
+	Offset  int64  `json:"offset"`
+}
+
+func newDriveJSON(rep *sim.DriveReport) driveJSON {
+	v := driveJSON{DriveReport: rep}
+	if r := rep.Recovery; r != nil {
+		v.Recovery = &recoveryJSON{Shards: []shardRecoveryJSON{}, Batches: r.Batches,
+			LogFrom: positionJSON{r.LogFrom.Segment, r.LogFrom.Offset}, LogEnd: positionJSON{r.LogEnd.Segment, r.LogEnd.Offset}}
+		if r.TornTail != "" {
+			v.Recovery.TornTail = &r.TornTail
+		}
+		for _, s := range r.Shards {
+			v.Recovery.Shards = append(v.Recovery.Shards, shardRecoveryJSON(s))
+		}
+	}
+	return v
 }

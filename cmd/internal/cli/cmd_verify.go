@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 
+	"github.com/cockroachdb/pebble/v2/vfs"
 	"github.com/spf13/cobra"
 
 	"github.com/fusee-dev/fusee/journal/check"
@@ -15,6 +16,7 @@ func init() { addCommand(newVerifyCmd) }
 
 type verifyOptions struct {
 	json   bool
+	quiet  bool
 	limits checkLimits
 }
 
@@ -85,6 +87,7 @@ writes: no log append, no checkpoint, no timer fires, nothing expires.`,
 	}
 	cmd.Flags().BoolVar(&opts.json, "json", false, "print findings and the summary as JSON lines")
 	opts.limits.flags(cmd)
+	addQuietFlag(cmd, &opts.quiet, "print nothing; the exit code says whether there are findings")
 	return cmd
 }
 
@@ -135,7 +138,10 @@ func runVerify(ctx context.Context, ios *IO, opts verifyOptions, dir string) err
 		default:
 			sum.Info++
 		}
-		if opts.json {
+		switch {
+		case opts.quiet:
+			return nil
+		case opts.json:
 			return ios.printJSONLine(verifyFinding{"finding", f})
 		}
 		printFinding(ios, f)
@@ -148,6 +154,13 @@ func runVerify(ctx context.Context, ios *IO, opts verifyOptions, dir string) err
 		sum.Shards = d.ShardCount
 		sum.Runs, err = d.Verify(ctx, limits, emit)
 		err = closeDir(ctx, d, err)
+		if err == nil {
+			for _, f := range check.ExtraStoreFindings(vfs.Default, dir, sum.Shards) {
+				if err = emit(f); err != nil {
+					break
+				}
+			}
+		}
 	}
 	switch {
 	case err == nil:
@@ -163,11 +176,13 @@ func runVerify(ctx context.Context, ios *IO, opts verifyOptions, dir string) err
 		}
 	}
 	sum.OK = sum.Errors == 0 && sum.Warnings == 0
-	if opts.json {
+	switch {
+	case opts.quiet:
+	case opts.json:
 		if err := ios.printJSONLine(sum); err != nil {
 			return err
 		}
-	} else {
+	default:
 		printVerifySummary(ios, n, &sum)
 	}
 	if !sum.OK {
@@ -193,7 +208,7 @@ func printFinding(ios *IO, f check.Finding) {
 	default:
 		kind = styleDim.Render(kind)
 	}
-	fmt.Fprintf(ios.Out, "%s: %s: %s (%s)\n", f.Where(), kind, f.Detail, f.Hint)
+	fmt.Fprintf(ios.Out, "%s: %s: %s (%s)\n", f.Where(), kind, cutLongTokens(f.Detail), f.Hint)
 }
 
 // printVerifySummary prints the line after the n findings.

@@ -171,3 +171,21 @@ func TestDumpLogicalAcrossShardCounts(t *testing.T) {
 		t.Fatalf("physical dumps agree across shard counts or lack phys")
 	}
 }
+
+// A shard directory beyond fusee.meta's count is reported (the engine
+// never opens it), as a warning that fails verify, naming the directory.
+func TestVerifyReportsExtraStore(t *testing.T) {
+	dir := genDir(t)
+	if err := os.CopyFS(filepath.Join(dir, "shards", "0004"), os.DirFS(filepath.Join(dir, "shards", "0002"))); err != nil {
+		t.Fatal(err)
+	}
+	out, _, code := runFusee(t, nil, "verify", dir)
+	if code != ExitFailure || !strings.Contains(out, "directory: extra-store: "+filepath.Join(dir, "shards", "0004")+" is a shard directory beyond the 3 shards fusee.meta gives") ||
+		!strings.Contains(out, "0 errors, 1 warning") {
+		t.Errorf("exit %d:\n%s", code, out)
+	}
+	out, _, _ = runFusee(t, nil, "verify", "--json", dir)
+	if !strings.Contains(out, `"kind":"extra-store","severity":"warning"`) {
+		t.Errorf("--json:\n%s", out)
+	}
+}

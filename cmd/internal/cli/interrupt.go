@@ -24,6 +24,9 @@ var interruptStates = map[string]string{
 	"dump":      nothingChanged + "; the dump printed so far is incomplete",
 	"sim drive": "the directory is consistent (every batch in its log is whole); run the same command again to continue",
 
+	"version": nothingChanged,
+	"man":     "the man pages written so far are whole; run it again to write them all",
+
 	"id parse":  nothingChanged,
 	"id format": nothingChanged,
 	"id shard":  nothingChanged,

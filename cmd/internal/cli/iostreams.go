@@ -4,9 +4,10 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"os"
+	"regexp"
+	"strconv"
 	"strings"
-	"text/tabwriter"
+	"unicode/utf8"
 
 	"charm.land/lipgloss/v2"
 	"charm.land/lipgloss/v2/table"
@@ -24,6 +25,11 @@ type IO struct {
 
 	OutTTY bool
 	ErrTTY bool
+
+	// Width is how many columns tables may use on Out: the terminal's
+	// width, else $COLUMNS when set, else 0 (no limit: a file or a pipe
+	// gets whole rows).
+	Width int
 }
 
 func newIO(in io.Reader, out, errw io.Writer, env []string) *IO {
@@ -33,7 +39,24 @@ func newIO(in io.Reader, out, errw io.Writer, env []string) *IO {
 		// escape sequences at all, so logs and screen readers see text.
 		o.Profile, e.Profile = colorprofile.NoTTY, colorprofile.NoTTY
 	}
-	return &IO{In: in, Out: o, Err: e, OutTTY: isTerminal(out), ErrTTY: isTerminal(errw)}
+	return &IO{In: in, Out: o, Err: e, OutTTY: isTerminal(out), ErrTTY: isTerminal(errw), Width: outputWidth(out, env)}
+}
+
+// outputWidth is the terminal's width when w is one, else $COLUMNS, else 0.
+func outputWidth(w io.Writer, env []string) int {
+	if f, ok := w.(interface{ Fd() uintptr }); ok && term.IsTerminal(int(f.Fd())) {
+		if cols, _, err := term.GetSize(int(f.Fd())); err == nil && cols > 0 {
+			return cols
+		}
+	}
+	for _, kv := range env {
+		if v, ok := strings.CutPrefix(kv, "COLUMNS="); ok {
+			if n, err := strconv.Atoi(v); err == nil && n > 0 {
+				return n
+			}
+		}
+	}
+	return 0
 }
 
 // noColor reports whether NO_COLOR is set to a non-empty value.
@@ -47,7 +70,7 @@ func noColor(env []string) bool {
 }
 
 func isTerminal(w io.Writer) bool {
-	f, ok := w.(*os.File)
+	f, ok := w.(interface{ Fd() uintptr }) // an *os.File, or Main's pipeWatcher over one
 	return ok && term.IsTerminal(int(f.Fd()))
 }
 
@@ -71,9 +94,31 @@ func (io *IO) printJSONLine(v any) error {
 	return json.NewEncoder(io.Out).Encode(v)
 }
 
-// printTable renders rows under headers: a lipgloss table on a terminal,
-// tab-aligned plain columns otherwise (easy to read, easy to cut).
+// printTable renders rows under headers, in one style everywhere:
+// headers in capitals, numbers (counts, sizes, "?") right-aligned, and no
+// wider than the output's width (see IO.Width): columns that do not fit
+// go to a second block under the first, each block led by the first
+// column. A terminal gets a lipgloss table, anything else plain columns
+// two spaces apart (easy to read, easy to cut).
 func (io *IO) printTable(headers []string, rows [][]string) error {
+	heads := make([]string, len(headers))
+	for i, h := range headers {
+		heads[i] = strings.ToUpper(h)
+	}
+	right := numericColumns(rows, len(heads))
+	for i, cols := range tableBlocks(heads, rows, io.Width, io.OutTTY) {
+		if i > 0 {
+			fmt.Fprintln(io.Out)
+		}
+		h, b, r := pickColumns(heads, rows, right, cols)
+		if err := io.printBlock(h, b, r); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (io *IO) printBlock(headers []string, rows [][]string, right []bool) error {
 	if io.OutTTY {
 		t := table.New().
 			Border(lipgloss.RoundedBorder()).
@@ -82,6 +127,9 @@ func (io *IO) printTable(headers []string, rows [][]string) error {
 			Rows(rows...).
 			StyleFunc(func(row, col int) lipgloss.Style {
 				s := lipgloss.NewStyle().Padding(0, 1)
+				if right[col] {
+					s = s.Align(lipgloss.Right)
+				}
 				if row == table.HeaderRow {
 					return s.Bold(true)
 				}
@@ -90,12 +138,117 @@ func (io *IO) printTable(headers []string, rows [][]string) error {
 		_, err := lipgloss.Fprintln(io.Out, t.Render())
 		return err
 	}
-	tw := tabwriter.NewWriter(io.Out, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, strings.Join(headers, "\t"))
-	for _, r := range rows {
-		fmt.Fprintln(tw, strings.Join(r, "\t"))
+	widths := columnWidths(headers, rows)
+	line := func(cells []string) {
+		var b strings.Builder
+		for i, c := range cells {
+			pad := strings.Repeat(" ", widths[i]-utf8.RuneCountInString(c))
+			switch {
+			case right[i]:
+				b.WriteString(pad + c)
+			case i < len(cells)-1:
+				b.WriteString(c + pad)
+			default:
+				b.WriteString(c)
+			}
+			if i < len(cells)-1 {
+				b.WriteString("  ")
+			}
+		}
+		fmt.Fprintln(io.Out, b.String())
 	}
-	return tw.Flush()
+	line(headers)
+	for _, r := range rows {
+		line(r)
+	}
+	return nil
+}
+
+// numericRE matches a cell that is a number: a count, a signed change, a
+// size with its unit, or "?" for unknown.
+var numericRE = regexp.MustCompile(`^([-+]?[0-9][0-9.,]*( [KMGT]?i?B)?|\?)$`)
+
+// numericColumns marks the columns whose every non-empty cell is a number.
+func numericColumns(rows [][]string, n int) []bool {
+	right := make([]bool, n)
+	for c := range right {
+		right[c] = c > 0 // the first column names the row
+		seen := false
+		for _, r := range rows {
+			if c < len(r) && r[c] != "" {
+				seen = true
+				if !numericRE.MatchString(r[c]) {
+					right[c] = false
+				}
+			}
+		}
+		right[c] = right[c] && seen
+	}
+	return right
+}
+
+func columnWidths(headers []string, rows [][]string) []int {
+	w := make([]int, len(headers))
+	for i, h := range headers {
+		w[i] = utf8.RuneCountInString(h)
+	}
+	for _, r := range rows {
+		for i, c := range r {
+			if i < len(w) {
+				w[i] = max(w[i], utf8.RuneCountInString(c))
+			}
+		}
+	}
+	return w
+}
+
+// tableBlocks splits the columns into blocks no wider than width (0: no
+// limit), each starting with column 0. A column too wide on its own still
+// gets a block.
+func tableBlocks(headers []string, rows [][]string, width int, boxed bool) [][]int {
+	all := make([]int, len(headers))
+	for i := range all {
+		all[i] = i
+	}
+	if width <= 0 || len(headers) < 2 {
+		return [][]int{all}
+	}
+	widths := columnWidths(headers, rows)
+	cell := func(i int) int { // a column's width with its separator
+		if boxed {
+			return widths[i] + 3 // padding on both sides and a border
+		}
+		return widths[i] + 2
+	}
+	var blocks [][]int
+	cur, used := []int{0}, cell(0)+1
+	for i := 1; i < len(headers); i++ {
+		if used+cell(i) > width && len(cur) > 1 {
+			blocks = append(blocks, cur)
+			cur, used = []int{0}, cell(0)+1
+		}
+		cur = append(cur, i)
+		used += cell(i)
+	}
+	return append(blocks, cur)
+}
+
+func pickColumns(headers []string, rows [][]string, right []bool, cols []int) ([]string, [][]string, []bool) {
+	h := make([]string, len(cols))
+	r := make([]bool, len(cols))
+	for j, c := range cols {
+		h[j], r[j] = headers[c], right[c]
+	}
+	body := make([][]string, len(rows))
+	for i, row := range rows {
+		body[i] = make([]string, len(cols))
+		for j, c := range cols {
+			if c < len(row) {
+				body[i][j] = row[c]
+			}
+		}
+	}
+	return h, body, r
 }
 
 // warnf prints a warning line on Err.

@@ -182,7 +182,7 @@ func TestRingOpenEpochRaceOnEtcd(t *testing.T) {
 		}
 	}
 	r := ringFusee(nil, append([]string{"ring", "show", "--json"}, target...)...)
-	if !strings.Contains(r.out, `"revision": 3`) || !strings.Contains(r.out, `"currentEpoch": 2`) {
+	if !strings.Contains(r.out, `"revision": 3`) || !strings.Contains(r.out, `"current_epoch": 2`) {
 		t.Fatalf("after two rounds: %s", r.out)
 	}
 }

@@ -1,0 +1,53 @@
+package cli
+
+import (
+	"fmt"
+	"os"
+	"time"
+
+	"github.com/spf13/cobra"
+	"github.com/spf13/cobra/doc"
+)
+
+func init() { addCommand(newManCmd) }
+
+// manDate is the date in the generated man pages' headers. It is fixed, so
+// that the pages are a pure function of the command tree and docs/man can
+// be checked for staleness (TestManPagesAreCurrent); move it forward when
+// regenerating for a release.
+var manDate = time.Date(2026, 12, 1, 0, 0, 0, 0, time.UTC)
+
+func newManCmd(ios *IO) *cobra.Command {
+	return &cobra.Command{
+		Use:   "man <dir>",
+		Short: "Write fusee's man pages (section 1), one per command, into a directory",
+		Long: `Man writes a man page for fusee and for each of its commands into <dir>
+(created if missing): fusee.1, fusee-gen.1, fusee-ring-show.1, ... They are
+made from the same text as --help. The repository keeps them in docs/man
+(a test fails when they are stale: regenerate with "go run ./cmd/fusee man
+docs/man"), and release archives carry them.`,
+		Example: `  fusee man /usr/local/share/man/man1
+  go run ./cmd/fusee man docs/man && man -l docs/man/fusee-reshard.1`,
+		Args: exactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if err := writeManPages(cmd.Root(), args[0]); err != nil {
+				return err
+			}
+			fmt.Fprintf(ios.Err, "wrote man pages to %s\n", args[0])
+			return nil
+		},
+	}
+}
+
+// writeManPages writes the man pages of root's tree into dir.
+func writeManPages(root *cobra.Command, dir string) error {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return err
+	}
+	root.DisableAutoGenTag = true
+	hdr := &doc.GenManHeader{Title: "FUSEE", Section: "1", Date: &manDate, Source: "fusee", Manual: "fusee manual"}
+	if err := doc.GenManTree(root, hdr, dir); err != nil {
+		return fmt.Errorf("writing man pages to %s: %w", dir, err)
+	}
+	return nil
+}
