@@ -64,12 +64,12 @@ func newCrashCase(t testing.TB, oldN, newN, runs int, seed uint64, memory int64)
 	}
 	// A crash of the directory as it stands keeps it whole: everything
 	// gen and the dangling run's commit wrote was synced.
-	if d, err := memDump(base.CrashClone(vfs.CrashCloneCfg{})); err != nil || d != before {
+	if d, err := memDump(cloneNow(base, vfs.CrashCloneCfg{})); err != nil || d != before {
 		t.Fatalf("the directory does not survive a crash before the reshard: %v", err)
 	}
 	// The original is what survives a power cut: pebble removes obsolete
 	// files without syncing their directory, and a cut brings them back.
-	files, err := hashFiles(base.CrashClone(vfs.CrashCloneCfg{}), memDir)
+	files, err := hashFiles(cloneNow(base, vfs.CrashCloneCfg{}), memDir)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -77,7 +77,7 @@ func newCrashCase(t testing.TB, oldN, newN, runs int, seed uint64, memory int64)
 }
 
 // fresh is a copy of the directory before the reshard.
-func (c *crashCase) fresh() *vfs.MemFS { return c.base.CrashClone(vfs.CrashCloneCfg{}) }
+func (c *crashCase) fresh() *vfs.MemFS { return cloneNow(c.base, vfs.CrashCloneCfg{}) }
 
 // How a directory looked to the operator after a power cut.
 const (
@@ -121,7 +121,7 @@ func (c *crashCase) recoverDir(img *vfs.MemFS, step *stepCounter) (string, error
 	}
 	var fs vfs.FS = img
 	if step != nil {
-		fs = errorfs.Wrap(img, step)
+		fs = errorfs.Wrap(guardLinks(img), step)
 	}
 	rep, err := c.run(fs, finish)
 	if err != nil {
@@ -220,14 +220,14 @@ func cutEverywhere(mem *vfs.MemFS, unsyncedRNG *rand.Rand, sample func(step int)
 			return nil
 		}
 		if unsyncedRNG == nil {
-			check(crashImage{step: k, op: op, fs: mem.CrashClone(vfs.CrashCloneCfg{})})
+			check(crashImage{step: k, op: op, fs: cloneNow(mem, vfs.CrashCloneCfg{})})
 			return nil
 		}
 		pct := 1 + unsyncedRNG.IntN(99)
-		check(crashImage{step: k, op: op, unsynced: pct, fs: mem.CrashClone(vfs.CrashCloneCfg{UnsyncedDataPercent: pct, RNG: unsyncedRNG})})
+		check(crashImage{step: k, op: op, unsynced: pct, fs: cloneNow(mem, vfs.CrashCloneCfg{UnsyncedDataPercent: pct, RNG: unsyncedRNG})})
 		return nil
 	}
-	err := fn(errorfs.Wrap(mem, c))
+	err := fn(errorfs.Wrap(guardLinks(mem), c))
 	return c.n, err
 }
 
@@ -312,7 +312,7 @@ func sweepScenario(t *testing.T, ct *crashTally, s crashScenario, unsyncedSeed u
 		}
 		// Recover from the first cut, cutting power again during the
 		// recovery at the picked steps.
-		img := first.fs.CrashClone(vfs.CrashCloneCfg{})
+		img := cloneNow(first.fs, vfs.CrashCloneCfg{})
 		second := &stepCounter{}
 		second.onStep = func(k int, op errorfs.Op) error {
 			if pick == nil || !pick(first.step, k) {
@@ -323,7 +323,7 @@ func sweepScenario(t *testing.T, ct *crashTally, s crashScenario, unsyncedSeed u
 			} else {
 				ct.reruns++
 			}
-			im2 := crashImage{step: k, op: op, fs: img.CrashClone(vfs.CrashCloneCfg{})}
+			im2 := crashImage{step: k, op: op, fs: cloneNow(img, vfs.CrashCloneCfg{})}
 			if _, err := s.recover(im2.fs, nil); err != nil {
 				ct.fail("%s, then during the recovery a %s: %v", first, im2, err)
 				return nil

@@ -225,3 +225,30 @@ func lineDiff(want, got string) string {
 	sort.Strings(out)
 	return strings.Join(out, "\n")
 }
+
+// cloneGuard keeps the harness's power cuts (CrashClone) apart from Link.
+// Pebble's MemFS.Link read-locks the MemFS's clone mutex twice; when a
+// CrashClone taken by another goroutine (the step counter cutting power
+// while a reshard writes two stores at once) waits between those two read
+// locks, both wait forever. Links take cloneGuard's read lock, every clone
+// its write lock, so a clone never starts while a Link is inside the MemFS.
+var cloneGuard sync.RWMutex
+
+// guardLinks wraps the filesystem under errorfs (below it, so that a power
+// cut inside errorfs's hook never waits for a Link of its own goroutine).
+func guardLinks(fs vfs.FS) vfs.FS { return linkGuardFS{fs} }
+
+type linkGuardFS struct{ vfs.FS }
+
+func (g linkGuardFS) Link(oldname, newname string) error {
+	cloneGuard.RLock()
+	defer cloneGuard.RUnlock()
+	return g.FS.Link(oldname, newname)
+}
+
+// cloneNow is m.CrashClone(cfg) once no Link is inside a MemFS.
+func cloneNow(m *vfs.MemFS, cfg vfs.CrashCloneCfg) *vfs.MemFS {
+	cloneGuard.Lock()
+	defer cloneGuard.Unlock()
+	return m.CrashClone(cfg)
+}

@@ -163,7 +163,7 @@ func (c *crashCase) faultOnce(fi *faultInjector) (done bool, _ error) {
 // untouched).
 func faultScenario(s crashScenario, fi *faultInjector) (done bool, _ error) {
 	mem := s.start()
-	err := s.run(errorfs.Wrap(mem, fi))
+	err := s.run(errorfs.Wrap(guardLinks(mem), fi))
 	fi.mu.Lock()
 	fi.off = true
 	failed, resync := fi.failed, fi.resync

@@ -205,7 +205,7 @@ func TestFullDiskAtTheSwitch(t *testing.T) {
 		}
 		return nil
 	})
-	_, err := reshard.Reshard(context.Background(), errorfs.Wrap(fs, inj), memDir, reshard.Options{Shards: 5})
+	_, err := reshard.Reshard(context.Background(), errorfs.Wrap(guardLinks(fs), inj), memDir, reshard.Options{Shards: 5})
 	want := `^beginning the switch: writing /data/fusee.meta: create /data/.fusee.meta.tmp[0-9a-z]+: no space left on device; the directory is either as it was \(reshard.new left over\) or its switch has begun: run ` + "`fusee reshard /data`" + ` to finish or clean up$`
 	if err == nil || !regexp.MustCompile(want).MatchString(err.Error()) || !errors.Is(err, syscall.ENOSPC) {
 		t.Fatalf("reshard on a full disk: %v\nwant an error matching %s", err, want)

@@ -156,7 +156,7 @@ func TestReshardReportsTornTail(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	crashed := mem.CrashClone(vfs.CrashCloneCfg{}) // every commit was synced
+	crashed := cloneNow(mem, vfs.CrashCloneCfg{}) // every commit was synced
 	if err := db.Close(); err != nil {
 		t.Fatal(err)
 	}

@@ -38,7 +38,7 @@ func newKeptCase(t testing.TB, c *crashCase) *keptCase {
 	if err != nil || rep.Kept == "" {
 		t.Fatalf("reshard --keep-old: %v (kept %q)", err, rep.Kept)
 	}
-	kept := mem.CrashClone(vfs.CrashCloneCfg{}) // what survives a power cut right after it
+	kept := cloneNow(mem, vfs.CrashCloneCfg{}) // what survives a power cut right after it
 	newFiles, err := hashFiles(kept, memDir, reshard.KeptDirName)
 	if err != nil {
 		t.Fatal(err)
@@ -46,7 +46,7 @@ func newKeptCase(t testing.TB, c *crashCase) *keptCase {
 	return &keptCase{c: c, kept: kept, newFiles: newFiles}
 }
 
-func (k *keptCase) fresh() *vfs.MemFS { return k.kept.CrashClone(vfs.CrashCloneCfg{}) }
+func (k *keptCase) fresh() *vfs.MemFS { return cloneNow(k.kept, vfs.CrashCloneCfg{}) }
 
 // What the operator saw after a power cut during an undo.
 const (
@@ -90,7 +90,7 @@ func (k *keptCase) recoverUndo(img *vfs.MemFS, step *stepCounter) (string, error
 	}
 	var fs vfs.FS = img
 	if step != nil {
-		fs = errorfs.Wrap(img, step)
+		fs = errorfs.Wrap(guardLinks(img), step)
 	}
 	ctx := context.Background()
 	var saw string
@@ -174,7 +174,7 @@ func (k *keptCase) recoverDiscard(img *vfs.MemFS, step *stepCounter) (string, er
 	saw := sawDiscarded
 	if fileExists(img, img.PathJoin(memDir, reshard.KeptDirName)) {
 		saw = sawStillKept
-		cp := img.CrashClone(vfs.CrashCloneCfg{})
+		cp := cloneNow(img, vfs.CrashCloneCfg{})
 		if _, err := reshard.Undo(context.Background(), cp, memDir); err != nil {
 			return saw, fmt.Errorf("%s, undo: %w", saw, err)
 		}
@@ -184,7 +184,7 @@ func (k *keptCase) recoverDiscard(img *vfs.MemFS, step *stepCounter) (string, er
 	}
 	var fs vfs.FS = img
 	if step != nil {
-		fs = errorfs.Wrap(img, step)
+		fs = errorfs.Wrap(guardLinks(img), step)
 	}
 	if _, err := reshard.DiscardKept(context.Background(), fs, memDir); err != nil {
 		return saw, fmt.Errorf("%s, then discarding again: %w", saw, err)
@@ -275,7 +275,7 @@ func TestKeptLayoutCrashAtEveryStep(t *testing.T) {
 			}
 			return nil
 		}
-		if err := kc.reshardScenario().run(errorfs.Wrap(kc.fresh(), probe)); err != nil || first == 0 {
+		if err := kc.reshardScenario().run(errorfs.Wrap(guardLinks(kc.fresh()), probe)); err != nil || first == 0 {
 			t.Fatalf("reshard --keep-old: %v (kept.json at step %d)", err, first)
 		}
 		ct := &crashTally{saw: map[string]int{}}
@@ -324,7 +324,7 @@ func (e *eligibleCounter) MaybeError(op errorfs.Op) error {
 // first at or after the one that writes kept.json, in a run of s.
 func keptFrom(t *testing.T, s crashScenario, f fault) int {
 	e := &eligibleCounter{f: f}
-	if err := s.run(errorfs.Wrap(s.start(), e)); err != nil || !e.marked {
+	if err := s.run(errorfs.Wrap(guardLinks(s.start()), e)); err != nil || !e.marked {
 		t.Fatalf("counting the operations: %v (kept.json seen: %v)", err, e.marked)
 	}
 	return e.at

@@ -32,7 +32,7 @@ func newUpgradeCase(t testing.TB, shards, runs int, seed uint64, memory int64) *
 	if err := journal.WriteV2(context.Background(), base, memDir); err != nil {
 		t.Fatalf("writing log format 2: %v", err)
 	}
-	if d, err := memDumpV2(base.CrashClone(vfs.CrashCloneCfg{})); err != nil || d != before {
+	if d, err := memDumpV2(cloneNow(base, vfs.CrashCloneCfg{})); err != nil || d != before {
 		t.Fatalf("the format 2 directory does not recover to the original after a crash: %v", err)
 	}
 	return &crashCase{base: base, before: before, oldN: shards, newN: shards, memory: memory, upgrade: true}

@@ -42,8 +42,10 @@ var jsonSchemas = map[string]struct {
 	"ring import":       {"ring-write.json", false},
 	"ring pull":         {"ring-write.json", false},
 	"ring push":         {"ring-write.json", false},
-	// reshard's report and plan are specified in docs/reshard.md §7.
+	// reshard's report and plan are specified in docs/reshard.md §7, and
+	// upgrade's report (the same report type) in §12.
 	"reshard": {"", false},
+	"upgrade": {"", false},
 }
 
 // Every command that has --json has a schema here (or a named reason).
