@@ -210,7 +210,7 @@ func explainStoreOpen(so *journal.StoreOpenError, err error) error {
 	}
 	if errors.Is(err, iofs.ErrPermission) {
 		return &dirProblem{what: fmt.Sprintf("shard store %s cannot be read: %s", so.Path, firstLine(msg)),
-			next: "run fusee as a user who can read the data directory", err: err}
+			next: "run the command again as a user who can read the data directory", err: err}
 	}
 	return &dirProblem{what: fmt.Sprintf("shard store %s cannot be opened: %s", so.Path, firstLine(msg)),
 		next: "check the store's files; if it is damaged, " + nextRestore, err: err}
