@@ -224,15 +224,25 @@ func runReshard(ctx context.Context, ios *IO, opts reshardOptions, dir string, s
 // run again. What was built in reshard.new is removed on the way out; if
 // that removal failed, the message names the leftover.
 func interrupted(dir string, dryRun bool) error {
+	return interruptedBeforeSwitch("reshard", dir, dryRun, "its old shards, which open as before",
+		fmt.Sprintf("; it is not needed: the next `fusee reshard %s` removes it, with or without a count", meta.ShellQuote(dir)),
+		"; there is nothing to finish: run the same command again to reshard")
+}
+
+// interruptedBeforeSwitch is the exit-130 message of an operation (op:
+// reshard, upgrade) stopped before its switch: the directory is old (as
+// oldState says), and reshard.new is either removed (removedNext says
+// what to do) or still there (leftoverNext says what removes it).
+func interruptedBeforeSwitch(op, dir string, dryRun bool, oldState, leftoverNext, removedNext string) error {
 	var msg string
 	switch _, serr := os.Stat(filepath.Join(dir, reshard.NewDirName)); {
 	case dryRun:
 		msg = fmt.Sprintf("dry run interrupted: nothing in %s was changed; run it again for the report", dir)
 	case serr == nil:
-		msg = fmt.Sprintf("reshard interrupted before its switch: %s is unchanged (its old shards, which open as before), but the partly built %s is still there; it is not needed: the next `fusee reshard %s` removes it, with or without a count",
-			dir, filepath.Join(dir, reshard.NewDirName), meta.ShellQuote(dir))
+		msg = fmt.Sprintf("%s interrupted before its switch: %s is unchanged (%s), but the partly built %s is still there%s",
+			op, dir, oldState, filepath.Join(dir, reshard.NewDirName), leftoverNext)
 	default:
-		msg = fmt.Sprintf("reshard interrupted before its switch: %s is unchanged (its old shards, which open as before) and what was built was removed; there is nothing to finish: run the same command again to reshard", dir)
+		msg = fmt.Sprintf("%s interrupted before its switch: %s is unchanged (%s) and what was built was removed%s", op, dir, oldState, removedNext)
 	}
 	return exitError{code: ExitCancelled, err: errors.New(msg)}
 }

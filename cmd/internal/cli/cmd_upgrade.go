@@ -4,8 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"os"
-	"path/filepath"
 	"strings"
 
 	"github.com/cockroachdb/pebble/v2/vfs"
@@ -106,17 +104,9 @@ func runUpgrade(ctx context.Context, ios *IO, opts upgradeOptions, dir string) e
 // upgradeInterrupted is the message for an upgrade stopped by Ctrl-C or
 // SIGTERM: as for a reshard, only ever before its switch.
 func upgradeInterrupted(dir string, dryRun bool) error {
-	var msg string
-	switch _, serr := os.Stat(filepath.Join(dir, reshard.NewDirName)); {
-	case dryRun:
-		msg = fmt.Sprintf("dry run interrupted: nothing in %s was changed; run it again for the report", dir)
-	case serr == nil:
-		msg = fmt.Sprintf("upgrade interrupted before its switch: %s is unchanged (log format 2, which opens as before), but the partly built %s is still there; the next `fusee upgrade %s` removes it",
-			dir, filepath.Join(dir, reshard.NewDirName), meta.ShellQuote(dir))
-	default:
-		msg = fmt.Sprintf("upgrade interrupted before its switch: %s is unchanged (log format 2, which opens as before) and what was built was removed; run the same command again to upgrade", dir)
-	}
-	return exitError{code: ExitCancelled, err: errors.New(msg)}
+	return interruptedBeforeSwitch("upgrade", dir, dryRun, "log format 2, which opens as before",
+		fmt.Sprintf("; the next `fusee upgrade %s` removes it", meta.ShellQuote(dir)),
+		"; run the same command again to upgrade")
 }
 
 func printUpgradeReport(ios *IO, rep *reshard.Report) error {
