@@ -4,6 +4,8 @@
 // every writer of a data directory shares: the filesystem wrapper that
 // makes every lock a flock(2) (FS), the directory fsync (SyncDir), the
 // atomic replace of a file (ReplaceFile) and the shard limit (MaxShards).
+// The flock itself (LockFile, with LockHolder to say who holds one) is
+// fusee's only lock: package ringfile locks ring files with it too.
 //
 // Everything here works on a pebble vfs.FS: on the disk callers pass
 // vfs.Default; tests pass vfs.NewMem or vfs.NewCrashableMem and run the

@@ -1,14 +1,14 @@
 package meta
 
 import (
+	"context"
 	"errors"
-	"fmt"
 	"io"
 	"io/fs"
 	"os"
+	"time"
 
 	"github.com/cockroachdb/pebble/v2/vfs"
-	"golang.org/x/sys/unix"
 )
 
 // FS returns fs with its Lock made the one fusee's LOCK files need: on the
@@ -57,25 +57,17 @@ func (l lockingFS) Lock(name string) (io.Closer, error) {
 // underneath.
 func (l lockingFS) Unwrap() vfs.FS { return l.FS }
 
-// flock is a held flock(2) on an open file.
-type flock struct{ f *os.File }
-
 func flockFile(name string) (io.Closer, error) {
 	f, err := openLockFile(name)
 	if err != nil {
 		return nil, err
 	}
-	for {
-		err = unix.Flock(int(f.Fd()), unix.LOCK_EX|unix.LOCK_NB)
-		if err != unix.EINTR {
-			break
-		}
-	}
+	l, err := LockFile(context.Background(), f, time.Time{}, nil)
 	if err != nil {
 		f.Close()
-		return nil, &os.PathError{Op: "flock", Path: name, Err: err}
+		return nil, err
 	}
-	return &flock{f: f}, nil
+	return l, nil
 }
 
 // openLockFile opens name read-only, creating it (mode 0644) if it is
@@ -86,21 +78,4 @@ func openLockFile(name string) (*os.File, error) {
 		f, err = os.OpenFile(name, os.O_RDONLY|os.O_CREATE, 0o644)
 	}
 	return f, err
-}
-
-// Close releases the lock. Calling it again does nothing.
-func (l *flock) Close() error {
-	if l.f == nil {
-		return nil
-	}
-	f := l.f
-	l.f = nil
-	// Closing the only descriptor of the open file releases the flock; the
-	// explicit LOCK_UN makes the release not depend on that.
-	uerr := unix.Flock(int(f.Fd()), unix.LOCK_UN)
-	cerr := f.Close()
-	if uerr != nil {
-		return fmt.Errorf("unlocking %s: %w", f.Name(), uerr)
-	}
-	return cerr
 }

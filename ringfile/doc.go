@@ -20,8 +20,11 @@
 //     are refused: they would conflate two databases into one cell.
 //   - Every write is a compare-and-set on the revision, serialised across
 //     processes by an exclusive flock on the ring file itself (a symbolic
-//     link's target; no sidecar lock file), written atomically
-//     (renameio) and durably (the directory is synced after the rename).
+//     link's target; no sidecar lock file), written atomically and durably
+//     (the directory is synced after the rename). The lock, the atomic
+//     replace and the directory sync are package meta's (meta.LockFile,
+//     meta.ReplaceFile, meta.SyncDir), the ones data directories use: there
+//     is one implementation of each.
 //
 // Parsing is split from checking on purpose: Parse rejects only what it
 // cannot represent (syntax, unknown keys, duplicates, malformed values),

@@ -7,11 +7,12 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
-	"strings"
-	"time"
+		"time"
 
-	"github.com/google/renameio/v2"
+	"github.com/cockroachdb/pebble/v2/vfs"
 	"golang.org/x/sys/unix"
+
+	"github.com/fusee-dev/fusee/meta"
 )
 
 // AnyRevision means a write carries no expectation about the revision.
@@ -199,11 +200,12 @@ func UpdateContext(ctx context.Context, path string, opt WriteOptions, change fu
 }
 
 // withLock runs fn holding an exclusive flock(2) on the ring file itself,
-// so that a lock leaves nothing behind (no FILE.lock). A writer replaces
-// the file by renaming a new one over it, so a waiter may get the lock on
-// the file as it was: it then checks that path still names the file it
-// locked and, if not, locks the new one. flock needs only a read-only
-// descriptor. Waiting stops when ctx is done.
+// taken with meta.LockFile, the lock data directories use too, so that a
+// lock leaves nothing behind (no FILE.lock). A writer replaces the file by
+// renaming a new one over it, so a waiter may get the lock on the file as
+// it was: it then checks that path still names the file it locked and, if
+// not, locks the new one. flock needs only a read-only descriptor. Waiting
+// stops when ctx is done.
 func withLock(ctx context.Context, path string, opt WriteOptions, fn func() error) error {
 	wait := opt.LockWait
 	if wait == 0 {
@@ -216,9 +218,9 @@ func withLock(ctx context.Context, path string, opt WriteOptions, fn func() erro
 		if err != nil {
 			return fmt.Errorf("reading ring file: %w", err)
 		}
-		locked, err := lockUntil(ctx, f, deadline, func() {
+		lock, err := meta.LockFile(ctx, f, deadline, func() {
 			if !told && opt.OnWait != nil {
-				opt.OnWait(lockHolder(f))
+				opt.OnWait(meta.LockHolder(f))
 			}
 			told = true
 		})
@@ -226,48 +228,26 @@ func withLock(ctx context.Context, path string, opt WriteOptions, fn func() erro
 		case ctx.Err() != nil && err == ctx.Err():
 			f.Close()
 			return err
+		case errors.Is(err, unix.EWOULDBLOCK):
+			holder := meta.LockHolder(f)
+			f.Close()
+			return &LockedError{File: path, Holder: holder, Waited: wait}
 		case err != nil:
 			f.Close()
 			return fmt.Errorf("locking %s: %w", path, err)
-		case !locked:
-			holder := lockHolder(f)
-			f.Close()
-			return &LockedError{File: path, Holder: holder, Waited: wait}
 		case !sameFile(f, path):
-			f.Close() // replaced while we waited: lock the new file
+			lock.Close() // replaced while we waited: lock the new file
 			continue
 		}
 		err = fn()
-		f.Close() // releases the lock
+		if cerr := lock.Close(); err == nil {
+			err = cerr
+		}
 		return err
 	}
 }
 
 func withoutLock(_ context.Context, _ string, _ WriteOptions, fn func() error) error { return fn() }
-
-// lockUntil takes an exclusive flock on f, polling until deadline or until
-// ctx is done (its error); waiting is called each time it finds the lock
-// held.
-func lockUntil(ctx context.Context, f *os.File, deadline time.Time, waiting func()) (bool, error) {
-	for {
-		err := unix.Flock(int(f.Fd()), unix.LOCK_EX|unix.LOCK_NB)
-		if err == nil {
-			return true, nil
-		}
-		if !errors.Is(err, unix.EWOULDBLOCK) {
-			return false, err
-		}
-		waiting()
-		if time.Now().After(deadline) {
-			return false, nil
-		}
-		select {
-		case <-ctx.Done():
-			return false, ctx.Err()
-		case <-time.After(10 * time.Millisecond):
-		}
-	}
-}
 
 // sameFile reports whether path still names the open file f.
 func sameFile(f *os.File, path string) bool {
@@ -277,39 +257,6 @@ func sameFile(f *os.File, path string) bool {
 	}
 	b, err := os.Stat(path)
 	return err == nil && os.SameFile(a, b)
-}
-
-// lockHolder says who holds the flock on f, from /proc/locks where the
-// system has it: "pid 123 (fusee ring open-epoch orders.ring ...)".
-func lockHolder(f *os.File) string {
-	const unknown = "another process"
-	var st unix.Stat_t
-	if unix.Fstat(int(f.Fd()), &st) != nil {
-		return unknown
-	}
-	data, err := os.ReadFile("/proc/locks")
-	if err != nil {
-		return unknown
-	}
-	want := fmt.Sprintf("%02x:%02x:%d", unix.Major(st.Dev), unix.Minor(st.Dev), st.Ino)
-	for _, line := range strings.Split(string(data), "\n") {
-		fields := strings.Fields(line)
-		// "1: FLOCK  ADVISORY  WRITE 4321 08:01:131090 0 EOF"; waiters
-		// have "->" after the number.
-		if len(fields) < 6 || fields[1] != "FLOCK" || fields[5] != want {
-			continue
-		}
-		pid := fields[4]
-		if cmd, err := os.ReadFile("/proc/" + pid + "/cmdline"); err == nil && len(cmd) > 0 {
-			args := strings.Join(strings.Fields(strings.ReplaceAll(string(cmd), "\x00", " ")), " ")
-			if len(args) > 80 {
-				args = args[:77] + "..."
-			}
-			return fmt.Sprintf("pid %s (%s)", pid, args)
-		}
-		return "pid " + pid
-	}
-	return unknown
 }
 
 // WriteFile writes data to path atomically and durably; used for plan
@@ -349,28 +296,12 @@ func createDurably(path string, data []byte) error {
 		}
 		return fmt.Errorf("writing %s: %w", path, err)
 	}
-	return syncDir(dir, path)
+	return meta.SyncDir(vfs.Default, dir)
 }
 
-func syncDir(dir, path string) error {
-	d, err := os.Open(dir)
-	if err != nil {
-		return fmt.Errorf("syncing directory of %s: %w", path, err)
-	}
-	defer d.Close()
-	if err := d.Sync(); err != nil {
-		return fmt.Errorf("syncing directory of %s: %w", path, err)
-	}
-	return nil
-}
-
-// writeDurably replaces path with data: renameio writes a temporary file
-// beside it, syncs and renames it over path; then the directory is synced
-// so the rename itself survives a crash.
+// writeDurably replaces path with data through meta.ReplaceFile, the one
+// atomic replace fusee has: a synced temporary file beside path renamed
+// over it, then the directory synced so the rename survives a crash.
 func writeDurably(path string, data []byte) error {
-	dir := filepath.Dir(path)
-	if err := renameio.WriteFile(path, data, 0o644, renameio.WithTempDir(dir)); err != nil {
-		return fmt.Errorf("writing %s: %w", path, err)
-	}
-	return syncDir(dir, path)
+	return meta.ReplaceFile(vfs.Default, path, data)
 }
