@@ -78,7 +78,6 @@ type ringWriteFlags struct {
 	json        bool
 	lockTimeout time.Duration
 	cmd         *cobra.Command
-	etcd        bool // the policy is written to etcd: a dry run prints the value
 }
 
 func (w *ringWriteFlags) add(cmd *cobra.Command) {
@@ -116,7 +115,8 @@ type ringWritten struct {
 
 // reportWrite prints the outcome of a write: with --dry-run the file that
 // would have been written, with --json a summary object, else summary.
-func (w *ringWriteFlags) reportWrite(ios *IO, p *ringfile.Policy, summary string) error {
+// A dry run into etcd prints the value it would write there.
+func (w *ringWriteFlags) reportWrite(ios *IO, st ringfile.Store, p *ringfile.Policy, summary string) error {
 	if w.json {
 		v := ringWritten{File: p.File, DryRun: w.dryRun, Revision: p.Revision,
 			Draining: ringNonNil(p.Draining()), ActiveCells: ringNonNil(p.ActiveCells())}
@@ -128,7 +128,7 @@ func (w *ringWriteFlags) reportWrite(ios *IO, p *ringfile.Policy, summary string
 	if w.dryRun {
 		fmt.Fprintf(ios.Err, "dry run: %s would be at revision %d; nothing written\n", p.File, p.Revision)
 		text := ringfile.Format(p)
-		if w.etcd {
+		if _, ok := st.(*etcdstore.Store); ok {
 			text = append(etcdstore.Encode(p), '\n')
 		}
 		_, err := ios.Out.Write(text)

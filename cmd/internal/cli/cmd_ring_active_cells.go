@@ -29,12 +29,7 @@ when to re-read the list.` + ringStoreHelp,
 		Example: `  fusee ring active-cells orders.ring
   fusee ring active-cells orders.ring --json`,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			st, _, done, err := opts.store.open(args, 0, 0)
-			if err != nil {
-				return err
-			}
-			defer done()
-			return runRingActiveCells(cmd.Context(), ios, opts, st)
+			return opts.store.run(args, func(st ringfile.Store) error { return runRingActiveCells(cmd.Context(), ios, opts, st) })
 		},
 	}
 	opts.store.add(cmd, nil)

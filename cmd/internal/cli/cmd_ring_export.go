@@ -36,12 +36,7 @@ compare-and-set there too: fence it on the key's version, or let
 		Example: `  fusee ring export orders.ring -o orders.json
   fusee ring export orders.ring --epochs-only`,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			st, _, done, err := opts.store.open(args, 0, 0)
-			if err != nil {
-				return err
-			}
-			defer done()
-			return runRingExport(cmd.Context(), ios, opts, st)
+			return opts.store.run(args, func(st ringfile.Store) error { return runRingExport(cmd.Context(), ios, opts, st) })
 		},
 	}
 	opts.store.add(cmd, nil)

@@ -59,12 +59,7 @@ is refused. --expect-revision and --dry-run work as for every write.` + ringStor
 			if opts.shards < 1 || opts.shards > ringfile.MaxShards {
 				return usagef("--shards %d: want 1 to %d", opts.shards, ringfile.MaxShards)
 			}
-			st, _, done, err := opts.store.open(args, 0, 0)
-			if err != nil {
-				return err
-			}
-			defer done()
-			return runRingImport(cmd.Context(), ios, &opts, st)
+			return opts.store.run(args, func(st ringfile.Store) error { return runRingImport(cmd.Context(), ios, &opts, st) })
 		},
 	}
 	f := cmd.Flags()
@@ -88,13 +83,12 @@ func runRingImport(ctx context.Context, ios *IO, opts *ringImportOptions, st rin
 		printRingFindings(ios, opts.from, findings)
 		return exitSilently(ExitFailure, "the imported policy has errors; nothing written")
 	}
-	return ringPut(ctx, ios, st, p, &opts.write, ringPutHow{verb: "imported", from: opts.from, etcd: opts.store.etcd()})
+	return ringPut(ctx, ios, st, p, &opts.write, ringPutHow{verb: "imported", from: opts.from})
 }
 
 // ringPutHow says how ringPut reports and merges.
 type ringPutHow struct {
 	verb, from string
-	etcd       bool // st is etcd
 	keepCells  bool // keep st's cell declarations (fingerprints) in what is written
 }
 
@@ -103,7 +97,6 @@ type ringPutHow struct {
 // newer revision, every epoch and ring kept, no status going back), which
 // the store's Update checks like any write. Used by import, push and pull.
 func ringPut(ctx context.Context, ios *IO, st ringfile.Store, p *ringfile.Policy, w *ringWriteFlags, how ringPutHow) error {
-	w.etcd = how.etcd
 	name := st.Name()
 	exists, err := ringExists(ctx, st)
 	if err != nil {
@@ -115,7 +108,7 @@ func ringPut(ctx context.Context, ios *IO, st ringfile.Store, p *ringfile.Policy
 		if err := st.Create(ctx, p, w.options()); err != nil {
 			return ringExplainInvalidIn(st, err)
 		}
-		return w.reportWrite(ios, p, fmt.Sprintf("%s %s into %s: %d epochs, current %d, revision %d", how.verb, how.from, name, len(p.Epochs), p.Current, p.Revision))
+		return w.reportWrite(ios, st, p, fmt.Sprintf("%s %s into %s: %d epochs, current %d, revision %d", how.verb, how.from, name, len(p.Epochs), p.Current, p.Revision))
 	}
 	upToDate := errors.New("up to date")
 	next, err := st.Update(ctx, w.options(), func(cur *ringfile.Policy) (*ringfile.Policy, error) {
@@ -137,7 +130,7 @@ func ringPut(ctx context.Context, ios *IO, st ringfile.Store, p *ringfile.Policy
 	if err != nil {
 		return ringExplainInvalidIn(st, err)
 	}
-	return w.reportWrite(ios, next, fmt.Sprintf("%s %s into %s: now revision %d, current epoch %d", how.verb, how.from, name, next.Revision, next.Current))
+	return w.reportWrite(ios, st, next, fmt.Sprintf("%s %s into %s: now revision %d, current epoch %d", how.verb, how.from, name, next.Revision, next.Current))
 }
 
 // read parses the JSON and the declarations to carry over.

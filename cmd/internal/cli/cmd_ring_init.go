@@ -55,12 +55,7 @@ place for them.` + ringStoreHelp,
 			if err := ringCheckFingerprints(opts.fingerprints); err != nil {
 				return err
 			}
-			st, _, done, err := opts.store.open(args, 0, 0)
-			if err != nil {
-				return err
-			}
-			defer done()
-			return runRingInit(cmd.Context(), ios, &opts, st)
+			return opts.store.run(args, func(st ringfile.Store) error { return runRingInit(cmd.Context(), ios, &opts, st) })
 		},
 	}
 	f := cmd.Flags()
@@ -76,7 +71,6 @@ place for them.` + ringStoreHelp,
 
 func runRingInit(ctx context.Context, ios *IO, opts *ringInitOptions, st ringfile.Store) error {
 	path := st.Name()
-	opts.write.etcd = opts.store.etcd()
 	if opts.shards < 1 || opts.shards > ringfile.MaxShards {
 		return usagef("--shards %d: want 1 to %d", opts.shards, ringfile.MaxShards)
 	}
@@ -92,7 +86,7 @@ func runRingInit(ctx context.Context, ios *IO, opts *ringInitOptions, st ringfil
 	if err := st.Create(ctx, p, opts.write.options()); err != nil {
 		return err
 	}
-	return opts.write.reportWrite(ios, p, fmt.Sprintf("created %s: namespace %s, %d shards, epoch 0 open on %d cell%s (revision %d)",
+	return opts.write.reportWrite(ios, st, p, fmt.Sprintf("created %s: namespace %s, %d shards, epoch 0 open on %d cell%s (revision %d)",
 		path, p.Namespace, p.Shards, len(opts.cells), ringPlural(len(opts.cells)), p.Revision))
 }
 

@@ -43,12 +43,7 @@ object per line (the fields of "fusee id parse --json").` + ringStoreHelp,
 			if opts.count < 1 {
 				return usagef("--count must be at least 1, not %d", opts.count)
 			}
-			st, _, done, err := opts.store.open(args, 0, 0)
-			if err != nil {
-				return err
-			}
-			defer done()
-			return runRingMint(cmd, ios, opts, st)
+			return opts.store.run(args, func(st ringfile.Store) error { return runRingMint(cmd, ios, opts, st) })
 		},
 	}
 	opts.store.add(cmd, nil)

@@ -60,12 +60,7 @@ the new epoch resolve to them at once.` + ringStoreHelp,
 			if err := ringCheckFingerprints(opts.fingerprints); err != nil {
 				return err
 			}
-			st, _, done, err := opts.store.open(args, 0, 0)
-			if err != nil {
-				return err
-			}
-			defer done()
-			return runRingOpenEpoch(cmd.Context(), ios, &opts, st)
+			return opts.store.run(args, func(st ringfile.Store) error { return runRingOpenEpoch(cmd.Context(), ios, &opts, st) })
 		},
 	}
 	opts.store.add(cmd, nil)
@@ -80,7 +75,6 @@ the new epoch resolve to them at once.` + ringStoreHelp,
 
 func runRingOpenEpoch(ctx context.Context, ios *IO, opts *ringOpenEpochOptions, st ringfile.Store) error {
 	path := st.Name()
-	opts.write.etcd = opts.store.etcd()
 	wopt := opts.write.options()
 	open, err := opts.opener(&wopt)
 	if err != nil {
@@ -97,7 +91,7 @@ func runRingOpenEpoch(ctx context.Context, ios *IO, opts *ringOpenEpochOptions, 
 		return ringExplainInvalidIn(st, err)
 	}
 	if opts.write.json || opts.write.dryRun {
-		return opts.write.reportWrite(ios, next, "")
+		return opts.write.reportWrite(ios, st, next, "")
 	}
 	fmt.Fprintf(ios.Out, "opened epoch %d of %s in %s (revision %d)\n", next.Current, next.Namespace, path, next.Revision)
 	if before != nil {

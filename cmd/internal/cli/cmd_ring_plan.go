@@ -59,12 +59,7 @@ moves nothing (an epoch that changes nothing is needless).` + ringStoreHelp,
 			if err != nil {
 				return err
 			}
-			st, _, done, err := opts.store.open(args, 0, 0)
-			if err != nil {
-				return err
-			}
-			defer done()
-			return runRingPlan(cmd.Context(), ios, opts, goal, st)
+			return opts.store.run(args, func(st ringfile.Store) error { return runRingPlan(cmd.Context(), ios, opts, goal, st) })
 		},
 	}
 	opts.store.add(cmd, nil)

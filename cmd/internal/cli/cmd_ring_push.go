@@ -45,7 +45,7 @@ has no place for them. --expect-revision R refers to the revision in etcd.` + ri
 				return err
 			}
 			defer done()
-			return ringPut(cmd.Context(), ios, st, p, &opts.write, ringPutHow{verb: "pushed", from: args[0], etcd: true})
+			return ringPut(cmd.Context(), ios, st, p, &opts.write, ringPutHow{verb: "pushed", from: args[0]})
 		},
 	}
 	opts.write.add(cmd)

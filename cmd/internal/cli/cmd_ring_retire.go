@@ -62,12 +62,7 @@ worked on. --expect-revision and --dry-run work as for every write.` + ringStore
 			if opts.census == "" && !opts.force {
 				return usagef("retiring needs --census CENSUS showing the epoch empty, or --force")
 			}
-			st, _, done, err := opts.store.open(args, 0, 0)
-			if err != nil {
-				return err
-			}
-			defer done()
-			return runRingRetire(cmd.Context(), ios, &opts, st)
+			return opts.store.run(args, func(st ringfile.Store) error { return runRingRetire(cmd.Context(), ios, &opts, st) })
 		},
 	}
 	f := cmd.Flags()
@@ -84,7 +79,6 @@ worked on. --expect-revision and --dry-run work as for every write.` + ringStore
 
 func runRingRetire(ctx context.Context, ios *IO, opts *ringRetireOptions, st ringfile.Store) error {
 	path := st.Name()
-	opts.write.etcd = opts.store.etcd()
 	now, err := opts.clock()
 	if err != nil {
 		return err
@@ -105,7 +99,7 @@ func runRingRetire(ctx context.Context, ios *IO, opts *ringRetireOptions, st rin
 	if err != nil {
 		return ringExplainInvalidIn(st, err)
 	}
-	return opts.write.reportWrite(ios, next, fmt.Sprintf("retired epoch %d of %s in %s (revision %d); active cells (workers poll): %s",
+	return opts.write.reportWrite(ios, st, next, fmt.Sprintf("retired epoch %d of %s in %s (revision %d); active cells (workers poll): %s",
 		opts.epoch, next.Namespace, path, next.Revision, strings.Join(next.ActiveCells(), ", ")))
 }
 

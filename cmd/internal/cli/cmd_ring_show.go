@@ -44,12 +44,7 @@ syntax error and its line.
 			} else if opts.epoch < 0 {
 				return usagef("--epoch %d: want an epoch number, 0 or more", opts.epoch)
 			}
-			st, _, done, err := opts.store.open(args, 0, 0)
-			if err != nil {
-				return err
-			}
-			defer done()
-			return runRingShow(cmd.Context(), ios, opts, st)
+			return opts.store.run(args, func(st ringfile.Store) error { return runRingShow(cmd.Context(), ios, opts, st) })
 		},
 	}
 	opts.store.add(cmd, nil)

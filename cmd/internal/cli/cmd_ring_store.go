@@ -103,6 +103,18 @@ func (s *ringStoreFlags) open(args []string, min, max int) (ringfile.Store, []st
 	return st, args, func() { _ = st.Close() }, nil
 }
 
+// run opens the store the flags and args name (FILE, or --store and no
+// argument), runs fn on it and closes it: the body of every ring command
+// that takes nothing but the policy as its argument.
+func (s *ringStoreFlags) run(args []string, fn func(st ringfile.Store) error) error {
+	st, _, done, err := s.open(args, 0, 0)
+	if err != nil {
+		return err
+	}
+	defer done()
+	return fn(st)
+}
+
 // openEtcd makes the etcd store the flags describe.
 func (s *ringStoreFlags) openEtcd() (*etcdstore.Store, error) {
 	rest, ok := strings.CutPrefix(s.store, "etcd://")

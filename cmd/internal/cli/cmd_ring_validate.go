@@ -40,12 +40,7 @@ any, after listing them all. It only reads FILE. --json prints
   fusee ring validate orders.ring --json
   fusee ring validate --store etcd://10.0.0.1:2379 --namespace orders`,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			st, _, done, err := opts.store.open(args, 0, 0)
-			if err != nil {
-				return err
-			}
-			defer done()
-			return runRingValidate(cmd.Context(), ios, opts, st)
+			return opts.store.run(args, func(st ringfile.Store) error { return runRingValidate(cmd.Context(), ios, opts, st) })
 		},
 	}
 	opts.store.add(cmd, nil)
