@@ -22,12 +22,19 @@ func newRingShowCmd(ios *IO) *cobra.Command {
 	var opts ringShowOptions
 	cmd := &cobra.Command{
 		Use:   "show (FILE | --store etcd://HOST:PORT --namespace NS) [--epoch E] [--json]",
-		Short: "Show a ring file: epochs, status, shards per cell, balance",
+		Short: "Show a ring file: epochs, status, a strip of each ring, shards per cell, balance",
 		Long: `Show prints the namespace, shard count, revision and current epoch, the
 declared cells (with fingerprints) and the active cells workers must poll,
-then every epoch, newest first: its status and, per cell, how many shards
-it owns, which ranges, in which region, and the ring's balance (fewest and
-most shards per cell against the even share).
+then every epoch, newest first: its status, a strip of its shard -> cell
+map, and, per cell, how many shards it owns, which ranges, in which region,
+and the ring's balance (fewest and most shards per cell against the even
+share).
+
+The strip is one line, shard 0 at the left: each cell has a key letter
+(and on a colour terminal a colour), the same in every epoch, listed under
+it. It fits the terminal's width ($COLUMNS, else 80 columns): runs of
+shards on one cell are compressed, each keeping at least one column; where
+there are more runs than columns a column that spans cells shows '*'.
 
 It only reads FILE. A file with errors is still shown, with a warning, so
 that it can be looked at; a file that does not parse is refused with every
@@ -67,6 +74,8 @@ type ringEpochView struct {
 	MinShards int            `json:"min_shards"`
 	MaxShards int            `json:"max_shards"`
 	EvenShare float64        `json:"even_share"`
+
+	ring ringfile.Ring // for the strip; not in the JSON
 }
 
 type ringDeclView struct {
@@ -122,7 +131,7 @@ func newRingShowView(p *ringfile.Policy, only int64) ringShowView {
 }
 
 func newRingEpochView(shards int, e ringfile.Epoch) ringEpochView {
-	v := ringEpochView{Epoch: e.Number, Status: e.Status.String(), Cells: []ringCellView{}}
+	v := ringEpochView{Epoch: e.Number, Status: e.Status.String(), Cells: []ringCellView{}, ring: e.Ring}
 	for _, cell := range e.Ring.Cells() {
 		var owned []int
 		var regions []string
@@ -153,16 +162,24 @@ func printRingShow(ios *IO, v ringShowView) error {
 	}
 	fmt.Fprintf(ios.Out, "%s: namespace %s, %d shards, revision %d, current epoch %s\n", v.File, v.Namespace, v.Shards, v.Revision, current)
 	decls := make([]string, len(v.Cells))
+	described := make([]string, len(v.Cells))
 	for i, c := range v.Cells {
-		decls[i] = c.Cell
+		decls[i], described[i] = c.Cell, c.Cell
 		if c.Fingerprint != "" {
-			decls[i] += " (fingerprint " + c.Fingerprint + ")"
+			described[i] += " (fingerprint " + c.Fingerprint + ")"
 		}
 	}
-	fmt.Fprintf(ios.Out, "cells: %s\n", strings.Join(decls, ", "))
+	fmt.Fprintf(ios.Out, "cells: %s\n", strings.Join(described, ", "))
 	fmt.Fprintf(ios.Out, "active cells (workers poll): %s\n", strings.Join(v.ActiveCells, ", "))
+	// One key per cell for the whole output: a cell keeps its letter and
+	// colour from epoch to epoch.
+	keys := newRingKeys(decls)
+	for i := len(v.Epochs) - 1; i >= 0; i-- {
+		keys = newRingKeys(keys.cells, v.Epochs[i].ring.Cells())
+	}
 	for _, e := range v.Epochs {
 		fmt.Fprintf(ios.Out, "\nepoch %d %s\n", e.Epoch, e.Status)
+		ios.printRingStrip(keys, e.ring, v.Shards)
 		if err := printRingEpoch(ios, e); err != nil {
 			return err
 		}
