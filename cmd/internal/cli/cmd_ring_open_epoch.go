@@ -96,7 +96,8 @@ func runRingOpenEpoch(ctx context.Context, ios *IO, opts *ringOpenEpochOptions, 
 	fmt.Fprintf(ios.Out, "opened epoch %d of %s in %s (revision %d)\n", next.Current, next.Namespace, path, next.Revision)
 	if before != nil {
 		after := next.CurrentEpoch().Ring
-		if err := printRingMoves(ios, ringfile.Diff(before, after), ringfile.CompareRings(before, after), next.Shards); err != nil {
+		keys := newRingKeys(ringDeclared(next), before.Cells(), after.Cells())
+		if err := printRingMoves(ios, keys, before, after, next.Shards, ringfile.CompareRings(before, after)); err != nil {
 			return err
 		}
 	}

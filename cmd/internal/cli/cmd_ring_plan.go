@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"maps"
 	"slices"
-	"strconv"
 	"strings"
 
 	"github.com/spf13/cobra"
@@ -29,8 +28,12 @@ func newRingPlanCmd(ios *IO) *cobra.Command {
 		Use:   "plan (FILE | --store etcd://HOST:PORT --namespace NS) (--add-cell C | --remove-cell C | --split A:B | --rebalance) [--weights a=2,b=1] [-o PLAN]",
 		Short: "Compute the next ring that moves the fewest shards for a goal",
 		Long: `Plan computes the ring of the next epoch from the current one and prints
-the moves (shard ranges, from -> to), each cell's shards before and after,
-and which epochs will be draining once it is opened. It writes nothing but
+the change as a diff: the current and the planned ring as two strips in
+the same columns (keys as in "fusee ring show"), '^' under the columns
+whose shards move; the ranges in shard order, a range that stays once and
+a range that moves as a - line (old cell) and a + line (new cell), red and
+green on a terminal; each cell's shards before and after; and which epochs
+will be draining once it is opened. It writes nothing but
 the plan file (-o), which records the revision and epoch it was computed
 from and the new ring; "fusee ring open-epoch FILE --plan PLAN" opens it,
 and refuses (exit 5) if FILE has moved on since.
@@ -149,7 +152,9 @@ func runRingPlan(ctx context.Context, ios *IO, opts ringPlanOptions, goal ringfi
 	}
 	fmt.Fprintf(ios.Out, "plan for %s: %s (from revision %d; epoch %d drains, epoch %d opens)\n",
 		path, res.Plan.Goal, res.Plan.BaseRevision, res.Plan.BaseEpoch, res.Plan.BaseEpoch+1)
-	if err := printRingMoves(ios, res.Moves, res.Changes, p.Shards); err != nil {
+	before := p.CurrentEpoch().Ring
+	keys := newRingKeys(ringDeclared(p), before.Cells(), res.Plan.Ring.Cells())
+	if err := printRingMoves(ios, keys, before, res.Plan.Ring, p.Shards, res.Changes); err != nil {
 		return err
 	}
 	fmt.Fprintf(ios.Out, "once opened, draining: epoch %s (workers keep polling their cells until each is retired)\n", ringJoinEpochs(res.Draining))
@@ -175,28 +180,4 @@ func newRingPlanView(res *ringfile.PlanResult, shards int, output string) ringPl
 	return ringPlanView{Goal: res.Plan.Goal, BaseRevision: res.Plan.BaseRevision, BaseEpoch: res.Plan.BaseEpoch,
 		Moved: ringfile.Moved(res.Moves), Shards: shards, Moves: res.Moves, Cells: res.Changes,
 		Draining: ringNonNil(res.Draining), Output: output}
-}
-
-// printRingMoves prints moves as a diff and each cell before and after.
-func printRingMoves(ios *IO, moves []ringfile.Move, changes []ringfile.CellChange, shards int) error {
-	fmt.Fprintf(ios.Out, "moves %d of %d shards:\n", ringfile.Moved(moves), shards)
-	for _, m := range moves {
-		span := strconv.Itoa(m.First)
-		if m.Last != m.First {
-			span = fmt.Sprintf("%d-%d", m.First, m.Last)
-		}
-		fmt.Fprintf(ios.Out, "  %-11s %s -> %s\n", span, ringCellOrNone(m.From), ringCellOrNone(m.To))
-	}
-	rows := make([][]string, len(changes))
-	for i, c := range changes {
-		rows[i] = []string{c.Cell, strconv.Itoa(c.Before), strconv.Itoa(c.After), fmt.Sprintf("%+d", c.After-c.Before)}
-	}
-	return ios.printTable([]string{"CELL", "BEFORE", "AFTER", "CHANGE"}, rows)
-}
-
-func ringCellOrNone(c string) string {
-	if c == "" {
-		return "(none)"
-	}
-	return c
 }

@@ -1,7 +1,9 @@
 package cli
 
 import (
+	"cmp"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -55,6 +57,15 @@ func newRingKeys(cells ...[]string) *ringKeys {
 	return k
 }
 
+// ringDeclared lists p's declared cells, the first to get keys.
+func ringDeclared(p *ringfile.Policy) []string {
+	ids := make([]string, len(p.Cells))
+	for i, c := range p.Cells {
+		ids[i] = c.ID
+	}
+	return ids
+}
+
 // symbol is the key of cell index i, or of an owner code.
 func ringKeySymbol(i int) byte {
 	switch {
@@ -100,9 +111,11 @@ func (k *ringKeys) owners(ring ringfile.Ring, shards int) []int {
 	return own
 }
 
-// ringStripSeg is a stretch of the strip: cols columns of key owner.
+// ringStripSeg is a stretch of the strip: cols columns of key owner,
+// standing for the n shards from lo.
 type ringStripSeg struct {
 	owner, cols int
+	lo, n       int
 }
 
 // ringStrip lays owners (one per shard) out in at most width columns. With
@@ -114,12 +127,13 @@ type ringStripSeg struct {
 // more than one cell.
 func ringStrip(owners []int, width int) []ringStripSeg {
 	width = max(width, 1)
-	var runs []ringStripSeg // cols holds the run's length in shards here
-	for _, o := range owners {
+	var runs []ringStripSeg // a column per shard
+	for s, o := range owners {
 		if n := len(runs); n > 0 && runs[n-1].owner == o {
 			runs[n-1].cols++
+			runs[n-1].n++
 		} else {
-			runs = append(runs, ringStripSeg{owner: o, cols: 1})
+			runs = append(runs, ringStripSeg{owner: o, cols: 1, lo: s, n: 1})
 		}
 	}
 	total := len(owners)
@@ -139,10 +153,13 @@ func ringStrip(owners []int, width int) []ringStripSeg {
 				break
 			}
 		}
-		if n := len(segs); n > 0 && segs[n-1].owner == o {
+		// A column spanning cells stays a segment of its own, so that
+		// what it covers is known column by column.
+		if n := len(segs); n > 0 && segs[n-1].owner == o && o != ringOwnerSeveral {
 			segs[n-1].cols++
+			segs[n-1].n += hi - lo
 		} else {
-			segs = append(segs, ringStripSeg{owner: o, cols: 1})
+			segs = append(segs, ringStripSeg{owner: o, cols: 1, lo: lo, n: hi - lo})
 		}
 	}
 	return segs
@@ -156,8 +173,8 @@ func ringStripProportional(runs []ringStripSeg, total, width int) []ringStripSeg
 	rem := make([]int, len(runs))
 	used := 0
 	for i, r := range runs {
-		share := spare * r.cols
-		out[i] = ringStripSeg{owner: r.owner, cols: 1 + share/total}
+		share := spare * r.n
+		out[i] = ringStripSeg{owner: r.owner, cols: 1 + share/total, lo: r.lo, n: r.n}
 		rem[i] = share % total
 		used += out[i].cols
 	}
@@ -230,32 +247,58 @@ func (io *IO) printRingStrip(k *ringKeys, ring ringfile.Ring, shards int) {
 	if shards < 1 {
 		return
 	}
-	width := io.Width
-	if width <= 0 {
-		width = ringStripDefaultWidth
-	}
+	width := io.ringStripWidth()
 	segs := ringStrip(k.owners(ring, shards), width)
 	fmt.Fprintln(io.Out, renderStrip(segs, true))
+	io.printStripFooter(k, segs, shards, width, "", func(o int) []int { return []int{o} })
+}
+
+// ringStripWidth is the width a strip may use on io's output.
+func (io *IO) ringStripWidth() int {
+	if io.Width <= 0 {
+		return ringStripDefaultWidth
+	}
+	return io.Width
+}
+
+// printStripFooter prints the scale under a strip (indented by indent) and
+// the legend of the keys it shows: keys says which keys a segment's owner
+// stands for.
+func (io *IO) printStripFooter(k *ringKeys, segs []ringStripSeg, shards, width int, indent string, keys func(owner int) []int) {
 	var items []string
 	cols, others := 0, 0
 	seen := map[int]bool{}
 	for _, s := range segs {
 		cols += s.cols
-		if seen[s.owner] {
-			continue
+	}
+	var shown []int
+	for _, s := range segs {
+		for _, o := range keys(s.owner) {
+			if !seen[o] {
+				seen[o] = true
+				shown = append(shown, o)
+			}
 		}
-		seen[s.owner] = true
-		if s.owner >= len(ringKeySymbols) {
+	}
+	// In key order, the marks for odd shards ('?', '*') last.
+	slices.SortFunc(shown, func(a, b int) int {
+		if (a < 0) != (b < 0) {
+			return cmp.Compare(b, a)
+		}
+		return cmp.Compare(a, b)
+	})
+	for _, o := range shown {
+		if o >= len(ringKeySymbols) {
 			others++
 			continue
 		}
-		items = append(items, ringLegendItem(s.owner, ringKeyMeaning(k, s.owner, cols < shards), true))
+		items = append(items, ringLegendItem(o, ringKeyMeaning(k, o, cols < shards), true))
 	}
 	if others > 0 {
 		items = append(items, ringLegendItem(len(ringKeySymbols), fmt.Sprintf("%d more cells", others), true))
 	}
 	if scale := ringStripScale(shards, cols); scale != "" {
-		fmt.Fprintln(io.Out, scale)
+		fmt.Fprintln(io.Out, indent+scale)
 	}
 	for _, l := range ringWrap("key: ", items, width) {
 		fmt.Fprintln(io.Out, l)
