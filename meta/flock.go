@@ -84,7 +84,8 @@ func LockHolder(f *os.File) string {
 	if err != nil {
 		return unknown
 	}
-	want := fmt.Sprintf("%02x:%02x:%d", unix.Major(st.Dev), unix.Minor(st.Dev), st.Ino)
+	dev := uint64(st.Dev) // uint64 on Linux, int32 on darwin (which has no /proc/locks)
+	want := fmt.Sprintf("%02x:%02x:%d", unix.Major(dev), unix.Minor(dev), st.Ino)
 	for _, line := range strings.Split(string(data), "\n") {
 		fields := strings.Fields(line)
 		// "1: FLOCK  ADVISORY  WRITE 4321 08:01:131090 0 EOF"; waiters
