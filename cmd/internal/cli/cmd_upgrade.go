@@ -16,8 +16,8 @@ import (
 func init() { addCommand(newUpgradeCmd) }
 
 type upgradeOptions struct {
-	dryRun  bool
-	json    bool
+	dryRun   bool
+	json     bool
 	scratch  string
 	memory   string
 	progress progressMode

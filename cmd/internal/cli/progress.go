@@ -151,7 +151,7 @@ func (p *progress) set(s progressState) {
 	defer p.mu.Unlock()
 	now := p.now()
 	if s.phase != p.cur.phase || p.start.IsZero() {
-		p.endPhase(now)
+		p.endPhase(now, false)
 		p.start, p.last, p.ended = now, now, false
 		if p.mode == progressBar {
 			p.last = time.Time{} // draw a new phase at once
@@ -164,7 +164,7 @@ func (p *progress) set(s progressState) {
 	}
 	p.cur, p.ended = s, false
 	if s.total > 0 && s.done == s.total {
-		p.endPhase(now)
+		p.endPhase(now, true)
 		return
 	}
 	every := map[string]time.Duration{progressBar: barEvery, progressPlain: plainEvery, progressJSON: jsonEvery}[p.mode]
@@ -175,16 +175,17 @@ func (p *progress) set(s progressState) {
 	p.write(now, false)
 }
 
-// endPhase writes the current phase's last line (plain, json); a bar
-// stays up for the next phase or until end.
-func (p *progress) endPhase(now time.Time) {
+// endPhase writes the current phase's last line (plain, json), or draws
+// a bar at its last state (draw), which stays up for the next phase or
+// until end.
+func (p *progress) endPhase(now time.Time, draw bool) {
 	if p.cur.phase == "" || p.ended {
 		return
 	}
 	p.ended = true
 	if p.mode != progressBar {
 		p.write(now, true)
-	} else {
+	} else if draw {
 		p.write(now, false)
 	}
 }
@@ -199,7 +200,7 @@ func (p *progress) end() {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if p.mode != progressNone {
-		p.endPhase(p.now())
+		p.endPhase(p.now(), false)
 	}
 	p.clearLocked()
 	if p.ios != nil && p.ios.active == p {
@@ -230,7 +231,7 @@ func (p *progress) write(now time.Time, final bool) {
 	switch p.mode {
 	case progressBar:
 		_, _ = io.WriteString(p.raw, "\r")
-		_, _ = lipgloss.Fprint(p.text, p.barLine(now))
+		fmt.Fprint(p.text, p.barLine(now)) // p.text applies the colour profile
 		_, _ = io.WriteString(p.raw, "\x1b[K")
 		p.drawn = true
 	case progressPlain:
@@ -399,14 +400,15 @@ func etaString(d time.Duration) string {
 	return strings.TrimSuffix(d.Round(time.Minute).String(), "0s")
 }
 
-// humanRate is a rate with three significant figures at most: "806",
-// "12.5k", "1.2M".
+// humanRate is a rate for people: "2.5", "806", "12.5k", "350k", "1.25M".
 func humanRate(r float64) string {
 	switch {
 	case r >= 1e6:
-		return fmt.Sprintf("%.3gM", r/1e6)
+		return fmt.Sprintf("%.2fM", r/1e6)
+	case r >= 1e5:
+		return fmt.Sprintf("%.0fk", r/1e3)
 	case r >= 1e4:
-		return fmt.Sprintf("%.3gk", r/1e3)
+		return fmt.Sprintf("%.1fk", r/1e3)
 	case r >= 100:
 		return fmt.Sprintf("%.0f", r)
 	}
