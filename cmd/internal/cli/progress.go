@@ -319,10 +319,15 @@ func (p *progress) barLine(now time.Time) string {
 	avail := p.width - 1 // the last column would wrap on some terminals
 	bar := ""
 	if s.total > 0 {
-		w := min(40, avail-utf8.RuneCountInString(label)-utf8.RuneCountInString(tail)-1)
+		// A steady 30 columns (fewer only on a narrow terminal), so
+		// the bar does not jump as the rate and ETA come and go.
+		w := min(30, avail-utf8.RuneCountInString(label)-utf8.RuneCountInString(tail)-1)
 		if w >= 10 {
 			filled := int(int64(w) * s.done / s.total)
-			bar = " " + styleGood.Render(strings.Repeat("█", filled)) + styleDim.Render(strings.Repeat("░", w-filled))
+			bar = " " + styleGood.Render(strings.Repeat("█", filled))
+			if filled < w {
+				bar += styleDim.Render(strings.Repeat("░", w-filled))
+			}
 		}
 	}
 	line := cutRunes(label, avail)
@@ -392,6 +397,8 @@ func seconds(d time.Duration) string {
 // "2m30s", "1h5m".
 func etaString(d time.Duration) string {
 	switch {
+	case d < time.Second:
+		return "<1s"
 	case d < time.Minute:
 		return d.Round(time.Second).String()
 	case d < time.Hour:

@@ -61,7 +61,7 @@ func TestProgressPlainEveryFewSeconds(t *testing.T) {
 	p.end() // twice: nothing more
 	// The phase began at the first update (100 runs): lines 5 and 10 s later.
 	want := "verify: check: 600/1200 runs, 50%, 120 runs/s, eta 5s\n" +
-		"verify: check: 1100/1200 runs, 91%, 110 runs/s, eta 1s\n" +
+		"verify: check: 1100/1200 runs, 91%, 110 runs/s, eta <1s\n" +
 		"verify: check: 1200/1200 runs done in 11.0s (109 runs/s)\n"
 	if got := errb.String(); got != want {
 		t.Errorf("plain lines:\n%s\nwant:\n%s", got, want)
@@ -194,7 +194,7 @@ func TestProgressBarDrawsAndClears(t *testing.T) {
 			}
 		}
 		last := csiRE.ReplaceAllString(draws[1], "")
-		if !strings.Contains(last, " 3/8 shards  27.3 shards/s  eta 0s") {
+		if !strings.Contains(last, " 3/8 shards  27.3 shards/s  eta <1s") {
 			t.Errorf("last draw lacks count, rate or eta: %q", last)
 		}
 		colour := regexp.MustCompile("\x1b\\[[0-9;]*m").MatchString(out)
@@ -348,7 +348,7 @@ func TestProgressNumbersForPeople(t *testing.T) {
 			t.Errorf("seconds(%s) = %q, want %q", d, got, want)
 		}
 	}
-	for d, want := range map[time.Duration]string{4400 * time.Millisecond: "4s", 151 * time.Second: "2m30s", 65*time.Minute + 20*time.Second: "1h5m"} {
+	for d, want := range map[time.Duration]string{400 * time.Millisecond: "<1s", 4400 * time.Millisecond: "4s", 151 * time.Second: "2m30s", 65*time.Minute + 20*time.Second: "1h5m"} {
 		if got := etaString(d); got != want {
 			t.Errorf("etaString(%s) = %q, want %q", d, got, want)
 		}
