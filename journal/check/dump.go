@@ -98,6 +98,7 @@ type dumper struct {
 	err  error // the first lookup error; lines rendered after it are discarded
 	odd  *journal.SpillMap
 	odds int // entries put into odd: none in a healthy directory
+	runs int // runs collected (progress)
 	// cur is the run being written when it is the one its home shard
 	// answers for under its own number: a Ctx::key naming it (as a step's
 	// own key does) resolves without a lookup.
@@ -146,6 +147,7 @@ func (w *view) dump(ctx context.Context, out io.Writer, phys bool) (err error) {
 	if err := d.writeRuns(ctx, enc, order); err != nil {
 		return err
 	}
+	d.w.progressEnd(PhaseWrite, d.runs)
 	if err := sp.drop(order); err != nil {
 		return err
 	}
@@ -185,6 +187,8 @@ func (d *dumper) collect(ctx context.Context, order *journal.SpillMap) error {
 			k = appendU32(k, uint32(slot))
 			k = appendU64(k, uint64(key))
 			d.key = k
+			d.runs++
+			d.w.progress(PhaseSort, d.runs, 0)
 			if err := order.Put(k, nil); err != nil {
 				return err
 			}
@@ -207,6 +211,7 @@ func (d *dumper) collect(ctx context.Context, order *journal.SpillMap) error {
 			return err
 		}
 	}
+	d.w.progressEnd(PhaseSort, d.runs)
 	return nil
 }
 
@@ -231,7 +236,7 @@ func (d *dumper) addOdd(r *journal.Run) error {
 func (d *dumper) writeRuns(ctx context.Context, enc *json.Encoder, order *journal.SpillMap) error {
 	var group []byte           // the current workflow ID, as encoded
 	latest := map[int]uint64{} // its index entries: slot -> run number
-	n := 0
+	n, written := 0, 0
 	return order.Each(nil, func(k, v []byte) error {
 		if n++; n%checkEvery == 0 {
 			if err := ctx.Err(); err != nil {
@@ -265,6 +270,8 @@ func (d *dumper) writeRuns(ctx context.Context, enc *json.Encoder, order *journa
 		if err := enc.Encode(d.runLine(slot, r, ok && journal.RunNo(no) == r.No)); err != nil {
 			return err
 		}
+		written++
+		d.w.progress(PhaseWrite, written, d.runs)
 		archived := r.State == journal.StateTombstone
 		for i := range h {
 			line := d.recLine(slot, r, uint32(i), &h[i], archived)

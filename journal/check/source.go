@@ -225,6 +225,10 @@ type Options struct {
 	// Scratch is where spill maps go, on the real disk; "" makes a
 	// directory in the system temp directory, removed at the end.
 	Scratch string
+	// Progress, if set, is told how far a pass over the runs has got (see
+	// progress.go): phase names the pass, done counts runs, total is
+	// the runs expected. Nil costs nothing.
+	Progress func(phase string, done, total int64)
 }
 
 func (o Options) budget() int64 {

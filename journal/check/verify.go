@@ -109,6 +109,7 @@ func (w *view) verify(ctx context.Context, fn func(Finding) error) (runs int, er
 			return 0, err
 		}
 	}
+	w.progressEnd(PhaseCheck, v.runs)
 	if err := v.outboxIDsAcrossShards(); err != nil {
 		return 0, err
 	}
@@ -263,6 +264,7 @@ func (v *verifier) shard(slot int, src source) error {
 	defer v.sp.drop(s.join)
 	err := src.runs(v.ctx, func(key journal.RunNo, r *journal.Run, h []journal.Record, archived bool) error {
 		v.runs++
+		v.w.progress(PhaseCheck, v.runs, 0)
 		if r.No != key {
 			v.addf(KindRunKeyMismatch, s.Index, key, "stored as run %d, the entry says run %d", key, r.No)
 		}

@@ -9,8 +9,9 @@ import (
 func init() { addCommand(newDumpCmd) }
 
 type dumpOptions struct {
-	logical bool
-	limits  checkLimits
+	logical  bool
+	limits   checkLimits
+	progress progressMode
 }
 
 func newDumpCmd(ios *IO) *cobra.Command {
@@ -54,11 +55,22 @@ writes.`,
 			if err != nil {
 				return err
 			}
+			// The dump streams to stdout while it runs: on a terminal
+			// a bar would be drawn over its lines, so auto shows one
+			// only when stdout goes elsewhere.
+			mode := opts.progress
+			if mode == progressAuto && ios.OutTTY {
+				mode = progressNone
+			}
+			prog := ios.startProgress("dump", mode, false)
+			limits.Progress = prog.phaseFunc("runs")
 			err = d.WriteDump(ctx, cmd.OutOrStdout(), check.DumpOptions{Physical: !opts.logical, Options: limits})
+			prog.end()
 			return closeDir(ctx, d, err)
 		},
 	}
 	cmd.Flags().BoolVar(&opts.logical, "logical", false, "leave out shard and run numbers (compare directories with diff)")
 	opts.limits.flags(cmd)
+	addProgressFlag(cmd, &opts.progress)
 	return cmd
 }

@@ -24,6 +24,7 @@ type genOptions struct {
 	retention    time.Duration
 	log          int
 	json, quiet  bool
+	progress     progressMode
 }
 
 func newGenCmd(ios *IO) *cobra.Command {
@@ -110,7 +111,8 @@ is working on in memory and reads the others back from the shard stores.`,
 	f.DurationVar(&opts.retention, "retention", opts.retention, "how long finished runs are kept before their tombstone (virtual time)")
 	f.IntVar(&opts.log, "log", meta.LogShared, "log format of the new directory: 3, or 2 (a log per shard, for trying fusee upgrade)")
 	f.BoolVar(&opts.json, "json", false, "print the report as JSON")
-	addQuietFlag(cmd, &opts.quiet, "print no report (errors and warnings still go to stderr)")
+	addQuietFlag(cmd, &opts.quiet, "print no report and no progress (errors and warnings still go to stderr)")
+	addProgressFlag(cmd, &opts.progress)
 	return cmd
 }
 
@@ -124,13 +126,17 @@ func runGen(cmd *cobra.Command, ios *IO, opts genOptions, dir string) error {
 	}
 	o := sim.GenOptions{Shards: opts.shards, Runs: opts.runs, Seed: opts.seed, FinishedFrac: opts.finishedFrac, Log: opts.log,
 		Config: sim.Config{Retention: opts.retention.Milliseconds()}}
-	var done func()
-	o.Progress, done = simProgress(ios, func(p sim.Progress) string {
-		return fmt.Sprintf("gen: %d of %d runs, virtual %s", p.Started, opts.runs, virtualTime(p.Now))
-	})
+	prog := ios.startProgress("gen", opts.progress, opts.quiet)
+	state := func(p sim.Progress) progressState {
+		return progressState{phase: "generate", unit: "runs", done: int64(p.Started), total: int64(opts.runs), note: "virtual " + virtualTime(p.Now)}
+	}
+	o.Progress = simProgress(prog, state)
 	defer genGC()()
 	rep, err := sim.Generate(cmd.Context(), vfs.Default, dir, o)
-	done()
+	if err == nil {
+		prog.set(state(sim.Progress{Now: rep.Now, Started: opts.runs}))
+	}
+	prog.end()
 	if err != nil {
 		return err
 	}

@@ -9,7 +9,6 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
-	"time"
 
 	"github.com/cockroachdb/pebble/v2/vfs"
 	"github.com/spf13/cobra"
@@ -45,6 +44,7 @@ type reshardOptions struct {
 	// Profiles (for an operator reporting a slow reshard).
 	cpuProfile string
 	memProfile string
+	progress   progressMode
 }
 
 func newReshardCmd(ios *IO) *cobra.Command {
@@ -164,6 +164,7 @@ built is removed; run the same command again. A signal during the switch
 	f.BoolVar(&opts.discard, "discard-kept", false, "remove the layout kept by --keep-old for good (crash-safely)")
 	f.StringVar(&opts.cpuProfile, "cpuprofile", "", "write a CPU profile (pprof) of the reshard to `FILE`")
 	f.StringVar(&opts.memProfile, "memprofile", "", "write a heap profile (pprof, allocations included) taken at the end to `FILE`")
+	addProgressFlag(cmd, &opts.progress)
 	markCLIOnly(cmd, "report", "dry-run", "output", "plan", "verify-plan", "keep-old", "undo", "discard-kept")
 	return cmd
 }
@@ -181,12 +182,12 @@ func runReshard(ctx context.Context, ios *IO, opts reshardOptions, dir string, s
 	if err != nil {
 		return err
 	}
-	prog := newPhaseProgress(ios)
+	prog := ios.startProgress("reshard", opts.progress, false)
 	rep, err := reshard.Reshard(ctx, vfs.Default, dir, reshard.Options{
-		Shards: shards, DryRun: opts.dryRun, Scratch: opts.scratch, Memory: budget, Progress: prog.update,
+		Shards: shards, DryRun: opts.dryRun, Scratch: opts.scratch, Memory: budget, Progress: prog.phaseFunc("shards"),
 		MakePlan: opts.output != "", Plan: plan, PlanPath: opts.plan, KeepOld: opts.keepOld,
 	})
-	prog.done()
+	prog.end()
 	if perr := stop(); err == nil && perr != nil {
 		return perr
 	}
@@ -358,56 +359,6 @@ func droppedTailLine(t *reshard.DroppedTail, dryRun bool) string {
 		line += "; the bytes start no readable batch"
 	}
 	return line
-}
-
-// phaseProgress shows reshard's phases: on a terminal a bar per phase with
-// an ETA from the phase's own rate; elsewhere one plain line per finished
-// phase.
-type phaseProgress struct {
-	ios   *IO
-	cmd   string // the command named in plain lines ("" : reshard)
-	phase string
-	start time.Time
-	last  time.Time
-}
-
-func newPhaseProgress(ios *IO) *phaseProgress { return &phaseProgress{ios: ios} }
-
-func (p *phaseProgress) update(phase string, done, total int64) {
-	now := time.Now()
-	if phase != p.phase {
-		if p.phase != "" && p.ios.ErrTTY {
-			p.ios.progressDone()
-		}
-		p.phase, p.start = phase, now
-	}
-	if !p.ios.ErrTTY {
-		if done == total {
-			name := p.cmd
-			if name == "" {
-				name = "reshard"
-			}
-			fmt.Fprintf(p.ios.Err, "%s: %s: %d/%d done in %.1fs\n", name, phase, done, total, now.Sub(p.start).Seconds())
-		}
-		return
-	}
-	if done != total && now.Sub(p.last) < 100*time.Millisecond {
-		return
-	}
-	p.last = now
-	const width = 30
-	filled := int(int64(width) * done / max(total, 1))
-	eta := "…"
-	if el := now.Sub(p.start); done > 0 && el > 200*time.Millisecond {
-		eta = (time.Duration(float64(el) * float64(total-done) / float64(done))).Round(time.Second).String()
-	}
-	p.ios.progressf("%-8s [%s%s] %d/%d  eta %s", phase, strings.Repeat("#", filled), strings.Repeat(".", width-filled), done, total, eta)
-}
-
-func (p *phaseProgress) done() {
-	if p.phase != "" && p.ios.ErrTTY {
-		p.ios.progressDone()
-	}
 }
 
 // parseSize reads a byte count: a number with an optional unit (B, KiB,

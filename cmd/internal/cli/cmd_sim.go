@@ -31,6 +31,7 @@ it; "fusee sim drive" opens one as the engine would and runs it to the end.`,
 type simDriveOptions struct {
 	retention   time.Duration
 	json, quiet bool
+	progress    progressMode
 }
 
 func newSimDriveCmd(ios *IO) *cobra.Command {
@@ -68,7 +69,8 @@ when drive ends; one left by a killed drive can be deleted.`,
 	f := cmd.Flags()
 	f.DurationVar(&opts.retention, "retention", opts.retention, "how long finished runs are kept before their tombstone (virtual time)")
 	f.BoolVar(&opts.json, "json", false, "print the report as JSON")
-	addQuietFlag(cmd, &opts.quiet, "print no report (errors still go to stderr)")
+	addQuietFlag(cmd, &opts.quiet, "print no report and no progress (errors still go to stderr)")
+	addProgressFlag(cmd, &opts.progress)
 	return cmd
 }
 
@@ -77,12 +79,13 @@ func runSimDrive(cmd *cobra.Command, ios *IO, opts simDriveOptions, dir string) 
 		return err
 	}
 	o := sim.DriveOptions{Config: sim.Config{Retention: opts.retention.Milliseconds()}}
-	var done func()
-	o.Progress, done = simProgress(ios, func(p sim.Progress) string {
-		return fmt.Sprintf("drive: virtual %s, %d runs", virtualTime(p.Now), p.Started)
+	prog := ios.startProgress("sim drive", opts.progress, opts.quiet)
+	o.Progress = simProgress(prog, func(p sim.Progress) progressState {
+		return progressState{phase: "run", unit: "batches", done: int64(p.Batches),
+			note: fmt.Sprintf("virtual %s, %d runs started", virtualTime(p.Now), p.Started)}
 	})
 	rep, err := sim.Drive(cmd.Context(), vfs.Default, dir, o)
-	done()
+	prog.end()
 	if err != nil {
 		return explainDirError(vfs.Default, dir, err)
 	}
@@ -98,14 +101,13 @@ func runSimDrive(cmd *cobra.Command, ios *IO, opts simDriveOptions, dir string) 
 	return printCensus(ios, c)
 }
 
-// simProgress returns the simulator's progress callback and the function
-// that ends its line. Progress shows only on a terminal: piped or logged
-// runs stay quiet, and get the report at the end.
-func simProgress(ios *IO, line func(sim.Progress) string) (func(sim.Progress), func()) {
-	if !ios.ErrTTY {
-		return nil, func() {}
+// simProgress turns the simulator's checkpoint reports into prog's
+// states; nil (no callback at all) when prog shows nothing.
+func simProgress(prog *progress, state func(sim.Progress) progressState) func(sim.Progress) {
+	if prog == nil || prog.mode == progressNone {
+		return nil
 	}
-	return func(p sim.Progress) { ios.progressf("%s", line(p)) }, ios.progressDone
+	return func(p sim.Progress) { prog.set(state(p)) }
 }
 
 // driveJSON is sim drive's --json object (docs/schema/sim-drive.json): the

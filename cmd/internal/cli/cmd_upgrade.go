@@ -16,10 +16,11 @@ import (
 func init() { addCommand(newUpgradeCmd) }
 
 type upgradeOptions struct {
-	dryRun  bool
-	json    bool
-	scratch string
-	memory  string
+	dryRun   bool
+	json     bool
+	scratch  string
+	memory   string
+	progress progressMode
 }
 
 func newUpgradeCmd(ios *IO) *cobra.Command {
@@ -74,6 +75,7 @@ ever before the switch: the directory is unchanged.`,
 	f.BoolVar(&opts.json, "json", false, "print the report as JSON")
 	f.StringVar(&opts.scratch, "scratch", "", "dry run: scratch `DIR` for a plan larger than --memory (default: the system temp directory)")
 	f.StringVar(&opts.memory, "memory", "256MiB", "memory `BUDGET` before the plan spills to a scratch store (e.g. 64MiB, 1GiB)")
+	addProgressFlag(cmd, &opts.progress)
 	markCLIOnly(cmd, "dry-run")
 	return cmd
 }
@@ -83,12 +85,11 @@ func runUpgrade(ctx context.Context, ios *IO, opts upgradeOptions, dir string) e
 	if err != nil {
 		return usagef("--memory %q: %v", opts.memory, err)
 	}
-	prog := newPhaseProgress(ios)
-	prog.cmd = "upgrade"
+	prog := ios.startProgress("upgrade", opts.progress, false)
 	rep, err := reshard.Upgrade(ctx, vfs.Default, dir, reshard.UpgradeOptions{
-		DryRun: opts.dryRun, Scratch: opts.scratch, Memory: budget, Progress: prog.update,
+		DryRun: opts.dryRun, Scratch: opts.scratch, Memory: budget, Progress: prog.phaseFunc("shards"),
 	})
-	prog.done()
+	prog.end()
 	if err != nil {
 		if ctx.Err() != nil && errors.Is(err, ctx.Err()) {
 			return upgradeInterrupted(dir, opts.dryRun)

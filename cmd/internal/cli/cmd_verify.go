@@ -15,9 +15,10 @@ import (
 func init() { addCommand(newVerifyCmd) }
 
 type verifyOptions struct {
-	json   bool
-	quiet  bool
-	limits checkLimits
+	json     bool
+	quiet    bool
+	limits   checkLimits
+	progress progressMode
 }
 
 // checkLimits are verify's and dump's --memory and --scratch, as
@@ -87,7 +88,8 @@ writes: no log append, no checkpoint, no timer fires, nothing expires.`,
 	}
 	cmd.Flags().BoolVar(&opts.json, "json", false, "print findings and the summary as JSON lines")
 	opts.limits.flags(cmd)
-	addQuietFlag(cmd, &opts.quiet, "print nothing; the exit code says whether there are findings")
+	addQuietFlag(cmd, &opts.quiet, "print nothing, progress included; the exit code says whether there are findings")
+	addProgressFlag(cmd, &opts.progress)
 	return cmd
 }
 
@@ -126,9 +128,14 @@ func runVerify(ctx context.Context, ios *IO, opts verifyOptions, dir string) err
 	if err != nil {
 		return err
 	}
+	prog := ios.startProgress("verify", opts.progress, opts.quiet)
+	limits.Progress = prog.phaseFunc("runs")
 	sum := verifySummary{Type: "summary"}
 	n := 0
 	emit := func(f check.Finding) error {
+		if n == 0 {
+			prog.end() // the findings come after the pass, on a clean line
+		}
 		n++
 		switch f.Severity {
 		case check.SeverityError:
@@ -153,6 +160,7 @@ func runVerify(ctx context.Context, ios *IO, opts verifyOptions, dir string) err
 	if err == nil {
 		sum.Shards = d.ShardCount
 		sum.Runs, err = d.Verify(ctx, limits, emit)
+		prog.end()
 		err = closeDir(ctx, d, err)
 		if err == nil {
 			for _, f := range check.ExtraStoreFindings(vfs.Default, dir, sum.Shards) {

@@ -35,7 +35,7 @@ type config struct {
 // FUSEE_SHARDS=3 exported for gen must not answer ring init's --shards.
 // The README's Settings section lists the same names; a test keeps them
 // in step.
-var configurable = map[string]bool{"json": true, "memory": true, "scratch": true, "lock-timeout": true,
+var configurable = map[string]bool{"json": true, "progress": true, "memory": true, "scratch": true, "lock-timeout": true,
 	// Where the ring commands find etcd and how they connect (the ring
 	// store flags); which namespace they act on is command-line only.
 	"store": true, "cacert": true, "cert": true, "key": true, "user": true, "password": true,

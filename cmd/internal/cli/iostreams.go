@@ -7,6 +7,7 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+	"time"
 	"unicode/utf8"
 
 	"charm.land/lipgloss/v2"
@@ -28,8 +29,13 @@ type IO struct {
 
 	// Width is how many columns tables may use on Out: the terminal's
 	// width, else $COLUMNS when set, else 0 (no limit: a file or a pipe
-	// gets whole rows).
-	Width int
+	// gets whole rows). ErrWidth is the same for Err (a progress bar).
+	Width, ErrWidth int
+
+	errRaw   io.Writer        // stderr without the colour profile: a bar's cursor movement
+	dumbTerm bool             // TERM=dumb: no bar, even on a terminal
+	clock    func() time.Time // progress's clock (nil: time.Now); tests set it
+	active   *progress        // the progress display on Err, if any
 }
 
 func newIO(in io.Reader, out, errw io.Writer, env []string) *IO {
@@ -39,7 +45,8 @@ func newIO(in io.Reader, out, errw io.Writer, env []string) *IO {
 		// escape sequences at all, so logs and screen readers see text.
 		o.Profile, e.Profile = colorprofile.NoTTY, colorprofile.NoTTY
 	}
-	return &IO{In: in, Out: o, Err: e, OutTTY: isTerminal(out), ErrTTY: isTerminal(errw), Width: outputWidth(out, env)}
+	return &IO{In: in, Out: o, Err: e, OutTTY: isTerminal(out), ErrTTY: isTerminal(errw), Width: outputWidth(out, env),
+		ErrWidth: outputWidth(errw, env), errRaw: errw, dumbTerm: envValue(env, "TERM") == "dumb"}
 }
 
 // outputWidth is the terminal's width when w is one, else $COLUMNS, else 0.
@@ -60,13 +67,17 @@ func outputWidth(w io.Writer, env []string) int {
 }
 
 // noColor reports whether NO_COLOR is set to a non-empty value.
-func noColor(env []string) bool {
+func noColor(env []string) bool { return envValue(env, "NO_COLOR") != "" }
+
+// envValue is name's value in env ("" when unset); the last entry wins.
+func envValue(env []string, name string) string {
+	v := ""
 	for _, kv := range env {
-		if v, ok := strings.CutPrefix(kv, "NO_COLOR="); ok && v != "" {
-			return true
+		if val, ok := strings.CutPrefix(kv, name+"="); ok {
+			v = val
 		}
 	}
-	return false
+	return v
 }
 
 func isTerminal(w io.Writer) bool {
@@ -251,25 +262,8 @@ func pickColumns(headers []string, rows [][]string, right []bool, cols []int) ([
 	return h, body, r
 }
 
-// warnf prints a warning line on Err.
+// warnf prints a warning line on Err, under a progress bar's line.
 func (io *IO) warnf(format string, args ...any) {
+	io.active.clear()
 	fmt.Fprintln(io.Err, styleWarn.Render("warning: "+fmt.Sprintf(format, args...)))
-}
-
-// progressf prints a progress line on Err; on a terminal it rewrites the
-// current line, elsewhere it prints plain lines.
-func (io *IO) progressf(format string, args ...any) {
-	msg := fmt.Sprintf(format, args...)
-	if io.ErrTTY {
-		fmt.Fprintf(io.Err, "\r\x1b[2K%s", msg)
-		return
-	}
-	fmt.Fprintln(io.Err, msg)
-}
-
-// progressDone ends a terminal progress line.
-func (io *IO) progressDone() {
-	if io.ErrTTY {
-		fmt.Fprintln(io.Err)
-	}
 }

@@ -91,6 +91,10 @@ func Run(ctx context.Context, version string, args []string, in io.Reader, out, 
 	root.SetOut(ios.Out)
 	root.SetErr(ios.Err)
 	cmd, err := root.ExecuteContextC(ctx)
+	// A command ends its progress display itself; this is the net under
+	// every way out (an error, Ctrl-C, a closed stdout): no bar is left on
+	// the line the error message is about to take.
+	ios.active.end()
 	if err == nil {
 		return ExitOK
 	}
@@ -138,19 +142,20 @@ holds the rings that place a namespace's instances on cells.
 Settings come from, highest first: command-line flags, FUSEE_* environment
 variables (FUSEE_JSON=1: the flag name in capitals with '-' as '_'), the
 file named by --config (or $FUSEE_CONFIG), then defaults. Only preferences
-and budgets come from the environment or a file (--json, --memory,
---scratch, --lock-timeout, and the ring commands' etcd connection: --store,
---cacert, --cert, --key, --user, --password, --dial-timeout,
---command-timeout); a command's targets and choices (shard counts,
-output files, --force) come from the command line alone.
+and budgets come from the environment or a file (--json, --progress,
+--memory, --scratch, --lock-timeout, and the ring commands' etcd
+connection: --store, --cacert, --cert, --key, --user, --password,
+--dial-timeout, --command-timeout); a command's targets and choices
+(shard counts, output files, --force) come from the command line alone.
 
 Exit codes: 0 ok, 1 failure or findings, 2 usage, 3 directory in use,
 4 interrupted reshard must be finished, 5 lost a compare-and-set (re-read
 and retry), 130 interrupted, 141 standard output closed.
 
 JSON output (--json) uses snake_case names; docs/schema holds a JSON
-schema for each command's output. Shell completion: fusee completion
---help. Man pages: fusee man DIR.`,
+schema for each command's output. Long commands show their progress on
+stderr, never stdout (--progress auto|bar|plain|json|none). Shell
+completion: fusee completion --help. Man pages: fusee man DIR.`,
 		Example: `  fusee demo                                  # the main job on a built-in example
   fusee gen /tmp/data --shards 4 --runs 2000 --seed 1
   fusee verify /tmp/data && fusee inspect /tmp/data

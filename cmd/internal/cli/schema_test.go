@@ -161,3 +161,33 @@ func TestJSONOutputMatchesSchemas(t *testing.T) {
 		}
 	}
 }
+
+// --progress=json writes JSON lines on stderr (docs/schema/progress.json)
+// from every command that shows progress; each line validates, each
+// command's last line is final, and stdout keeps its own JSON.
+func TestProgressLinesMatchSchema(t *testing.T) {
+	sch := compileSchema(t, "progress.json")
+	t.Chdir(t.TempDir())
+	for _, args := range [][]string{
+		{"gen", "d", "--shards", "3", "--runs", "1200"},
+		{"gen", "old", "--shards", "2", "--runs", "50", "--log", "2"},
+		{"verify", "d"},
+		{"dump", "d"},
+		{"reshard", "d", "4"},
+		{"upgrade", "old"},
+		{"sim", "drive", "d"},
+	} {
+		var out, errb bytes.Buffer
+		if code := Run(context.Background(), "test", append(args, "--progress=json"), strings.NewReader(""), &out, &errb, nil); code != 0 {
+			t.Fatalf("fusee %s: exit %d\n%s", strings.Join(args, " "), code, errb.String())
+		}
+		evs := validateJSONLines(t, sch, errb.String())
+		cmd := args[0]
+		if cmd == "sim" {
+			cmd = "sim drive"
+		}
+		if len(evs) == 0 || !evs[len(evs)-1].Final || evs[len(evs)-1].Command != cmd {
+			t.Errorf("fusee %s --progress=json: stderr %q", strings.Join(args, " "), errb.String())
+		}
+	}
+}
