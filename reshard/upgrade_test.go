@@ -240,12 +240,14 @@ func TestUpgradeCrashAtEveryStep(t *testing.T) {
 	before := func(first, second int) bool { return first%beforeStride == 0 && second%beforeStride == 0 }
 	var sample func(int) bool
 	if raceOn && !longTests() {
-		sample = func(step int) bool { return step%4 == 0 }
+		off := sweepOffset(t, 4)
+		sample = func(step int) bool { return (step+off)%4 == 0 }
 	}
 	steps := c.sweep(t, ct, 0, sample, double, before)
 	synced := ct.points
+	off := sweepOffset(t, unsyncedStride)
 	for i, seed := range seeds {
-		c.sweep(t, ct, seed, func(step int) bool { return (step+i)%unsyncedStride == 0 }, nil, nil)
+		c.sweep(t, ct, seed, func(step int) bool { return (step+i+off)%unsyncedStride == 0 }, nil, nil)
 	}
 	for _, f := range ct.failures {
 		t.Error(f)
