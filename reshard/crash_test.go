@@ -356,7 +356,7 @@ func sweepScenario(t *testing.T, ct *crashTally, s crashScenario, unsyncedSeed u
 // reshard of a representative directory (three shards to five: runs move
 // and are renumbered, a dangling reference, a log tail) and recovers as an
 // operator would; see docs/reshard.md, "Crash safety, tested". Every cut
-// keeps what was synced (every step; every eighth under the race
+// keeps what was synced (every step; every fourth under the race
 // detector); further sweeps keep random parts of what was not (every
 // fourth step, every eighth under the race detector; sampled steps start
 // from an offset that changes daily, see sweepOffset; every step with
@@ -365,6 +365,7 @@ func sweepScenario(t *testing.T, ct *crashTally, s crashScenario, unsyncedSeed u
 // run (at every step with FUSEE_LONG=1, a sample otherwise), and after a
 // cut before it, at a sample of the rerun's steps.
 func TestCrashAtEveryStep(t *testing.T) {
+	t.Parallel() // see sample_test.go
 	type config struct {
 		name             string
 		oldN, newN, runs int
@@ -395,9 +396,12 @@ func TestCrashAtEveryStep(t *testing.T) {
 			before := func(first, second int) bool { return first%beforeStride == 0 && second%beforeStride == 0 }
 			var sample func(int) bool
 			if raceOn && !longTests() {
-				// Every eighth step, from an offset that changes daily.
-				off := sweepOffset(t, 8)
-				sample = func(step int) bool { return (step+off)%8 == 0 }
+				// Every fourth step, from an offset that changes daily;
+				// reruns are cut after every 52nd step (a multiple of
+				// four, so some of the sampled steps qualify).
+				off := sweepOffset(t, 4)
+				sample = func(step int) bool { return (step+off)%4 == 0 }
+				before = func(first, second int) bool { return (first+off)%52 == 0 && second%beforeStride == 0 }
 			}
 			steps := c.sweep(t, ct, 0, sample, double, before)
 			synced := ct.points

@@ -98,6 +98,7 @@ func (fi *faultInjector) MaybeError(op errorfs.Op) error {
 // reshard <dir>`), the rerun must finish the job, verify clean, nothing
 // lost.
 func TestFaultAtEveryStep(t *testing.T) {
+	t.Parallel() // see sample_test.go
 	type config struct {
 		name   string
 		memory int64

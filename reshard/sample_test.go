@@ -29,3 +29,11 @@ func sweepOffset(t testing.TB, stride int) int {
 	t.Logf("sampling every %d-th step from offset %d (FUSEE_SWEEP_OFFSET=%d repeats it; FUSEE_LONG=1 takes every step)", stride, off, off)
 	return off
 }
+
+// The long crash and fault sweeps (TestCrashAtEveryStep,
+// TestFaultAtEveryStep, TestUpgradeCrashAtEveryStep,
+// TestUpgradeFaultAtEveryStep, TestKeptLayoutCrashAtEveryStep) call
+// t.Parallel, so they share the machine's cores with each other once the
+// package's other tests are done. Each works on memory filesystems of its
+// own; none may set a package hook (reshard.SetTestHook,
+// reshard.SetDirectWrite), which only sequential tests do, and reset.
