@@ -98,6 +98,7 @@ func (fi *faultInjector) MaybeError(op errorfs.Op) error {
 // reshard <dir>`), the rerun must finish the job, verify clean, nothing
 // lost.
 func TestFaultAtEveryStep(t *testing.T) {
+	t.Parallel() // see sample_test.go
 	type config struct {
 		name   string
 		memory int64
@@ -121,14 +122,16 @@ func TestFaultAtEveryStep(t *testing.T) {
 }
 
 // faultSweep injects each fault at every stride-th operation of c's
-// operation it can happen at, recovering from each; it reports failures
+// operation it can happen at (from an offset that changes daily, see
+// sweepOffset), recovering from each; it reports failures
 // with t.Error and returns how many faults it injected, in all and of
 // each kind.
 func (c *crashCase) faultSweep(t *testing.T, stride int) (int, map[string]int) {
 	injected := map[string]int{}
 	var failures []string
+	first := 1 + sweepOffset(t, stride)
 	for _, f := range faults {
-		for k := 1; len(failures) < 10; k += stride {
+		for k := first; len(failures) < 10; k += stride {
 			fi := &faultInjector{f: f, k: k, badSync: map[string]bool{}}
 			done, err := c.faultOnce(fi)
 			if done {

@@ -238,6 +238,7 @@ func (k *keptCase) discardScenario() crashScenario {
 // leaves the resharded files and nothing else. Under the race detector
 // the first cuts are at every other step, with one unsynced seed.
 func TestKeptLayoutCrashAtEveryStep(t *testing.T) {
+	t.Parallel() // see sample_test.go
 	start := time.Now()
 	c := newCrashCase(t, 3, 5, scaled(60), 17, 0)
 	k := newKeptCase(t, c)

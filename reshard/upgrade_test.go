@@ -227,6 +227,7 @@ func TestUpgradeRefusesReshardSwitch(t *testing.T) {
 // power is cut again during finishing runs (a sample; every step with
 // FUSEE_LONG=1) and during a sample of reruns before the switch.
 func TestUpgradeCrashAtEveryStep(t *testing.T) {
+	t.Parallel() // see sample_test.go
 	seeds := []uint64{1, 2}
 	unsyncedStride, doubleStride, beforeStride := 4, 5, 50
 	if longTests() {
@@ -240,12 +241,15 @@ func TestUpgradeCrashAtEveryStep(t *testing.T) {
 	before := func(first, second int) bool { return first%beforeStride == 0 && second%beforeStride == 0 }
 	var sample func(int) bool
 	if raceOn && !longTests() {
-		sample = func(step int) bool { return step%4 == 0 }
+		off := sweepOffset(t, 4)
+		sample = func(step int) bool { return (step+off)%4 == 0 }
+		before = func(first, second int) bool { return (first+off)%52 == 0 && second%beforeStride == 0 }
 	}
 	steps := c.sweep(t, ct, 0, sample, double, before)
 	synced := ct.points
+	off := sweepOffset(t, unsyncedStride)
 	for i, seed := range seeds {
-		c.sweep(t, ct, seed, func(step int) bool { return (step+i)%unsyncedStride == 0 }, nil, nil)
+		c.sweep(t, ct, seed, func(step int) bool { return (step+i+off)%unsyncedStride == 0 }, nil, nil)
 	}
 	for _, f := range ct.failures {
 		t.Error(f)
@@ -261,6 +265,7 @@ func TestUpgradeCrashAtEveryStep(t *testing.T) {
 // directory must open as it was or be finished by `fusee upgrade <dir>`,
 // verify clean, dump equal.
 func TestUpgradeFaultAtEveryStep(t *testing.T) {
+	t.Parallel() // see sample_test.go
 	stride := 1
 	if raceOn && !longTests() {
 		stride = 4

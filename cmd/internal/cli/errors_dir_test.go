@@ -2,23 +2,59 @@ package cli
 
 import (
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"regexp"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 )
 
-// genDir generates a small data directory with three shards and returns
-// its path.
+// genTemplate is the directory genDir copies: generated once per test
+// process (twenty tests damage a copy each) and removed by TestMain.
+var genTemplate struct {
+	once sync.Once
+	root string // the temporary directory holding it
+	dir  string
+	err  error
+}
+
+// genDir returns a fresh copy of a small generated data directory with
+// three shards (gen --shards 3 --runs 60 --seed 3), which the caller may
+// damage.
 func genDir(t *testing.T) string {
 	t.Helper()
+	g := &genTemplate
+	g.once.Do(func() {
+		if g.root, g.err = os.MkdirTemp("", "fusee-cli-gen-"); g.err != nil {
+			return
+		}
+		g.dir = filepath.Join(g.root, "data")
+		if _, errOut, code := runFusee(t, nil, "gen", g.dir, "--shards", "3", "--runs", "60", "--seed", "3"); code != 0 {
+			g.err = fmt.Errorf("gen: exit %d\n%s", code, errOut)
+		}
+	})
+	if g.err != nil {
+		t.Fatal(g.err)
+	}
 	dir := filepath.Join(t.TempDir(), "data")
-	if _, errOut, code := runFusee(t, nil, "gen", dir, "--shards", "3", "--runs", "60", "--seed", "3"); code != 0 {
-		t.Fatalf("gen: exit %d\n%s", code, errOut)
+	if err := os.CopyFS(dir, os.DirFS(g.dir)); err != nil {
+		t.Fatalf("copying the generated directory: %v", err)
 	}
 	return dir
+}
+
+// removeGenTemplate runs the tests, then removes genDir's template.
+type removeGenTemplate struct{ m *testing.M }
+
+func (r removeGenTemplate) Run() int {
+	code := r.m.Run()
+	if genTemplate.root != "" {
+		os.RemoveAll(genTemplate.root)
+	}
+	return code
 }
 
 func mustGlob(t *testing.T, pattern string) string {

@@ -20,7 +20,7 @@ func TestMain(m *testing.M) {
 	if os.Getenv("FUSEE_TEST_AS_FUSEE") == "1" { // signal_test.go runs the binary as fusee
 		os.Exit(Main("test", os.Args[1:], os.Stdin, os.Stdout, os.Stderr))
 	}
-	testscript.Main(m, map[string]func(){
+	testscript.Main(removeGenTemplate{m}, map[string]func(){
 		"fusee": func() { os.Exit(Main("test", os.Args[1:], os.Stdin, os.Stdout, os.Stderr)) },
 	})
 }
