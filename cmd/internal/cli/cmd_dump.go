@@ -50,12 +50,19 @@ writes.`,
 			if err != nil {
 				return err
 			}
-			d, err := openDir(ctx, args[0])
+			stop, err := opts.limits.profile()
 			if err != nil {
 				return err
 			}
-			err = d.WriteDump(ctx, cmd.OutOrStdout(), check.DumpOptions{Physical: !opts.logical, Options: limits})
-			return closeDir(ctx, d, err)
+			d, err := openDir(ctx, args[0])
+			if err == nil {
+				err = d.WriteDump(ctx, cmd.OutOrStdout(), check.DumpOptions{Physical: !opts.logical, Options: limits})
+				err = closeDir(ctx, d, err)
+			}
+			if perr := stop(); err == nil && perr != nil {
+				err = perr
+			}
+			return err
 		},
 	}
 	cmd.Flags().BoolVar(&opts.logical, "logical", false, "leave out shard and run numbers (compare directories with diff)")
