@@ -56,7 +56,7 @@ writes.`,
 			}
 			d, err := openDir(ctx, args[0])
 			if err == nil {
-				err = d.WriteDump(ctx, cmd.OutOrStdout(), check.DumpOptions{Physical: !opts.logical, Options: limits})
+				err = d.WriteDump(ctx, ios.Data, check.DumpOptions{Physical: !opts.logical, Options: limits})
 				err = closeDir(ctx, d, err)
 			}
 			if perr := stop(); err == nil && perr != nil {
