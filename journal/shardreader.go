@@ -839,19 +839,12 @@ func (sr *ShardReader) Entry(no RunNo) (e RunEntry, ok bool, err error) {
 		}
 		return entryOf(r), true, nil
 	}
-	key := RunKey(no)
-	val, closer, err := sr.store.Get(key)
-	if errors.Is(err, pebble.ErrNotFound) {
-		return RunEntry{}, false, nil
-	}
+	c, err := sr.takeCursor()
 	if err != nil {
-		return RunEntry{}, false, storeError(sr.path, "reading", err)
+		return RunEntry{}, false, err
 	}
-	defer closer.Close()
-	if e, err = DecodeRunEntry(val); err != nil {
-		return RunEntry{}, false, sr.keyError(key, err)
-	}
-	return e, true, nil
+	defer sr.lookups.put(c)
+	return sr.storedEntry(c, no)
 }
 
 // StoreBytes is the disk space the shard's store uses (pebble's estimate).
@@ -879,32 +872,41 @@ func (sr *ShardReader) Record(no RunNo, pos uint32) (e RunEntry, rec *Record, n 
 		}
 		return entryOf(r), rec, len(h), true, nil
 	}
-	if e, ok, err = sr.Entry(no); !ok || err != nil {
+	c, err := sr.takeCursor()
+	if err != nil {
+		return RunEntry{}, nil, 0, false, err
+	}
+	defer sr.lookups.put(c)
+	if e, ok, err = sr.storedEntry(c, no); !ok || err != nil {
 		return e, nil, 0, ok, err
 	}
-	var key []byte
-	var decode func([]byte) error
-	if e.State == StateTombstone {
-		key = ArchiveKey(no)
-		decode = func(val []byte) error {
-			h, err := DecodeHistory(val)
-			if int(pos) < len(h) {
-				rec = &h[pos]
-			}
-			n = len(h)
-			return err
-		}
-	} else {
+	if e.State != StateTombstone {
 		n = int(e.Records)
 		if int(pos) >= n {
 			return e, nil, n, true, nil
 		}
-		key = RecordKey(no, pos)
-		decode = func(val []byte) error {
-			r, err := DecodeRecord(val)
-			rec = &r
-			return err
+		key := RecordKey(no, pos)
+		val, found, err := sr.seekExact(c, key)
+		if err != nil {
+			return e, nil, 0, false, err
 		}
+		if !found {
+			return e, nil, 0, false, sr.keyError(key, fmt.Errorf("run %d's entry implies this key, the store does not have it", no))
+		}
+		r, err := DecodeRecord(val)
+		if err != nil {
+			return e, nil, 0, false, sr.keyError(key, err)
+		}
+		return e, &r, n, true, nil
+	}
+	key := ArchiveKey(no)
+	decode := func(val []byte) error {
+		h, err := DecodeHistory(val)
+		if int(pos) < len(h) {
+			rec = &h[pos]
+		}
+		n = len(h)
+		return err
 	}
 	val, closer, err := sr.store.Get(key)
 	if errors.Is(err, pebble.ErrNotFound) {

@@ -1,6 +1,7 @@
 package journal
 
 import (
+	"bytes"
 	"errors"
 	"sync"
 
@@ -57,4 +58,39 @@ func (p *lookupPool) close() error {
 	}
 	p.free = nil
 	return errors.Join(errs...)
+}
+
+// seekExact positions c on key and returns its value (valid until the
+// cursor moves) if the store holds exactly that key.
+func (sr *ShardReader) seekExact(c *lookupCursor, key []byte) ([]byte, bool, error) {
+	if !c.it.SeekGE(key) {
+		if err := c.it.Error(); err != nil {
+			return nil, false, storeError(sr.path, "reading", err)
+		}
+		return nil, false, nil
+	}
+	if !bytes.Equal(c.it.Key(), key) {
+		return nil, false, nil
+	}
+	val, err := c.it.ValueAndErr()
+	if err != nil {
+		return nil, false, storeError(sr.path, "reading", err)
+	}
+	return val, true, nil
+}
+
+// storedEntry reads run no's entry from the store (not the overlay) on a
+// cursor: a seek on an open iterator, cheaper than a Get, which builds
+// one; a record of the same run read next is usually in the same block.
+func (sr *ShardReader) storedEntry(c *lookupCursor, no RunNo) (RunEntry, bool, error) {
+	key := RunKey(no)
+	val, ok, err := sr.seekExact(c, key)
+	if !ok || err != nil {
+		return RunEntry{}, false, err
+	}
+	e, err := DecodeRunEntry(val)
+	if err != nil {
+		return RunEntry{}, false, sr.keyError(key, err)
+	}
+	return e, true, nil
 }
