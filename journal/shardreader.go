@@ -40,9 +40,11 @@ import (
 // ShardReader streams one old shard of a closed log format 3 directory:
 // its store, read-only with pebble iterators, with its log tail applied
 // as an overlay. Memory is the overlay (bounded by the tail) plus one
-// run's journal and archive at a time. A ShardReader is not safe for
-// concurrent use; each stream opens its own iterators, so the streams may
-// be read in any order and more than once.
+// run's journal and archive at a time. Each stream opens its own
+// iterators, so the streams may be read in any order and more than once;
+// a stream is not safe for concurrent use. The point lookups (Header, Run,
+// Entry, Record) may be called from several goroutines at once, alongside
+// one stream.
 type ShardReader struct {
 	path    string
 	store   *pebble.DB
@@ -51,7 +53,7 @@ type ShardReader struct {
 	touched map[RunNo]bool   // runs the tail names: streamed from the overlay
 	msgGone map[string]bool  // message IDs the tail acked or sent: the store's copies are gone
 	scratch *Shard           // loadRunKey's target while decoding one run
-	lookup  *pebble.Iterator // Run's, kept between calls
+	lookups lookupPool       // Run's iterators, kept between calls
 }
 
 // OpenShardReader opens shard's store in dir (a directory of count shards)
@@ -221,7 +223,7 @@ func (sr *ShardReader) loadRun(no RunNo, journal bool) (*Run, error) {
 	}
 	var r *Run
 	if it.First() {
-		r, err = sr.readRun(it)
+		r, err = sr.readRun(it, sr.scratch)
 		if err == nil {
 			err = sr.checkStoredRun(r)
 		}
@@ -231,8 +233,8 @@ func (sr *ShardReader) loadRun(no RunNo, journal bool) (*Run, error) {
 
 // readRun decodes the run whose entry is the iterator's current key and
 // its journal records, which follow it, and leaves the iterator just past
-// them.
-func (sr *ShardReader) readRun(it *pebble.Iterator) (*Run, error) {
+// them. scratch is loadRunKey's target.
+func (sr *ShardReader) readRun(it *pebble.Iterator, scratch *Shard) (*Run, error) {
 	var cur *Run
 	var want uint32
 	for ok := true; ok; ok = it.Next() {
@@ -244,14 +246,14 @@ func (sr *ShardReader) readRun(it *pebble.Iterator) (*Run, error) {
 		if cur != nil && !k.IsRecord {
 			break // the next run's entry
 		}
-		if err := loadRunKey(sr.scratch, k, it.Value(), &cur, &want); err != nil {
+		if err := loadRunKey(scratch, k, it.Value(), &cur, &want); err != nil {
 			return nil, sr.keyError(key, err)
 		}
 	}
 	if err := it.Error(); err != nil {
 		return nil, storeError(sr.path, "reading", err)
 	}
-	delete(sr.scratch.Runs, cur.No)
+	delete(scratch.Runs, cur.No)
 	if uint32(len(cur.Journal)) != want {
 		return nil, sr.keyError(RunKey(cur.No), fmt.Errorf("the run entry says %d journal records, the store has %d", want, len(cur.Journal)))
 	}
@@ -464,7 +466,7 @@ func (sr *ShardReader) Runs(ctx context.Context, fn func(r *Run, archive []Recor
 			ok = it.SeekGE(RunKey(k.Run + 1))
 			continue
 		}
-		r, err := sr.readRun(it)
+		r, err := sr.readRun(it, sr.scratch)
 		if err != nil {
 			return err
 		}
@@ -691,11 +693,7 @@ func (sr *ShardReader) Close() error {
 	if sr.store == nil {
 		return nil
 	}
-	var err error
-	if sr.lookup != nil {
-		err = sr.lookup.Close()
-		sr.lookup = nil
-	}
+	err := sr.lookups.close()
 	if cerr := sr.store.Close(); err == nil {
 		err = cerr
 	}
@@ -777,8 +775,9 @@ func (sr *ShardReader) RunEntries(ctx context.Context, fn func(no RunNo, e RunEn
 // for a run the tail names), with its history: its journal, or for a
 // tombstone its archived history. ok is false when the shard has no such
 // run. It is for point lookups while other streams run (a reference
-// checked or rendered); it keeps one iterator open between calls, closed
-// by Close. The run is checked as Runs checks it.
+// checked or rendered); it keeps its iterators open between calls, one
+// per concurrent caller, closed by Close. The run is checked as Runs
+// checks it.
 func (sr *ShardReader) Run(no RunNo) (r *Run, history []Record, ok bool, err error) {
 	defer recoverStoreFatal(sr.path, &err)
 	if sr.touched[no] {
@@ -791,23 +790,21 @@ func (sr *ShardReader) Run(no RunNo) (r *Run, history []Record, ok bool, err err
 		}
 		return r, r.Journal, true, nil
 	}
-	if sr.lookup == nil {
-		it, err := sr.store.NewIter(&pebble.IterOptions{LowerBound: []byte{KeyRun}, UpperBound: []byte{KeyRun + 1}})
-		if err != nil {
-			return nil, nil, false, storeError(sr.path, "reading", err)
-		}
-		sr.lookup = it
+	c, err := sr.takeCursor()
+	if err != nil {
+		return nil, nil, false, err
 	}
-	if !sr.lookup.SeekGE(RunKey(no)) {
-		if err := sr.lookup.Error(); err != nil {
+	defer sr.lookups.put(c)
+	if !c.it.SeekGE(RunKey(no)) {
+		if err := c.it.Error(); err != nil {
 			return nil, nil, false, storeError(sr.path, "reading", err)
 		}
 		return nil, nil, false, nil
 	}
-	if k, err := ParseStoreKey(sr.lookup.Key()); err != nil || k.Run != no || k.IsRecord {
+	if k, err := ParseStoreKey(c.it.Key()); err != nil || k.Run != no || k.IsRecord {
 		return nil, nil, false, nil // another run's key: no such run
 	}
-	if r, err = sr.readRun(sr.lookup); err != nil {
+	if r, err = sr.readRun(c.it, c.scratch); err != nil {
 		return nil, nil, false, err
 	}
 	if err := sr.checkStoredRun(r); err != nil {
@@ -842,19 +839,12 @@ func (sr *ShardReader) Entry(no RunNo) (e RunEntry, ok bool, err error) {
 		}
 		return entryOf(r), true, nil
 	}
-	key := RunKey(no)
-	val, closer, err := sr.store.Get(key)
-	if errors.Is(err, pebble.ErrNotFound) {
-		return RunEntry{}, false, nil
-	}
+	c, err := sr.takeCursor()
 	if err != nil {
-		return RunEntry{}, false, storeError(sr.path, "reading", err)
+		return RunEntry{}, false, err
 	}
-	defer closer.Close()
-	if e, err = DecodeRunEntry(val); err != nil {
-		return RunEntry{}, false, sr.keyError(key, err)
-	}
-	return e, true, nil
+	defer sr.lookups.put(c)
+	return sr.storedEntry(c, no)
 }
 
 // StoreBytes is the disk space the shard's store uses (pebble's estimate).
@@ -882,32 +872,41 @@ func (sr *ShardReader) Record(no RunNo, pos uint32) (e RunEntry, rec *Record, n 
 		}
 		return entryOf(r), rec, len(h), true, nil
 	}
-	if e, ok, err = sr.Entry(no); !ok || err != nil {
+	c, err := sr.takeCursor()
+	if err != nil {
+		return RunEntry{}, nil, 0, false, err
+	}
+	defer sr.lookups.put(c)
+	if e, ok, err = sr.storedEntry(c, no); !ok || err != nil {
 		return e, nil, 0, ok, err
 	}
-	var key []byte
-	var decode func([]byte) error
-	if e.State == StateTombstone {
-		key = ArchiveKey(no)
-		decode = func(val []byte) error {
-			h, err := DecodeHistory(val)
-			if int(pos) < len(h) {
-				rec = &h[pos]
-			}
-			n = len(h)
-			return err
-		}
-	} else {
+	if e.State != StateTombstone {
 		n = int(e.Records)
 		if int(pos) >= n {
 			return e, nil, n, true, nil
 		}
-		key = RecordKey(no, pos)
-		decode = func(val []byte) error {
-			r, err := DecodeRecord(val)
-			rec = &r
-			return err
+		key := RecordKey(no, pos)
+		val, found, err := sr.seekExact(c, key)
+		if err != nil {
+			return e, nil, 0, false, err
 		}
+		if !found {
+			return e, nil, 0, false, sr.keyError(key, fmt.Errorf("run %d's entry implies this key, the store does not have it", no))
+		}
+		r, err := DecodeRecord(val)
+		if err != nil {
+			return e, nil, 0, false, sr.keyError(key, err)
+		}
+		return e, &r, n, true, nil
+	}
+	key := ArchiveKey(no)
+	decode := func(val []byte) error {
+		h, err := DecodeHistory(val)
+		if int(pos) < len(h) {
+			rec = &h[pos]
+		}
+		n = len(h)
+		return err
 	}
 	val, closer, err := sr.store.Get(key)
 	if errors.Is(err, pebble.ErrNotFound) {

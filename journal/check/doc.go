@@ -15,7 +15,10 @@
 // journal.SpillMap sorts and joins bounded by Options.Memory (source.go,
 // keys.go; verify.go and dump.go say what each joins). Memory is
 // therefore the budget plus the shards' store readers, whatever the
-// number of runs.
+// number of runs. Both use every core (up to four): verify checks shards
+// on several goroutines at once, dump looks up and renders batches of
+// runs on several, and both keep their output in one order whichever
+// goroutine finishes first (parallel.go).
 //
 // # Verify
 //

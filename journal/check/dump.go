@@ -5,7 +5,6 @@ import (
 	"bytes"
 	"context"
 	"encoding/binary"
-	"encoding/json"
 	"fmt"
 	"io"
 	"strconv"
@@ -102,10 +101,9 @@ type dumper struct {
 	// cur is the run being written when it is the one its home shard
 	// answers for under its own number: a Ctx::key naming it (as a step's
 	// own key does) resolves without a lookup.
-	cur *journal.Run
-	enc *json.Encoder
-	buf bytes.Buffer // what enc writes to when a line is rendered for a spill map
-	key []byte
+	cur  *journal.Run
+	line []byte // a line rendered for a spill map
+	key  []byte
 }
 
 func (w *view) dump(ctx context.Context, out io.Writer, phys bool) (err error) {
@@ -130,21 +128,20 @@ func (w *view) dump(ctx context.Context, out io.Writer, phys bool) (err error) {
 		return err
 	}
 	bw := bufio.NewWriterSize(out, 256<<10)
-	enc := json.NewEncoder(bw)
-	enc.SetEscapeHTML(false)
 	if phys {
 		for _, s := range w.srcs {
 			if s == nil {
 				continue
 			}
 			i := s.info()
-			if err := enc.Encode(shardLine{T: "shard", Phys: &shardPhys{Shard: i.Index, Count: i.Count, LSN: i.LSN,
-				NextRun: uint64(i.NextRun), NextSeq: i.NextSeq, StoreGen: i.StoreGen}}); err != nil {
+			l := shardLine{T: "shard", Phys: &shardPhys{Shard: i.Index, Count: i.Count, LSN: i.LSN,
+				NextRun: uint64(i.NextRun), NextSeq: i.NextSeq, StoreGen: i.StoreGen}}
+			if _, err := bw.Write(l.appendJSON(nil)); err != nil {
 				return err
 			}
 		}
 	}
-	if err := d.writeRuns(ctx, enc, order); err != nil {
+	if err := d.writeRuns(ctx, bw, order); err != nil {
 		return err
 	}
 	d.w.progressEnd(PhaseWrite, d.runs)
@@ -163,7 +160,7 @@ func (w *view) dump(ctx context.Context, out io.Writer, phys bool) (err error) {
 			return err
 		}
 	}
-	if err := d.writeSeen(enc, seen); err != nil {
+	if err := d.writeSeen(bw, seen); err != nil {
 		return err
 	}
 	return bw.Flush()
@@ -230,60 +227,6 @@ func (d *dumper) addOdd(r *journal.Run) error {
 	}
 	n := binary.BigEndian.Uint32(v)
 	return d.odd.Put(k, appendU32(appendU32(nil, n+1), binary.BigEndian.Uint32(v[4:])))
-}
-
-// writeRuns writes the run and record lines in order.
-func (d *dumper) writeRuns(ctx context.Context, enc *json.Encoder, order *journal.SpillMap) error {
-	var group []byte           // the current workflow ID, as encoded
-	latest := map[int]uint64{} // its index entries: slot -> run number
-	n, written := 0, 0
-	return order.Each(nil, func(k, v []byte) error {
-		if n++; n%checkEvery == 0 {
-			if err := ctx.Err(); err != nil {
-				return err
-			}
-		}
-		e := strEnd(k)
-		if !bytes.Equal(k[:e], group) {
-			group = append(group[:0], k[:e]...)
-			clear(latest)
-		}
-		rest := k[e:]
-		if rest[0] == 0 {
-			latest[int(binary.BigEndian.Uint32(rest[1:]))] = binary.BigEndian.Uint64(v)
-			return nil
-		}
-		slot := int(binary.BigEndian.Uint32(rest[len(rest)-12:]))
-		key := journal.RunNo(binary.BigEndian.Uint64(rest[len(rest)-8:]))
-		r, h, ok, err := d.w.srcs[slot].run(key)
-		if err != nil {
-			return err
-		}
-		if !ok {
-			return fmt.Errorf("check: run %d of shard %d vanished during the dump", key, d.w.infos[slot].Index)
-		}
-		no, ok := latest[slot]
-		d.cur = nil
-		if key == r.No && d.w.byIndex[d.w.infos[slot].Index] == slot && journal.ShardOf(r.WorkflowID, len(d.w.srcs)) == d.w.infos[slot].Index {
-			d.cur = r
-		}
-		if err := enc.Encode(d.runLine(slot, r, ok && journal.RunNo(no) == r.No)); err != nil {
-			return err
-		}
-		written++
-		d.w.progress(PhaseWrite, written, d.runs)
-		archived := r.State == journal.StateTombstone
-		for i := range h {
-			line := d.recLine(slot, r, uint32(i), &h[i], archived)
-			if d.err != nil {
-				return d.err
-			}
-			if err := enc.Encode(line); err != nil {
-				return err
-			}
-		}
-		return d.err
-	})
 }
 
 // name is a run's invariant identity.
@@ -362,16 +305,9 @@ func (d *dumper) keyRef(k journal.CtxKey) string {
 }
 
 // render encodes line as the dump writes it, for a spill map.
-func (d *dumper) render(line any) ([]byte, error) {
-	if d.enc == nil {
-		d.enc = json.NewEncoder(&d.buf)
-		d.enc.SetEscapeHTML(false)
-	}
-	d.buf.Reset()
-	if err := d.enc.Encode(line); err != nil {
-		return nil, err
-	}
-	return d.buf.Bytes(), d.err
+func (d *dumper) render(line interface{ appendJSON([]byte) []byte }) ([]byte, error) {
+	d.line = line.appendJSON(d.line[:0])
+	return d.line, d.err
 }
 
 // collectOthers renders the timer and message lines into their maps, and
@@ -403,7 +339,7 @@ func (d *dumper) collectOthers(ctx context.Context, timers, msgs, seen *journal.
 			}
 			seq++
 			key = appendU64(appendU64(key, uint64(k.Run)), seq)
-			v, err := d.render(l)
+			v, err := d.render(&l)
 			if err != nil {
 				return err
 			}
@@ -426,7 +362,7 @@ func (d *dumper) collectOthers(ctx context.Context, timers, msgs, seen *journal.
 					l.Phys.Parent = m.Parent.String()
 				}
 			}
-			v, err := d.render(l)
+			v, err := d.render(&l)
 			if err != nil {
 				return err
 			}
@@ -449,7 +385,7 @@ func (d *dumper) collectOthers(ctx context.Context, timers, msgs, seen *journal.
 // writeSeen writes the dedup lines: one per message ID and receiving
 // workflow, whichever shards hold it (Verify reports an entry on a shard
 // its workflow does not belong on).
-func (d *dumper) writeSeen(enc *json.Encoder, seen *journal.SpillMap) error {
+func (d *dumper) writeSeen(out io.Writer, seen *journal.SpillMap) error {
 	var cur []byte
 	var l seenLine
 	var shards []int
@@ -460,7 +396,9 @@ func (d *dumper) writeSeen(enc *json.Encoder, seen *journal.SpillMap) error {
 		if d.phys {
 			l.Phys = &seenPhys{Shards: shards}
 		}
-		return enc.Encode(l)
+		d.line = l.appendJSON(d.line[:0])
+		_, err := out.Write(d.line)
+		return err
 	}
 	err := seen.Each(nil, func(k, _ []byte) error {
 		e := strEnd(k)

@@ -73,6 +73,7 @@ type spills struct {
 	done  func()
 	share int64
 	maps  []*journal.SpillMap
+	made  int // maps made so far: names each map's directory
 }
 
 func newSpills(opts Options, n int) (*spills, error) {
@@ -86,7 +87,8 @@ func newSpills(opts Options, n int) (*spills, error) {
 }
 
 func (s *spills) new(name string) *journal.SpillMap {
-	m := journal.NewSpillMap(vfs.Default, filepath.Join(s.dir, fmt.Sprintf("%s-%d", name, len(s.maps))), s.share)
+	m := journal.NewSpillMap(vfs.Default, filepath.Join(s.dir, fmt.Sprintf("%s-%d", name, s.made)), s.share)
+	s.made++
 	s.maps = append(s.maps, m)
 	return m
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/binary"
 	"fmt"
+	"sync"
 
 	"github.com/fusee-dev/fusee/journal"
 	"github.com/fusee-dev/fusee/journal/wal"
@@ -62,6 +63,10 @@ func Problems(fs []Finding) int {
 // outbox's sequence numbers ('S'). Those joins are read back in key order
 // once the runs have passed. Message IDs across shards go into a map of
 // their own ('X'), and findings into one sorted as they are reported.
+// Shards are checked on several goroutines at once (workers(), inOrder):
+// each has a verifier of its own, sharing the findings, the message IDs
+// and the spill maps under one lock; the findings map sorts what they
+// report, so the output does not depend on which finished first.
 
 type verifier struct {
 	ctx      context.Context
@@ -69,9 +74,21 @@ type verifier struct {
 	sp       *spills
 	findings *journal.SpillMap
 	cross    *journal.SpillMap // message IDs across shards
-	seq      uint64            // keeps spill keys unique
-	err      error             // the first lookup error
+	shared   *verifyShared
+	seq      uint64 // keeps join keys unique
+	err      error  // the first lookup error
 	runs     int
+}
+
+// verifyShared is what the verifiers of one Verify share.
+type verifyShared struct {
+	mu   sync.Mutex // over findings, cross, sp and fseq
+	fseq uint64     // keeps finding keys unique
+}
+
+// forShard is a verifier for one shard's goroutine.
+func (v *verifier) forShard() *verifier {
+	return &verifier{ctx: v.ctx, w: v.w, sp: v.sp, findings: v.findings, cross: v.cross, shared: v.shared}
 }
 
 // sh is the shard being checked.
@@ -86,7 +103,8 @@ func (w *view) verify(ctx context.Context, fn func(Finding) error) (runs int, er
 	if err := ctx.Err(); err != nil {
 		return 0, err
 	}
-	sp, err := newSpills(w.opts, 4)
+	n := workers()
+	sp, err := newSpills(w.opts, 2+n)
 	if err != nil {
 		return 0, err
 	}
@@ -95,19 +113,35 @@ func (w *view) verify(ctx context.Context, fn func(Finding) error) (runs int, er
 			err = cerr
 		}
 	}()
-	v := &verifier{ctx: ctx, w: w, sp: sp, findings: sp.new("findings"), cross: sp.new("msgids")}
+	v := &verifier{ctx: ctx, w: w, sp: sp, findings: sp.new("findings"), cross: sp.new("msgids"), shared: &verifyShared{}}
 	v.directory()
-	for slot, src := range w.srcs {
-		if err := ctx.Err(); err != nil {
+	produce := func(emit func(int) error) error {
+		for slot, src := range w.srcs {
+			if err := ctx.Err(); err != nil {
+				return err
+			}
+			if src == nil {
+				v.addf(KindShardCount, -1, 0, "slot %d holds no shard", slot)
+				continue
+			}
+			if err := emit(slot); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	work := func(_ int, slot int) (int, error) {
+		sv := v.forShard()
+		if err := sv.shard(slot, w.srcs[slot]); err != nil {
 			return 0, err
 		}
-		if src == nil {
-			v.addf(KindShardCount, -1, 0, "slot %d holds no shard", slot)
-			continue
+		if sv.err != nil {
+			return 0, sv.err
 		}
-		if err := v.shard(slot, src); err != nil {
-			return 0, err
-		}
+		return sv.runs, nil
+	}
+	if err := inOrder(n, produce, work, func(runs int) error { v.runs += runs; return nil }); err != nil {
+		return 0, err
 	}
 	w.progressEnd(PhaseCheck, v.runs)
 	if err := v.outboxIDsAcrossShards(); err != nil {
@@ -141,13 +175,15 @@ func (v *verifier) addf(k Kind, shard int, run journal.RunNo, format string, arg
 	if _, ok := kinds[k]; !ok {
 		panic("check: finding kind without a kinds entry: " + string(k))
 	}
-	v.seq++
 	key := appendI64(nil, int64(shard))
 	key = appendU64(key, uint64(run))
 	key = appendStr(key, string(k))
 	key = appendStr(key, fmt.Sprintf(format, args...))
-	key = appendU64(key, v.seq)
-	if err := v.findings.Put(key, nil); err != nil {
+	v.shared.mu.Lock()
+	v.shared.fseq++
+	err := v.findings.Put(appendU64(key, v.shared.fseq), nil)
+	v.shared.mu.Unlock()
+	if err != nil {
 		v.fail(err)
 	}
 }
@@ -260,8 +296,14 @@ func (v *verifier) checkpoints() {
 // shard runs every per-shard check; it stops with ctx's error when ctx
 // is done, and with a store's error when reading one fails.
 func (v *verifier) shard(slot int, src source) error {
+	v.shared.mu.Lock()
 	s := &sh{slot: slot, shardInfo: v.w.infos[slot], src: src, join: v.sp.new("shard")}
-	defer v.sp.drop(s.join)
+	v.shared.mu.Unlock()
+	defer func() {
+		v.shared.mu.Lock()
+		_ = v.sp.drop(s.join)
+		v.shared.mu.Unlock()
+	}()
 	err := src.runs(v.ctx, func(key journal.RunNo, r *journal.Run, h []journal.Record, archived bool) error {
 		v.runs++
 		v.w.progress(PhaseCheck, v.runs, 0)

@@ -71,6 +71,8 @@ func (v *verifier) outbox(s *sh) error {
 			}
 		}
 		k = appendStr([]byte{'X'}, id)
+		v.shared.mu.Lock()
+		defer v.shared.mu.Unlock()
 		return v.cross.Put(appendU32(k, uint32(s.slot)), appendU64(appendI64(nil, int64(s.Index)), uint64(m.From.Run)))
 	})
 	if err != nil {

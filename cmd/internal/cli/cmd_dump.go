@@ -51,22 +51,29 @@ writes.`,
 			if err != nil {
 				return err
 			}
-			d, err := openDir(ctx, args[0])
+			stop, err := opts.limits.profile()
 			if err != nil {
 				return err
 			}
-			// The dump streams to stdout while it runs: on a terminal
-			// a bar would be drawn over its lines, so auto shows one
-			// only when stdout goes elsewhere.
-			mode := opts.progress
-			if mode == progressAuto && ios.OutTTY {
-				mode = progressNone
+			d, err := openDir(ctx, args[0])
+			if err == nil {
+				// The dump streams to stdout while it runs: on a terminal
+				// a bar would be drawn over its lines, so auto shows one
+				// only when stdout goes elsewhere.
+				mode := opts.progress
+				if mode == progressAuto && ios.OutTTY {
+					mode = progressNone
+				}
+				prog := ios.startProgress("dump", mode, false)
+				limits.Progress = prog.phaseFunc("runs")
+				err = d.WriteDump(ctx, ios.Data, check.DumpOptions{Physical: !opts.logical, Options: limits})
+				prog.end()
+				err = closeDir(ctx, d, err)
 			}
-			prog := ios.startProgress("dump", mode, false)
-			limits.Progress = prog.phaseFunc("runs")
-			err = d.WriteDump(ctx, cmd.OutOrStdout(), check.DumpOptions{Physical: !opts.logical, Options: limits})
-			prog.end()
-			return closeDir(ctx, d, err)
+			if perr := stop(); err == nil && perr != nil {
+				err = perr
+			}
+			return err
 		},
 	}
 	cmd.Flags().BoolVar(&opts.logical, "logical", false, "leave out shard and run numbers (compare directories with diff)")

@@ -162,8 +162,7 @@ built is removed; run the same command again. A signal during the switch
 	f.BoolVar(&opts.keepOld, "keep-old", false, "keep the old layout as <dir>/reshard.kept, so --undo can restore it")
 	f.BoolVar(&opts.undo, "undo", false, "restore the layout kept by --keep-old, if nothing wrote to the directory since")
 	f.BoolVar(&opts.discard, "discard-kept", false, "remove the layout kept by --keep-old for good (crash-safely)")
-	f.StringVar(&opts.cpuProfile, "cpuprofile", "", "write a CPU profile (pprof) of the reshard to `FILE`")
-	f.StringVar(&opts.memProfile, "memprofile", "", "write a heap profile (pprof, allocations included) taken at the end to `FILE`")
+	addProfileFlags(cmd, &opts.cpuProfile, &opts.memProfile, "the reshard")
 	addProgressFlag(cmd, &opts.progress)
 	markCLIOnly(cmd, "report", "dry-run", "output", "plan", "verify-plan", "keep-old", "undo", "discard-kept")
 	return cmd

@@ -22,12 +22,19 @@ type verifyOptions struct {
 }
 
 // checkLimits are verify's and dump's --memory and --scratch, as
-// reshard's.
-type checkLimits struct{ memory, scratch string }
+// reshard's, and their --cpuprofile and --memprofile.
+type checkLimits struct{ memory, scratch, cpuProfile, memProfile string }
 
 func (l *checkLimits) flags(cmd *cobra.Command) {
 	cmd.Flags().StringVar(&l.memory, "memory", "256MiB", "memory `BUDGET` for sorts and joins before they spill to a scratch store (e.g. 64MiB, 1GiB)")
 	cmd.Flags().StringVar(&l.scratch, "scratch", "", "scratch `DIR` for what outgrows --memory (default: the system temp directory)")
+	addProfileFlags(cmd, &l.cpuProfile, &l.memProfile, "the "+cmd.Name())
+}
+
+// profile starts the profiles the flags ask for; the returned function
+// stops them and writes them.
+func (l *checkLimits) profile() (func() error, error) {
+	return startProfiles(l.cpuProfile, l.memProfile)
 }
 
 func (l *checkLimits) options() (check.Options, error) {
@@ -123,11 +130,20 @@ type verifyFinding struct {
 	check.Finding
 }
 
-func runVerify(ctx context.Context, ios *IO, opts verifyOptions, dir string) error {
+func runVerify(ctx context.Context, ios *IO, opts verifyOptions, dir string) (rerr error) {
 	limits, err := opts.limits.options()
 	if err != nil {
 		return err
 	}
+	stop, err := opts.limits.profile()
+	if err != nil {
+		return err
+	}
+	defer func() {
+		if perr := stop(); rerr == nil && perr != nil {
+			rerr = perr
+		}
+	}()
 	prog := ios.startProgress("verify", opts.progress, opts.quiet)
 	limits.Progress = prog.phaseFunc("runs")
 	sum := verifySummary{Type: "summary"}

@@ -23,6 +23,10 @@ type IO struct {
 	In  io.Reader
 	Out io.Writer // styled writer over stdout
 	Err io.Writer // styled writer over stderr
+	// Data is stdout as it is, for output that carries no styles to strip
+	// (dump's JSON lines, whose strings escape every control character):
+	// Out would scan every byte for escape sequences.
+	Data io.Writer
 
 	OutTTY bool
 	ErrTTY bool
@@ -45,7 +49,11 @@ func newIO(in io.Reader, out, errw io.Writer, env []string) *IO {
 		// escape sequences at all, so logs and screen readers see text.
 		o.Profile, e.Profile = colorprofile.NoTTY, colorprofile.NoTTY
 	}
-	return &IO{In: in, Out: o, Err: e, OutTTY: isTerminal(out), ErrTTY: isTerminal(errw), Width: outputWidth(out, env),
+	data := out
+	if data == nil {
+		data = o
+	}
+	return &IO{In: in, Out: o, Err: e, Data: data, OutTTY: isTerminal(out), ErrTTY: isTerminal(errw), Width: outputWidth(out, env),
 		ErrWidth: outputWidth(errw, env), errRaw: errw, dumbTerm: envValue(env, "TERM") == "dumb"}
 }
 

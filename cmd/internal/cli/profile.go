@@ -5,7 +5,16 @@ import (
 	"os"
 	"runtime"
 	"runtime/pprof"
+
+	"github.com/spf13/cobra"
 )
+
+// addProfileFlags adds --cpuprofile and --memprofile to cmd, for an
+// operator reporting a slow run of what (a noun: "the reshard").
+func addProfileFlags(cmd *cobra.Command, cpu, mem *string, what string) {
+	cmd.Flags().StringVar(cpu, "cpuprofile", "", "write a CPU profile (pprof) of "+what+" to `FILE`")
+	cmd.Flags().StringVar(mem, "memprofile", "", "write a heap profile (pprof, allocations included) taken at the end to `FILE`")
+}
 
 // startProfiles starts a CPU profile into cpuPath and arranges a heap
 // profile into memPath (either may be ""); the returned function stops
