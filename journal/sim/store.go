@@ -19,7 +19,7 @@ type backend interface {
 	now() int64
 	// evict turns on dropping checkpointed state from memory (a no-op in
 	// memory) and resident counts the runs in memory.
-	evict()
+	evict(keep int)
 	resident() int
 	// eachRun calls fn for every run of shard i; right after a checkpoint
 	// for a directory (it reads the store).
@@ -36,7 +36,7 @@ func (b dbBackend) commit(ops []journal.ShardOp) error {
 func (b dbBackend) checkpoint() error { return b.db.Checkpoint() }
 func (b dbBackend) setNow(now int64)  { b.db.SetNow(now) }
 func (b dbBackend) now() int64        { return b.db.Now }
-func (b dbBackend) evict()            { b.db.SetEvict() }
+func (b dbBackend) evict(keep int)    { b.db.SetEvictKeep(keep) }
 func (b dbBackend) resident() int     { return b.db.Resident() }
 func (b dbBackend) eachRun(i int, fn func(*journal.Run) error) error {
 	return b.db.StoredRuns(i, fn)
@@ -78,7 +78,7 @@ func (b *memBackend) commit(ops []journal.ShardOp) error {
 func (b *memBackend) checkpoint() error { b.checkpoints++; b.cpNow = b.clk; return nil }
 func (b *memBackend) setNow(now int64)  { b.clk = now }
 func (b *memBackend) now() int64        { return b.cpNow }
-func (b *memBackend) evict()            {}
+func (b *memBackend) evict(int)         {}
 func (b *memBackend) resident() int     { return 0 }
 func (b *memBackend) eachRun(i int, fn func(*journal.Run) error) error {
 	for _, r := range b.sh[i].SortedRuns() {

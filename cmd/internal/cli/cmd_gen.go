@@ -24,6 +24,7 @@ type genOptions struct {
 	retention    time.Duration
 	log          int
 	json, quiet  bool
+	profile      profileFlags
 }
 
 func newGenCmd(ios *IO) *cobra.Command {
@@ -111,6 +112,7 @@ is working on in memory and reads the others back from the shard stores.`,
 	f.IntVar(&opts.log, "log", meta.LogShared, "log format of the new directory: 3, or 2 (a log per shard, for trying fusee upgrade)")
 	f.BoolVar(&opts.json, "json", false, "print the report as JSON")
 	addQuietFlag(cmd, &opts.quiet, "print no report (errors and warnings still go to stderr)")
+	opts.profile.add(cmd, "the gen")
 	return cmd
 }
 
@@ -129,8 +131,15 @@ func runGen(cmd *cobra.Command, ios *IO, opts genOptions, dir string) error {
 		return fmt.Sprintf("gen: %d of %d runs, virtual %s", p.Started, opts.runs, virtualTime(p.Now))
 	})
 	defer genGC()()
+	stop, err := opts.profile.start()
+	if err != nil {
+		return err
+	}
 	rep, err := sim.Generate(cmd.Context(), vfs.Default, dir, o)
 	done()
+	if perr := stop(); err == nil && perr != nil {
+		return perr
+	}
 	if err != nil {
 		return err
 	}

@@ -5,7 +5,22 @@ import (
 	"os"
 	"runtime"
 	"runtime/pprof"
+
+	"github.com/spf13/cobra"
 )
+
+// profileFlags are --cpuprofile and --memprofile of a long-running
+// command (what names what is profiled: "the reshard", "the gen").
+type profileFlags struct{ cpu, mem string }
+
+func (p *profileFlags) add(cmd *cobra.Command, what string) {
+	f := cmd.Flags()
+	f.StringVar(&p.cpu, "cpuprofile", "", "write a CPU profile (pprof) of "+what+" to `FILE`")
+	f.StringVar(&p.mem, "memprofile", "", "write a heap profile (pprof, allocations included) taken at the end to `FILE`")
+}
+
+// start is startProfiles of the flags' files.
+func (p *profileFlags) start() (stop func() error, err error) { return startProfiles(p.cpu, p.mem) }
 
 // startProfiles starts a CPU profile into cpuPath and arranges a heap
 // profile into memPath (either may be ""); the returned function stops
