@@ -27,7 +27,7 @@ type backing struct {
 	// ids and seen hold every workflow ID and message ID the store or
 	// memory may have in the ID index and the dedup set (keyfilter.go).
 	ids, seen *keyFilter
-	err     error  // the first read error (Shard.LoadErr)
+	err       error // the first read error (Shard.LoadErr)
 }
 
 // Run returns run no (nil: no such run), reading it back from the store
