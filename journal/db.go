@@ -53,6 +53,9 @@ type OpenOptions struct {
 	NoSync   bool
 	// SegmentSize is the log's segment size target (0: wal's default).
 	SegmentSize int64
+	// Evict recovers without loading runs, for an engine that evicts
+	// (recover_evict.go): the DB starts and stays evicting.
+	Evict bool
 }
 
 // RecoveryReport says what recovery found.

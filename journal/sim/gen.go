@@ -310,7 +310,7 @@ type DriveReport struct {
 // then checkpoints and closes it.
 func Drive(ctx context.Context, fs vfs.FS, dir string, o DriveOptions) (*DriveReport, error) {
 	start := time.Now()
-	db, rec, err := journal.Open(fs, dir, journal.OpenOptions{NoSync: o.NoSync})
+	db, rec, err := journal.Open(fs, dir, journal.OpenOptions{NoSync: o.NoSync, Evict: true})
 	if err != nil {
 		return nil, err
 	}
@@ -323,7 +323,10 @@ func Drive(ctx context.Context, fs vfs.FS, dir string, o DriveOptions) (*DriveRe
 		e.recover()
 		e.b.evict(e.cfg.MaxResident / 2)
 		from = e.now
-		err = e.Drive(ctx)
+		err = e.recErr
+		if err == nil {
+			err = e.Drive(ctx)
+		}
 	}
 	if cerr := errors.Join(db.Close(), e.scratch.close()); err == nil {
 		err = cerr
