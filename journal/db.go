@@ -39,6 +39,10 @@ type CreateOptions struct {
 	// must write the same bytes for the same input derives it from that
 	// input.
 	LogID uint64
+	// Build says the directory is built under a temporary name and thrown
+	// away unless Close succeeds: its stores skip their own crash
+	// recovery until Close (build.go). Implies NoSync.
+	Build bool
 }
 
 // OpenOptions configure how an existing directory is opened.
@@ -49,6 +53,9 @@ type OpenOptions struct {
 	NoSync   bool
 	// SegmentSize is the log's segment size target (0: wal's default).
 	SegmentSize int64
+	// Evict recovers without loading runs, for an engine that evicts
+	// (recover_evict.go): the DB starts and stays evicting.
+	Evict bool
 }
 
 // RecoveryReport says what recovery found.
@@ -92,18 +99,20 @@ type DB struct {
 	Shards []*Shard
 	Now    int64 // the virtual clock as last checkpointed or set
 
-	lock     *meta.Dir
-	readOnly bool
-	noSync   bool
-	cache    *pebble.Cache
-	stores   []*pebble.DB
-	headers  []CheckpointHeader // each shard's current checkpoint
-	tails    []tailStats        // each shard's log entries after its checkpoint
-	log      *wal.Writer        // nil when read-only
-	created  int64
-	err      error // set once the in-memory state may be ahead of the log
-	closed   bool
-	evict    bool // drop what the stores hold from memory after each checkpoint (evict.go)
+	lock      *meta.Dir
+	readOnly  bool
+	noSync    bool
+	cache     *pebble.Cache
+	stores    []*pebble.DB
+	headers   []CheckpointHeader // each shard's current checkpoint
+	tails     []tailStats        // each shard's log entries after its checkpoint
+	log       *wal.Writer        // nil when read-only
+	created   int64
+	err       error // set once the in-memory state may be ahead of the log
+	closed    bool
+	build     bool // CreateOptions.Build (build.go)
+	evictKeep int  // running runs each shard keeps across a checkpoint (evict.go)
+	evict     bool // drop what the stores hold from memory after each checkpoint (evict.go)
 }
 
 // tailStats counts one shard's log entries after its checkpoint.
@@ -192,7 +201,7 @@ func CreateFrom(fs vfs.FS, dir string, shards []*Shard, opts CreateOptions) (*DB
 		}
 		return nil, fmt.Errorf("creating %s: %w", dir, err)
 	}
-	db := &DB{Dir: dir, FS: fs, Now: opts.Now, lock: lock, noSync: opts.NoSync, created: opts.Now, log: w}
+	db := &DB{Dir: dir, FS: fs, Now: opts.Now, lock: lock, noSync: opts.NoSync || opts.Build, build: opts.Build, created: opts.Now, log: w}
 	if err := db.openStores(n); err != nil {
 		db.closeAll(false)
 		return nil, err
@@ -211,13 +220,17 @@ func CreateFrom(fs vfs.FS, dir string, shards []*Shard, opts CreateOptions) (*DB
 
 // openStores opens every shard's store.
 func (db *DB) openStores(n int) error {
-	db.cache = pebble.NewCache(cacheSize)
+	size := int64(cacheSize)
+	if db.build {
+		size = buildCacheSize
+	}
+	db.cache = pebble.NewCache(size)
 	db.Shards = make([]*Shard, n)
 	db.stores = make([]*pebble.DB, n)
 	db.headers = make([]CheckpointHeader, n)
 	db.tails = make([]tailStats, n)
 	for i := range n {
-		st, err := openStore(db.FS, StoreDir(db.FS, db.Dir, i), db.cache, db.readOnly, false)
+		st, err := db.openShardStore(i)
 		if err != nil {
 			return err
 		}
@@ -367,7 +380,7 @@ func (db *DB) Checkpoint() error {
 	}
 	if db.evict {
 		for _, s := range db.Shards {
-			s.evict()
+			s.evict(db.evictKeep)
 		}
 	}
 	return nil
@@ -382,7 +395,11 @@ func (db *DB) checkpointShard(i int, hdr *CheckpointHeader) error {
 	if err := writeChanges(b, s, hdr); err != nil {
 		return fmt.Errorf("shard %d: %w", i, err)
 	}
-	if err := b.Commit(pebble.Sync); err != nil {
+	opt := pebble.Sync
+	if db.build {
+		opt = pebble.NoSync // no store WAL: Close flushes and syncs
+	}
+	if err := b.Commit(opt); err != nil {
 		return fmt.Errorf("shard store %s: %w", StoreDir(db.FS, db.Dir, i), err)
 	}
 	s.trackChanges()

@@ -24,7 +24,10 @@ type backing struct {
 	st      *pebble.DB
 	path    string
 	scratch *Shard // for loadRunKey, which files the run it decodes
-	err     error  // the first read error (Shard.LoadErr)
+	// ids and seen hold every workflow ID and message ID the store or
+	// memory may have in the ID index and the dedup set (keyfilter.go).
+	ids, seen *keyFilter
+	err       error // the first read error (Shard.LoadErr)
 }
 
 // Run returns run no (nil: no such run), reading it back from the store
@@ -46,7 +49,7 @@ func (s *Shard) Run(no RunNo) *Run {
 
 // LatestNo is the ID index entry of a workflow ID: its newest run.
 func (s *Shard) LatestNo(workflowID string) (RunNo, bool) {
-	if no, ok := s.ByID[workflowID]; ok || s.back == nil {
+	if no, ok := s.ByID[workflowID]; ok || s.back == nil || !s.back.ids.mayHave(workflowID) {
 		return no, ok
 	}
 	val, ok := s.back.get(IndexKey(workflowID))
@@ -65,7 +68,7 @@ func (s *Shard) LatestNo(workflowID string) (RunNo, bool) {
 // SeenBy reports whether message msgID was received here and, if so, the
 // workflow ID it was delivered to.
 func (s *Shard) SeenBy(msgID string) (string, bool) {
-	if wf, ok := s.Seen[msgID]; ok || s.back == nil {
+	if wf, ok := s.Seen[msgID]; ok || s.back == nil || !s.back.seen.mayHave(msgID) {
 		return wf, ok
 	}
 	val, ok := s.back.get(SeenKey(msgID))
@@ -95,9 +98,27 @@ func (s *Shard) Resident() int { return len(s.Runs) }
 
 // evict drops what the store holds from memory. The shard must have no
 // pending changes (its store reflects all of it).
-func (s *Shard) evict() {
-	clear(s.Runs)
-	clear(s.ByID)
+func (s *Shard) evict(keep int) {
+	// Running runs were touched since the last checkpoint and wait for
+	// something due within minutes: keeping up to keep of them (and
+	// their index entries) saves reading them straight back. Which ones
+	// are kept changes only what is read from the store, never a result.
+	kept := 0
+	for no, r := range s.Runs {
+		if r.State == StateRunning && kept < keep {
+			kept++
+			continue
+		}
+		delete(s.Runs, no)
+	}
+	if kept == 0 {
+		clear(s.ByID)
+	}
+	for id, no := range s.ByID {
+		if _, ok := s.Runs[no]; !ok {
+			delete(s.ByID, id)
+		}
+	}
 	clear(s.Seen)
 	clear(s.Archive)
 	clear(s.Timers)
@@ -171,10 +192,24 @@ func (b *backing) readRun(no RunNo) (r *Run, err error) {
 // on once it has derived what it needs from the whole state (its pending
 // events); tools that read the whole state (verify, dump, reshard) never
 // do.
-func (db *DB) SetEvict() {
+func (db *DB) SetEvict() { db.SetEvictKeep(0) }
+
+// SetEvictKeep is SetEvict that keeps up to keep running runs in memory
+// across each checkpoint (spread over the shards): the ones an engine is
+// about to touch again.
+func (db *DB) SetEvictKeep(keep int) {
+	db.evictKeep = keep / len(db.Shards)
 	for i, s := range db.Shards {
 		if s.back == nil {
-			s.back = &backing{st: db.stores[i], path: StoreDir(db.FS, db.Dir, i), scratch: NewShard(i, len(db.Shards))}
+			b := &backing{st: db.stores[i], path: StoreDir(db.FS, db.Dir, i), scratch: NewShard(i, len(db.Shards)),
+				ids: newKeyFilter(), seen: newKeyFilter()}
+			for id := range s.ByID {
+				b.ids.add(id)
+			}
+			for id := range s.Seen {
+				b.seen.add(id)
+			}
+			s.back = b
 		}
 	}
 	db.evict = true

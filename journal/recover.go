@@ -81,7 +81,11 @@ func (db *DB) recover(ctx context.Context, opts OpenOptions) (*RecoveryReport, e
 		if err := ctx.Err(); err != nil {
 			return nil, err
 		}
-		s, hdr, err := loadShard(db.stores[i], StoreDir(fs, db.Dir, i), i, n)
+		load := loadShard
+		if opts.Evict {
+			load, db.evict = loadShardEvicting, true
+		}
+		s, hdr, err := load(db.stores[i], StoreDir(fs, db.Dir, i), i, n)
 		if err != nil {
 			return nil, err
 		}
@@ -108,6 +112,9 @@ func (db *DB) recover(ctx context.Context, opts OpenOptions) (*RecoveryReport, e
 		}
 		return nil, fmt.Errorf("recovering %s: %w", db.Dir, err)
 	}
+	if err := db.loadErr(); err != nil {
+		return nil, err
+	}
 	rep.LogEnd = tail.End
 	rep.TornTail, rep.Torn, rep.LogEnding = tail.Torn.String(), tail.Torn, tail.Ending
 	for i, s := range db.Shards {
@@ -120,6 +127,7 @@ func (db *DB) recover(ctx context.Context, opts OpenOptions) (*RecoveryReport, e
 		if err := db.reopenStoresWritable(); err != nil {
 			return nil, err
 		}
+		db.rebindBacking()
 		w, err := wal.OpenAppend(fs, walDir, tail, wal.Options{NoSync: opts.NoSync, SegmentSize: opts.SegmentSize})
 		if err != nil {
 			return nil, fmt.Errorf("recovering %s: continuing the log: %w", db.Dir, err)

@@ -209,8 +209,13 @@ func storeOptions(fs vfs.FS, cache *pebble.Cache, readOnly, create bool) *pebble
 // openStore opens (or, with create, creates) the pebble store at path.
 // Corruption is a *StoreCorruptionError.
 func openStore(fs vfs.FS, path string, cache *pebble.Cache, readOnly, create bool) (_ *pebble.DB, err error) {
+	return openStoreWith(path, storeOptions(fs, cache, readOnly, create), create)
+}
+
+// openStoreWith is openStore with the options given.
+func openStoreWith(path string, o *pebble.Options, create bool) (_ *pebble.DB, err error) {
 	defer recoverStoreFatal(path, &err)
-	db, err := pebble.Open(path, storeOptions(fs, cache, readOnly, create))
+	db, err := pebble.Open(path, o)
 	if err != nil {
 		if !create && errors.Is(err, pebble.ErrDBDoesNotExist) {
 			return nil, fmt.Errorf("shard store %s is missing: the directory is incomplete; restore it from a backup: %w", path, err)
@@ -466,8 +471,15 @@ func writeChanges(b *pebble.Batch, s *Shard, hdr *CheckpointHeader) error {
 			return err
 		}
 		if r.State == StateTombstone {
-			if err := b.DeleteRange(RecordKey(no, 0), RunKey(no+1), nil); err != nil {
-				return err
+			// The store holds the records below from (the first position
+			// changed since it last reflected the run): delete each. Point
+			// deletions, not a range deletion: a range tombstone in a
+			// table makes every later point read of that table load its
+			// range-deletion block.
+			for pos := range from {
+				if err := b.Delete(RecordKey(no, pos), nil); err != nil {
+					return err
+				}
 			}
 			continue
 		}

@@ -42,13 +42,16 @@
 // # Memory
 //
 // gen and drive keep only the runs they are working on in memory: the DB
-// evicts every run at each checkpoint (journal.DB.SetEvict) and reads a
-// run back from its store when an event needs it; the engine checkpoints
-// early once Config.MaxResident runs are in memory; its event queues
-// spill past 100,000 events each. What still grows with the directory:
-// the outbox (messages in flight, held by the DB), and drive's start,
-// which opens the directory with journal.Open (every run recovered into
-// memory) and derives its pending events from every run.
+// evicts runs at each checkpoint (journal.DB.SetEvictKeep: all but up to
+// MaxResident/2 running ones) and reads a run back from its store when an
+// event needs it; ID index and dedup lookups of keys never written are
+// answered by in-memory key filters; the engine checkpoints early once
+// Config.MaxResident runs are in memory; its event queues spill past
+// 100,000 events each. Drive opens the directory with an evicting
+// recovery (journal.OpenOptions.Evict: no run loaded) and derives its
+// pending events from the stores one run at a time. What still grows
+// with the directory: the outbox (messages in flight, held by the DB) and
+// the key filters (about 1.5 bytes per workflow and message ID).
 //
 // Run numbers appear only in the typed reference fields the format has
 // for them (parent, caller, predecessor, next, by, Ctx::key, completion

@@ -87,6 +87,7 @@ type Engine struct {
 	held     []event // events held back by the cap
 	noAutoCP bool    // gen's tail: no periodic checkpoint
 
+	recErr   error // recover: reading the runs back failed
 	lastCP   int64
 	appended bool // the current round appended a journal record
 	stats    Stats
@@ -124,11 +125,12 @@ func (e *Engine) recover() {
 	e.main, e.tombs = e.newQueue('m'), e.newQueue('t')
 	e.started = 0
 	now := e.b.now()
+	n := 0
 	for si, s := range e.b.shards() {
 		e.started += int(s.NextRun) - 1
-		for _, r := range s.Runs {
+		err := e.b.allRuns(si, func(r *journal.Run) error {
 			if r.State == journal.StateTombstone {
-				continue
+				return nil
 			}
 			for i := range r.Journal {
 				rec := &r.Journal[i]
@@ -137,6 +139,14 @@ func (e *Engine) recover() {
 				}
 			}
 			e.derive(viewOf(si, r), 0, false, e.pushValid)
+			if n++; n%1024 == 0 {
+				e.b.trim()
+			}
+			return nil
+		})
+		e.b.trim()
+		if err != nil && e.recErr == nil {
+			e.recErr = err
 		}
 	}
 	e.now = now

@@ -210,7 +210,7 @@ const scratchSuffix = ".events"
 // generateInto creates the directory tmp, runs the workload into it and
 // closes it (so that it is synced and unlocked).
 func generateInto(ctx context.Context, fs vfs.FS, tmp string, o GenOptions) (*Engine, *Census, error) {
-	db, err := journal.Create(fs, tmp, journal.CreateOptions{Shards: o.Shards, NoSync: true, LogID: genLogID(o)})
+	db, err := journal.Create(fs, tmp, journal.CreateOptions{Shards: o.Shards, NoSync: true, Build: true, LogID: genLogID(o)})
 	if err != nil {
 		return nil, nil, err
 	}
@@ -220,7 +220,7 @@ func generateInto(ctx context.Context, fs vfs.FS, tmp string, o GenOptions) (*En
 	e.scratch, err = openScratch(fs, tmp+scratchSuffix)
 	if err == nil {
 		e.recover()
-		e.b.evict()
+		e.b.evict(e.cfg.MaxResident / 2)
 		err = e.generate(ctx, o)
 		db.SetNow(e.now)
 	}
@@ -310,7 +310,7 @@ type DriveReport struct {
 // then checkpoints and closes it.
 func Drive(ctx context.Context, fs vfs.FS, dir string, o DriveOptions) (*DriveReport, error) {
 	start := time.Now()
-	db, rec, err := journal.Open(fs, dir, journal.OpenOptions{NoSync: o.NoSync})
+	db, rec, err := journal.Open(fs, dir, journal.OpenOptions{NoSync: o.NoSync, Evict: true})
 	if err != nil {
 		return nil, err
 	}
@@ -321,9 +321,12 @@ func Drive(ctx context.Context, fs vfs.FS, dir string, o DriveOptions) (*DriveRe
 	from := e.now
 	if err == nil {
 		e.recover()
-		e.b.evict()
+		e.b.evict(e.cfg.MaxResident / 2)
 		from = e.now
-		err = e.Drive(ctx)
+		err = e.recErr
+		if err == nil {
+			err = e.Drive(ctx)
+		}
 	}
 	if cerr := errors.Join(db.Close(), e.scratch.close()); err == nil {
 		err = cerr

@@ -19,11 +19,16 @@ type backend interface {
 	now() int64
 	// evict turns on dropping checkpointed state from memory (a no-op in
 	// memory) and resident counts the runs in memory.
-	evict()
+	evict(keep int)
 	resident() int
 	// eachRun calls fn for every run of shard i; right after a checkpoint
 	// for a directory (it reads the store).
 	eachRun(i int, fn func(*journal.Run) error) error
+	// allRuns calls fn for every run of shard i, at any time (an
+	// evicting directory reads the runs not in memory from its store).
+	allRuns(i int, fn func(*journal.Run) error) error
+	// trim drops from memory what was only read back (allRuns' callers).
+	trim()
 }
 
 // dbBackend drives a journal.DB.
@@ -33,11 +38,13 @@ func (b dbBackend) shards() []*journal.Shard { return b.db.Shards }
 func (b dbBackend) commit(ops []journal.ShardOp) error {
 	return b.db.Commit(ops)
 }
-func (b dbBackend) checkpoint() error { return b.db.Checkpoint() }
-func (b dbBackend) setNow(now int64)  { b.db.SetNow(now) }
-func (b dbBackend) now() int64        { return b.db.Now }
-func (b dbBackend) evict()            { b.db.SetEvict() }
-func (b dbBackend) resident() int     { return b.db.Resident() }
+func (b dbBackend) checkpoint() error                                { return b.db.Checkpoint() }
+func (b dbBackend) setNow(now int64)                                 { b.db.SetNow(now) }
+func (b dbBackend) now() int64                                       { return b.db.Now }
+func (b dbBackend) evict(keep int)                                   { b.db.SetEvictKeep(keep) }
+func (b dbBackend) resident() int                                    { return b.db.Resident() }
+func (b dbBackend) trim()                                            { b.db.DropUnchanged() }
+func (b dbBackend) allRuns(i int, fn func(*journal.Run) error) error { return b.db.EachRun(i, fn) }
 func (b dbBackend) eachRun(i int, fn func(*journal.Run) error) error {
 	return b.db.StoredRuns(i, fn)
 }
@@ -75,11 +82,13 @@ func (b *memBackend) commit(ops []journal.ShardOp) error {
 	}
 	return nil
 }
-func (b *memBackend) checkpoint() error { b.checkpoints++; b.cpNow = b.clk; return nil }
-func (b *memBackend) setNow(now int64)  { b.clk = now }
-func (b *memBackend) now() int64        { return b.cpNow }
-func (b *memBackend) evict()            {}
-func (b *memBackend) resident() int     { return 0 }
+func (b *memBackend) checkpoint() error                                { b.checkpoints++; b.cpNow = b.clk; return nil }
+func (b *memBackend) setNow(now int64)                                 { b.clk = now }
+func (b *memBackend) now() int64                                       { return b.cpNow }
+func (b *memBackend) evict(int)                                        {}
+func (b *memBackend) resident() int                                    { return 0 }
+func (b *memBackend) trim()                                            {}
+func (b *memBackend) allRuns(i int, fn func(*journal.Run) error) error { return b.eachRun(i, fn) }
 func (b *memBackend) eachRun(i int, fn func(*journal.Run) error) error {
 	for _, r := range b.sh[i].SortedRuns() {
 		if err := fn(r); err != nil {

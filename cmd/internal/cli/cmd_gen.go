@@ -25,6 +25,7 @@ type genOptions struct {
 	log          int
 	json, quiet  bool
 	progress     progressMode
+	profile      profileFlags
 }
 
 func newGenCmd(ios *IO) *cobra.Command {
@@ -113,6 +114,7 @@ is working on in memory and reads the others back from the shard stores.`,
 	f.BoolVar(&opts.json, "json", false, "print the report as JSON")
 	addQuietFlag(cmd, &opts.quiet, "print no report and no progress (errors and warnings still go to stderr)")
 	addProgressFlag(cmd, &opts.progress)
+	opts.profile.add(cmd, "the gen")
 	return cmd
 }
 
@@ -132,11 +134,18 @@ func runGen(cmd *cobra.Command, ios *IO, opts genOptions, dir string) error {
 	}
 	o.Progress = simProgress(prog, state)
 	defer genGC()()
+	stop, err := opts.profile.start()
+	if err != nil {
+		return err
+	}
 	rep, err := sim.Generate(cmd.Context(), vfs.Default, dir, o)
 	if err == nil {
 		prog.set(state(sim.Progress{Now: rep.Now, Started: opts.runs}))
 	}
 	prog.end()
+	if perr := stop(); err == nil && perr != nil {
+		err = perr
+	}
 	if err != nil {
 		return err
 	}

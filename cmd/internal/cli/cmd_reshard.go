@@ -42,9 +42,8 @@ type reshardOptions struct {
 	undo       bool
 	discard    bool
 	// Profiles (for an operator reporting a slow reshard).
-	cpuProfile string
-	memProfile string
-	progress   progressMode
+	profile  profileFlags
+	progress progressMode // how progress is shown on stderr
 }
 
 func newReshardCmd(ios *IO) *cobra.Command {
@@ -162,7 +161,7 @@ built is removed; run the same command again. A signal during the switch
 	f.BoolVar(&opts.keepOld, "keep-old", false, "keep the old layout as <dir>/reshard.kept, so --undo can restore it")
 	f.BoolVar(&opts.undo, "undo", false, "restore the layout kept by --keep-old, if nothing wrote to the directory since")
 	f.BoolVar(&opts.discard, "discard-kept", false, "remove the layout kept by --keep-old for good (crash-safely)")
-	addProfileFlags(cmd, &opts.cpuProfile, &opts.memProfile, "the reshard")
+	opts.profile.add(cmd, "the reshard")
 	addProgressFlag(cmd, &opts.progress)
 	markCLIOnly(cmd, "report", "dry-run", "output", "plan", "verify-plan", "keep-old", "undo", "discard-kept")
 	return cmd
@@ -177,7 +176,7 @@ func runReshard(ctx context.Context, ios *IO, opts reshardOptions, dir string, s
 	if err != nil {
 		return err
 	}
-	stop, err := startProfiles(opts.cpuProfile, opts.memProfile)
+	stop, err := opts.profile.start()
 	if err != nil {
 		return err
 	}

@@ -23,18 +23,21 @@ type verifyOptions struct {
 
 // checkLimits are verify's and dump's --memory and --scratch, as
 // reshard's, and their --cpuprofile and --memprofile.
-type checkLimits struct{ memory, scratch, cpuProfile, memProfile string }
+type checkLimits struct {
+	memory, scratch string
+	prof            profileFlags
+}
 
 func (l *checkLimits) flags(cmd *cobra.Command) {
 	cmd.Flags().StringVar(&l.memory, "memory", "256MiB", "memory `BUDGET` for sorts and joins before they spill to a scratch store (e.g. 64MiB, 1GiB)")
 	cmd.Flags().StringVar(&l.scratch, "scratch", "", "scratch `DIR` for what outgrows --memory (default: the system temp directory)")
-	addProfileFlags(cmd, &l.cpuProfile, &l.memProfile, "the "+cmd.Name())
+	l.prof.add(cmd, "the "+cmd.Name())
 }
 
 // profile starts the profiles the flags ask for; the returned function
 // stops them and writes them.
 func (l *checkLimits) profile() (func() error, error) {
-	return startProfiles(l.cpuProfile, l.memProfile)
+	return l.prof.start()
 }
 
 func (l *checkLimits) options() (check.Options, error) {

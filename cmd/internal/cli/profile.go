@@ -9,12 +9,18 @@ import (
 	"github.com/spf13/cobra"
 )
 
-// addProfileFlags adds --cpuprofile and --memprofile to cmd, for an
-// operator reporting a slow run of what (a noun: "the reshard").
-func addProfileFlags(cmd *cobra.Command, cpu, mem *string, what string) {
-	cmd.Flags().StringVar(cpu, "cpuprofile", "", "write a CPU profile (pprof) of "+what+" to `FILE`")
-	cmd.Flags().StringVar(mem, "memprofile", "", "write a heap profile (pprof, allocations included) taken at the end to `FILE`")
+// profileFlags are --cpuprofile and --memprofile of a long-running
+// command (what names what is profiled: "the reshard", "the gen").
+type profileFlags struct{ cpu, mem string }
+
+func (p *profileFlags) add(cmd *cobra.Command, what string) {
+	f := cmd.Flags()
+	f.StringVar(&p.cpu, "cpuprofile", "", "write a CPU profile (pprof) of "+what+" to `FILE`")
+	f.StringVar(&p.mem, "memprofile", "", "write a heap profile (pprof, allocations included) taken at the end to `FILE`")
 }
+
+// start is startProfiles of the flags' files.
+func (p *profileFlags) start() (stop func() error, err error) { return startProfiles(p.cpu, p.mem) }
 
 // startProfiles starts a CPU profile into cpuPath and arranges a heap
 // profile into memPath (either may be ""); the returned function stops

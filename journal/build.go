@@ -1,0 +1,52 @@
+package journal
+
+import (
+	"github.com/cockroachdb/pebble/v2"
+	"github.com/cockroachdb/pebble/v2/bloom"
+)
+
+// Building: a directory created with CreateOptions.Build is being written
+// under a name no reader opens (gen's <dir>.gen-tmp-*) and is thrown away
+// unless it is closed cleanly. Its stores then need no crash recovery of
+// their own until Close: they run without a pebble WAL (Close flushes
+// every memtable into synced sstables, which is all a reopen needs), with
+// larger memtables and a larger block cache, bloom filters for the point
+// reads of evicted state (most ID index and dedup lookups of a generator
+// are misses), and fewer, larger L0 compactions. The files they leave are
+// ordinary pebble stores, read with the ordinary options.
+
+// Sizes of a directory being built: a block cache large enough for the
+// index and filter blocks of a few million runs, and memtables sharing
+// buildMemtables (each 2 to 32 MiB), so that a store flushes seldom and
+// L0 compacts in larger steps.
+const (
+	buildCacheSize = 128 << 20
+	buildMemtables = 128 << 20
+	buildL0Compact = 16
+	buildBloomBits = 10
+)
+
+// tuneForBuild changes a store's options for a directory of shards
+// shards being built.
+func tuneForBuild(o *pebble.Options, shards int) {
+	o.DisableWAL = true
+	o.MemTableSize = uint64(min(max(buildMemtables/shards, 2<<20), 32<<20))
+	o.L0CompactionThreshold = buildL0Compact
+	o.L0CompactionFileThreshold = 4 * buildL0Compact
+	o.L0StopWritesThreshold = 8 * buildL0Compact
+	for i := range o.Levels {
+		o.Levels[i].FilterPolicy = bloom.FilterPolicy(buildBloomBits)
+	}
+}
+
+// openShardStore opens shard i's store for the DB, read-write unless the
+// DB is read-only.
+func (db *DB) openShardStore(i int) (_ *pebble.DB, err error) {
+	path := StoreDir(db.FS, db.Dir, i)
+	if !db.build {
+		return openStore(db.FS, path, db.cache, db.readOnly, false)
+	}
+	o := storeOptions(db.FS, db.cache, db.readOnly, false)
+	tuneForBuild(o, len(db.stores))
+	return openStoreWith(path, o, false)
+}
