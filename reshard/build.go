@@ -113,9 +113,9 @@ func (r *resharder) build(ctx context.Context, p *plan, newDir string, rep *Repo
 		}
 		return n
 	}
-	oldCanon := &canon{id: func(ref journal.RunRef) (string, uint32, bool, error) {
+	oldCanon := &canon{id: func(ref journal.RunRef) (uint64, bool, error) {
 		m, ok, err := theirs.lookup(ref.Shard, ref.Run)
-		return m.WorkflowID, m.Gen, ok, err
+		return m.ID, ok, err
 	}}
 	var kb []byte
 	rep.NewShardBytes = make([]int64, r.newN)
@@ -433,14 +433,7 @@ func (r *resharder) readBack(ctx context.Context, p *plan, newDir string) (*dige
 	err = parallel(ctx, r.newN, func(j int) error {
 		part := &digest{seeds: d.seeds, counts: map[string]int64{}}
 		parts[j] = part
-		c := &canon{id: func(ref journal.RunRef) (string, uint32, bool, error) {
-			v, ok, err := p.rev.Get(runMapKey(ref.Shard, ref.Run))
-			if err != nil || !ok {
-				return "", 0, ok, err
-			}
-			m, ok, err := p.lookup(int(binary.BigEndian.Uint16(v)), journal.RunNo(binary.BigEndian.Uint64(v[2:])))
-			return m.WorkflowID, m.Gen, ok, err
-		}}
+		c := &canon{id: func(ref journal.RunRef) (uint64, bool, error) { return p.identityAt(ref.Shard, ref.Run) }}
 		if err := r.readBackShard(ctx, c, part, newDir, j, tails); err != nil {
 			return fmt.Errorf("reading back new shard %d: %w", j, err)
 		}

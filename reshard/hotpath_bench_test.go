@@ -10,6 +10,7 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"hash/maphash"
 	"os"
 	"path/filepath"
 	"slices"
@@ -147,12 +148,13 @@ func BenchmarkDigestRun(b *testing.B) {
 	for _, r := range runs {
 		ids[journal.RunRef{Shard: journal.ShardOf(r.WorkflowID, hotShards), Run: r.No}] = r
 	}
-	c := &canon{id: func(ref journal.RunRef) (string, uint32, bool, error) {
+	seed := maphash.MakeSeed()
+	c := &canon{id: func(ref journal.RunRef) (uint64, bool, error) {
 		r, ok := ids[ref]
 		if !ok {
-			return "", 0, false, nil
+			return 0, false, nil
 		}
-		return r.WorkflowID, r.Gen, true, nil
+		return identity(seed, r.WorkflowID, r.Gen), true, nil
 	}}
 	d, _ := newDigestPair()
 	b.SetBytes(encodedBytes(enc))

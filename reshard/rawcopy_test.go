@@ -51,9 +51,9 @@ func TestRawRewriteMatchesDecode(t *testing.T) {
 				}
 				return n
 			}
-			ids := func(ref journal.RunRef) (string, uint32, bool, error) {
+			ids := func(ref journal.RunRef) (uint64, bool, error) {
 				n := mapper(0, ref)
-				return fmt.Sprint(n), uint32(n.Shard), n.Run != noSuchRun, nil
+				return uint64(n.Shard)<<48 | uint64(n.Run), n.Run != noSuchRun, nil
 			}
 			dDecoded, dRaw := newDigestPair()
 			gen := uint64(2 + it)
