@@ -9,22 +9,23 @@ import (
 
 // The run map in memory. Every reference the rewrite and the digests
 // meet is a run map lookup; through the spill map each one hashes a
-// string key and decodes a value with its workflow ID. While the plan is
-// small enough (fastShares of the memory budget, which a million runs
-// fit at the default budget) the plan keeps a second, typed copy: old
-// (shard, number) -> new (shard, number, flag) and the run's identity
-// hash, and new (shard, number) -> identity hash for the check. Past that
-// share the typed maps are dropped, and lookups go to the spill map,
-// which spills to its scratch store as before: memory stays bounded by
-// the budget either way, and the answers are the same.
+// string key and decodes a value with its workflow ID. When the plan's
+// runs (counted by pass 1) fit fastShares of the memory budget (about 1.2
+// million runs at the default budget), the run map and its reverse are
+// typed maps instead, made at their full size at once: old (shard,
+// number) -> new (shard, number, flag) and the run's identity hash, and
+// new (shard, number) -> identity hash for the check. The spill maps then
+// get nothing (unless a plan file is made or applied, which reads them),
+// so memory stays within the budget either way; past the share the spill
+// maps answer, and the answers are the same.
 
 // fastShares is the part of the budget (in mapShare units) the typed run
 // maps may hold.
-const fastShares = 3
+const fastShares = 2
 
 // fastEntryBytes is about what one run costs in the typed maps (both
-// directions, with the maps' own overhead).
-const fastEntryBytes = 64
+// directions, with the maps' own overhead, made at their full size).
+const fastEntryBytes = 56
 
 // fastEntry is where a run went: new run number (48 bits), new shard
 // (10 bits) and the renumbered flag packed, and its identity.
@@ -37,30 +38,29 @@ type fastEntry struct {
 // below 2^10.
 func runKey(shard int, no journal.RunNo) uint64 { return uint64(shard)<<48 | uint64(no) }
 
-// fastMaps is the typed copy of the run map and its reverse.
+// fastMaps is the typed run map and its reverse.
 type fastMaps struct {
-	runs   map[uint64]fastEntry
-	rev    map[uint64]uint64
-	budget int64 // entries left before the maps are dropped
+	runs map[uint64]fastEntry
+	rev  map[uint64]uint64
 }
 
-func newFastMaps(budget int64) *fastMaps {
-	return &fastMaps{runs: map[uint64]fastEntry{}, rev: map[uint64]uint64{}, budget: budget / fastEntryBytes}
-}
-
-// add records that old (shard, no) went to m; it reports false once the
-// maps are past their budget (they are then dropped).
-func (f *fastMaps) add(oldShard int, oldNo journal.RunNo, m mapped, id uint64) bool {
-	if f.budget--; f.budget < 0 {
-		return false
+// newFastMaps makes typed maps for runs runs, or returns nil if they
+// would not fit budget.
+func newFastMaps(runs, budget int64) *fastMaps {
+	if runs*fastEntryBytes > budget {
+		return nil
 	}
+	return &fastMaps{runs: make(map[uint64]fastEntry, runs), rev: make(map[uint64]uint64, runs)}
+}
+
+// add records that old (shard, no) went to m.
+func (f *fastMaps) add(oldShard int, oldNo journal.RunNo, m mapped, id uint64) {
 	to := runKey(m.Shard, m.No)
 	if m.Renumbered {
 		to |= 1 << 63
 	}
 	f.runs[runKey(oldShard, oldNo)] = fastEntry{to: to, id: id}
 	f.rev[runKey(m.Shard, m.No)] = id
-	return true
 }
 
 func (f *fastMaps) lookup(shard int, no journal.RunNo) (mapped, bool) {

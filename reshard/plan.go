@@ -119,6 +119,7 @@ type plan struct {
 	unfinishedRenumbered []RenumberedRun
 	idSeed               maphash.Seed
 	fast                 *fastMaps // nil: past its budget, the spill maps answer
+	spilled              bool      // the spill maps runs and rev are filled
 }
 
 // makePlan runs pass 1 over every old shard and assigns every run its new
@@ -173,19 +174,30 @@ func (r *resharder) makePlan(ctx context.Context) (*plan, error) {
 	p.runs = r.newMap("runs")
 	p.rev = r.newMap("rev")
 	p.idSeed = maphash.MakeSeed()
-	p.fast = newFastMaps(r.budget / mapShare * fastShares)
+	var total int64
+	for _, n := range p.byState {
+		total += n
+	}
+	p.fast = newFastMaps(total, r.budget/mapShare*fastShares)
+	// A plan file made or applied reads the spill maps (planDetails).
+	p.spilled = p.fast == nil || r.opts.MakePlan || r.opts.Plan != nil
 	losers := r.newMap("losers")
 	defer losers.Close()
 	put := func(oldShard int, oldNo journal.RunNo, m mapped) error {
-		if err := p.runs.Put(runMapKey(oldShard, oldNo), encodeMapped(m)); err != nil {
-			return err
+		if p.spilled {
+			if err := p.runs.Put(runMapKey(oldShard, oldNo), encodeMapped(m)); err != nil {
+				return err
+			}
 		}
-		if p.fast != nil && !p.fast.add(oldShard, oldNo, m, identity(p.idSeed, m.WorkflowID, m.Gen)) {
-			p.fast = nil
+		if p.fast != nil {
+			p.fast.add(oldShard, oldNo, m, identity(p.idSeed, m.WorkflowID, m.Gen))
 		}
 		p.shardRuns[m.Shard]++
 		if oldShard != m.Shard {
 			p.moved++
+		}
+		if !p.spilled {
+			return nil
 		}
 		return p.rev.Put(runMapKey(m.Shard, m.No), runMapKey(oldShard, oldNo))
 	}
