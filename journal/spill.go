@@ -50,7 +50,7 @@ func (m *SpillMap) Put(key, value []byte) error {
 		if err := m.batch.Set(key, value, nil); err != nil {
 			return err
 		}
-		if m.batch.Len() >= 4<<20 {
+		if m.batch.Len() >= m.batchBytes() {
 			return m.commit()
 		}
 		return nil
@@ -68,6 +68,11 @@ func (m *SpillMap) Put(key, value []byte) error {
 	}
 	return nil
 }
+
+// batchBytes is how large a batch of a spilled map grows before it is
+// committed: a quarter of the map's share, between 64 KiB and 4 MiB, so
+// that a small budget is not exceeded by the batch alone.
+func (m *SpillMap) batchBytes() int { return int(min(max(m.budget/4, 64<<10), 4<<20)) }
 
 // spill moves the in-memory entries to a new scratch store.
 func (m *SpillMap) spill() error {
@@ -87,7 +92,7 @@ func (m *SpillMap) spill() error {
 		if err := m.batch.Set([]byte(k), m.mem[k], nil); err != nil {
 			return err
 		}
-		if m.batch.Len() >= 4<<20 {
+		if m.batch.Len() >= m.batchBytes() {
 			if err := m.commit(); err != nil {
 				return err
 			}

@@ -113,9 +113,9 @@ func (r *resharder) build(ctx context.Context, p *plan, newDir string, rep *Repo
 		}
 		return n
 	}
-	oldCanon := &canon{id: func(ref journal.RunRef) (string, uint32, bool, error) {
+	oldCanon := &canon{id: func(ref journal.RunRef) (uint64, bool, error) {
 		m, ok, err := theirs.lookup(ref.Shard, ref.Run)
-		return m.WorkflowID, m.Gen, ok, err
+		return m.ID, ok, err
 	}}
 	var kb []byte
 	rep.NewShardBytes = make([]int64, r.newN)
@@ -131,15 +131,7 @@ func (r *resharder) build(ctx context.Context, p *plan, newDir string, rep *Repo
 		}
 		return sorter.Put(kb, value)
 	}
-	rewrite := func(recs []journal.Record, keyShard int) []journal.Record {
-		out := make([]journal.Record, len(recs))
-		for k, rec := range recs {
-			rec.MapRefs(keyShard, mapper)
-			setTokenGen(&rec, newGen)
-			out[k] = rec
-		}
-		return out
-	}
+	rw := &rawRewriter{mapper: mapper, gen: newGen, put: put, rep: rep}
 	for i := range r.oldN {
 		if direct {
 			for j := i; j < r.newN; j += r.oldN {
@@ -157,10 +149,10 @@ func (r *resharder) build(ctx context.Context, p *plan, newDir string, rep *Repo
 		if err != nil {
 			return nil, err
 		}
-		err = readAhead(ctx, src, func(run *journal.Run, archive []journal.Record) error {
-			oldCanon.run(oldDigest, i, run, archive)
+		err = readAhead(ctx, src, func(run *journal.RawRun) error {
+			oldCanon.rawRun(oldDigest, i, run)
 			return oldCanon.err
-		}, func(run *journal.Run, archive []journal.Record) error {
+		}, func(run *journal.RawRun) error {
 			m, ok, err := mine.lookup(i, run.No)
 			if err != nil {
 				return err
@@ -168,30 +160,8 @@ func (r *resharder) build(ctx context.Context, p *plan, newDir string, rep *Repo
 			if !ok {
 				return fmt.Errorf("internal error: run %d of old shard %d is not in the plan", run.No, i)
 			}
-			nr := *run
-			nr.No, nr.Renumbered = m.No, m.Renumbered
-			nr.Journal = rewrite(run.Journal, i)
-			rep.Counts.Records += int64(len(run.Journal) + len(archive))
-			if err := journal.AppendRunKeys(&nr, func(k, v []byte) error { return put(m.Shard, k, v) }); err != nil {
+			if err := rw.run(run, i, m); err != nil {
 				return err
-			}
-			if archive != nil {
-				rep.Counts.Archives++
-				if err := put(m.Shard, journal.ArchiveKey(m.No), journal.EncodeHistory(nil, rewrite(archive, i))); err != nil {
-					return err
-				}
-			}
-			for _, t := range journal.PendingTimers(&nr) {
-				if direct {
-					break // the old store's own, below
-				}
-				rep.Counts.Timers++
-				if err := put(m.Shard, journal.TimerKeyBytes(t), nil); err != nil {
-					return err
-				}
-			}
-			if unfinished(run.State) {
-				r.pendingTokens(run, &nr, rep)
 			}
 			return firstErr
 		})
@@ -228,9 +198,6 @@ func (r *resharder) build(ctx context.Context, p *plan, newDir string, rep *Repo
 		if err == nil {
 			err = src.Timers(func(k journal.TimerKey) error {
 				oldCanon.timer(oldDigest, k, i)
-				if !direct {
-					return nil
-				}
 				m, ok, err := mine.lookup(i, k.Run)
 				if err != nil {
 					return err
@@ -421,23 +388,19 @@ func parallel(ctx context.Context, n int, work func(i int) error, progress func(
 // which calls fn (the rewrite), with a bounded queue between them so
 // that reading and rewriting overlap. Runs reach fn in order. The first
 // error of either stops both.
-func readAhead(ctx context.Context, src shardSource, look, fn func(*journal.Run, []journal.Record) error) error {
-	type item struct {
-		run     *journal.Run
-		archive []journal.Record
-	}
+func readAhead(ctx context.Context, src shardSource, look, fn func(*journal.RawRun) error) error {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	items := make(chan item, 256)
+	items := make(chan *journal.RawRun, 256)
 	var readErr error
 	go func() {
 		defer close(items)
-		readErr = src.Runs(ctx, func(run *journal.Run, archive []journal.Record) error {
-			if err := look(run, archive); err != nil {
+		readErr = src.RawRuns(ctx, func(run *journal.RawRun) error {
+			if err := look(run); err != nil {
 				return err
 			}
 			select {
-			case items <- item{run, archive}:
+			case items <- run:
 				return nil
 			case <-ctx.Done():
 				return ctx.Err()
@@ -447,7 +410,7 @@ func readAhead(ctx context.Context, src shardSource, look, fn func(*journal.Run,
 	var err error
 	for it := range items {
 		if err == nil {
-			if err = fn(it.run, it.archive); err != nil {
+			if err = fn(it); err != nil {
 				cancel() // the reader stops; drain what it queued
 			}
 		}
@@ -456,26 +419,6 @@ func readAhead(ctx context.Context, src shardSource, look, fn func(*journal.Run,
 		err = readErr
 	}
 	return err
-}
-
-// pendingTokens reports the tokens of run's async completions that are
-// still pending, as they were (old) and as they are now (nr).
-func (r *resharder) pendingTokens(old, nr *journal.Run, rep *Report) {
-	done := map[uint32]bool{}
-	for k := range old.Journal {
-		if rec := &old.Journal[k]; rec.Kind == journal.KindAsyncDone {
-			done[rec.Ref] = true
-		}
-	}
-	for k := range old.Journal {
-		rec := &old.Journal[k]
-		if rec.Kind != journal.KindAsync || rec.Token.Run == 0 || done[rec.Pos] {
-			continue
-		}
-		rep.Counts.PendingTokens++
-		rep.Tokens = append(rep.Tokens, TokenChange{WorkflowID: old.WorkflowID, Position: rec.Pos,
-			Old: rec.Token.String(), New: nr.Journal[k].Token.String()})
-	}
 }
 
 // readBack reads every new shard the way the engine will, and computes
@@ -490,14 +433,7 @@ func (r *resharder) readBack(ctx context.Context, p *plan, newDir string) (*dige
 	err = parallel(ctx, r.newN, func(j int) error {
 		part := &digest{seeds: d.seeds, counts: map[string]int64{}}
 		parts[j] = part
-		c := &canon{id: func(ref journal.RunRef) (string, uint32, bool, error) {
-			v, ok, err := p.rev.Get(runMapKey(ref.Shard, ref.Run))
-			if err != nil || !ok {
-				return "", 0, ok, err
-			}
-			m, ok, err := p.lookup(int(binary.BigEndian.Uint16(v)), journal.RunNo(binary.BigEndian.Uint64(v[2:])))
-			return m.WorkflowID, m.Gen, ok, err
-		}}
+		c := &canon{id: func(ref journal.RunRef) (uint64, bool, error) { return p.identityAt(ref.Shard, ref.Run) }}
 		if err := r.readBackShard(ctx, c, part, newDir, j, tails); err != nil {
 			return fmt.Errorf("reading back new shard %d: %w", j, err)
 		}
@@ -519,8 +455,8 @@ func (r *resharder) readBackShard(ctx context.Context, c *canon, d *digest, newD
 	if err != nil {
 		return err
 	}
-	err = src.Runs(ctx, func(run *journal.Run, archive []journal.Record) error {
-		c.run(d, j, run, archive)
+	err = src.RawRuns(ctx, func(run *journal.RawRun) error {
+		c.rawRun(d, j, run)
 		return c.err
 	})
 	if err == nil {

@@ -76,9 +76,10 @@ func (d *digest) diff(o *digest) string {
 	return ""
 }
 
-// identityFunc names the run a reference points at: its workflow ID and
-// generation, or ok=false for a dangling reference.
-type identityFunc func(ref journal.RunRef) (wf string, gen uint32, ok bool, err error)
+// identityFunc names the run a reference points at: the hash of its
+// workflow ID and generation (identity), or ok=false for a dangling
+// reference.
+type identityFunc func(ref journal.RunRef) (id uint64, ok bool, err error)
 
 // canon builds the canonical bytes of items for a digest.
 type canon struct {
@@ -92,7 +93,7 @@ func (c *canon) ref(_ journal.RefField, ref journal.RunRef) journal.RunRef {
 		c.b = append(c.b, 0)
 		return journal.RunRef{Run: 1}
 	}
-	wf, gen, ok, err := c.id(ref)
+	id, ok, err := c.id(ref)
 	if err != nil && c.err == nil {
 		c.err = err
 	}
@@ -100,9 +101,7 @@ func (c *canon) ref(_ journal.RefField, ref journal.RunRef) journal.RunRef {
 		c.b = append(c.b, 0)
 	} else {
 		c.b = append(c.b, 1)
-		c.b = binary.AppendUvarint(c.b, uint64(len(wf)))
-		c.b = append(c.b, wf...)
-		c.b = binary.AppendUvarint(c.b, uint64(gen))
+		c.b = binary.BigEndian.AppendUint64(c.b, id)
 	}
 	return journal.RunRef{Run: 1}
 }

@@ -4,12 +4,13 @@ package reshard
 // runs of a small generated directory: what a profile of a whole reshard
 // (`fusee reshard --cpuprofile`) points at, measurable alone.
 //
-//	go test -run '^$' -bench 'Record|ShardOf|Digest|StoreWriter|Plan' ./reshard/
+//	go test -run '^$' -bench 'Record|Raw|ShardOf|Digest|StoreWriter|Plan' ./reshard/
 
 import (
 	"bytes"
 	"context"
 	"fmt"
+	"hash/maphash"
 	"os"
 	"path/filepath"
 	"slices"
@@ -147,12 +148,13 @@ func BenchmarkDigestRun(b *testing.B) {
 	for _, r := range runs {
 		ids[journal.RunRef{Shard: journal.ShardOf(r.WorkflowID, hotShards), Run: r.No}] = r
 	}
-	c := &canon{id: func(ref journal.RunRef) (string, uint32, bool, error) {
+	seed := maphash.MakeSeed()
+	c := &canon{id: func(ref journal.RunRef) (uint64, bool, error) {
 		r, ok := ids[ref]
 		if !ok {
-			return "", 0, false, nil
+			return 0, false, nil
 		}
-		return r.WorkflowID, r.Gen, true, nil
+		return identity(seed, r.WorkflowID, r.Gen), true, nil
 	}}
 	d, _ := newDigestPair()
 	b.SetBytes(encodedBytes(enc))
@@ -237,4 +239,80 @@ func BenchmarkPlan(b *testing.B) {
 		r.closeMaps()
 	}
 	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/float64(len(runs)), "ns/run")
+}
+
+// BenchmarkRecordScan is what the byte-copy path does to every record
+// instead of decoding it: check it field by field (journal.ScanRecord).
+func BenchmarkRecordScan(b *testing.B) {
+	_, _, _, enc := hotData(b)
+	b.SetBytes(encodedBytes(enc))
+	b.ReportAllocs()
+	for b.Loop() {
+		for _, e := range enc {
+			if _, err := journal.ScanRecord(e); err != nil {
+				b.Fatal(err)
+			}
+		}
+	}
+}
+
+// hotRaw is every run of the hot directory as a RawRun.
+func hotRaw(b *testing.B, runs []*journal.Run) []*journal.RawRun {
+	out := make([]*journal.RawRun, 0, len(runs))
+	for _, r := range runs {
+		rr := &journal.RawRun{No: r.No, Entry: journal.RunEntry{State: r.State, Gen: r.Gen, Status: r.Status,
+			Started: r.Started, Finished: r.Finished, Records: uint32(len(r.Journal)), WorkflowID: r.WorkflowID, Type: r.Type}}
+		for k := range r.Journal {
+			p := journal.EncodeRecord(nil, &r.Journal[k])
+			h, err := journal.ScanRecord(p)
+			if err != nil {
+				b.Fatal(err)
+			}
+			rr.Records, rr.Heads = append(rr.Records, p), append(rr.Heads, h)
+		}
+		out = append(out, rr)
+	}
+	return out
+}
+
+// BenchmarkRawRewrite is the byte-copy rewrite of every run (records
+// with a reference decoded, mapped and encoded, the rest copied) into a
+// put that keeps nothing.
+func BenchmarkRawRewrite(b *testing.B) {
+	_, runs, _, enc := hotData(b)
+	raws := hotRaw(b, runs)
+	mapper := func(_ journal.RefField, ref journal.RunRef) journal.RunRef {
+		return journal.RunRef{Shard: ref.Shard + 1, Run: ref.Run}
+	}
+	w := &rawRewriter{mapper: mapper, gen: 2, rep: &Report{}, put: func(int, []byte, []byte) error { return nil }}
+	b.SetBytes(encodedBytes(enc))
+	b.ReportAllocs()
+	for b.Loop() {
+		w.rep.Tokens = w.rep.Tokens[:0]
+		for _, rr := range raws {
+			if err := w.run(rr, 0, mapped{Shard: 1, No: rr.No}); err != nil {
+				b.Fatal(err)
+			}
+		}
+	}
+}
+
+// BenchmarkDigestRawRun is BenchmarkDigestRun on runs read as bytes.
+func BenchmarkDigestRawRun(b *testing.B) {
+	_, runs, _, enc := hotData(b)
+	raws := hotRaw(b, runs)
+	seed := maphash.MakeSeed()
+	ids := map[journal.RunRef]uint64{}
+	for _, r := range runs {
+		ids[journal.RunRef{Shard: journal.ShardOf(r.WorkflowID, hotShards), Run: r.No}] = identity(seed, r.WorkflowID, r.Gen)
+	}
+	c := &canon{id: func(ref journal.RunRef) (uint64, bool, error) { id, ok := ids[ref]; return id, ok, nil }}
+	d, _ := newDigestPair()
+	b.SetBytes(encodedBytes(enc))
+	b.ReportAllocs()
+	for b.Loop() {
+		for k, rr := range raws {
+			c.rawRun(d, journal.ShardOf(runs[k].WorkflowID, hotShards), rr)
+		}
+	}
 }

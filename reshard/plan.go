@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/binary"
 	"fmt"
+	"hash/maphash"
 
 	"github.com/fusee-dev/fusee/journal"
 )
@@ -80,6 +81,10 @@ type mapped struct {
 	Shard int
 	No    journal.RunNo
 	planEntry
+	// ID is the run's identity hash (identity): set by plan.lookup, which
+	// leaves planEntry's State, Gen and WorkflowID unset when it answers
+	// from the typed maps.
+	ID uint64
 }
 
 func encodeMapped(m mapped) []byte {
@@ -112,6 +117,9 @@ type plan struct {
 	moved                int64
 	byState              map[journal.RunState]int64
 	unfinishedRenumbered []RenumberedRun
+	idSeed               maphash.Seed
+	fast                 *fastMaps // nil: past its budget, the spill maps answer
+	spilled              bool      // the spill maps runs and rev are filled
 }
 
 // makePlan runs pass 1 over every old shard and assigns every run its new
@@ -165,15 +173,31 @@ func (r *resharder) makePlan(ctx context.Context) (*plan, error) {
 	}
 	p.runs = r.newMap("runs")
 	p.rev = r.newMap("rev")
+	p.idSeed = maphash.MakeSeed()
+	var total int64
+	for _, n := range p.byState {
+		total += n
+	}
+	p.fast = newFastMaps(total, r.budget/mapShare*fastShares)
+	// A plan file made or applied reads the spill maps (planDetails).
+	p.spilled = p.fast == nil || r.opts.MakePlan || r.opts.Plan != nil
 	losers := r.newMap("losers")
 	defer losers.Close()
 	put := func(oldShard int, oldNo journal.RunNo, m mapped) error {
-		if err := p.runs.Put(runMapKey(oldShard, oldNo), encodeMapped(m)); err != nil {
-			return err
+		if p.spilled {
+			if err := p.runs.Put(runMapKey(oldShard, oldNo), encodeMapped(m)); err != nil {
+				return err
+			}
+		}
+		if p.fast != nil {
+			p.fast.add(oldShard, oldNo, m, identity(p.idSeed, m.WorkflowID, m.Gen))
 		}
 		p.shardRuns[m.Shard]++
 		if oldShard != m.Shard {
 			p.moved++
+		}
+		if !p.spilled {
+			return nil
 		}
 		return p.rev.Put(runMapKey(m.Shard, m.No), runMapKey(oldShard, oldNo))
 	}
@@ -235,11 +259,31 @@ func (r *resharder) makePlan(ctx context.Context) (*plan, error) {
 
 // lookup returns where the old run (shard, no) went.
 func (p *plan) lookup(shard int, no journal.RunNo) (mapped, bool, error) {
+	if p.fast != nil {
+		m, ok := p.fast.lookup(shard, no)
+		return m, ok, nil
+	}
 	v, ok, err := p.runs.Get(runMapKey(shard, no))
 	if err != nil || !ok {
 		return mapped{}, false, err
 	}
-	return decodeMapped(v), true, nil
+	m := decodeMapped(v)
+	m.ID = identity(p.idSeed, m.WorkflowID, m.Gen)
+	return m, true, nil
+}
+
+// identityAt is the identity of the run now at new (shard, no).
+func (p *plan) identityAt(shard int, no journal.RunNo) (uint64, bool, error) {
+	if p.fast != nil {
+		id, ok := p.fast.rev[runKey(shard, no)]
+		return id, ok, nil
+	}
+	v, ok, err := p.rev.Get(runMapKey(shard, no))
+	if err != nil || !ok {
+		return 0, ok, err
+	}
+	m, ok, err := p.lookup(int(binary.BigEndian.Uint16(v)), journal.RunNo(binary.BigEndian.Uint64(v[2:])))
+	return m.ID, ok, err
 }
 
 // A lookupCache remembers the last few lookups of one user of the plan

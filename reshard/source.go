@@ -18,6 +18,8 @@ type shardSource interface {
 	// history of a tombstoned run (nil otherwise). fn must not modify
 	// what it is given.
 	Runs(ctx context.Context, fn func(r *journal.Run, archive []journal.Record) error) error
+	// RawRuns is Runs with each run's records as checked bytes.
+	RawRuns(ctx context.Context, fn func(r *journal.RawRun) error) error
 	// RunEntries is Runs without journals: who each run is.
 	RunEntries(ctx context.Context, fn func(no journal.RunNo, e journal.RunEntry) error) error
 	Outbox(fn func(m *journal.Message) error) error

@@ -1,0 +1,400 @@
+package journal
+
+import (
+	"context"
+	"encoding/binary"
+	"fmt"
+	"slices"
+
+	"github.com/cockroachdb/pebble/v2"
+)
+
+// Byte-level access to runs, for a rewrite that copies what it does not
+// change (reshard): a record is checked field by field without being
+// decoded into a Record, and only a record whose presence mask shows a
+// run reference needs decoding to be rewritten.
+
+// recordRefFields are the presence bits of a record's run-bearing fields
+// (the ones Record.MapRefs visits).
+const recordRefFields = fParent | fPred | fNext | fBy | fKey | fToken
+
+// RecordHead is what ScanRecord reads of an encoded record on its way
+// through it.
+type RecordHead struct {
+	Kind Kind
+	Mask uint64 // the presence bits
+	Pos  uint32
+	Ref  uint32
+	// where the workflow ID field's bytes are in the encoded record
+	wfOff, wfLen uint32
+}
+
+// WorkflowID is the workflow ID field of rec, the record h is the head of
+// (aliasing rec).
+func (h *RecordHead) WorkflowID(rec []byte) []byte { return rec[h.wfOff : h.wfOff+h.wfLen] }
+
+// HasRefs reports whether the record has a run-bearing field set: only
+// such a record changes when its runs are renumbered or moved.
+func (h *RecordHead) HasRefs() bool { return h.Mask&recordRefFields != 0 }
+
+// ScanRecord checks that p is exactly one encoded record, refusing what
+// DecodeRecord refuses, without allocating, and returns its head.
+func ScanRecord(p []byte) (RecordHead, error) {
+	var h RecordHead
+	if len(p) == 0 {
+		return h, errShort
+	}
+	h.Kind = Kind(p[0])
+	if h.Kind == 0 || h.Kind > kindMax {
+		return h, fmt.Errorf("unknown record kind %d", h.Kind)
+	}
+	d := dec{b: p[1:]}
+	m := d.uv()
+	if m >= 1<<20 {
+		return h, fmt.Errorf("unknown record fields %#x", m)
+	}
+	h.Mask = m
+	if m&fPos != 0 {
+		h.Pos = uint32(d.uv())
+	}
+	if m&fTime != 0 {
+		d.sv()
+	}
+	if m&fDeadline != 0 {
+		d.sv()
+	}
+	if m&fRef != 0 {
+		h.Ref = uint32(d.uv())
+	}
+	if m&fWorkflowID != 0 {
+		id := d.raw()
+		h.wfLen = uint32(len(id))
+		h.wfOff = uint32(len(p) - len(d.b) - len(id))
+	}
+	for _, bit := range [...]uint64{fType, fName, fMsgID} {
+		if m&bit != 0 {
+			d.raw()
+		}
+	}
+	for _, bit := range [...]uint64{fStatus, fAttempt, fOrigin, fGen} {
+		if m&bit != 0 {
+			d.uv()
+		}
+	}
+	if m&fParent != 0 {
+		d.uv()
+		d.uv()
+		d.uv()
+	}
+	for _, bit := range [...]uint64{fPred, fNext, fBy} {
+		if m&bit != 0 {
+			d.uv()
+			d.uv()
+		}
+	}
+	if m&fKey != 0 {
+		d.raw()
+		d.uv()
+		d.uv()
+	}
+	if m&fToken != 0 {
+		if gs := d.uv(); gs >= 1<<16 {
+			return h, fmt.Errorf("completion token generation and shard %#x: more than 16 bits", gs)
+		}
+		d.uv()
+		d.uv()
+	}
+	if m&fPayload != 0 {
+		d.raw()
+	}
+	if m&fParentID != 0 {
+		d.raw()
+	}
+	if d.err == nil && len(d.b) != 0 {
+		d.err = fmt.Errorf("%d trailing bytes", len(d.b))
+	}
+	return h, d.err
+}
+
+// EachHistoryRecord calls fn with each encoded record of an encoded
+// archived history in order, checked by ScanRecord; the slices alias p.
+// It refuses what DecodeHistory refuses.
+func EachHistoryRecord(p []byte, fn func(rec []byte, h *RecordHead) error) error {
+	d := dec{b: p}
+	n := d.uv()
+	if d.err != nil {
+		return d.err
+	}
+	if n > uint64(len(p)) {
+		return fmt.Errorf("history claims %d records in %d bytes", n, len(p))
+	}
+	for i := range n {
+		raw := d.raw()
+		if d.err != nil {
+			return d.err
+		}
+		h, err := ScanRecord(raw)
+		if err != nil {
+			return fmt.Errorf("record %d: %w", i, err)
+		}
+		if err := fn(raw, &h); err != nil {
+			return err
+		}
+	}
+	return d.finish()
+}
+
+// HistoryLen is the record count an encoded archived history begins with.
+func HistoryLen(p []byte) (int, error) {
+	n, k := binary.Uvarint(p)
+	if k <= 0 {
+		return 0, errShort
+	}
+	return int(n), nil
+}
+
+// AppendHistoryLen appends the record count that begins an encoded
+// archived history; AppendHistoryRecord then appends each record.
+func AppendHistoryLen(dst []byte, n int) []byte { return binary.AppendUvarint(dst, uint64(n)) }
+
+// AppendHistoryRecord appends one encoded record to an encoded history.
+func AppendHistoryRecord(dst, rec []byte) []byte {
+	return append(binary.AppendUvarint(dst, uint64(len(rec))), rec...)
+}
+
+// AppendRunKey appends the key of run no's entry to dst.
+func AppendRunKey(dst []byte, no RunNo) []byte { return appendBE64Key(dst, KeyRun, uint64(no)) }
+
+// AppendRecordKey appends the key of journal record pos of run no to dst.
+func AppendRecordKey(dst []byte, no RunNo, pos uint32) []byte {
+	return binary.BigEndian.AppendUint32(appendBE64Key(dst, KeyRun, uint64(no)), pos)
+}
+
+// RawRun is a run as its store holds it: its entry decoded, its records
+// and archive as encoded bytes (checked, not decoded).
+type RawRun struct {
+	No      RunNo
+	Entry   RunEntry
+	Records [][]byte     // the encoded records, by position
+	Heads   []RecordHead // ScanRecord of each record
+	Archive []byte       // a tombstone's encoded archived history (nil otherwise)
+}
+
+// rawOf encodes a run of the overlay (and its archive) as a RawRun.
+func rawOf(r *Run, archive []Record) (*RawRun, error) {
+	rr := &RawRun{No: r.No, Entry: entryOf(r)}
+	var buf []byte
+	ends := make([]int, len(r.Journal))
+	for i := range r.Journal {
+		buf = EncodeRecord(buf, &r.Journal[i])
+		ends[i] = len(buf)
+	}
+	rr.Records = make([][]byte, len(r.Journal))
+	rr.Heads = make([]RecordHead, len(r.Journal))
+	start := 0
+	for i, end := range ends {
+		rr.Records[i] = buf[start:end:end]
+		h, err := ScanRecord(rr.Records[i])
+		if err != nil {
+			return nil, fmt.Errorf("run %d record %d: %w", r.No, i, err)
+		}
+		rr.Heads[i] = h
+		start = end
+	}
+	if archive != nil {
+		rr.Archive = EncodeHistory(nil, archive)
+	}
+	return rr, nil
+}
+
+// RawRuns is Runs with each run as a RawRun: the same runs in the same
+// order with the same checks, but records are scanned (ScanRecord), not
+// decoded. A RawRun belongs to fn: the reader does not reuse it.
+func (sr *ShardReader) RawRuns(ctx context.Context, fn func(r *RawRun) error) (err error) {
+	defer recoverStoreFatal(sr.path, &err)
+	o := sr.overlay
+	var mine []RunNo // the overlay's runs, in order
+	for no := range sr.touched {
+		if _, ok := o.Runs[no]; ok {
+			mine = append(mine, no)
+		}
+	}
+	slices.Sort(mine)
+	emit := func(r *RawRun) error {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		return fn(r)
+	}
+	emitMine := func(below RunNo) error {
+		for len(mine) > 0 && (below == 0 || mine[0] < below) {
+			r := o.Runs[mine[0]]
+			mine = mine[1:]
+			rr, err := rawOf(r, o.Archive[r.No])
+			if err != nil {
+				return err
+			}
+			if err := emit(rr); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	arch, err := sr.newArchiveCursor()
+	if err != nil {
+		return err
+	}
+	defer func() { err = closeIter(sr.path, arch.it, err) }()
+	it, err := sr.store.NewIter(&pebble.IterOptions{LowerBound: []byte{KeyRun}, UpperBound: []byte{KeyRun + 1}})
+	if err != nil {
+		return storeError(sr.path, "reading", err)
+	}
+	defer func() { err = closeIter(sr.path, it, err) }()
+	for ok := it.First(); ok; {
+		k, err := ParseStoreKey(it.Key())
+		if err != nil {
+			return sr.keyError(nil, err)
+		}
+		if err := emitMine(k.Run); err != nil {
+			return err
+		}
+		if sr.touched[k.Run] && !k.IsRecord {
+			if k.Run >= sr.stored.NextRun {
+				return sr.keyError(it.Key(), fmt.Errorf("run %d is not below the header's next run number %d", k.Run, sr.stored.NextRun))
+			}
+			e, err := DecodeRunEntry(it.Value())
+			if err != nil {
+				return sr.keyError(it.Key(), err)
+			}
+			if _, err := arch.takeRaw(k.Run, e.State == StateTombstone); err != nil {
+				return err
+			}
+			ok = it.SeekGE(RunKey(k.Run + 1))
+			continue
+		}
+		rr, err := sr.readRawRun(it, k)
+		if err != nil {
+			return err
+		}
+		ok = it.Valid()
+		if rr.Archive, err = arch.takeRaw(rr.No, rr.Entry.State == StateTombstone); err != nil {
+			return err
+		}
+		if err := emit(rr); err != nil {
+			return err
+		}
+	}
+	if err := it.Error(); err != nil {
+		return storeError(sr.path, "reading", err)
+	}
+	if err := arch.finish(); err != nil {
+		return err
+	}
+	return emitMine(0)
+}
+
+// readRawRun reads the run whose entry is the iterator's current key (k)
+// and its records, checked as readRun and checkStoredRun check them, and
+// leaves the iterator just past them. The bytes are copied into one
+// buffer of the run's own.
+func (sr *ShardReader) readRawRun(it *pebble.Iterator, k StoreKey) (*RawRun, error) {
+	key := it.Key()
+	if k.IsRecord {
+		return nil, sr.keyError(key, fmt.Errorf("a journal record without its run entry"))
+	}
+	if k.Run == NoSuchRun {
+		return nil, sr.keyError(key, fmt.Errorf("a run numbered %d, the number reserved for references to no run", NoSuchRun))
+	}
+	e, err := DecodeRunEntry(it.Value())
+	if err != nil {
+		return nil, sr.keyError(key, err)
+	}
+	if e.WorkflowID == "" {
+		return nil, sr.keyError(key, fmt.Errorf("run entry without a workflow ID"))
+	}
+	if (e.State == StateTombstone) != (e.Records == 0) {
+		return nil, sr.keyError(key, fmt.Errorf("a %s run with %d journal records", e.State, e.Records))
+	}
+	if k.Run >= sr.stored.NextRun {
+		return nil, sr.keyError(key, fmt.Errorf("run %d is not below the header's next run number %d", k.Run, sr.stored.NextRun))
+	}
+	rr := &RawRun{No: k.Run, Entry: e}
+	var buf []byte
+	var ends []int
+	for it.Next() {
+		key := it.Key()
+		rk, err := ParseStoreKey(key)
+		if err != nil {
+			return nil, sr.keyError(nil, err)
+		}
+		if !rk.IsRecord {
+			break // the next run's entry
+		}
+		if rk.Run != k.Run {
+			return nil, sr.keyError(key, fmt.Errorf("a journal record without its run entry"))
+		}
+		if int(rk.Pos) != len(ends) || rk.Pos >= e.Records {
+			return nil, sr.keyError(key, fmt.Errorf("journal record at position %d, want position %d of %d", rk.Pos, len(ends), e.Records))
+		}
+		val := it.Value()
+		h, err := ScanRecord(val)
+		if err != nil {
+			return nil, sr.keyError(key, err)
+		}
+		if h.Pos != rk.Pos {
+			return nil, sr.keyError(key, fmt.Errorf("record says position %d", h.Pos))
+		}
+		buf = append(buf, val...)
+		ends = append(ends, len(buf))
+		rr.Heads = append(rr.Heads, h)
+	}
+	if err := it.Error(); err != nil {
+		return nil, storeError(sr.path, "reading", err)
+	}
+	if uint32(len(ends)) != e.Records {
+		return nil, sr.keyError(RunKey(k.Run), fmt.Errorf("the run entry says %d journal records, the store has %d", e.Records, len(ends)))
+	}
+	rr.Records = make([][]byte, len(ends))
+	start := 0
+	for i, end := range ends {
+		rr.Records[i] = buf[start:end:end]
+		start = end
+	}
+	if e.State != StateTombstone {
+		if st := &rr.Heads[0]; st.Kind != KindStart || string(st.WorkflowID(rr.Records[0])) != e.WorkflowID {
+			return nil, sr.keyError(RunKey(k.Run), fmt.Errorf("run %d's journal does not begin with its start record", k.Run))
+		}
+	}
+	return rr, nil
+}
+
+// takeRaw is take with the archive's bytes (a copy), checked by
+// EachHistoryRecord.
+func (c *archiveCursor) takeRaw(no RunNo, tombstone bool) ([]byte, error) {
+	if c.ok {
+		key := c.it.Key()
+		k, err := ParseStoreKey(key)
+		if err != nil {
+			return nil, c.sr.keyError(nil, err)
+		}
+		if k.Run < no || (k.Run == no && !tombstone) {
+			return nil, c.sr.keyError(key, fmt.Errorf("archived history of run %d, which is not a tombstone", k.Run))
+		}
+		if k.Run == no {
+			val := c.it.Value()
+			if err := EachHistoryRecord(val, func([]byte, *RecordHead) error { return nil }); err != nil {
+				return nil, c.sr.keyError(key, err)
+			}
+			p := append([]byte(nil), val...)
+			c.ok = c.it.Next()
+			return p, nil
+		}
+	}
+	if err := c.it.Error(); err != nil {
+		return nil, storeError(c.sr.path, "reading", err)
+	}
+	if tombstone {
+		return nil, c.sr.keyError(RunKey(no), fmt.Errorf("tombstoned run %d has no archived history", no))
+	}
+	return nil, nil
+}

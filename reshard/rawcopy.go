@@ -1,0 +1,194 @@
+package reshard
+
+import (
+	"encoding/binary"
+
+	"github.com/fusee-dev/fusee/journal"
+)
+
+// The byte-copy rewrite: a run is read as a journal.RawRun (records
+// checked, not decoded), and only the records whose presence mask shows a
+// run reference (parent, pred, next, by, key, token: about a fifth of
+// them) are decoded, rewritten and encoded again; every other record,
+// in journals and archived histories alike, goes into the new store as
+// the bytes it had. The digest (canon.rawRun) likewise takes a
+// reference-free record's bytes as they are.
+
+// rawRewriter rewrites raw runs for their new shard and number. One
+// goroutine uses it; its buffers are reused from run to run.
+type rawRewriter struct {
+	mapper journal.RunMapper
+	gen    uint64 // the new stores' generation
+	put    func(shard int, key, value []byte) error
+	rep    *Report
+	kb, vb []byte
+	hb     []byte // the archive being rewritten
+	rb     []byte // a rewritten record inside an archive
+	async  []asyncToken
+	done   map[uint32]bool
+}
+
+// asyncToken is a completion token of an unfinished run, before and
+// after the rewrite.
+type asyncToken struct {
+	pos      uint32
+	old, new journal.Token
+}
+
+// record returns rec as the new store holds it: rec itself when it has no
+// run reference, else rewritten into dst.
+func (w *rawRewriter) record(oldShard int, rec []byte, h *journal.RecordHead, dst []byte, unfinished bool) ([]byte, error) {
+	if !h.HasRefs() {
+		return rec, nil
+	}
+	r, err := journal.DecodeRecord(rec)
+	if err != nil {
+		return nil, err
+	}
+	old := r.Token
+	r.MapRefs(oldShard, w.mapper)
+	setTokenGen(&r, w.gen)
+	if unfinished && r.Kind == journal.KindAsync && old.Run != 0 {
+		w.async = append(w.async, asyncToken{pos: r.Pos, old: old, new: r.Token})
+	}
+	return journal.EncodeRecord(dst, &r), nil
+}
+
+// run puts the keys of rr, old shard oldShard's run, as run m.No of new
+// shard m.Shard: its entry, its records and its archive.
+func (w *rawRewriter) run(rr *journal.RawRun, oldShard int, m mapped) error {
+	e := rr.Entry
+	e.Renumbered = m.Renumbered
+	w.kb = journal.AppendRunKey(w.kb[:0], m.No)
+	w.vb = journal.EncodeRunEntry(w.vb[:0], &e)
+	if err := w.put(m.Shard, w.kb, w.vb); err != nil {
+		return err
+	}
+	unf := unfinished(e.State)
+	w.async = w.async[:0]
+	if unf {
+		clear(w.done)
+	}
+	for k, rec := range rr.Records {
+		h := &rr.Heads[k]
+		val, err := w.record(oldShard, rec, h, w.vb[:0], unf)
+		if err != nil {
+			return err
+		}
+		if h.HasRefs() {
+			w.vb = val // rewritten into w.vb (else val is rec itself)
+		}
+		if unf && h.Kind == journal.KindAsyncDone {
+			if w.done == nil {
+				w.done = map[uint32]bool{}
+			}
+			w.done[h.Ref] = true
+		}
+		w.kb = journal.AppendRecordKey(w.kb[:0], m.No, uint32(k))
+		if err := w.put(m.Shard, w.kb, val); err != nil {
+			return err
+		}
+	}
+	w.rep.Counts.Records += int64(len(rr.Records))
+	for _, t := range w.async {
+		if w.done[t.pos] {
+			continue
+		}
+		w.rep.Counts.PendingTokens++
+		w.rep.Tokens = append(w.rep.Tokens, TokenChange{WorkflowID: e.WorkflowID, Position: t.pos,
+			Old: t.old.String(), New: t.new.String()})
+	}
+	if rr.Archive == nil {
+		return nil
+	}
+	n, err := journal.HistoryLen(rr.Archive)
+	if err != nil {
+		return err
+	}
+	w.rep.Counts.Archives++
+	w.rep.Counts.Records += int64(n)
+	w.hb = journal.AppendHistoryLen(w.hb[:0], n)
+	err = journal.EachHistoryRecord(rr.Archive, func(rec []byte, h *journal.RecordHead) error {
+		val, err := w.record(oldShard, rec, h, w.rb[:0], false)
+		if err != nil {
+			return err
+		}
+		if h.HasRefs() {
+			w.rb = val
+		}
+		w.hb = journal.AppendHistoryRecord(w.hb, val)
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	w.kb = binary.BigEndian.AppendUint64(append(w.kb[:0], journal.KeyArchive), uint64(m.No))
+	return w.put(m.Shard, w.kb, w.hb)
+}
+
+// runKinds are the digest's item kinds of runs, by state.
+var runKinds = func() map[journal.RunState]string {
+	k := map[journal.RunState]string{}
+	for s := journal.StateRunning; s <= journal.StateTombstone; s++ {
+		k[s] = "run:" + s.String()
+	}
+	return k
+}()
+
+func runKind(s journal.RunState) string {
+	if k, ok := runKinds[s]; ok {
+		return k
+	}
+	return "run:" + s.String()
+}
+
+// rawRecord adds a record's canonical bytes: the record's own when it has
+// no run reference, else what record adds.
+func (c *canon) rawRecord(shard int, rec []byte, h *journal.RecordHead) {
+	if !h.HasRefs() {
+		c.b = append(c.b, rec...)
+		return
+	}
+	r, err := journal.DecodeRecord(rec)
+	if err != nil {
+		if c.err == nil {
+			c.err = err
+		}
+		return
+	}
+	c.record(shard, r)
+}
+
+// rawRun adds a run read as bytes, its journal and its archive to d.
+func (c *canon) rawRun(d *digest, shard int, r *journal.RawRun) {
+	if d == nil {
+		return // a dry run checks nothing against it
+	}
+	e := &r.Entry
+	c.b = c.b[:0]
+	c.b = binary.AppendUvarint(c.b, uint64(len(e.WorkflowID)))
+	c.b = append(c.b, e.WorkflowID...)
+	c.b = binary.AppendUvarint(c.b, uint64(e.Gen))
+	c.b = append(c.b, byte(e.State), byte(e.Status))
+	c.b = binary.AppendVarint(c.b, e.Started)
+	c.b = binary.AppendVarint(c.b, e.Finished)
+	c.b = append(c.b, e.Type...)
+	c.b = binary.AppendUvarint(c.b, uint64(len(r.Records)))
+	for k, rec := range r.Records {
+		c.rawRecord(shard, rec, &r.Heads[k])
+	}
+	d.add(runKind(e.State), c.b)
+	d.counts["record"] += int64(len(r.Records))
+	if r.Archive != nil {
+		c.b = append(c.b[:0], e.WorkflowID...)
+		c.b = binary.AppendUvarint(c.b, uint64(e.Gen))
+		err := journal.EachHistoryRecord(r.Archive, func(rec []byte, h *journal.RecordHead) error {
+			c.rawRecord(shard, rec, h)
+			return nil
+		})
+		if err != nil && c.err == nil {
+			c.err = err
+		}
+		d.add("archive", c.b)
+	}
+}
