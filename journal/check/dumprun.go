@@ -67,8 +67,11 @@ func (d *dumper) writeRuns(ctx context.Context, out io.Writer, order *journal.Sp
 				if err := emit(batch); err != nil {
 					return err
 				}
+				prev := written
 				written += len(batch)
-				d.w.progress(PhaseWrite, written, d.runs)
+				if crossed := written / progressEvery * progressEvery; crossed > prev {
+					d.w.progress(PhaseWrite, crossed, d.runs) // at each multiple passed
+				}
 				batch = make([]dumpItem, 0, dumpBatch)
 			}
 			return nil

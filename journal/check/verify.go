@@ -82,8 +82,21 @@ type verifier struct {
 
 // verifyShared is what the verifiers of one Verify share.
 type verifyShared struct {
-	mu   sync.Mutex // over findings, cross, sp and fseq
-	fseq uint64     // keeps finding keys unique
+	mu     sync.Mutex // over findings, cross, sp, fseq and passed
+	fseq   uint64     // keeps finding keys unique
+	passed int        // runs checked by all the shards' goroutines (progress)
+}
+
+// ranOne counts a checked run across the shards' goroutines and tells
+// Options.Progress every progressEvery runs, in order.
+func (v *verifier) ranOne() {
+	if v.w.opts.Progress == nil {
+		return
+	}
+	v.shared.mu.Lock()
+	v.shared.passed++
+	v.w.progress(PhaseCheck, v.shared.passed, 0)
+	v.shared.mu.Unlock()
 }
 
 // forShard is a verifier for one shard's goroutine.
@@ -306,7 +319,7 @@ func (v *verifier) shard(slot int, src source) error {
 	}()
 	err := src.runs(v.ctx, func(key journal.RunNo, r *journal.Run, h []journal.Record, archived bool) error {
 		v.runs++
-		v.w.progress(PhaseCheck, v.runs, 0)
+		v.ranOne()
 		if r.No != key {
 			v.addf(KindRunKeyMismatch, s.Index, key, "stored as run %d, the entry says run %d", key, r.No)
 		}
