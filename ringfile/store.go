@@ -7,7 +7,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
-		"time"
+	"time"
 
 	"github.com/cockroachdb/pebble/v2/vfs"
 	"golang.org/x/sys/unix"
