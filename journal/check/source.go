@@ -354,6 +354,10 @@ type view struct {
 	rec        *journal.RecoveryReport
 	stats      *journal.Stats
 	opts       Options
+	// pointRefs makes verify resolve each reference by a point lookup as
+	// its run passes instead of by the sorted join (verify_join.go): the
+	// join's oracle in tests.
+	pointRefs bool
 }
 
 func newView(srcs []source, opts Options) *view {
@@ -416,7 +420,13 @@ func (w *view) lookup(shard int, no journal.RunNo, pos int) (target, resolution,
 	if !ok {
 		return t, badShard, nil
 	}
-	t.slot = slot
+	return w.lookupSlot(slot, no, pos)
+}
+
+// lookupSlot is lookup on the source in slot: it resolves whatever no is
+// (NoSuchRun too, which a stored run never has).
+func (w *view) lookupSlot(slot int, no journal.RunNo, pos int) (target, resolution, error) {
+	t := target{slot: slot}
 	var found bool
 	var err error
 	if pos >= 0 {

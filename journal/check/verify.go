@@ -78,13 +78,16 @@ type verifier struct {
 	seq      uint64 // keeps join keys unique
 	err      error  // the first lookup error
 	runs     int
+	key, val []byte // a reference join entry being made
 }
 
 // verifyShared is what the verifiers of one Verify share.
 type verifyShared struct {
-	mu     sync.Mutex // over findings, cross, sp, fseq and passed
+	mu     sync.Mutex // over findings, cross, refs, sp, fseq, rseq and passed
 	fseq   uint64     // keeps finding keys unique
-	passed int        // runs checked by all the shards' goroutines (progress)
+	refs   *journal.SpillMap
+	rseq   uint64 // keeps reference join keys unique
+	passed int    // runs checked by all the shards' goroutines (progress)
 }
 
 // ranOne counts a checked run across the shards' goroutines and tells
@@ -117,7 +120,7 @@ func (w *view) verify(ctx context.Context, fn func(Finding) error) (runs int, er
 		return 0, err
 	}
 	n := workers()
-	sp, err := newSpills(w.opts, 2+n)
+	sp, err := newSpills(w.opts, 3+n)
 	if err != nil {
 		return 0, err
 	}
@@ -126,7 +129,7 @@ func (w *view) verify(ctx context.Context, fn func(Finding) error) (runs int, er
 			err = cerr
 		}
 	}()
-	v := &verifier{ctx: ctx, w: w, sp: sp, findings: sp.new("findings"), cross: sp.new("msgids"), shared: &verifyShared{}}
+	v := &verifier{ctx: ctx, w: w, sp: sp, findings: sp.new("findings"), cross: sp.new("msgids"), shared: &verifyShared{refs: sp.new("refs")}}
 	v.directory()
 	produce := func(emit func(int) error) error {
 		for slot, src := range w.srcs {
@@ -154,6 +157,9 @@ func (w *view) verify(ctx context.Context, fn func(Finding) error) (runs int, er
 		return sv.runs, nil
 	}
 	if err := inOrder(n, produce, work, func(runs int) error { v.runs += runs; return nil }); err != nil {
+		return 0, err
+	}
+	if err := v.joinRefs(); err != nil {
 		return 0, err
 	}
 	w.progressEnd(PhaseCheck, v.runs)

@@ -18,7 +18,7 @@ func (v *verifier) references(s *sh, r *journal.Run, j []journal.Record) {
 			v.nextRef(s, r, rec)
 		case journal.KindSignal, journal.KindCancel:
 			if !rec.By.IsZero() {
-				v.resolve(s, r, rec, "sender", rec.By)
+				v.refer(s, r, rec, refSender, rec.By, -1)
 			}
 		case journal.KindStep:
 			if k := rec.Key; k.WorkflowID != "" && (k.WorkflowID != r.WorkflowID || k.Run != r.No) {
@@ -36,10 +36,7 @@ func (v *verifier) references(s *sh, r *journal.Run, j []journal.Record) {
 			if rec.Parent.IsZero() {
 				continue
 			}
-			if c := v.located(s, r, rec, "caller", rec.Parent.RunRef(), rec.ParentID); c != nil && c.WorkflowID != rec.ParentID {
-				add(KindCaller, "update at %d names caller %s, a run of %q, but says the caller is %q",
-					rec.Pos, rec.Parent, c.WorkflowID, rec.ParentID)
-			}
+			v.locate(s, r, rec, refCaller, rec.Parent.RunRef(), rec.ParentID, -1)
 		}
 	}
 }
@@ -68,15 +65,13 @@ func (v *verifier) startRefs(s *sh, r *journal.Run, st *journal.Record) {
 		add(KindOrigin, "a predecessor with origin %s", st.Origin)
 	}
 	if hasParent {
-		if p := v.locatedAt(s, r, st, "parent", st.Parent.RunRef(), st.ParentID, int(st.Parent.Pos)); p.r != nil {
-			v.parentLanding(s, r, st, p)
-		}
+		v.locate(s, r, st, refParent, st.Parent.RunRef(), st.ParentID, int(st.Parent.Pos))
 	}
 	if hasPred {
 		if st.Pred.Shard != s.Index && st.Pred.Run != journal.NoSuchRun {
 			add(KindRefWrongShard, "predecessor %s is on another shard than its own workflow %q", st.Pred, r.WorkflowID)
-		} else if p := v.resolve(s, r, st, "predecessor", st.Pred); p != nil {
-			v.predecessor(s, r, st, p)
+		} else {
+			v.refer(s, r, st, refPred, st.Pred, -1)
 		}
 	}
 }
@@ -142,11 +137,14 @@ func (v *verifier) nextRef(s *sh, r *journal.Run, d *journal.Record) {
 		v.addf(KindRefWrongShard, s.Index, r.No, "next run %s is on another shard than its own workflow %q", d.Next, r.WorkflowID)
 		return
 	}
-	t := v.resolveAt(s, r, d, "next run", d.Next, 0)
+	v.refer(s, r, d, refNext, d.Next, 0)
+}
+
+// nextLanding checks that a Done record's next run t is the next
+// generation of the same workflow ID and names this run its predecessor.
+func (v *verifier) nextLanding(s *sh, r *journal.Run, d *journal.Record, t target) {
+	add := func(format string, args ...any) { v.addf(KindNext, s.Index, r.No, format, args...) }
 	n := t.r
-	if n == nil {
-		return
-	}
 	if n.WorkflowID != r.WorkflowID || n.Gen != r.Gen+1 {
 		add("next run %s is %q generation %d, want %q generation %d", d.Next, n.WorkflowID, n.Gen, r.WorkflowID, r.Gen+1)
 		return
@@ -159,20 +157,9 @@ func (v *verifier) nextRef(s *sh, r *journal.Run, d *journal.Record) {
 	}
 }
 
-// resolve looks a reference up, reporting a bad shard, an unissued number
-// or a dangling reference; it returns the run when there is one.
-func (v *verifier) resolve(s *sh, r *journal.Run, rec *journal.Record, what string, ref journal.RunRef) *journal.Run {
-	return v.resolveAt(s, r, rec, what, ref, -1).r
-}
-
-// resolveAt is resolve that also reads record pos of the run's history
-// when pos is not negative.
-func (v *verifier) resolveAt(s *sh, r *journal.Run, rec *journal.Record, what string, ref journal.RunRef, pos int) target {
-	t, res, err := v.w.lookup(ref.Shard, ref.Run, pos)
-	if err != nil {
-		v.fail(err)
-		return target{slot: -1}
-	}
+// report reports what resolving ref found when it is not a run: a bad
+// shard, an unissued number or a dangling reference.
+func (v *verifier) report(s *sh, r *journal.Run, rec *journal.Record, what string, ref journal.RunRef, t target, res resolution) {
 	switch res {
 	case badShard:
 		v.addf(KindRefBadShard, s.Index, r.No, "%s at %d: %s %s names shard %d of %d", rec.Kind, rec.Pos, what, ref, ref.Shard, len(v.w.srcs))
@@ -185,24 +172,17 @@ func (v *verifier) resolveAt(s *sh, r *journal.Run, rec *journal.Record, what st
 		v.addf(KindRefDangling, s.Index, r.No, "%s at %d: %s %s is the reserved number for no run: a reshard found the run it named gone",
 			rec.Kind, rec.Pos, what, ref)
 	}
-	return t
 }
 
-// located resolves a reference that comes with the workflow ID of its
-// target, checking the target's shard against that ID first.
-func (v *verifier) located(s *sh, r *journal.Run, rec *journal.Record, what string, ref journal.RunRef, id string) *journal.Run {
-	return v.locatedAt(s, r, rec, what, ref, id, -1).r
-}
-
-// locatedAt is located that also reads record pos of the run's history
-// when pos is not negative.
-func (v *verifier) locatedAt(s *sh, r *journal.Run, rec *journal.Record, what string, ref journal.RunRef, id string, pos int) target {
+// locate is refer for a reference that comes with the workflow ID of its
+// target: the target's shard is checked against that ID first.
+func (v *verifier) locate(s *sh, r *journal.Run, rec *journal.Record, c refCheck, ref journal.RunRef, id string, pos int) {
 	if _, ok := v.w.byIndex[ref.Shard]; ok && id != "" && ref.Run != journal.NoSuchRun {
 		if want := journal.ShardOf(id, v.w.shardCount); want != ref.Shard {
 			v.addf(KindRefWrongShard, s.Index, r.No, "%s at %d: %s %s is on shard %d, but %q lives on shard %d",
-				rec.Kind, rec.Pos, what, ref, ref.Shard, id, want)
-			return target{slot: -1}
+				rec.Kind, rec.Pos, refWhat[c], ref, ref.Shard, id, want)
+			return
 		}
 	}
-	return v.resolveAt(s, r, rec, what, ref, pos)
+	v.refer(s, r, rec, c, ref, pos)
 }

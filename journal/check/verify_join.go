@@ -1,0 +1,294 @@
+package check
+
+import (
+	"encoding/binary"
+	"errors"
+
+	"github.com/fusee-dev/fusee/journal"
+)
+
+// How verify resolves references. A reference names a run of any shard,
+// usually not the one being checked, so resolving each as its run passes
+// would be a random read of another store (most of verify's reading at a
+// million runs). Instead each reference that needs a read is put, as its
+// run passes, into one spill map (verifier.refs) keyed by what it needs
+// read (the target's slot, run number and record position) and valued by
+// what the check needs of the run that refers (its shard, number, workflow
+// ID and generation and the fields of the referring record); the outbox's
+// senders go in the same way. Once every shard's runs have passed, each
+// target shard's part of the map is read in key order, so the store is
+// read in key order, once per run and position however many refer to it,
+// and each check is finished (refCheck) as it would have been at once.
+// Memory is the map's share of the budget. The findings are the same
+// either way: they are sorted as they are reported (view.pointRefs makes
+// the lookups immediate, the oracle the tests compare the join with).
+
+// refCheck is what a resolved reference is checked for.
+type refCheck uint8
+
+const (
+	refSender refCheck = iota + 1 // a signal's or cancel's sender (By)
+	refCaller                     // an update's caller (Parent, with ParentID)
+	refParent                     // a child's parent and its Child record
+	refPred                       // a Start's predecessor
+	refNext                       // a Done's next run and its Start record
+	refOutbox                     // a stored message's sender
+)
+
+// refWhat names a reference in findings.
+var refWhat = map[refCheck]string{refSender: "sender", refCaller: "caller", refParent: "parent", refPred: "predecessor", refNext: "next run"}
+
+// refOf is the reference rec holds for check c.
+func refOf(c refCheck, rec *journal.Record) journal.RunRef {
+	switch c {
+	case refSender:
+		return rec.By
+	case refCaller, refParent:
+		return rec.Parent.RunRef()
+	case refPred:
+		return rec.Pred
+	}
+	return rec.Next
+}
+
+// refer resolves ref, held by record rec of run r, for check c, and
+// finishes the check: at once when the answer needs no read (NoSuchRun,
+// a shard that does not exist) or the view resolves by point lookups,
+// else through the join. pos is the record of the target's history the
+// check needs (-1: none).
+func (v *verifier) refer(s *sh, r *journal.Run, rec *journal.Record, c refCheck, ref journal.RunRef, pos int) {
+	slot, ok := v.w.byIndex[ref.Shard]
+	if v.w.pointRefs || !ok || ref.Run == journal.NoSuchRun {
+		t, res, err := v.w.lookup(ref.Shard, ref.Run, pos)
+		if err != nil {
+			v.fail(err)
+			return
+		}
+		v.landed(s, r, rec, c, t, res)
+		return
+	}
+	val := append(v.val[:0], byte(c))
+	val = binary.AppendUvarint(val, uint64(s.slot))
+	val = binary.AppendUvarint(val, uint64(r.No))
+	val = appendStr(val, r.WorkflowID)
+	val = binary.AppendUvarint(val, uint64(r.Gen))
+	val = append(val, byte(rec.Kind), byte(rec.Origin))
+	val = binary.AppendUvarint(val, uint64(rec.Pos))
+	val = appendRef(val, rec.By)
+	val = appendRef(val, rec.Parent.RunRef())
+	val = binary.AppendUvarint(val, uint64(rec.Parent.Pos))
+	val = appendStr(val, rec.ParentID)
+	val = appendRef(val, rec.Pred)
+	val = appendRef(val, rec.Next)
+	v.val = val
+	v.deferRef(slot, ref.Run, pos, val)
+}
+
+// deferSender puts the sender of a stored message of shard s into the
+// join (see sender for the rest).
+func (v *verifier) deferSender(s *sh, id string, from journal.RunRef, unproduced bool, diff string) {
+	val := append(v.val[:0], byte(refOutbox))
+	val = binary.AppendUvarint(val, uint64(s.slot))
+	val = appendStr(val, id)
+	val = appendRef(val, from)
+	if unproduced {
+		val = append(val, 1)
+	} else {
+		val = append(val, 0)
+	}
+	val = append(val, diff...)
+	v.val = val
+	v.deferRef(s.slot, from.Run, -1, val)
+}
+
+func (v *verifier) deferRef(slot int, no journal.RunNo, pos int, val []byte) {
+	k := appendU32(v.key[:0], uint32(slot))
+	k = appendU64(k, uint64(no))
+	k = appendI64(k, int64(pos))
+	v.shared.mu.Lock()
+	v.shared.rseq++
+	k = appendU64(k, v.shared.rseq)
+	err := v.shared.refs.Put(k, val)
+	v.shared.mu.Unlock()
+	v.key = k
+	if err != nil {
+		v.fail(err)
+	}
+}
+
+// landed finishes check c of a reference once it is resolved (t, res).
+func (v *verifier) landed(s *sh, r *journal.Run, rec *journal.Record, c refCheck, t target, res resolution) {
+	v.report(s, r, rec, refWhat[c], refOf(c, rec), t, res)
+	if t.r == nil {
+		return
+	}
+	switch c {
+	case refCaller:
+		if t.r.WorkflowID != rec.ParentID {
+			v.addf(KindCaller, s.Index, r.No, "update at %d names caller %s, a run of %q, but says the caller is %q",
+				rec.Pos, rec.Parent, t.r.WorkflowID, rec.ParentID)
+		}
+	case refParent:
+		v.parentLanding(s, r, rec, t)
+	case refPred:
+		v.predecessor(s, r, rec, t.r)
+	case refNext:
+		v.nextLanding(s, r, rec, t)
+	}
+}
+
+// joinRefs reads each shard's part of the join in key order and finishes
+// every check deferred there, shards on several goroutines at once.
+func (v *verifier) joinRefs() error {
+	if err := v.shared.refs.Settle(); err != nil {
+		return err
+	}
+	produce := func(emit func(int) error) error {
+		for slot, src := range v.w.srcs {
+			if src == nil {
+				continue
+			}
+			if err := emit(slot); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	work := func(_ int, slot int) (struct{}, error) {
+		sv := v.forShard()
+		if err := sv.joinShard(slot); err != nil {
+			return struct{}{}, err
+		}
+		return struct{}{}, sv.err
+	}
+	return inOrder(workers(), produce, work, func(struct{}) error { return nil })
+}
+
+// joinShard finishes the checks deferred on the runs of slot: one read
+// per run and position, in key order.
+func (v *verifier) joinShard(slot int) error {
+	var t target
+	var res resolution
+	var have bool
+	var last []byte // the slot, run and position last read
+	n := 0
+	return v.shared.refs.Each(appendU32(nil, uint32(slot)), func(k, val []byte) error {
+		if n++; n%checkEvery == 0 {
+			if err := v.ctx.Err(); err != nil {
+				return err
+			}
+		}
+		if len(k) != 28 {
+			return errDamagedJoin
+		}
+		if !have || string(k[:20]) != string(last) {
+			no := journal.RunNo(binary.BigEndian.Uint64(k[4:]))
+			pos := int(int64(binary.BigEndian.Uint64(k[12:]) ^ (1 << 63)))
+			var err error
+			if t, res, err = v.w.lookupSlot(slot, no, pos); err != nil {
+				return err
+			}
+			have, last = true, append(last[:0], k[:20]...)
+		}
+		if err := v.finishRef(t, res, val); err != nil {
+			return err
+		}
+		return v.err
+	})
+}
+
+var errDamagedJoin = errors.New("check: a damaged reference join entry")
+
+// finishRef decodes what refer or deferSender put into the join and
+// finishes the check with the target read (t, res).
+func (v *verifier) finishRef(t target, res resolution, val []byte) error {
+	d := joinDecoder{b: val}
+	c := refCheck(d.byte())
+	from := int(d.uvarint())
+	if d.bad || from >= len(v.w.srcs) {
+		return errDamagedJoin
+	}
+	s := &sh{slot: from, shardInfo: v.w.infos[from]}
+	if c == refOutbox {
+		id := d.str()
+		ref := d.ref()
+		unproduced := d.byte() == 1
+		if d.bad {
+			return errDamagedJoin
+		}
+		var r *journal.Run
+		if res == resolved {
+			r = t.r
+		}
+		v.sender(s, id, ref, r, unproduced, string(d.b))
+		return nil
+	}
+	r := &journal.Run{}
+	rec := &journal.Record{}
+	r.No = journal.RunNo(d.uvarint())
+	r.WorkflowID = d.str()
+	r.Gen = uint32(d.uvarint())
+	rec.Kind, rec.Origin = journal.Kind(d.byte()), journal.Origin(d.byte())
+	rec.Pos = uint32(d.uvarint())
+	rec.By = d.ref()
+	p := d.ref()
+	rec.Parent = journal.ParentRef{Shard: p.Shard, Run: p.Run, Pos: uint32(d.uvarint())}
+	rec.ParentID = d.str()
+	rec.Pred = d.ref()
+	rec.Next = d.ref()
+	if d.bad || len(d.b) != 0 || refWhat[c] == "" {
+		return errDamagedJoin
+	}
+	v.landed(s, r, rec, c, t, res)
+	return nil
+}
+
+func appendRef(b []byte, ref journal.RunRef) []byte {
+	return binary.AppendUvarint(binary.AppendVarint(b, int64(ref.Shard)), uint64(ref.Run))
+}
+
+// joinDecoder reads a join value; bad is set once it runs short.
+type joinDecoder struct {
+	b   []byte
+	bad bool
+}
+
+func (d *joinDecoder) byte() byte {
+	if len(d.b) == 0 {
+		d.bad = true
+		return 0
+	}
+	c := d.b[0]
+	d.b = d.b[1:]
+	return c
+}
+
+func (d *joinDecoder) uvarint() uint64 {
+	x, n := binary.Uvarint(d.b)
+	if n <= 0 {
+		d.bad = true
+		return 0
+	}
+	d.b = d.b[n:]
+	return x
+}
+
+func (d *joinDecoder) ref() journal.RunRef {
+	x, n := binary.Varint(d.b)
+	if n <= 0 {
+		d.bad = true
+		return journal.RunRef{}
+	}
+	d.b = d.b[n:]
+	return journal.RunRef{Shard: int(x), Run: journal.RunNo(d.uvarint())}
+}
+
+func (d *joinDecoder) str() string {
+	s, rest, err := cutStr(d.b)
+	if err != nil {
+		d.bad = true
+		return ""
+	}
+	d.b = rest
+	return s
+}
