@@ -11,9 +11,11 @@
 // built in memory through State (FromShards, Load), whose *journal.Shard
 // values tests mutate to plant damage. Each shard's runs pass once; the
 // per-run checks are made as they pass; what needs more than one run goes
-// through point lookups on the shard a reference names and through
-// journal.SpillMap sorts and joins bounded by Options.Memory (source.go,
-// keys.go; verify.go and dump.go say what each joins). Memory is
+// through journal.SpillMap sorts and joins bounded by Options.Memory
+// (source.go, keys.go; verify.go, verify_join.go and dump.go say what each
+// joins): verify reads the runs references name in key order, shard by
+// shard, after every shard has passed; dump still resolves references by
+// point lookups on the shard they name. Memory is
 // therefore the budget plus the shards' store readers, whatever the
 // number of runs. Both use every core (up to four): verify checks shards
 // on several goroutines at once, dump looks up and renders batches of

@@ -16,8 +16,9 @@ import (
 // directory on disk through journal.ShardReader (storeSource), a state
 // built in memory through its *journal.Shard (memSource). What needs more
 // than one run at a time (references, sorts, joins by message ID or
-// workflow ID) goes through point lookups on the sources and spill maps
-// (journal.SpillMap) bounded by Options.Memory.
+// workflow ID) goes through spill maps (journal.SpillMap) bounded by
+// Options.Memory and lookups on the sources: verify's in key order
+// (verify_join.go), dump's as each reference is rendered.
 
 // shardInfo is a shard's header as recovery leaves it.
 type shardInfo struct {

@@ -54,8 +54,9 @@ func Problems(fs []Finding) int {
 }
 
 // How verify streams. Each shard's runs pass once, in key order: every
-// per-run check is made as a run passes, its references are resolved by
-// point lookups on the shards they name, and what a check needs from more
+// per-run check is made as a run passes, its references are put into the
+// reference join (verify_join.go: read per target shard in key order once
+// every shard has passed), and what a check needs from more
 // than one run is put into the shard's spill map under a prefix: the ID
 // index joined with the runs of each workflow ID ('I'), the timers the
 // journals imply joined with the stored ones ('T'), the messages the
