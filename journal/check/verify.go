@@ -114,6 +114,11 @@ type sh struct {
 	shardInfo
 	src  source
 	join *journal.SpillMap
+	// stored holds the IDs of the shard's stored messages while they fit
+	// a quarter of the join's share (storedAll says they did not): only
+	// a produced message with one of those IDs is joined with its value.
+	stored    map[string]struct{}
+	storedAll bool
 }
 
 func (w *view) verify(ctx context.Context, fn func(Finding) error) (runs int, err error) {
@@ -324,6 +329,9 @@ func (v *verifier) shard(slot int, src source) error {
 		_ = v.sp.drop(s.join)
 		v.shared.mu.Unlock()
 	}()
+	if err := v.storeOutbox(s); err != nil {
+		return err
+	}
 	err := src.runs(v.ctx, func(key journal.RunNo, r *journal.Run, h []journal.Record, archived bool) error {
 		v.runs++
 		v.ranOne()

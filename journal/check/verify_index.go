@@ -51,7 +51,12 @@ func (v *verifier) joinRun(s *sh, key journal.RunNo, r *journal.Run, h []journal
 		v.seq++
 		k := appendStr([]byte{joinOutbox}, m.ID)
 		k = append(k, 0)
-		put(appendU64(appendU64(k, uint64(r.No)), v.seq), encodeMsg(nil, &m))
+		k = appendU64(appendU64(k, uint64(r.No)), v.seq)
+		if _, ok := s.stored[m.ID]; ok || s.storedAll {
+			put(k, encodeMsg(nil, &m))
+		} else {
+			put(k, nil) // no stored message to compare: the ID and run suffice
+		}
 	}
 	v.recordMsgIDs(s, r, h)
 }

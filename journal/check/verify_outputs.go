@@ -53,13 +53,19 @@ func (v *verifier) timers(s *sh) error {
 	return nil
 }
 
-// outbox checks every message against the record of its sender that
-// produced it, and the run-number-free rule for message IDs. The messages
-// the journals produce (put into the shard's map as the runs passed) and
-// the stored ones meet in the map by message ID, the produced first, in
-// run-number order; the first is the one a stored message must equal.
-func (v *verifier) outbox(s *sh) error {
-	err := s.src.outbox(func(id string, m *journal.Message) error {
+// storeOutbox puts the shard's stored messages into its map before its
+// runs pass (see outbox), and notes their IDs in s.stored while they fit.
+func (v *verifier) storeOutbox(s *sh) error {
+	s.stored = map[string]struct{}{}
+	room := v.sp.share / 4
+	return s.src.outbox(func(id string, m *journal.Message) error {
+		if !s.storedAll {
+			if room -= int64(len(id)) + 64; room < 0 {
+				s.stored, s.storedAll = nil, true
+			} else {
+				s.stored[id] = struct{}{}
+			}
+		}
 		v.seq++
 		k := append(appendStr([]byte{joinOutbox}, id), 1)
 		if err := s.join.Put(appendU64(k, v.seq), encodeMsg(nil, m)); err != nil {
@@ -75,31 +81,45 @@ func (v *verifier) outbox(s *sh) error {
 		defer v.shared.mu.Unlock()
 		return v.cross.Put(appendU32(k, uint32(s.slot)), appendU64(appendI64(nil, int64(s.Index)), uint64(m.From.Run)))
 	})
-	if err != nil {
-		return err
-	}
+}
+
+// outbox checks every message against the record of its sender that
+// produced it, and the run-number-free rule for message IDs. The messages
+// the journals produce (put into the shard's map as the runs passed, with
+// their fields when a stored message has their ID) and the stored ones
+// (put in before the runs) meet in the map by message ID, the produced
+// first, in run-number order; the first is the one a stored message must
+// equal.
+func (v *verifier) outbox(s *sh) error {
 	var cur []byte
 	var want *journal.Message
-	err = s.join.Each([]byte{joinOutbox}, func(k, val []byte) error {
+	produced := false
+	err := s.join.Each([]byte{joinOutbox}, func(k, val []byte) error {
 		e := 1 + strEnd(k[1:])
 		id, _, err := cutStr(k[1:])
 		if err != nil {
 			return err
 		}
 		if !bytes.Equal(k[:e], cur) {
-			cur, want = append(cur[:0], k[:e]...), nil
+			cur, want, produced = append(cur[:0], k[:e]...), nil, false
+		}
+		if k[e] == 0 { // produced
+			if len(k) < e+9 {
+				return errors.New("check: a damaged spilled message key")
+			}
+			if produced {
+				v.addf(KindMsgIDDuplicate, s.Index, journal.RunNo(binary.BigEndian.Uint64(k[e+1:])), "message ID %q is produced by two records", id)
+				return nil
+			}
+			produced = true
+			if len(val) > 0 {
+				want, err = decodeMsg(val)
+			}
+			return err
 		}
 		m, err := decodeMsg(val)
 		if err != nil {
 			return err
-		}
-		if k[e] == 0 { // produced
-			if want != nil {
-				v.addf(KindMsgIDDuplicate, s.Index, m.From.Run, "message ID %q is produced by two records", id)
-			} else {
-				want = m
-			}
-			return nil
 		}
 		return v.message(s, id, m, want)
 	})
