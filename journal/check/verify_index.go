@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"cmp"
 	"encoding/binary"
+	"errors"
+	"iter"
 	"slices"
 	"sort"
 
@@ -77,9 +79,45 @@ type joined struct {
 // runs of one ID are generations 1..k with no gap or repeat, numbered in
 // generation order except where a reshard renumbered a run, all finished
 // but the latest, and the index points at the latest (the highest
-// generation). The index entries and the runs of each ID meet in the
-// shard's map, the entry first.
+// generation). The runs of each ID, put into the shard's map as they
+// passed, are read back in workflow ID order and merged with the shard's
+// index, which streams in the same order (both sort by the ID's bytes).
 func (v *verifier) index(s *sh) error {
+	var srcErr error
+	next, stop := iter.Pull2(func(yield func(string, journal.RunNo) bool) {
+		srcErr = s.src.index(func(wf string, no journal.RunNo) error {
+			if !yield(wf, no) {
+				return errIndexStopped
+			}
+			return nil
+		})
+		if errors.Is(srcErr, errIndexStopped) {
+			srcErr = nil
+		}
+	})
+	defer stop()
+	// The index entry not merged yet (pok), its ID as the map encodes it.
+	var pid []byte
+	var pwf string
+	var pno journal.RunNo
+	pok := false
+	advance := func() {
+		if pwf, pno, pok = next(); pok {
+			pid = appendStr(append(pid[:0], joinIndex), pwf)
+		}
+	}
+	advance()
+	// alone checks the index entries that sort before upTo (nil: all of
+	// those left): IDs the shard has no run of.
+	alone := func(upTo []byte) error {
+		for pok && (upTo == nil || bytes.Compare(pid, upTo) < 0) {
+			if err := v.indexID(s, pwf, nil, pno, true); err != nil {
+				return err
+			}
+			advance()
+		}
+		return nil
+	}
 	var cur []byte // the workflow ID, as encoded
 	var id string
 	var runs []joined
@@ -94,17 +132,16 @@ func (v *verifier) index(s *sh) error {
 		runs, hasEntry = runs[:0], false
 		return nil
 	}
-	err := s.src.index(func(wf string, no journal.RunNo) error {
-		k := append(appendStr([]byte{joinIndex}, wf), 0)
-		return s.join.Put(k, appendU64(nil, uint64(no)))
-	})
-	if err != nil {
-		return err
-	}
-	err = s.join.Each([]byte{joinIndex}, func(k, val []byte) error {
+	err := s.join.Each([]byte{joinIndex}, func(k, val []byte) error {
 		e := 1 + strEnd(k[1:])
+		if len(k) != e+17 || k[e] != 1 || len(val) != 6 {
+			return errors.New("check: a damaged index join entry")
+		}
 		if !bytes.Equal(k[:e], cur) {
 			if err := flush(); err != nil {
+				return err
+			}
+			if err := alone(k[:e]); err != nil {
 				return err
 			}
 			cur = append(cur[:0], k[:e]...)
@@ -112,20 +149,28 @@ func (v *verifier) index(s *sh) error {
 			if id, _, err = cutStr(k[1:]); err != nil {
 				return err
 			}
-		}
-		if k[e] == 0 {
-			entry, hasEntry = journal.RunNo(binary.BigEndian.Uint64(val)), true
-			return nil
+			if pok && bytes.Equal(pid, cur) {
+				entry, hasEntry = pno, true
+				advance()
+			}
 		}
 		runs = append(runs, joined{no: journal.RunNo(binary.BigEndian.Uint64(k[e+1:])), key: journal.RunNo(binary.BigEndian.Uint64(k[e+9:])),
 			gen: binary.BigEndian.Uint32(val), state: journal.RunState(val[4]), renumbered: val[5] == 1})
 		return nil
 	})
+	if err == nil {
+		err = flush()
+	}
+	if err == nil {
+		err = alone(nil)
+	}
 	if err != nil {
 		return err
 	}
-	return flush()
+	return srcErr
 }
+
+var errIndexStopped = errors.New("check: index merge stopped")
 
 // indexID checks one workflow ID: its runs in run-number order and its
 // index entry, if it has one.
