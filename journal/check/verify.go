@@ -57,12 +57,14 @@ func Problems(fs []Finding) int {
 // per-run check is made as a run passes, its references are put into the
 // reference join (verify_join.go: read per target shard in key order once
 // every shard has passed), and what a check needs from more
-// than one run is put into the shard's spill map under a prefix: the ID
-// index joined with the runs of each workflow ID ('I'), the timers the
-// journals imply joined with the stored ones ('T'), the messages the
-// journals produce joined with the outbox by message ID ('P') and the
-// outbox's sequence numbers ('S'). Those joins are read back in key order
-// once the runs have passed. Message IDs across shards go into a map of
+// than one run is put into the shard's spill map under a prefix: the runs
+// of each workflow ID ('I', read back in ID order and merged with the ID
+// index, which streams in that order), the timers the journals imply
+// joined with the stored ones ('T'), the messages the journals produce
+// joined with the outbox by message ID ('P'; the outbox goes in before
+// the runs, so a produced message carries its fields only when a stored
+// one has its ID) and the outbox's sequence numbers ('S'). Those joins
+// are read back in key order once the runs have passed. Message IDs across shards go into a map of
 // their own ('X'), and findings into one sorted as they are reported.
 // Shards are checked on several goroutines at once (workers(), inOrder):
 // each has a verifier of its own, sharing the findings, the message IDs
