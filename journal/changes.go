@@ -63,7 +63,7 @@ func (s *Shard) deleteTimer(k TimerKey) {
 func (s *Shard) setLatest(id string, no RunNo) {
 	s.ByID[id] = no
 	if s.back != nil {
-		s.back.ids.add(id)
+		s.back.AddID(id)
 	}
 	if c := s.changed; c != nil {
 		c.ids[id] = struct{}{}
@@ -79,7 +79,7 @@ func (s *Shard) touchOutbox(m *Message) {
 func (s *Shard) addSeen(id, workflowID string) {
 	s.Seen[id] = workflowID
 	if s.back != nil {
-		s.back.seen.add(id)
+		s.back.AddSeen(id)
 	}
 	if c := s.changed; c != nil {
 		c.seen[id] = struct{}{}

@@ -380,7 +380,7 @@ func (db *DB) Checkpoint() error {
 	}
 	if db.evict {
 		for _, s := range db.Shards {
-			s.evict(db.evictKeep)
+			s.Evict(db.evictKeep)
 		}
 	}
 	return nil

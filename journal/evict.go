@@ -27,119 +27,47 @@ type backing struct {
 	// ids and seen hold every workflow ID and message ID the store or
 	// memory may have in the ID index and the dedup set (keyfilter.go).
 	ids, seen *keyFilter
-	err       error // the first read error (Shard.LoadErr)
 }
 
-// Run returns run no (nil: no such run), reading it back from the store
-// if it was evicted.
-func (s *Shard) Run(no RunNo) *Run {
-	if r, ok := s.Runs[no]; ok || s.back == nil {
-		return r
+// ReadIndex reads the ID index entry of workflowID (model.Backing).
+func (b *backing) ReadIndex(workflowID string) (RunNo, bool, error) {
+	if !b.ids.mayHave(workflowID) {
+		return 0, false, nil
 	}
-	r, err := s.back.readRun(no)
-	if err != nil {
-		s.back.fail(err)
-		return nil
-	}
-	if r != nil {
-		s.Runs[no] = r
-	}
-	return r
-}
-
-// LatestNo is the ID index entry of a workflow ID: its newest run.
-func (s *Shard) LatestNo(workflowID string) (RunNo, bool) {
-	if no, ok := s.ByID[workflowID]; ok || s.back == nil || !s.back.ids.mayHave(workflowID) {
-		return no, ok
-	}
-	val, ok := s.back.get(IndexKey(workflowID))
-	if !ok {
-		return 0, false
+	val, err := b.getErr(IndexKey(workflowID))
+	if err != nil || val == nil {
+		return 0, false, err
 	}
 	no, err := DecodeIndexValue(val)
 	if err != nil {
-		s.back.fail(&StoreError{Path: s.back.path, Key: StoreKey{Kind: KeyIndex, ID: workflowID}.String(), Err: err})
-		return 0, false
+		return 0, false, &StoreError{Path: b.path, Key: StoreKey{Kind: KeyIndex, ID: workflowID}.String(), Err: err}
 	}
-	s.ByID[workflowID] = no // a cache entry, not a change
-	return no, true
+	return no, true, nil
 }
 
-// SeenBy reports whether message msgID was received here and, if so, the
-// workflow ID it was delivered to.
-func (s *Shard) SeenBy(msgID string) (string, bool) {
-	if wf, ok := s.Seen[msgID]; ok || s.back == nil || !s.back.seen.mayHave(msgID) {
-		return wf, ok
+// ReadSeen reads the receiver dedup entry of msgID (model.Backing).
+func (b *backing) ReadSeen(msgID string) (string, bool, error) {
+	if !b.seen.mayHave(msgID) {
+		return "", false, nil
 	}
-	val, ok := s.back.get(SeenKey(msgID))
-	if !ok {
-		return "", false
+	val, err := b.getErr(SeenKey(msgID))
+	if err != nil || val == nil {
+		return "", false, err
 	}
 	wf, err := DecodeSeenValue(val)
 	if err != nil {
-		s.back.fail(&StoreError{Path: s.back.path, Key: StoreKey{Kind: KeySeen, ID: msgID}.String(), Err: err})
-		return "", false
+		return "", false, &StoreError{Path: b.path, Key: StoreKey{Kind: KeySeen, ID: msgID}.String(), Err: err}
 	}
-	return wf, true
+	return wf, true, nil
 }
 
-// LoadErr is the first error reading evicted state back from the store
-// (nil: none). A shard that failed to read treats what it could not read
-// as missing, so the DB refuses every Commit and Checkpoint after it.
-func (s *Shard) LoadErr() error {
-	if s.back == nil {
-		return nil
-	}
-	return s.back.err
-}
+// AddID notes a workflow ID put in the ID index (model.Backing).
+func (b *backing) AddID(workflowID string) { b.ids.add(workflowID) }
 
-// Resident is how many runs the shard holds in memory.
-func (s *Shard) Resident() int { return len(s.Runs) }
+// AddSeen notes a message ID put in the dedup set (model.Backing).
+func (b *backing) AddSeen(msgID string) { b.seen.add(msgID) }
 
-// evict drops what the store holds from memory. The shard must have no
-// pending changes (its store reflects all of it).
-func (s *Shard) evict(keep int) {
-	// Running runs were touched since the last checkpoint and wait for
-	// something due within minutes: keeping up to keep of them (and
-	// their index entries) saves reading them straight back. Which ones
-	// are kept changes only what is read from the store, never a result.
-	kept := 0
-	for no, r := range s.Runs {
-		if r.State == StateRunning && kept < keep {
-			kept++
-			continue
-		}
-		delete(s.Runs, no)
-	}
-	if kept == 0 {
-		clear(s.ByID)
-	}
-	for id, no := range s.ByID {
-		if _, ok := s.Runs[no]; !ok {
-			delete(s.ByID, id)
-		}
-	}
-	clear(s.Seen)
-	clear(s.Archive)
-	clear(s.Timers)
-}
-
-func (b *backing) fail(err error) {
-	if b.err == nil {
-		b.err = err
-	}
-}
-
-// get reads one key's value (a copy); false if the key is absent or the
-// read failed (recorded).
-func (b *backing) get(key []byte) ([]byte, bool) {
-	val, err := b.getErr(key)
-	if err != nil {
-		b.fail(err)
-	}
-	return val, val != nil
-}
-
+// getErr reads one key's value (a copy; nil: absent).
 func (b *backing) getErr(key []byte) (_ []byte, err error) {
 	defer recoverStoreFatal(b.path, &err)
 	v, closer, err := b.st.Get(key)
@@ -153,8 +81,8 @@ func (b *backing) getErr(key []byte) (_ []byte, err error) {
 	return val, closer.Close()
 }
 
-// readRun reads run no and its journal from the store (nil: none).
-func (b *backing) readRun(no RunNo) (r *Run, err error) {
+// ReadRun reads run no and its journal from the store (nil: none).
+func (b *backing) ReadRun(no RunNo) (r *Run, err error) {
 	defer recoverStoreFatal(b.path, &err)
 	it, err := b.st.NewIter(&pebble.IterOptions{LowerBound: RunKey(no), UpperBound: RunKey(no + 1)})
 	if err != nil {
@@ -200,7 +128,7 @@ func (db *DB) SetEvict() { db.SetEvictKeep(0) }
 func (db *DB) SetEvictKeep(keep int) {
 	db.evictKeep = keep / len(db.Shards)
 	for i, s := range db.Shards {
-		if s.back == nil {
+		if s.Backing() == nil {
 			b := &backing{st: db.stores[i], path: StoreDir(db.FS, db.Dir, i), scratch: NewShard(i, len(db.Shards)),
 				ids: newKeyFilter(), seen: newKeyFilter()}
 			for id := range s.ByID {
@@ -209,7 +137,7 @@ func (db *DB) SetEvictKeep(keep int) {
 			for id := range s.Seen {
 				b.seen.add(id)
 			}
-			s.back = b
+			s.SetBacking(b)
 		}
 	}
 	db.evict = true

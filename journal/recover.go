@@ -10,24 +10,6 @@ import (
 	"github.com/fusee-dev/fusee/meta"
 )
 
-// LogError is a log entry that recovery cannot use although the log's
-// framing and chain are intact: it does not decode, it does not fit its
-// shard's state, or its shard's LSNs have a gap. The log or a store is
-// damaged.
-type LogError struct {
-	Pos   wal.Position // the batch holding the entry
-	Shard int
-	LSN   uint64
-	Err   error
-}
-
-func (e *LogError) Error() string {
-	return fmt.Sprintf("log batch at %s, shard %d, LSN %d: %v; the log and the shard's store disagree: restore the data directory from a backup",
-		e.Pos, e.Shard, e.LSN, e.Err)
-}
-
-func (e *LogError) Unwrap() error { return e.Err }
-
 // Open takes the directory's lock and recovers every shard: it reads
 // fusee.meta (refusing an interrupted reshard, meta.ErrSwitching, and log
 // format 2, meta.ErrOldLog), loads each

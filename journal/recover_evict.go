@@ -22,7 +22,8 @@ import (
 func loadShardEvicting(st *pebble.DB, path string, index, count int) (_ *Shard, _ CheckpointHeader, err error) {
 	defer recoverStoreFatal(path, &err)
 	s := NewShard(index, count)
-	s.back = &backing{st: st, path: path, scratch: NewShard(index, count), ids: newKeyFilter(), seen: newKeyFilter()}
+	b := &backing{st: st, path: path, scratch: NewShard(index, count), ids: newKeyFilter(), seen: newKeyFilter()}
+	s.SetBacking(b)
 	var hdr CheckpointHeader
 	have := false
 	each := func(kind byte, fn func(k StoreKey, val []byte) error) error {
@@ -53,8 +54,8 @@ func loadShardEvicting(st *pebble.DB, path string, index, count int) (_ *Shard, 
 			}
 			return err
 		}),
-		each(KeyIndex, func(k StoreKey, _ []byte) error { s.back.ids.add(k.ID); return nil }),
-		each(KeySeen, func(k StoreKey, _ []byte) error { s.back.seen.add(k.ID); return nil }),
+		each(KeyIndex, func(k StoreKey, _ []byte) error { b.ids.add(k.ID); return nil }),
+		each(KeySeen, func(k StoreKey, _ []byte) error { b.seen.add(k.ID); return nil }),
 	)
 	if err != nil {
 		return nil, hdr, err
@@ -73,8 +74,8 @@ func loadShardEvicting(st *pebble.DB, path string, index, count int) (_ *Shard, 
 // handles (after recovery reopened them for writing).
 func (db *DB) rebindBacking() {
 	for i, s := range db.Shards {
-		if s.back != nil {
-			s.back.st = db.stores[i]
+		if b, ok := s.Backing().(*backing); ok {
+			b.st = db.stores[i]
 		}
 	}
 }

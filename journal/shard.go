@@ -160,7 +160,8 @@ type Shard struct {
 	changed *changes
 	// back is the store an evicting DB reads dropped state back from
 	// (nil: everything is in memory). See evict.go.
-	back *backing
+	back    Backing
+	backErr error // the first error reading from back (LoadErr)
 }
 
 // TimerKey is one pending durable timer: a timer record, a retry of a
