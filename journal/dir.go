@@ -1,6 +1,5 @@
 package journal
 
-
 // A data directory:
 //
 //	<dir>/fusee.meta                 identity: format, log format, shard count (package meta)

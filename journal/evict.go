@@ -3,6 +3,8 @@ package journal
 import (
 	"errors"
 	"fmt"
+	"github.com/fusee-dev/fusee/journal/model"
+	"github.com/fusee-dev/fusee/journal/store"
 
 	"github.com/cockroachdb/pebble/v2"
 )
@@ -23,24 +25,24 @@ import (
 type backing struct {
 	st      *pebble.DB
 	path    string
-	scratch *Shard // for loadRunKey, which files the run it decodes
+	scratch *model.Shard // for loadRunKey, which files the run it decodes
 	// ids and seen hold every workflow ID and message ID the store or
 	// memory may have in the ID index and the dedup set (keyfilter.go).
 	ids, seen *keyFilter
 }
 
 // ReadIndex reads the ID index entry of workflowID (model.Backing).
-func (b *backing) ReadIndex(workflowID string) (RunNo, bool, error) {
+func (b *backing) ReadIndex(workflowID string) (model.RunNo, bool, error) {
 	if !b.ids.mayHave(workflowID) {
 		return 0, false, nil
 	}
-	val, err := b.getErr(IndexKey(workflowID))
+	val, err := b.getErr(store.IndexKey(workflowID))
 	if err != nil || val == nil {
 		return 0, false, err
 	}
-	no, err := DecodeIndexValue(val)
+	no, err := model.DecodeIndexValue(val)
 	if err != nil {
-		return 0, false, &StoreError{Path: b.path, Key: StoreKey{Kind: KeyIndex, ID: workflowID}.String(), Err: err}
+		return 0, false, &store.StoreError{Path: b.path, Key: store.StoreKey{Kind: store.KeyIndex, ID: workflowID}.String(), Err: err}
 	}
 	return no, true, nil
 }
@@ -50,13 +52,13 @@ func (b *backing) ReadSeen(msgID string) (string, bool, error) {
 	if !b.seen.mayHave(msgID) {
 		return "", false, nil
 	}
-	val, err := b.getErr(SeenKey(msgID))
+	val, err := b.getErr(store.SeenKey(msgID))
 	if err != nil || val == nil {
 		return "", false, err
 	}
-	wf, err := DecodeSeenValue(val)
+	wf, err := model.DecodeSeenValue(val)
 	if err != nil {
-		return "", false, &StoreError{Path: b.path, Key: StoreKey{Kind: KeySeen, ID: msgID}.String(), Err: err}
+		return "", false, &store.StoreError{Path: b.path, Key: store.StoreKey{Kind: store.KeySeen, ID: msgID}.String(), Err: err}
 	}
 	return wf, true, nil
 }
@@ -69,39 +71,39 @@ func (b *backing) AddSeen(msgID string) { b.seen.add(msgID) }
 
 // getErr reads one key's value (a copy; nil: absent).
 func (b *backing) getErr(key []byte) (_ []byte, err error) {
-	defer recoverStoreFatal(b.path, &err)
+	defer store.RecoverStoreFatal(b.path, &err)
 	v, closer, err := b.st.Get(key)
 	if errors.Is(err, pebble.ErrNotFound) {
 		return nil, nil
 	}
 	if err != nil {
-		return nil, storeError(b.path, "reading", err)
+		return nil, store.WrapStoreError(b.path, "reading", err)
 	}
 	val := append(make([]byte, 0, len(v)+1), v...) // never nil: present
 	return val, closer.Close()
 }
 
 // ReadRun reads run no and its journal from the store (nil: none).
-func (b *backing) ReadRun(no RunNo) (r *Run, err error) {
-	defer recoverStoreFatal(b.path, &err)
-	it, err := b.st.NewIter(&pebble.IterOptions{LowerBound: RunKey(no), UpperBound: RunKey(no + 1)})
+func (b *backing) ReadRun(no model.RunNo) (r *model.Run, err error) {
+	defer store.RecoverStoreFatal(b.path, &err)
+	it, err := b.st.NewIter(&pebble.IterOptions{LowerBound: store.RunKey(no), UpperBound: store.RunKey(no + 1)})
 	if err != nil {
-		return nil, storeError(b.path, "reading", err)
+		return nil, store.WrapStoreError(b.path, "reading", err)
 	}
 	var want uint32
 	for ok := it.First(); ok; ok = it.Next() {
-		k, perr := ParseStoreKey(it.Key())
+		k, perr := store.ParseStoreKey(it.Key())
 		if perr == nil {
-			perr = loadRunKey(b.scratch, k, it.Value(), &r, &want)
+			perr = store.LoadRunKey(b.scratch, k, it.Value(), &r, &want)
 		}
 		if perr != nil {
-			return nil, closeIter(b.path, it, &StoreError{Path: b.path, Key: fmt.Sprintf("%q", it.Key()), Err: perr})
+			return nil, store.CloseIter(b.path, it, &store.StoreError{Path: b.path, Key: fmt.Sprintf("%q", it.Key()), Err: perr})
 		}
 	}
 	if err := it.Error(); err != nil {
-		return nil, closeIter(b.path, it, storeError(b.path, "reading", err))
+		return nil, store.CloseIter(b.path, it, store.WrapStoreError(b.path, "reading", err))
 	}
-	if err := closeIter(b.path, it, nil); err != nil {
+	if err := store.CloseIter(b.path, it, nil); err != nil {
 		return nil, err
 	}
 	if r == nil {
@@ -109,7 +111,7 @@ func (b *backing) ReadRun(no RunNo) (r *Run, err error) {
 	}
 	delete(b.scratch.Runs, no)
 	if uint32(len(r.Journal)) != want {
-		return nil, &StoreError{Path: b.path, Key: StoreKey{Kind: KeyRun, Run: no}.String(),
+		return nil, &store.StoreError{Path: b.path, Key: store.StoreKey{Kind: store.KeyRun, Run: no}.String(),
 			Err: fmt.Errorf("the run entry says %d journal records, the store has %d", want, len(r.Journal))}
 	}
 	return r, nil
@@ -129,7 +131,7 @@ func (db *DB) SetEvictKeep(keep int) {
 	db.evictKeep = keep / len(db.Shards)
 	for i, s := range db.Shards {
 		if s.Backing() == nil {
-			b := &backing{st: db.stores[i], path: StoreDir(db.FS, db.Dir, i), scratch: NewShard(i, len(db.Shards)),
+			b := &backing{st: db.stores[i], path: store.StoreDir(db.FS, db.Dir, i), scratch: model.NewShard(i, len(db.Shards)),
 				ids: newKeyFilter(), seen: newKeyFilter()}
 			for id := range s.ByID {
 				b.ids.add(id)
@@ -165,15 +167,15 @@ func (db *DB) loadErr() error {
 // StoredRuns calls fn for every run the store of shard i holds, in run
 // number order, with its journal. Right after a checkpoint that is the
 // shard's every run; fn must not keep r if memory is to stay bounded.
-func (db *DB) StoredRuns(i int, fn func(r *Run) error) (err error) {
-	path := StoreDir(db.FS, db.Dir, i)
-	defer recoverStoreFatal(path, &err)
-	it, err := db.stores[i].NewIter(&pebble.IterOptions{LowerBound: []byte{KeyRun}, UpperBound: []byte{KeyRun + 1}})
+func (db *DB) StoredRuns(i int, fn func(r *model.Run) error) (err error) {
+	path := store.StoreDir(db.FS, db.Dir, i)
+	defer store.RecoverStoreFatal(path, &err)
+	it, err := db.stores[i].NewIter(&pebble.IterOptions{LowerBound: []byte{store.KeyRun}, UpperBound: []byte{store.KeyRun + 1}})
 	if err != nil {
-		return storeError(path, "reading", err)
+		return store.WrapStoreError(path, "reading", err)
 	}
-	scratch := NewShard(i, len(db.Shards))
-	var cur *Run
+	scratch := model.NewShard(i, len(db.Shards))
+	var cur *model.Run
 	var want uint32
 	emit := func() error {
 		if cur == nil {
@@ -183,30 +185,30 @@ func (db *DB) StoredRuns(i int, fn func(r *Run) error) (err error) {
 		cur = nil
 		delete(scratch.Runs, r.No)
 		if uint32(len(r.Journal)) != want {
-			return &StoreError{Path: path, Key: StoreKey{Kind: KeyRun, Run: r.No}.String(),
+			return &store.StoreError{Path: path, Key: store.StoreKey{Kind: store.KeyRun, Run: r.No}.String(),
 				Err: fmt.Errorf("the run entry says %d journal records, the store has %d", want, len(r.Journal))}
 		}
 		return fn(r)
 	}
 	for ok := it.First(); ok; ok = it.Next() {
-		k, perr := ParseStoreKey(it.Key())
+		k, perr := store.ParseStoreKey(it.Key())
 		if perr != nil {
-			return closeIter(path, it, &StoreError{Path: path, Key: fmt.Sprintf("%q", it.Key()), Err: perr})
+			return store.CloseIter(path, it, &store.StoreError{Path: path, Key: fmt.Sprintf("%q", it.Key()), Err: perr})
 		}
 		if !k.IsRecord {
 			if err := emit(); err != nil {
-				return closeIter(path, it, err)
+				return store.CloseIter(path, it, err)
 			}
 		}
-		if perr := loadRunKey(scratch, k, it.Value(), &cur, &want); perr != nil {
-			return closeIter(path, it, &StoreError{Path: path, Key: k.String(), Err: perr})
+		if perr := store.LoadRunKey(scratch, k, it.Value(), &cur, &want); perr != nil {
+			return store.CloseIter(path, it, &store.StoreError{Path: path, Key: k.String(), Err: perr})
 		}
 	}
 	if err := it.Error(); err != nil {
-		return closeIter(path, it, storeError(path, "reading", err))
+		return store.CloseIter(path, it, store.WrapStoreError(path, "reading", err))
 	}
 	if err := emit(); err != nil {
-		return closeIter(path, it, err)
+		return store.CloseIter(path, it, err)
 	}
-	return closeIter(path, it, nil)
+	return store.CloseIter(path, it, nil)
 }

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"github.com/cockroachdb/pebble/v2/vfs"
+	"github.com/fusee-dev/fusee/journal/model"
 
 	"github.com/fusee-dev/fusee/journal/wal"
 )
@@ -14,8 +15,8 @@ import (
 // ShardStats describes one shard's persistence.
 type ShardStats struct {
 	Shard      int
-	Checkpoint CheckpointHeader // the store's current checkpoint header
-	LSN        uint64           // the shard's LSN in memory (checkpoint + log tail)
+	Checkpoint model.CheckpointHeader // the store's current checkpoint header
+	LSN        uint64                 // the shard's LSN in memory (checkpoint + log tail)
 	// TailEntries and TailBytes count the log entries after the checkpoint
 	// (replayed at open or committed since) and their encoded size.
 	TailEntries int
@@ -75,9 +76,9 @@ func LogSize(fs vfs.FS, dir string) (segments int, bytes int64, err error) {
 }
 
 // Header is shard's current checkpoint header.
-func (db *DB) Header(shard int) (CheckpointHeader, error) {
+func (db *DB) Header(shard int) (model.CheckpointHeader, error) {
 	if err := db.checkShard(shard); err != nil {
-		return CheckpointHeader{}, err
+		return model.CheckpointHeader{}, err
 	}
 	return db.headers[shard], nil
 }

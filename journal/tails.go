@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/fusee-dev/fusee/journal/model"
+	"github.com/fusee-dev/fusee/journal/store"
 
 	"github.com/cockroachdb/pebble/v2/vfs"
 	"github.com/fusee-dev/fusee/journal/wal"
@@ -32,12 +34,12 @@ import (
 //
 // Nothing is written. The caller holds the directory's lock. ReadTails
 // checks ctx between batches and returns ctx.Err() when it is done.
-func ReadTails(ctx context.Context, fs vfs.FS, dir string, headers []CheckpointHeader) ([]ShardTail, *RecoveryReport, error) {
+func ReadTails(ctx context.Context, fs vfs.FS, dir string, headers []model.CheckpointHeader) ([]store.ShardTail, *RecoveryReport, error) {
 	n := len(headers)
 	if n == 0 {
 		return nil, nil, fmt.Errorf("reading the log tails of %s: no shard headers", dir)
 	}
-	tails := make([]ShardTail, n)
+	tails := make([]store.ShardTail, n)
 	lsns := make([]uint64, n)
 	rep := &RecoveryReport{Shards: make([]ShardRecovery, n)}
 	for i := range headers {
@@ -45,7 +47,7 @@ func ReadTails(ctx context.Context, fs vfs.FS, dir string, headers []CheckpointH
 		if hdr.Shard != i || hdr.Count != n {
 			return nil, nil, fmt.Errorf("reading the log tails of %s: headers[%d] is shard %d's of %d", dir, i, hdr.Shard, hdr.Count)
 		}
-		tails[i] = ShardTail{Shard: i, CheckpointLSN: hdr.LSN}
+		tails[i] = store.ShardTail{Shard: i, CheckpointLSN: hdr.LSN}
 		lsns[i] = hdr.LSN
 		rep.Shards[i] = ShardRecovery{Shard: i, CheckpointLSN: hdr.LSN, LSN: hdr.LSN}
 		if i == 0 || comparePos(hdr.Log, rep.LogFrom) < 0 {
@@ -63,8 +65,8 @@ func ReadTails(ctx context.Context, fs vfs.FS, dir string, headers []CheckpointH
 				return err
 			}
 			t := &tails[sec.Shard]
-			keep := func(lsn uint64, op *Op) error {
-				t.Entries = append(t.Entries, TailEntry{LSN: lsn, Pos: b.Pos, Op: *op})
+			keep := func(lsn uint64, op *model.Op) error {
+				t.Entries = append(t.Entries, store.TailEntry{LSN: lsn, Pos: b.Pos, Op: *op})
 				return nil
 			}
 			var st tailStats

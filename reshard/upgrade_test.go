@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/fusee-dev/fusee/journal/store"
 	"math/rand/v2"
 	"slices"
 	"testing"
@@ -113,7 +114,7 @@ func storeGens(t *testing.T, fs vfs.FS, shards int) []uint64 {
 	t.Helper()
 	out := make([]uint64, shards)
 	for i := range out {
-		h, err := journal.ReadHeader(fs, memDir, i, shards)
+		h, err := store.ReadHeader(fs, memDir, i, shards)
 		if err != nil {
 			t.Fatal(err)
 		}

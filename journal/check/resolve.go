@@ -1,9 +1,8 @@
 package check
 
 import (
+	"github.com/fusee-dev/fusee/journal/model"
 	"sort"
-
-	"github.com/fusee-dev/fusee/journal"
 )
 
 // resolution is what looking a reference up found (view.lookup).
@@ -19,8 +18,8 @@ const (
 
 // history is a run's records: its journal, or its archive once it is a
 // tombstone.
-func history(s *journal.Shard, r *journal.Run) []journal.Record {
-	if r.State == journal.StateTombstone {
+func history(s *model.Shard, r *model.Run) []model.Record {
+	if r.State == model.StateTombstone {
 		return s.Archive[r.No]
 	}
 	return r.Journal

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"github.com/fusee-dev/fusee/journal/model"
 	"io"
 	"path/filepath"
 	"sort"
@@ -16,7 +17,7 @@ import (
 )
 
 // openState recovers a closed directory read-only and returns its shards.
-func openState(t testing.TB, dir string) []*journal.Shard {
+func openState(t testing.TB, dir string) []*model.Shard {
 	t.Helper()
 	db, _, err := journal.Open(vfs.Default, dir, journal.OpenOptions{ReadOnly: true})
 	if err != nil {

@@ -2,9 +2,8 @@ package sim
 
 import (
 	"container/heap"
+	"github.com/fusee-dev/fusee/journal/model"
 	"strings"
-
-	"github.com/fusee-dev/fusee/journal"
 )
 
 // evKind says what a scheduled event does. Its numeric order breaks ties
@@ -45,7 +44,7 @@ type event struct {
 	msg  string // message ID (evMsg)
 
 	shard int
-	run   journal.RunNo
+	run   model.RunNo
 	fresh int // evFresh: index in the workload
 }
 

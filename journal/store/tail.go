@@ -1,8 +1,9 @@
-package journal
+package store
 
 import (
 	"errors"
 	"fmt"
+	"github.com/fusee-dev/fusee/journal/model"
 
 	"github.com/cockroachdb/pebble/v2"
 	"github.com/cockroachdb/pebble/v2/vfs"
@@ -18,7 +19,7 @@ import (
 type TailEntry struct {
 	LSN uint64
 	Pos wal.Position // the batch holding it (for errors)
-	Op  Op
+	Op  model.Op
 }
 
 // ShardTail is one shard's log entries after its checkpoint, in LSN order:
@@ -37,14 +38,14 @@ func (t *ShardTail) LSN() uint64 { return t.CheckpointLSN + uint64(len(t.Entries
 // directory of count shards) and checks that it names that shard and count.
 // The store is opened read-only and closed again; nothing is written. The
 // caller holds the directory's lock.
-func ReadHeader(fs vfs.FS, dir string, shard, count int) (CheckpointHeader, error) {
+func ReadHeader(fs vfs.FS, dir string, shard, count int) (model.CheckpointHeader, error) {
 	if shard < 0 || shard >= count {
-		return CheckpointHeader{}, fmt.Errorf("shard %d: the directory has shards 0..%d", shard, count-1)
+		return model.CheckpointHeader{}, fmt.Errorf("shard %d: the directory has shards 0..%d", shard, count-1)
 	}
 	path := StoreDir(fs, dir, shard)
-	store, err := openStore(fs, path, nil, true, false)
+	store, err := OpenStore(fs, path, nil, true, false)
 	if err != nil {
-		return CheckpointHeader{}, err
+		return model.CheckpointHeader{}, err
 	}
 	hdr, err := readStoreHeader(store, path, shard, count)
 	if cerr := store.Close(); err == nil && cerr != nil {
@@ -54,21 +55,21 @@ func ReadHeader(fs vfs.FS, dir string, shard, count int) (CheckpointHeader, erro
 }
 
 // readStoreHeader reads and checks the "H" key of an open store.
-func readStoreHeader(store *pebble.DB, path string, shard, count int) (_ CheckpointHeader, err error) {
-	defer recoverStoreFatal(path, &err)
+func readStoreHeader(store *pebble.DB, path string, shard, count int) (_ model.CheckpointHeader, err error) {
+	defer RecoverStoreFatal(path, &err)
 	val, closer, err := store.Get(headerKey)
 	if errors.Is(err, pebble.ErrNotFound) {
-		return CheckpointHeader{}, &StoreError{Path: path, Err: errors.New("no checkpoint header (key \"H\")")}
+		return model.CheckpointHeader{}, &StoreError{Path: path, Err: errors.New("no checkpoint header (key \"H\")")}
 	}
 	if err != nil {
-		return CheckpointHeader{}, storeError(path, "reading", err)
+		return model.CheckpointHeader{}, WrapStoreError(path, "reading", err)
 	}
-	hdr, err := DecodeHeader(val)
+	hdr, err := model.DecodeHeader(val)
 	closer.Close()
 	if err != nil {
 		return hdr, &StoreError{Path: path, Key: StoreKey{Kind: KeyHeader}.String(), Err: err}
 	}
-	if err := checkHeader(&hdr, shard, count); err != nil {
+	if err := CheckHeader(&hdr, shard, count); err != nil {
 		return hdr, &StoreError{Path: path, Err: err}
 	}
 	return hdr, nil
@@ -76,13 +77,13 @@ func readStoreHeader(store *pebble.DB, path string, shard, count int) (_ Checkpo
 
 // checkHeader checks a checkpoint header read from shard index's store in
 // a directory of count shards.
-func checkHeader(hdr *CheckpointHeader, index, count int) error {
+func CheckHeader(hdr *model.CheckpointHeader, index, count int) error {
 	switch {
 	case hdr.Shard != index:
 		return fmt.Errorf("the checkpoint header says shard %d, but the store is shard %d's", hdr.Shard, index)
 	case hdr.Count != count:
 		return fmt.Errorf("the checkpoint header says %d shards, but fusee.meta says %d", hdr.Count, count)
-	case hdr.NextRun == 0 || hdr.NextRun > NoSuchRun || hdr.NextSeq == 0:
+	case hdr.NextRun == 0 || hdr.NextRun > model.NoSuchRun || hdr.NextSeq == 0:
 		return fmt.Errorf("the checkpoint header has next run %d and next outbox seq %d", hdr.NextRun, hdr.NextSeq)
 	case hdr.Gen == 0:
 		return errors.New("the checkpoint header has store generation 0")
@@ -107,4 +108,3 @@ func (e *LogError) Error() string {
 }
 
 func (e *LogError) Unwrap() error { return e.Err }
-

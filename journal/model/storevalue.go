@@ -1,4 +1,4 @@
-package journal
+package model
 
 import (
 	"encoding/binary"
@@ -170,7 +170,7 @@ func DecodeRunEntry(p []byte) (RunEntry, error) {
 }
 
 // entryOf is the run entry of r.
-func entryOf(r *Run) RunEntry {
+func EntryOf(r *Run) RunEntry {
 	return RunEntry{State: r.State, Renumbered: r.Renumbered, Gen: r.Gen, Status: r.Status,
 		Started: r.Started, Finished: r.Finished, Records: uint32(len(r.Journal)),
 		WorkflowID: r.WorkflowID, Type: r.Type}
@@ -280,7 +280,7 @@ func DecodeSeenValue(p []byte) (string, error) {
 }
 
 // encodeRunNo is the value of an "I" key.
-func encodeRunNo(no RunNo) []byte { return binary.BigEndian.AppendUint64(nil, uint64(no)) }
+func EncodeRunNo(no RunNo) []byte { return binary.BigEndian.AppendUint64(nil, uint64(no)) }
 
 // DecodeIndexValue decodes the value of an "I" key.
 func DecodeIndexValue(p []byte) (RunNo, error) {

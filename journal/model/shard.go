@@ -1,4 +1,4 @@
-package journal
+package model
 
 import (
 	"fmt"
@@ -157,7 +157,7 @@ type Shard struct {
 	// changed tracks what Apply changed since the store last reflected
 	// this state (nil: not tracked). It is bookkeeping, not state: compare
 	// shards with DiffShards, not reflect.DeepEqual.
-	changed *changes
+	Changed *Changes
 	// back is the store an evicting DB reads dropped state back from
 	// (nil: everything is in memory). See evict.go.
 	back    Backing
@@ -192,7 +192,7 @@ func (s *Shard) Latest(workflowID string) *Run {
 
 // deriveIndex is the ID index that runs imply: each workflow ID mapped to
 // its newest run (Run.NewerThan).
-func deriveIndex(runs map[RunNo]*Run) map[string]RunNo {
+func DeriveIndex(runs map[RunNo]*Run) map[string]RunNo {
 	ids := map[string]RunNo{}
 	newest := map[string]*Run{}
 	for no, r := range runs {
@@ -208,13 +208,13 @@ func deriveIndex(runs map[RunNo]*Run) map[string]RunNo {
 // runs builds the new shards' index with it.
 func (s *Shard) RebuildIndex() {
 	old := s.ByID
-	s.ByID = deriveIndex(s.Runs)
-	if c := s.changed; c != nil {
+	s.ByID = DeriveIndex(s.Runs)
+	if c := s.Changed; c != nil {
 		for id := range old {
-			c.ids[id] = struct{}{}
+			c.IDs[id] = struct{}{}
 		}
 		for id := range s.ByID {
-			c.ids[id] = struct{}{}
+			c.IDs[id] = struct{}{}
 		}
 	}
 }

@@ -1,4 +1,4 @@
-package journal
+package store
 
 import (
 	"errors"
@@ -14,12 +14,12 @@ import (
 func TestFatalFromFileSystem(t *testing.T) {
 	sync := &iofs.PathError{Op: "sync", Path: "/s/MANIFEST-000001", Err: syscall.EIO}
 	viaFatalf := func() (err error) {
-		defer recoverStoreFatal("/s", &err)
-		quietLogger{}.Fatalf("MANIFEST sync failed: %v", sync)
+		defer RecoverStoreFatal("/s", &err)
+		QuietLogger{}.Fatalf("MANIFEST sync failed: %v", sync)
 		return nil
 	}
 	viaPanic := func() (err error) {
-		defer recoverStoreFatal("/s", &err)
+		defer RecoverStoreFatal("/s", &err)
 		panic(sync)
 	}
 	for name, f := range map[string]func() error{"Fatalf": viaFatalf, "panic": viaPanic} {

@@ -1,9 +1,10 @@
-package journal
+package store
 
 import (
 	"context"
 	"encoding/binary"
 	"fmt"
+	"github.com/fusee-dev/fusee/journal/model"
 	"slices"
 
 	"github.com/cockroachdb/pebble/v2"
@@ -14,38 +15,38 @@ import (
 // checked by ScanRecord (package journal/model, rawrecord.go), not decoded.
 
 // AppendRunKey appends the key of run no's entry to dst.
-func AppendRunKey(dst []byte, no RunNo) []byte { return appendBE64Key(dst, KeyRun, uint64(no)) }
+func AppendRunKey(dst []byte, no model.RunNo) []byte { return appendBE64Key(dst, KeyRun, uint64(no)) }
 
 // AppendRecordKey appends the key of journal record pos of run no to dst.
-func AppendRecordKey(dst []byte, no RunNo, pos uint32) []byte {
+func AppendRecordKey(dst []byte, no model.RunNo, pos uint32) []byte {
 	return binary.BigEndian.AppendUint32(appendBE64Key(dst, KeyRun, uint64(no)), pos)
 }
 
 // RawRun is a run as its store holds it: its entry decoded, its records
 // and archive as encoded bytes (checked, not decoded).
 type RawRun struct {
-	No      RunNo
-	Entry   RunEntry
-	Records [][]byte     // the encoded records, by position
-	Heads   []RecordHead // ScanRecord of each record
-	Archive []byte       // a tombstone's encoded archived history (nil otherwise)
+	No      model.RunNo
+	Entry   model.RunEntry
+	Records [][]byte           // the encoded records, by position
+	Heads   []model.RecordHead // ScanRecord of each record
+	Archive []byte             // a tombstone's encoded archived history (nil otherwise)
 }
 
 // rawOf encodes a run of the overlay (and its archive) as a RawRun.
-func rawOf(r *Run, archive []Record) (*RawRun, error) {
-	rr := &RawRun{No: r.No, Entry: entryOf(r)}
+func rawOf(r *model.Run, archive []model.Record) (*RawRun, error) {
+	rr := &RawRun{No: r.No, Entry: model.EntryOf(r)}
 	var buf []byte
 	ends := make([]int, len(r.Journal))
 	for i := range r.Journal {
-		buf = EncodeRecord(buf, &r.Journal[i])
+		buf = model.EncodeRecord(buf, &r.Journal[i])
 		ends[i] = len(buf)
 	}
 	rr.Records = make([][]byte, len(r.Journal))
-	rr.Heads = make([]RecordHead, len(r.Journal))
+	rr.Heads = make([]model.RecordHead, len(r.Journal))
 	start := 0
 	for i, end := range ends {
 		rr.Records[i] = buf[start:end:end]
-		h, err := ScanRecord(rr.Records[i])
+		h, err := model.ScanRecord(rr.Records[i])
 		if err != nil {
 			return nil, fmt.Errorf("run %d record %d: %w", r.No, i, err)
 		}
@@ -53,7 +54,7 @@ func rawOf(r *Run, archive []Record) (*RawRun, error) {
 		start = end
 	}
 	if archive != nil {
-		rr.Archive = EncodeHistory(nil, archive)
+		rr.Archive = model.EncodeHistory(nil, archive)
 	}
 	return rr, nil
 }
@@ -62,9 +63,9 @@ func rawOf(r *Run, archive []Record) (*RawRun, error) {
 // order with the same checks, but records are scanned (ScanRecord), not
 // decoded. A RawRun belongs to fn: the reader does not reuse it.
 func (sr *ShardReader) RawRuns(ctx context.Context, fn func(r *RawRun) error) (err error) {
-	defer recoverStoreFatal(sr.path, &err)
+	defer RecoverStoreFatal(sr.path, &err)
 	o := sr.overlay
-	var mine []RunNo // the overlay's runs, in order
+	var mine []model.RunNo // the overlay's runs, in order
 	for no := range sr.touched {
 		if _, ok := o.Runs[no]; ok {
 			mine = append(mine, no)
@@ -77,7 +78,7 @@ func (sr *ShardReader) RawRuns(ctx context.Context, fn func(r *RawRun) error) (e
 		}
 		return fn(r)
 	}
-	emitMine := func(below RunNo) error {
+	emitMine := func(below model.RunNo) error {
 		for len(mine) > 0 && (below == 0 || mine[0] < below) {
 			r := o.Runs[mine[0]]
 			mine = mine[1:]
@@ -95,12 +96,12 @@ func (sr *ShardReader) RawRuns(ctx context.Context, fn func(r *RawRun) error) (e
 	if err != nil {
 		return err
 	}
-	defer func() { err = closeIter(sr.path, arch.it, err) }()
+	defer func() { err = CloseIter(sr.path, arch.it, err) }()
 	it, err := sr.store.NewIter(&pebble.IterOptions{LowerBound: []byte{KeyRun}, UpperBound: []byte{KeyRun + 1}})
 	if err != nil {
-		return storeError(sr.path, "reading", err)
+		return WrapStoreError(sr.path, "reading", err)
 	}
-	defer func() { err = closeIter(sr.path, it, err) }()
+	defer func() { err = CloseIter(sr.path, it, err) }()
 	for ok := it.First(); ok; {
 		k, err := ParseStoreKey(it.Key())
 		if err != nil {
@@ -110,14 +111,14 @@ func (sr *ShardReader) RawRuns(ctx context.Context, fn func(r *RawRun) error) (e
 			return err
 		}
 		if sr.touched[k.Run] && !k.IsRecord {
-			if k.Run >= sr.stored.NextRun {
-				return sr.keyError(it.Key(), fmt.Errorf("run %d is not below the header's next run number %d", k.Run, sr.stored.NextRun))
+			if k.Run >= sr.Stored.NextRun {
+				return sr.keyError(it.Key(), fmt.Errorf("run %d is not below the header's next run number %d", k.Run, sr.Stored.NextRun))
 			}
-			e, err := DecodeRunEntry(it.Value())
+			e, err := model.DecodeRunEntry(it.Value())
 			if err != nil {
 				return sr.keyError(it.Key(), err)
 			}
-			if _, err := arch.takeRaw(k.Run, e.State == StateTombstone); err != nil {
+			if _, err := arch.takeRaw(k.Run, e.State == model.StateTombstone); err != nil {
 				return err
 			}
 			ok = it.SeekGE(RunKey(k.Run + 1))
@@ -128,7 +129,7 @@ func (sr *ShardReader) RawRuns(ctx context.Context, fn func(r *RawRun) error) (e
 			return err
 		}
 		ok = it.Valid()
-		if rr.Archive, err = arch.takeRaw(rr.No, rr.Entry.State == StateTombstone); err != nil {
+		if rr.Archive, err = arch.takeRaw(rr.No, rr.Entry.State == model.StateTombstone); err != nil {
 			return err
 		}
 		if err := emit(rr); err != nil {
@@ -136,7 +137,7 @@ func (sr *ShardReader) RawRuns(ctx context.Context, fn func(r *RawRun) error) (e
 		}
 	}
 	if err := it.Error(); err != nil {
-		return storeError(sr.path, "reading", err)
+		return WrapStoreError(sr.path, "reading", err)
 	}
 	if err := arch.finish(); err != nil {
 		return err
@@ -153,21 +154,21 @@ func (sr *ShardReader) readRawRun(it *pebble.Iterator, k StoreKey) (*RawRun, err
 	if k.IsRecord {
 		return nil, sr.keyError(key, fmt.Errorf("a journal record without its run entry"))
 	}
-	if k.Run == NoSuchRun {
-		return nil, sr.keyError(key, fmt.Errorf("a run numbered %d, the number reserved for references to no run", NoSuchRun))
+	if k.Run == model.NoSuchRun {
+		return nil, sr.keyError(key, fmt.Errorf("a run numbered %d, the number reserved for references to no run", model.NoSuchRun))
 	}
-	e, err := DecodeRunEntry(it.Value())
+	e, err := model.DecodeRunEntry(it.Value())
 	if err != nil {
 		return nil, sr.keyError(key, err)
 	}
 	if e.WorkflowID == "" {
 		return nil, sr.keyError(key, fmt.Errorf("run entry without a workflow ID"))
 	}
-	if (e.State == StateTombstone) != (e.Records == 0) {
+	if (e.State == model.StateTombstone) != (e.Records == 0) {
 		return nil, sr.keyError(key, fmt.Errorf("a %s run with %d journal records", e.State, e.Records))
 	}
-	if k.Run >= sr.stored.NextRun {
-		return nil, sr.keyError(key, fmt.Errorf("run %d is not below the header's next run number %d", k.Run, sr.stored.NextRun))
+	if k.Run >= sr.Stored.NextRun {
+		return nil, sr.keyError(key, fmt.Errorf("run %d is not below the header's next run number %d", k.Run, sr.Stored.NextRun))
 	}
 	rr := &RawRun{No: k.Run, Entry: e}
 	var buf []byte
@@ -188,7 +189,7 @@ func (sr *ShardReader) readRawRun(it *pebble.Iterator, k StoreKey) (*RawRun, err
 			return nil, sr.keyError(key, fmt.Errorf("journal record at position %d, want position %d of %d", rk.Pos, len(ends), e.Records))
 		}
 		val := it.Value()
-		h, err := ScanRecord(val)
+		h, err := model.ScanRecord(val)
 		if err != nil {
 			return nil, sr.keyError(key, err)
 		}
@@ -200,7 +201,7 @@ func (sr *ShardReader) readRawRun(it *pebble.Iterator, k StoreKey) (*RawRun, err
 		rr.Heads = append(rr.Heads, h)
 	}
 	if err := it.Error(); err != nil {
-		return nil, storeError(sr.path, "reading", err)
+		return nil, WrapStoreError(sr.path, "reading", err)
 	}
 	if uint32(len(ends)) != e.Records {
 		return nil, sr.keyError(RunKey(k.Run), fmt.Errorf("the run entry says %d journal records, the store has %d", e.Records, len(ends)))
@@ -211,8 +212,8 @@ func (sr *ShardReader) readRawRun(it *pebble.Iterator, k StoreKey) (*RawRun, err
 		rr.Records[i] = buf[start:end:end]
 		start = end
 	}
-	if e.State != StateTombstone {
-		if st := &rr.Heads[0]; st.Kind != KindStart || string(st.WorkflowID(rr.Records[0])) != e.WorkflowID {
+	if e.State != model.StateTombstone {
+		if st := &rr.Heads[0]; st.Kind != model.KindStart || string(st.WorkflowID(rr.Records[0])) != e.WorkflowID {
 			return nil, sr.keyError(RunKey(k.Run), fmt.Errorf("run %d's journal does not begin with its start record", k.Run))
 		}
 	}
@@ -221,7 +222,7 @@ func (sr *ShardReader) readRawRun(it *pebble.Iterator, k StoreKey) (*RawRun, err
 
 // takeRaw is take with the archive's bytes (a copy), checked by
 // EachHistoryRecord.
-func (c *archiveCursor) takeRaw(no RunNo, tombstone bool) ([]byte, error) {
+func (c *archiveCursor) takeRaw(no model.RunNo, tombstone bool) ([]byte, error) {
 	if c.ok {
 		key := c.it.Key()
 		k, err := ParseStoreKey(key)
@@ -233,7 +234,7 @@ func (c *archiveCursor) takeRaw(no RunNo, tombstone bool) ([]byte, error) {
 		}
 		if k.Run == no {
 			val := c.it.Value()
-			if err := EachHistoryRecord(val, func([]byte, *RecordHead) error { return nil }); err != nil {
+			if err := model.EachHistoryRecord(val, func([]byte, *model.RecordHead) error { return nil }); err != nil {
 				return nil, c.sr.keyError(key, err)
 			}
 			p := append([]byte(nil), val...)
@@ -242,7 +243,7 @@ func (c *archiveCursor) takeRaw(no RunNo, tombstone bool) ([]byte, error) {
 		}
 	}
 	if err := c.it.Error(); err != nil {
-		return nil, storeError(c.sr.path, "reading", err)
+		return nil, WrapStoreError(c.sr.path, "reading", err)
 	}
 	if tombstone {
 		return nil, c.sr.keyError(RunKey(no), fmt.Errorf("tombstoned run %d has no archived history", no))

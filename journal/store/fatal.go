@@ -1,4 +1,4 @@
-package journal
+package store
 
 import (
 	"errors"
@@ -66,7 +66,7 @@ func ioFailure(err error) bool {
 // fatalTrap is the pebble logger and background error sink of a store
 // reshard builds: it keeps the first failure and never panics.
 type fatalTrap struct {
-	quietLogger
+	QuietLogger
 	mu  sync.Mutex
 	err error
 }
@@ -100,8 +100,8 @@ func (t *fatalTrap) install(o *pebble.Options) {
 // closing a write-ahead log fails (db.go, rotateWAL), which a Flush does.
 // The engine opens the finished store with a log of its own.
 func openTrappedStore(fs vfs.FS, path string, trap *fatalTrap) (_ *pebble.DB, err error) {
-	defer recoverStoreFatal(path, &err)
-	o := storeOptions(fs, nil, false, true)
+	defer RecoverStoreFatal(path, &err)
+	o := StoreOptions(fs, nil, false, true)
 	o.DisableWAL = true
 	trap.install(o)
 	db, err := pebble.Open(path, o)
@@ -111,7 +111,7 @@ func openTrappedStore(fs vfs.FS, path string, trap *fatalTrap) (_ *pebble.DB, er
 		}
 	}
 	if err != nil {
-		return nil, storeError(path, "creating", err)
+		return nil, WrapStoreError(path, "creating", err)
 	}
 	return db, nil
 }

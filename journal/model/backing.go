@@ -1,4 +1,4 @@
-package journal
+package model
 
 // Eviction, the model's side: a shard whose directory evicts (the
 // journal package's DB.SetEvict) has a Backing, and after a checkpoint it
