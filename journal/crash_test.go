@@ -1,7 +1,6 @@
 package journal
 
 import (
-	"github.com/fusee-dev/fusee/journal/model"
 	"math/rand/v2"
 	"strings"
 	"sync"
@@ -10,6 +9,7 @@ import (
 
 	"github.com/cockroachdb/pebble/v2/vfs"
 	"github.com/cockroachdb/pebble/v2/vfs/errorfs"
+	"github.com/fusee-dev/fusee/journal/model"
 	"github.com/fusee-dev/fusee/journal/wal"
 	"pgregory.net/rapid"
 )

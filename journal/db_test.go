@@ -2,8 +2,6 @@ package journal
 
 import (
 	"errors"
-	"github.com/fusee-dev/fusee/journal/model"
-	"github.com/fusee-dev/fusee/journal/store"
 	"io"
 	"os"
 	"slices"
@@ -11,6 +9,8 @@ import (
 	"testing"
 
 	"github.com/cockroachdb/pebble/v2/vfs"
+	"github.com/fusee-dev/fusee/journal/model"
+	"github.com/fusee-dev/fusee/journal/store"
 	"github.com/fusee-dev/fusee/meta"
 	"pgregory.net/rapid"
 )

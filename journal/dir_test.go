@@ -2,7 +2,6 @@ package journal
 
 import (
 	"errors"
-	"github.com/fusee-dev/fusee/journal/store"
 	"io/fs"
 	"os"
 	"os/exec"
@@ -10,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/cockroachdb/pebble/v2/vfs"
+	"github.com/fusee-dev/fusee/journal/store"
 )
 
 // TestStoreLocksAreFlock: while a directory is open, read-write or

@@ -3,10 +3,10 @@ package journal
 import (
 	"errors"
 	"fmt"
-	"github.com/fusee-dev/fusee/journal/model"
-	"github.com/fusee-dev/fusee/journal/store"
 
 	"github.com/cockroachdb/pebble/v2"
+	"github.com/fusee-dev/fusee/journal/model"
+	"github.com/fusee-dev/fusee/journal/store"
 )
 
 // Eviction: a DB whose engine asked for it (DB.SetEvict) keeps in memory

@@ -4,17 +4,16 @@ import (
 	"bytes"
 	"context"
 	"encoding/binary"
-	"github.com/fusee-dev/fusee/journal/model"
-	"github.com/fusee-dev/fusee/journal/store"
 	"reflect"
 	"strings"
 	"sync"
 	"testing"
 
 	"github.com/cockroachdb/pebble/v2/vfs"
-
 	"github.com/fusee-dev/fusee/journal"
+	"github.com/fusee-dev/fusee/journal/model"
 	"github.com/fusee-dev/fusee/journal/sim"
+	"github.com/fusee-dev/fusee/journal/store"
 	"github.com/fusee-dev/fusee/journal/wal"
 )
 

@@ -3,9 +3,9 @@ package journal
 import (
 	"errors"
 	"fmt"
+
 	"github.com/cockroachdb/pebble/v2/vfs"
 	"github.com/fusee-dev/fusee/journal/model"
-
 	"github.com/fusee-dev/fusee/journal/wal"
 )
 

@@ -2,8 +2,9 @@ package journal_test
 
 import (
 	"bytes"
-	"github.com/fusee-dev/fusee/journal/model"
 	"testing"
+
+	"github.com/fusee-dev/fusee/journal/model"
 )
 
 // FuzzScanRecord: ScanRecord accepts exactly what DecodeRecord accepts,

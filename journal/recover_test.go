@@ -4,8 +4,6 @@ import (
 	"crypto/sha256"
 	"errors"
 	"fmt"
-	"github.com/fusee-dev/fusee/journal/model"
-	"github.com/fusee-dev/fusee/journal/store"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -15,6 +13,8 @@ import (
 
 	"github.com/cockroachdb/pebble/v2"
 	"github.com/cockroachdb/pebble/v2/vfs"
+	"github.com/fusee-dev/fusee/journal/model"
+	"github.com/fusee-dev/fusee/journal/store"
 	"github.com/fusee-dev/fusee/journal/wal"
 	"github.com/fusee-dev/fusee/meta"
 	"pgregory.net/rapid"

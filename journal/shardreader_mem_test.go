@@ -3,8 +3,6 @@ package journal
 import (
 	"context"
 	"fmt"
-	"github.com/fusee-dev/fusee/journal/model"
-	"github.com/fusee-dev/fusee/journal/store"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -12,6 +10,8 @@ import (
 
 	"github.com/cockroachdb/pebble/v2"
 	"github.com/cockroachdb/pebble/v2/vfs"
+	"github.com/fusee-dev/fusee/journal/model"
+	"github.com/fusee-dev/fusee/journal/store"
 )
 
 // writeManyRuns makes a one-shard directory on the real disk whose store

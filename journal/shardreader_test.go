@@ -4,14 +4,14 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/fusee-dev/fusee/journal/model"
-	"github.com/fusee-dev/fusee/journal/store"
 	"path/filepath"
 	"strings"
 	"testing"
 
 	"github.com/cockroachdb/pebble/v2"
 	"github.com/cockroachdb/pebble/v2/vfs"
+	"github.com/fusee-dev/fusee/journal/model"
+	"github.com/fusee-dev/fusee/journal/store"
 	"pgregory.net/rapid"
 )
 
@@ -177,7 +177,7 @@ func (c *tailCoverage) count(t fataler, fs vfs.FS, dir string, tails []store.Sha
 					sent[op.Rec.MsgID] = true
 				}
 			}
-			if e.Op.Kind != model.OpStart && e.Op.Run != 0 && e.Op.Run < sr.Stored.NextRun {
+			if e.Op.Kind != model.OpStart && e.Op.Run != 0 && e.Op.Run < sr.StoredHeader().NextRun {
 				c.storeRunOps++
 			}
 		}

@@ -2,13 +2,13 @@ package journal
 
 import (
 	"errors"
-	"github.com/fusee-dev/fusee/journal/store"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
 	"github.com/cockroachdb/pebble/v2/vfs"
+	"github.com/fusee-dev/fusee/journal/store"
 )
 
 // corruptStoreTable flips 8 bytes in the middle of an sstable of shard
@@ -79,27 +79,4 @@ func TestOpenCorruptStoreTable(t *testing.T) {
 	if _, _, _, err := RecoverShard(vfs.Default, dir, 0, 2); err != nil {
 		t.Fatalf("RecoverShard of the intact shard: %v", err)
 	}
-}
-
-// Only pebble's Fatalf is turned into an error; other panics go on.
-func TestRecoverStoreFatal(t *testing.T) {
-	f := func() (err error) {
-		defer store.RecoverStoreFatal("/s", &err)
-		store.QuietLogger{}.Fatalf("boom %d", 1)
-		return nil
-	}
-	var ce *store.StoreCorruptionError
-	if err := f(); !errors.As(err, &ce) || ce.Path != "/s" || !strings.Contains(err.Error(), "pebble: boom 1") {
-		t.Fatalf("Fatalf: %v", err)
-	}
-	defer func() {
-		if r := recover(); r != "other" {
-			t.Fatalf("recovered %v, want the other panic", r)
-		}
-	}()
-	func() {
-		var err error
-		defer store.RecoverStoreFatal("/s", &err)
-		panic("other")
-	}()
 }

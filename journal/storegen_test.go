@@ -2,12 +2,12 @@ package journal
 
 import (
 	"encoding/binary"
-	"github.com/fusee-dev/fusee/journal/model"
-	"github.com/fusee-dev/fusee/journal/store"
 	"strings"
 	"testing"
 
 	"github.com/cockroachdb/pebble/v2/vfs"
+	"github.com/fusee-dev/fusee/journal/model"
+	"github.com/fusee-dev/fusee/journal/store"
 )
 
 // A shard's StoreGen and its store header's gen agree: a store written

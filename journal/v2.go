@@ -3,11 +3,11 @@ package journal
 import (
 	"context"
 	"fmt"
-	"github.com/fusee-dev/fusee/journal/model"
-	"github.com/fusee-dev/fusee/journal/store"
 
 	"github.com/cockroachdb/pebble/v2"
 	"github.com/cockroachdb/pebble/v2/vfs"
+	"github.com/fusee-dev/fusee/journal/model"
+	"github.com/fusee-dev/fusee/journal/store"
 	"github.com/fusee-dev/fusee/journal/wal"
 	"github.com/fusee-dev/fusee/meta"
 )

@@ -2,10 +2,10 @@ package journal
 
 import (
 	"fmt"
-	"github.com/fusee-dev/fusee/journal/model"
 	"maps"
 	"slices"
 
+	"github.com/fusee-dev/fusee/journal/model"
 	"pgregory.net/rapid"
 )
 

@@ -3,7 +3,6 @@ package reshard_test
 import (
 	"context"
 	"fmt"
-	"github.com/fusee-dev/fusee/journal/store"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -13,6 +12,7 @@ import (
 	"github.com/cockroachdb/pebble/v2"
 	"github.com/cockroachdb/pebble/v2/vfs"
 	"github.com/fusee-dev/fusee/journal/sim"
+	"github.com/fusee-dev/fusee/journal/store"
 	"github.com/fusee-dev/fusee/meta"
 	"github.com/fusee-dev/fusee/reshard"
 )

@@ -4,9 +4,9 @@ import (
 	"context"
 	"encoding/binary"
 	"fmt"
+
 	"github.com/fusee-dev/fusee/journal/model"
 	"github.com/fusee-dev/fusee/journal/store"
-
 	"github.com/fusee-dev/fusee/journal/wal"
 	"github.com/fusee-dev/fusee/meta"
 )

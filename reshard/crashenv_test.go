@@ -5,7 +5,6 @@ import (
 	"context"
 	"crypto/sha256"
 	"fmt"
-	"github.com/fusee-dev/fusee/journal/model"
 	"io"
 	"slices"
 	"sort"
@@ -17,6 +16,7 @@ import (
 	"github.com/cockroachdb/pebble/v2/vfs/errorfs"
 	"github.com/fusee-dev/fusee/journal"
 	"github.com/fusee-dev/fusee/journal/check"
+	"github.com/fusee-dev/fusee/journal/model"
 	"github.com/fusee-dev/fusee/journal/sim"
 )
 

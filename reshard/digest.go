@@ -3,11 +3,12 @@ package reshard
 import (
 	"encoding/binary"
 	"fmt"
-	"github.com/fusee-dev/fusee/journal/model"
 	"hash/maphash"
 	"maps"
 	"slices"
 	"strings"
+
+	"github.com/fusee-dev/fusee/journal/model"
 )
 
 // A digest summarises a directory's logical content in a form that does

@@ -2,8 +2,9 @@ package reshard
 
 import (
 	"encoding/binary"
-	"github.com/fusee-dev/fusee/journal/model"
 	"hash/maphash"
+
+	"github.com/fusee-dev/fusee/journal/model"
 )
 
 // The run map in memory. Every reference the rewrite and the digests

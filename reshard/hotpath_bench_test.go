@@ -10,8 +10,6 @@ import (
 	"bytes"
 	"context"
 	"fmt"
-	"github.com/fusee-dev/fusee/journal/model"
-	"github.com/fusee-dev/fusee/journal/store"
 	"hash/maphash"
 	"os"
 	"path/filepath"
@@ -20,7 +18,9 @@ import (
 	"testing"
 
 	"github.com/cockroachdb/pebble/v2/vfs"
+	"github.com/fusee-dev/fusee/journal/model"
 	"github.com/fusee-dev/fusee/journal/sim"
+	"github.com/fusee-dev/fusee/journal/store"
 )
 
 const hotShards, hotRuns = 4, 2000

@@ -4,8 +4,9 @@ import (
 	"context"
 	"encoding/binary"
 	"fmt"
-	"github.com/fusee-dev/fusee/journal/model"
 	"hash/maphash"
+
+	"github.com/fusee-dev/fusee/journal/model"
 )
 
 // The renumbering plan (docs/reshard.md, "Run numbers").

@@ -5,12 +5,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/fusee-dev/fusee/journal/model"
 	"strings"
 	"testing"
 
 	"github.com/cockroachdb/pebble/v2/vfs"
 	"github.com/fusee-dev/fusee/journal"
+	"github.com/fusee-dev/fusee/journal/model"
 	"github.com/fusee-dev/fusee/reshard"
 )
 

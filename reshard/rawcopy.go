@@ -2,6 +2,7 @@ package reshard
 
 import (
 	"encoding/binary"
+
 	"github.com/fusee-dev/fusee/journal/model"
 	"github.com/fusee-dev/fusee/journal/store"
 )

@@ -4,15 +4,15 @@ import (
 	"bytes"
 	"context"
 	"fmt"
-	"github.com/fusee-dev/fusee/journal/model"
-	"github.com/fusee-dev/fusee/journal/store"
 	"math/rand/v2"
 	"path/filepath"
 	"slices"
 	"testing"
 
 	"github.com/cockroachdb/pebble/v2/vfs"
+	"github.com/fusee-dev/fusee/journal/model"
 	"github.com/fusee-dev/fusee/journal/sim"
+	"github.com/fusee-dev/fusee/journal/store"
 )
 
 // TestRawRewriteMatchesDecode: on random generated directories, every run

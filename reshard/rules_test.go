@@ -2,12 +2,12 @@ package reshard_test
 
 import (
 	"fmt"
-	"github.com/fusee-dev/fusee/journal/model"
 	"path/filepath"
 	"testing"
 
 	"github.com/cockroachdb/pebble/v2/vfs"
 	"github.com/fusee-dev/fusee/journal"
+	"github.com/fusee-dev/fusee/journal/model"
 	"github.com/fusee-dev/fusee/reshard"
 )
 

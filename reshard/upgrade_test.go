@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/fusee-dev/fusee/journal/store"
 	"math/rand/v2"
 	"slices"
 	"testing"
@@ -14,6 +13,7 @@ import (
 	"github.com/fusee-dev/fusee/journal"
 	"github.com/fusee-dev/fusee/journal/check"
 	"github.com/fusee-dev/fusee/journal/sim"
+	"github.com/fusee-dev/fusee/journal/store"
 	"github.com/fusee-dev/fusee/meta"
 	"github.com/fusee-dev/fusee/reshard"
 )

@@ -3,9 +3,9 @@ package reshard
 import (
 	"context"
 	"fmt"
-	"github.com/fusee-dev/fusee/journal/model"
 
 	"github.com/cockroachdb/pebble/v2/vfs"
+	"github.com/fusee-dev/fusee/journal/model"
 	"github.com/fusee-dev/fusee/meta"
 )
 

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/fusee-dev/fusee/journal/model"
 	"io"
 	"path/filepath"
 	"sync/atomic"
@@ -12,6 +11,7 @@ import (
 
 	"github.com/cockroachdb/pebble/v2/vfs"
 	"github.com/fusee-dev/fusee/journal"
+	"github.com/fusee-dev/fusee/journal/model"
 )
 
 // cancelAfter is a context that is done from its n+1st Err call on: it

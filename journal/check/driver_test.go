@@ -2,9 +2,10 @@ package check
 
 import (
 	"fmt"
-	"github.com/fusee-dev/fusee/journal/model"
 	"math/rand/v2"
 	"testing"
+
+	"github.com/fusee-dev/fusee/journal/model"
 )
 
 // driver runs one random logical workload on several worlds at once.

@@ -6,11 +6,12 @@ import (
 	"context"
 	"encoding/binary"
 	"fmt"
-	"github.com/fusee-dev/fusee/journal/model"
-	"github.com/fusee-dev/fusee/journal/store"
 	"io"
 	"strconv"
 	"unicode/utf8"
+
+	"github.com/fusee-dev/fusee/journal/model"
+	"github.com/fusee-dev/fusee/journal/store"
 )
 
 // DumpOptions configure WriteDump.

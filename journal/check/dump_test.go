@@ -3,10 +3,10 @@ package check
 import (
 	"bytes"
 	"encoding/json"
-	"github.com/fusee-dev/fusee/journal/model"
 	"strings"
 	"testing"
 
+	"github.com/fusee-dev/fusee/journal/model"
 	"pgregory.net/rapid"
 )
 

@@ -5,9 +5,10 @@ import (
 	"context"
 	"encoding/binary"
 	"fmt"
+	"io"
+
 	"github.com/fusee-dev/fusee/journal/model"
 	"github.com/fusee-dev/fusee/journal/store"
-	"io"
 )
 
 // The run and record lines, most of the dump, are rendered on several

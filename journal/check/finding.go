@@ -2,8 +2,9 @@ package check
 
 import (
 	"fmt"
-	"github.com/fusee-dev/fusee/journal/model"
 	"sort"
+
+	"github.com/fusee-dev/fusee/journal/model"
 )
 
 // Severity says how bad a finding is.

@@ -2,9 +2,9 @@ package check
 
 import (
 	"context"
-	"github.com/fusee-dev/fusee/journal/model"
 
 	"github.com/fusee-dev/fusee/journal"
+	"github.com/fusee-dev/fusee/journal/model"
 )
 
 // Summary is what `fusee inspect` shows. Its JSON field names are stable:

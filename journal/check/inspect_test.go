@@ -1,8 +1,9 @@
 package check
 
 import (
-	"github.com/fusee-dev/fusee/journal/model"
 	"testing"
+
+	"github.com/fusee-dev/fusee/journal/model"
 )
 
 func TestInspectCountsTheScenario(t *testing.T) {

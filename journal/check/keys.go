@@ -4,10 +4,10 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
-	"github.com/fusee-dev/fusee/journal/store"
 	"path/filepath"
 
 	"github.com/cockroachdb/pebble/v2/vfs"
+	"github.com/fusee-dev/fusee/journal/store"
 )
 
 // Spill map keys sort as the tuples they encode: a string is its bytes

@@ -9,11 +9,12 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"github.com/fusee-dev/fusee/journal/model"
 	"io"
 	"slices"
 	"sort"
 	"strings"
+
+	"github.com/fusee-dev/fusee/journal/model"
 )
 
 func oldWriteDumpContext(ctx context.Context, w io.Writer, shards []*model.Shard, opts DumpOptions) error {

@@ -1,8 +1,9 @@
 package check
 
 import (
-	"github.com/fusee-dev/fusee/journal/model"
 	"sort"
+
+	"github.com/fusee-dev/fusee/journal/model"
 )
 
 // resolution is what looking a reference up found (view.lookup).

@@ -1,11 +1,11 @@
 package check
 
 import (
-	"github.com/fusee-dev/fusee/journal/model"
 	"io"
 	"reflect"
 	"testing"
 
+	"github.com/fusee-dev/fusee/journal/model"
 	"pgregory.net/rapid"
 )
 

@@ -3,10 +3,10 @@ package check
 import (
 	"context"
 	"fmt"
-	"github.com/fusee-dev/fusee/journal/model"
 
 	"github.com/cockroachdb/pebble/v2/vfs"
 	"github.com/fusee-dev/fusee/journal"
+	"github.com/fusee-dev/fusee/journal/model"
 	"github.com/fusee-dev/fusee/meta"
 )
 

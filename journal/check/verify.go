@@ -4,11 +4,11 @@ import (
 	"context"
 	"encoding/binary"
 	"fmt"
-	"github.com/fusee-dev/fusee/journal/model"
-	"github.com/fusee-dev/fusee/journal/store"
 	"sync"
 
 	"github.com/fusee-dev/fusee/journal"
+	"github.com/fusee-dev/fusee/journal/model"
+	"github.com/fusee-dev/fusee/journal/store"
 	"github.com/fusee-dev/fusee/journal/wal"
 )
 

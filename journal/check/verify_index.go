@@ -4,10 +4,11 @@ import (
 	"bytes"
 	"cmp"
 	"encoding/binary"
-	"github.com/fusee-dev/fusee/journal/model"
-	"github.com/fusee-dev/fusee/journal/store"
 	"slices"
 	"sort"
+
+	"github.com/fusee-dev/fusee/journal/model"
+	"github.com/fusee-dev/fusee/journal/store"
 )
 
 func sortedKeys[K cmp.Ordered, V any](m map[K]V) []K {

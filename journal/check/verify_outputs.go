@@ -5,8 +5,9 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
-	"github.com/fusee-dev/fusee/journal/model"
 	"strings"
+
+	"github.com/fusee-dev/fusee/journal/model"
 )
 
 // timers compares the timer index with the one the journals imply: the

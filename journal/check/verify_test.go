@@ -2,12 +2,12 @@ package check
 
 import (
 	"fmt"
-	"github.com/fusee-dev/fusee/journal/model"
 	"slices"
 	"strings"
 	"testing"
 
 	"github.com/fusee-dev/fusee/journal"
+	"github.com/fusee-dev/fusee/journal/model"
 	"github.com/fusee-dev/fusee/journal/wal"
 )
 

@@ -2,13 +2,13 @@ package check
 
 import (
 	"fmt"
-	"github.com/fusee-dev/fusee/journal/model"
 	"math/rand/v2"
 	"slices"
 	"strings"
 	"testing"
 
 	"github.com/fusee-dev/fusee/journal"
+	"github.com/fusee-dev/fusee/journal/model"
 )
 
 // This file builds valid states for the tests: a world is a set of shards

@@ -3,12 +3,12 @@ package sim
 import (
 	"bytes"
 	"fmt"
-	"github.com/fusee-dev/fusee/journal/model"
 	"sort"
 	"strings"
 	"testing"
 
 	"github.com/fusee-dev/fusee/journal/check"
+	"github.com/fusee-dev/fusee/journal/model"
 )
 
 // logical is the oracle's view of shards: the official logical dump

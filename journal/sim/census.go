@@ -3,12 +3,11 @@ package sim
 import (
 	"context"
 	"errors"
-	"github.com/fusee-dev/fusee/journal/model"
-	"github.com/fusee-dev/fusee/journal/store"
 
 	"github.com/cockroachdb/pebble/v2/vfs"
-
 	"github.com/fusee-dev/fusee/journal"
+	"github.com/fusee-dev/fusee/journal/model"
+	"github.com/fusee-dev/fusee/journal/store"
 )
 
 // Census counts what a set of shards holds: runs by state and status,

@@ -3,12 +3,11 @@ package sim
 import (
 	"context"
 	"encoding/json"
-	"github.com/fusee-dev/fusee/journal/model"
 	"testing"
 
 	"github.com/cockroachdb/pebble/v2/vfs"
-
 	"github.com/fusee-dev/fusee/journal"
+	"github.com/fusee-dev/fusee/journal/model"
 )
 
 // TestGenExercisesFormat: a generated directory of 2000 runs holds every

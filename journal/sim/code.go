@@ -3,8 +3,9 @@ package sim
 import (
 	"encoding/binary"
 	"fmt"
-	"github.com/fusee-dev/fusee/journal/model"
 	"strings"
+
+	"github.com/fusee-dev/fusee/journal/model"
 )
 
 // Workflow code runs the way a durable engine's SDK runs it: from the top,

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"fmt"
-	"github.com/fusee-dev/fusee/journal/model"
 	"io"
 	"path/filepath"
 	"sort"
@@ -12,8 +11,8 @@ import (
 	"testing"
 
 	"github.com/cockroachdb/pebble/v2/vfs"
-
 	"github.com/fusee-dev/fusee/journal"
+	"github.com/fusee-dev/fusee/journal/model"
 )
 
 // openState recovers a closed directory read-only and returns its shards.

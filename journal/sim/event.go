@@ -2,8 +2,9 @@ package sim
 
 import (
 	"container/heap"
-	"github.com/fusee-dev/fusee/journal/model"
 	"strings"
+
+	"github.com/fusee-dev/fusee/journal/model"
 )
 
 // evKind says what a scheduled event does. Its numeric order breaks ties

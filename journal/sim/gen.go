@@ -6,7 +6,6 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
-	"github.com/fusee-dev/fusee/journal/model"
 	"math"
 	"os"
 	"path/filepath"
@@ -14,8 +13,8 @@ import (
 	"time"
 
 	"github.com/cockroachdb/pebble/v2/vfs"
-
 	"github.com/fusee-dev/fusee/journal"
+	"github.com/fusee-dev/fusee/journal/model"
 	"github.com/fusee-dev/fusee/meta"
 )
 

@@ -3,6 +3,7 @@ package sim
 import (
 	"errors"
 	"fmt"
+
 	"github.com/fusee-dev/fusee/journal/model"
 )
 

@@ -3,7 +3,6 @@ package sim
 import (
 	"context"
 	"fmt"
-	"github.com/fusee-dev/fusee/journal/model"
 	"math/rand/v2"
 	"os"
 	"slices"
@@ -11,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/fusee-dev/fusee/journal/check"
+	"github.com/fusee-dev/fusee/journal/model"
 )
 
 // driveBackend drives in-memory shards to completion with a fresh engine,

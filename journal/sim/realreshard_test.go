@@ -2,12 +2,11 @@ package sim
 
 import (
 	"context"
-	"github.com/fusee-dev/fusee/journal/model"
 	"testing"
 
 	"github.com/cockroachdb/pebble/v2/vfs"
-
 	"github.com/fusee-dev/fusee/journal"
+	"github.com/fusee-dev/fusee/journal/model"
 	"github.com/fusee-dev/fusee/reshard"
 )
 

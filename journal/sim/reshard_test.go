@@ -1,10 +1,10 @@
 package sim
 
 import (
-	"github.com/fusee-dev/fusee/journal/model"
 	"sort"
 
 	"github.com/fusee-dev/fusee/idcodec"
+	"github.com/fusee-dev/fusee/journal/model"
 )
 
 // testReshard is a deliberately simple offline reshard for the oracle: it

@@ -2,13 +2,12 @@ package sim
 
 import (
 	"context"
-	"github.com/fusee-dev/fusee/journal/model"
-	"github.com/fusee-dev/fusee/journal/store"
 	"testing"
 
 	"github.com/cockroachdb/pebble/v2/vfs"
-
 	"github.com/fusee-dev/fusee/journal"
+	"github.com/fusee-dev/fusee/journal/model"
+	"github.com/fusee-dev/fusee/journal/store"
 )
 
 // streamedShard reads shard i of a closed directory with a ShardReader

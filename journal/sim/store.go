@@ -2,9 +2,9 @@ package sim
 
 import (
 	"fmt"
-	"github.com/fusee-dev/fusee/journal/model"
 
 	"github.com/fusee-dev/fusee/journal"
+	"github.com/fusee-dev/fusee/journal/model"
 )
 
 // backend is what the engine needs from a data directory. Two

@@ -3,8 +3,9 @@ package sim
 import (
 	"context"
 	"errors"
-	"github.com/fusee-dev/fusee/journal/model"
 	"testing"
+
+	"github.com/fusee-dev/fusee/journal/model"
 )
 
 // TestCompleteByToken: the outside world answers an async completion by its

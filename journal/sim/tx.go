@@ -2,9 +2,9 @@ package sim
 
 import (
 	"fmt"
-	"github.com/fusee-dev/fusee/journal/model"
 
 	"github.com/fusee-dev/fusee/journal"
+	"github.com/fusee-dev/fusee/journal/model"
 )
 
 // A tx is one event's work: the log entries it adds and the runs it looks

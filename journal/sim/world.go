@@ -2,8 +2,9 @@ package sim
 
 import (
 	"fmt"
-	"github.com/fusee-dev/fusee/journal/model"
 	"strings"
+
+	"github.com/fusee-dev/fusee/journal/model"
 )
 
 // The scripted outside world: clients that start workflows (gen only),

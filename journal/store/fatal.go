@@ -66,7 +66,7 @@ func ioFailure(err error) bool {
 // fatalTrap is the pebble logger and background error sink of a store
 // reshard builds: it keeps the first failure and never panics.
 type fatalTrap struct {
-	QuietLogger
+	quietLogger
 	mu  sync.Mutex
 	err error
 }

@@ -15,7 +15,7 @@ func TestFatalFromFileSystem(t *testing.T) {
 	sync := &iofs.PathError{Op: "sync", Path: "/s/MANIFEST-000001", Err: syscall.EIO}
 	viaFatalf := func() (err error) {
 		defer RecoverStoreFatal("/s", &err)
-		QuietLogger{}.Fatalf("MANIFEST sync failed: %v", sync)
+		quietLogger{}.Fatalf("MANIFEST sync failed: %v", sync)
 		return nil
 	}
 	viaPanic := func() (err error) {
@@ -35,4 +35,27 @@ func TestFatalFromFileSystem(t *testing.T) {
 	if err := trap.Err(); !errors.Is(err, syscall.EIO) || !strings.Contains(err.Error(), "pebble: MANIFEST sync failed") {
 		t.Errorf("trap: %v, want the first failure", err)
 	}
+}
+
+// Only pebble's Fatalf is turned into an error; other panics go on.
+func TestRecoverStoreFatal(t *testing.T) {
+	f := func() (err error) {
+		defer RecoverStoreFatal("/s", &err)
+		quietLogger{}.Fatalf("boom %d", 1)
+		return nil
+	}
+	var ce *StoreCorruptionError
+	if err := f(); !errors.As(err, &ce) || ce.Path != "/s" || !strings.Contains(err.Error(), "pebble: boom 1") {
+		t.Fatalf("Fatalf: %v", err)
+	}
+	defer func() {
+		if r := recover(); r != "other" {
+			t.Fatalf("recovered %v, want the other panic", r)
+		}
+	}()
+	func() {
+		var err error
+		defer RecoverStoreFatal("/s", &err)
+		panic("other")
+	}()
 }

@@ -2,11 +2,11 @@ package store
 
 import (
 	"errors"
-	"github.com/fusee-dev/fusee/journal/model"
 	"strings"
 	"testing"
 
 	"github.com/cockroachdb/pebble/v2/vfs"
+	"github.com/fusee-dev/fusee/journal/model"
 )
 
 // NoSuchRun is never given to a run: Apply refuses to start it, even when

@@ -4,10 +4,9 @@ import (
 	"context"
 	"encoding/binary"
 	"fmt"
-	"github.com/fusee-dev/fusee/journal/model"
-	"slices"
 
 	"github.com/cockroachdb/pebble/v2"
+	"github.com/fusee-dev/fusee/journal/model"
 )
 
 // Raw runs: a store's runs with their records as encoded bytes, for a
@@ -63,86 +62,23 @@ func rawOf(r *model.Run, archive []model.Record) (*RawRun, error) {
 // order with the same checks, but records are scanned (ScanRecord), not
 // decoded. A RawRun belongs to fn: the reader does not reuse it.
 func (sr *ShardReader) RawRuns(ctx context.Context, fn func(r *RawRun) error) (err error) {
-	defer RecoverStoreFatal(sr.path, &err)
-	o := sr.overlay
-	var mine []model.RunNo // the overlay's runs, in order
-	for no := range sr.touched {
-		if _, ok := o.Runs[no]; ok {
-			mine = append(mine, no)
-		}
-	}
-	slices.Sort(mine)
-	emit := func(r *RawRun) error {
-		if err := ctx.Err(); err != nil {
-			return err
-		}
-		return fn(r)
-	}
-	emitMine := func(below model.RunNo) error {
-		for len(mine) > 0 && (below == 0 || mine[0] < below) {
-			r := o.Runs[mine[0]]
-			mine = mine[1:]
-			rr, err := rawOf(r, o.Archive[r.No])
+	return eachRun(ctx, sr, runSource[*RawRun]{
+		overlay: rawOf,
+		stored: func(it *pebble.Iterator, k StoreKey, arch *archiveCursor) (*RawRun, error) {
+			rr, err := sr.readRawRun(it, k)
 			if err != nil {
-				return err
+				return nil, err
 			}
-			if err := emit(rr); err != nil {
-				return err
+			if rr.Archive, err = arch.takeRaw(rr.No, rr.Entry.State == model.StateTombstone); err != nil {
+				return nil, err
 			}
-		}
-		return nil
-	}
-	arch, err := sr.newArchiveCursor()
-	if err != nil {
-		return err
-	}
-	defer func() { err = CloseIter(sr.path, arch.it, err) }()
-	it, err := sr.store.NewIter(&pebble.IterOptions{LowerBound: []byte{KeyRun}, UpperBound: []byte{KeyRun + 1}})
-	if err != nil {
-		return WrapStoreError(sr.path, "reading", err)
-	}
-	defer func() { err = CloseIter(sr.path, it, err) }()
-	for ok := it.First(); ok; {
-		k, err := ParseStoreKey(it.Key())
-		if err != nil {
-			return sr.keyError(nil, err)
-		}
-		if err := emitMine(k.Run); err != nil {
+			return rr, nil
+		},
+		skipArchive: func(arch *archiveCursor, no model.RunNo, tombstone bool) error {
+			_, err := arch.takeRaw(no, tombstone)
 			return err
-		}
-		if sr.touched[k.Run] && !k.IsRecord {
-			if k.Run >= sr.Stored.NextRun {
-				return sr.keyError(it.Key(), fmt.Errorf("run %d is not below the header's next run number %d", k.Run, sr.Stored.NextRun))
-			}
-			e, err := model.DecodeRunEntry(it.Value())
-			if err != nil {
-				return sr.keyError(it.Key(), err)
-			}
-			if _, err := arch.takeRaw(k.Run, e.State == model.StateTombstone); err != nil {
-				return err
-			}
-			ok = it.SeekGE(RunKey(k.Run + 1))
-			continue
-		}
-		rr, err := sr.readRawRun(it, k)
-		if err != nil {
-			return err
-		}
-		ok = it.Valid()
-		if rr.Archive, err = arch.takeRaw(rr.No, rr.Entry.State == model.StateTombstone); err != nil {
-			return err
-		}
-		if err := emit(rr); err != nil {
-			return err
-		}
-	}
-	if err := it.Error(); err != nil {
-		return WrapStoreError(sr.path, "reading", err)
-	}
-	if err := arch.finish(); err != nil {
-		return err
-	}
-	return emitMine(0)
+		},
+	}, fn)
 }
 
 // readRawRun reads the run whose entry is the iterator's current key (k)
@@ -167,8 +103,8 @@ func (sr *ShardReader) readRawRun(it *pebble.Iterator, k StoreKey) (*RawRun, err
 	if (e.State == model.StateTombstone) != (e.Records == 0) {
 		return nil, sr.keyError(key, fmt.Errorf("a %s run with %d journal records", e.State, e.Records))
 	}
-	if k.Run >= sr.Stored.NextRun {
-		return nil, sr.keyError(key, fmt.Errorf("run %d is not below the header's next run number %d", k.Run, sr.Stored.NextRun))
+	if k.Run >= sr.stored.NextRun {
+		return nil, sr.keyError(key, fmt.Errorf("run %d is not below the header's next run number %d", k.Run, sr.stored.NextRun))
 	}
 	rr := &RawRun{No: k.Run, Entry: e}
 	var buf []byte

@@ -5,13 +5,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/fusee-dev/fusee/journal/model"
 	"maps"
 	"slices"
 	"strings"
 
 	"github.com/cockroachdb/pebble/v2"
 	"github.com/cockroachdb/pebble/v2/vfs"
+	"github.com/fusee-dev/fusee/journal/model"
 )
 
 // Streamed recovery, part two: a ShardReader gives the state RecoverShard
@@ -49,7 +49,7 @@ import (
 type ShardReader struct {
 	path    string
 	store   *pebble.DB
-	Stored  model.CheckpointHeader // the store's checkpoint header
+	stored  model.CheckpointHeader // the store's checkpoint header
 	overlay *model.Shard           // what the tail changed, after the tail
 	touched map[model.RunNo]bool   // runs the tail names: streamed from the overlay
 	msgGone map[string]bool        // message IDs the tail acked or sent: the store's copies are gone
@@ -103,7 +103,7 @@ func (sr *ShardReader) open(tail *ShardTail, count int) (err error) {
 	if hdr.LSN != tail.CheckpointLSN {
 		return fmt.Errorf("reading shard store %s: its checkpoint is at LSN %d, the log tail given follows LSN %d", sr.path, hdr.LSN, tail.CheckpointLSN)
 	}
-	sr.Stored = hdr
+	sr.stored = hdr
 	o := model.NewShard(hdr.Shard, hdr.Count)
 	o.LSN, o.NextRun, o.NextSeq = hdr.LSN, hdr.NextRun, hdr.NextSeq
 	sr.overlay = o
@@ -145,7 +145,7 @@ func (sr *ShardReader) preload(tail *ShardTail) error {
 		}
 	}
 	for _, no := range slices.Sorted(maps.Keys(sr.touched)) {
-		if no >= sr.Stored.NextRun {
+		if no >= sr.stored.NextRun {
 			continue // started by the tail, or refused by Apply
 		}
 		r, err := sr.loadRun(no, true)
@@ -165,7 +165,7 @@ func (sr *ShardReader) preload(tail *ShardTail) error {
 			continue // a new workflow ID
 		}
 		o.ByID[id] = no
-		if _, ok := o.Runs[no]; !ok && no < sr.Stored.NextRun {
+		if _, ok := o.Runs[no]; !ok && no < sr.stored.NextRun {
 			// The index rule may compare a new run with the ID's latest:
 			// its entry is enough, and it stays the store's to stream.
 			r, err := sr.loadRun(no, false)
@@ -264,8 +264,8 @@ func (sr *ShardReader) readRun(it *pebble.Iterator, scratch *model.Shard) (*mode
 // checkStoredRun checks what loading a store checks of one run that does
 // not need the rest of the store.
 func (sr *ShardReader) checkStoredRun(r *model.Run) error {
-	if r.No >= sr.Stored.NextRun {
-		return sr.keyError(RunKey(r.No), fmt.Errorf("run %d is not below the header's next run number %d", r.No, sr.Stored.NextRun))
+	if r.No >= sr.stored.NextRun {
+		return sr.keyError(RunKey(r.No), fmt.Errorf("run %d is not below the header's next run number %d", r.No, sr.stored.NextRun))
 	}
 	if r.State != model.StateTombstone {
 		if st := r.Start(); st == nil || st.Kind != model.KindStart || st.WorkflowID != r.WorkflowID {
@@ -382,17 +382,20 @@ func (sr *ShardReader) storedOutbox(fn func(key []byte, m *model.Message) error)
 		if err != nil {
 			return sr.keyError(key, err)
 		}
-		if m.Seq >= sr.Stored.NextSeq {
-			return sr.keyError(key, fmt.Errorf("outbox message %d is not below the header's next seq %d", m.Seq, sr.Stored.NextSeq))
+		if m.Seq >= sr.stored.NextSeq {
+			return sr.keyError(key, fmt.Errorf("outbox message %d is not below the header's next seq %d", m.Seq, sr.stored.NextSeq))
 		}
 		return fn(key, m)
 	})
 }
 
+// StoredHeader is the store's checkpoint header, before the tail.
+func (sr *ShardReader) StoredHeader() model.CheckpointHeader { return sr.stored }
+
 // Header is the shard's checkpoint header as recovery would leave it: the
 // LSN, next run and next seq after the tail, the rest as the store has it.
 func (sr *ShardReader) Header() model.CheckpointHeader {
-	h, o := sr.Stored, sr.overlay
+	h, o := sr.stored, sr.overlay
 	h.LSN, h.NextRun, h.NextSeq = o.LSN, o.NextRun, o.NextSeq
 	return h
 }
@@ -407,6 +410,53 @@ func (sr *ShardReader) Header() model.CheckpointHeader {
 // checks ctx between runs and returns ctx.Err() when it is done; an error
 // from fn is returned as is.
 func (sr *ShardReader) Runs(ctx context.Context, fn func(r *model.Run, archive []model.Record) error) (err error) {
+	return eachRun(ctx, sr, runSource[decodedRun]{
+		overlay: func(r *model.Run, archive []model.Record) (decodedRun, error) { return decodedRun{r, archive}, nil },
+		stored: func(it *pebble.Iterator, _ StoreKey, arch *archiveCursor) (decodedRun, error) {
+			r, err := sr.readRun(it, sr.scratch)
+			if err != nil {
+				return decodedRun{}, err
+			}
+			if err := sr.checkStoredRun(r); err != nil {
+				return decodedRun{}, err
+			}
+			archive, err := arch.take(r.No, r.State == model.StateTombstone)
+			if err != nil {
+				return decodedRun{}, err
+			}
+			return decodedRun{r, archive}, nil
+		},
+		skipArchive: func(arch *archiveCursor, no model.RunNo, tombstone bool) error {
+			_, err := arch.take(no, tombstone)
+			return err
+		},
+	}, func(d decodedRun) error { return fn(d.run, d.archive) })
+}
+
+// decodedRun is a run as Runs hands it out: decoded, with its archive.
+type decodedRun struct {
+	run     *model.Run
+	archive []model.Record
+}
+
+// runSource is how eachRun gets each run in the form its caller hands
+// out: decoded (Runs) or as the store's bytes (RawRuns, rawrun.go).
+type runSource[R any] struct {
+	// overlay converts a run of the overlay, with its archive.
+	overlay func(r *model.Run, archive []model.Record) (R, error)
+	// stored reads and checks the stored run whose entry is it's current
+	// key k, and its archive through arch, leaving it past the run.
+	stored func(it *pebble.Iterator, k StoreKey, arch *archiveCursor) (R, error)
+	// skipArchive consumes (and checks) the stored archive of a run the
+	// overlay has.
+	skipArchive func(arch *archiveCursor, no model.RunNo, tombstone bool) error
+}
+
+// eachRun is Runs and RawRuns: the runs of the overlay and of the store
+// merged in run number order, each store run the overlay has skipped (its
+// archive still consumed), every run handed to fn in src's form after a
+// check of ctx.
+func eachRun[R any](ctx context.Context, sr *ShardReader, src runSource[R], fn func(R) error) (err error) {
 	defer RecoverStoreFatal(sr.path, &err)
 	o := sr.overlay
 	var mine []model.RunNo // the overlay's runs, in order
@@ -416,18 +466,22 @@ func (sr *ShardReader) Runs(ctx context.Context, fn func(r *model.Run, archive [
 		}
 	}
 	slices.Sort(mine)
-	emit := func(r *model.Run, archive []model.Record) error {
+	emit := func(r R) error {
 		if err := ctx.Err(); err != nil {
 			return err
 		}
-		return fn(r, archive)
+		return fn(r)
 	}
 	// emitMine emits the overlay's runs below no (all of them: 0).
 	emitMine := func(below model.RunNo) error {
 		for len(mine) > 0 && (below == 0 || mine[0] < below) {
 			r := o.Runs[mine[0]]
 			mine = mine[1:]
-			if err := emit(r, o.Archive[r.No]); err != nil {
+			v, err := src.overlay(r, o.Archive[r.No])
+			if err != nil {
+				return err
+			}
+			if err := emit(v); err != nil {
 				return err
 			}
 		}
@@ -454,32 +508,25 @@ func (sr *ShardReader) Runs(ctx context.Context, fn func(r *model.Run, archive [
 		if sr.touched[k.Run] && !k.IsRecord {
 			// Streamed from the overlay; checked when it was loaded. Its
 			// stored state still decides whether an archive may follow.
-			if k.Run >= sr.Stored.NextRun {
-				return sr.keyError(it.Key(), fmt.Errorf("run %d is not below the header's next run number %d", k.Run, sr.Stored.NextRun))
+			if k.Run >= sr.stored.NextRun {
+				return sr.keyError(it.Key(), fmt.Errorf("run %d is not below the header's next run number %d", k.Run, sr.stored.NextRun))
 			}
 			e, err := model.DecodeRunEntry(it.Value())
 			if err != nil {
 				return sr.keyError(it.Key(), err)
 			}
-			if _, err := arch.take(k.Run, e.State == model.StateTombstone); err != nil {
+			if err := src.skipArchive(arch, k.Run, e.State == model.StateTombstone); err != nil {
 				return err
 			}
 			ok = it.SeekGE(RunKey(k.Run + 1))
 			continue
 		}
-		r, err := sr.readRun(it, sr.scratch)
+		v, err := src.stored(it, k, arch)
 		if err != nil {
 			return err
 		}
 		ok = it.Valid()
-		if err := sr.checkStoredRun(r); err != nil {
-			return err
-		}
-		archive, err := arch.take(r.No, r.State == model.StateTombstone)
-		if err != nil {
-			return err
-		}
-		if err := emit(r, archive); err != nil {
+		if err := emit(v); err != nil {
 			return err
 		}
 	}

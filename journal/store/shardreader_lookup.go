@@ -3,10 +3,10 @@ package store
 import (
 	"bytes"
 	"errors"
-	"github.com/fusee-dev/fusee/journal/model"
 	"sync"
 
 	"github.com/cockroachdb/pebble/v2"
+	"github.com/fusee-dev/fusee/journal/model"
 )
 
 // lookupCursor is what one caller of ShardReader.Run works with: a run

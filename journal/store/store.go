@@ -3,7 +3,6 @@ package store
 import (
 	"errors"
 	"fmt"
-	"github.com/fusee-dev/fusee/journal/model"
 	"maps"
 	"path/filepath"
 	"slices"
@@ -11,6 +10,7 @@ import (
 
 	"github.com/cockroachdb/pebble/v2"
 	"github.com/cockroachdb/pebble/v2/vfs"
+	"github.com/fusee-dev/fusee/journal/model"
 	"github.com/fusee-dev/fusee/meta"
 )
 
@@ -134,11 +134,11 @@ func WrapStoreError(path, what string, err error) error {
 // calls it only from the goroutine doing the operation that failed. With
 // storeOptions' event listener, on-disk corruption found by a read is not
 // fatal in the first place: the read returns an error.
-type QuietLogger struct{}
+type quietLogger struct{}
 
-func (QuietLogger) Infof(string, ...any)  {}
-func (QuietLogger) Errorf(string, ...any) {}
-func (QuietLogger) Fatalf(f string, args ...any) {
+func (quietLogger) Infof(string, ...any)  {}
+func (quietLogger) Errorf(string, ...any) {}
+func (quietLogger) Fatalf(f string, args ...any) {
 	panic(storeFatal{fatalError(f, args...)})
 }
 
@@ -183,7 +183,7 @@ func StoreOptions(fs vfs.FS, cache *pebble.Cache, readOnly, create bool) *pebble
 		// existing LOCK needs no write access for (a read-only open).
 		FS:     meta.FS(fs),
 		Cache:  cache,
-		Logger: QuietLogger{},
+		Logger: quietLogger{},
 		// Many shards open at once: keep each store's memtable small.
 		// Checkpoint batches are the only writes.
 		MemTableSize:       1 << 20,

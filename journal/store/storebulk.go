@@ -5,7 +5,6 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
-	"github.com/fusee-dev/fusee/journal/model"
 	"maps"
 	"runtime"
 	"slices"
@@ -15,6 +14,7 @@ import (
 	"github.com/cockroachdb/pebble/v2/objstorage/objstorageprovider"
 	"github.com/cockroachdb/pebble/v2/sstable"
 	"github.com/cockroachdb/pebble/v2/vfs"
+	"github.com/fusee-dev/fusee/journal/model"
 	"github.com/fusee-dev/fusee/meta"
 )
 

@@ -3,6 +3,7 @@ package store
 import (
 	"encoding/binary"
 	"fmt"
+
 	"github.com/fusee-dev/fusee/journal/model"
 )
 

@@ -3,9 +3,9 @@ package store
 import (
 	"bytes"
 	"cmp"
-	"github.com/fusee-dev/fusee/journal/model"
 	"testing"
 
+	"github.com/fusee-dev/fusee/journal/model"
 	"github.com/fusee-dev/fusee/journal/wal"
 	"pgregory.net/rapid"
 )

@@ -3,10 +3,10 @@ package store
 import (
 	"errors"
 	"fmt"
-	"github.com/fusee-dev/fusee/journal/model"
 
 	"github.com/cockroachdb/pebble/v2"
 	"github.com/cockroachdb/pebble/v2/vfs"
+	"github.com/fusee-dev/fusee/journal/model"
 	"github.com/fusee-dev/fusee/journal/wal"
 )
 

@@ -2,7 +2,6 @@ package cli
 
 import (
 	"encoding/json"
-	"github.com/fusee-dev/fusee/journal/model"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -10,8 +9,8 @@ import (
 	"testing"
 
 	"github.com/cockroachdb/pebble/v2/vfs"
-
 	"github.com/fusee-dev/fusee/journal"
+	"github.com/fusee-dev/fusee/journal/model"
 )
 
 // makeDataDir writes a small data directory with n shards: a parent that

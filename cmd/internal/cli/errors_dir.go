@@ -4,8 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/fusee-dev/fusee/journal/model"
-	"github.com/fusee-dev/fusee/journal/store"
 	iofs "io/fs"
 	"regexp"
 	"slices"
@@ -13,7 +11,8 @@ import (
 	"strings"
 
 	"github.com/cockroachdb/pebble/v2/vfs"
-
+	"github.com/fusee-dev/fusee/journal/model"
+	"github.com/fusee-dev/fusee/journal/store"
 	"github.com/fusee-dev/fusee/journal/wal"
 	"github.com/fusee-dev/fusee/meta"
 )
