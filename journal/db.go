@@ -16,8 +16,8 @@ import (
 // This file is the contract between the engine (the simulator under
 // journal/sim), the checks (inspect, verify, dump) and the persistence
 // layer: a data directory opened as a DB. Recovery is in recover.go, the
-// stores in store*.go, the layout in dir.go; docs/format.md describes the
-// bytes.
+// stores in package journal/store, the layout in dir.go; docs/format.md
+// describes the bytes.
 
 // ErrReadOnly is returned by Commit and Checkpoint on a DB opened
 // read-only.

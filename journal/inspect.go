@@ -85,8 +85,8 @@ func (db *DB) Header(shard int) (model.CheckpointHeader, error) {
 
 // StoreKeys calls fn for every key of shard's store in key order, as the
 // store holds them at its checkpoint (the log tail is not in the store).
-// Keys follow the layout of storekey.go (ParseStoreKey, DecodeRunEntry, …);
-// verify uses it to cross-check the stored index and timers against the
+// Keys follow the layout of journal/store (store.ParseStoreKey,
+// model.DecodeRunEntry, …); verify uses it to cross-check the stored index and timers against the
 // runs. key and value are valid only during the call. An error from fn
 // stops the walk and is returned.
 func (db *DB) StoreKeys(shard int, fn func(key, value []byte) error) error {

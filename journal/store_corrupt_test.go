@@ -57,7 +57,7 @@ func TestOpenCorruptStoreTable(t *testing.T) {
 			t.Errorf("%s: error names %q file %q, want %q file %q", what, ce.Path, ce.File, sdir, file)
 		}
 		msg := err.Error()
-		for _, want := range []string{sdir, file, "the shard sdir is damaged; restore the directory from a backup"} {
+		for _, want := range []string{sdir, file, "the shard store is damaged; restore the directory from a backup"} {
 			if !strings.Contains(msg, want) {
 				t.Errorf("%s: message %q does not contain %q", what, msg, want)
 			}

@@ -16,9 +16,9 @@ import (
 // data. Recovery (Open, RecoverShard) loads whole stores; instead, the
 // reshard reads each store's checkpoint header (ReadHeader), reads the
 // shared log once for all shards (ReadTails), and then streams each store
-// with the tail as an overlay (ShardReader, shardreader.go). A tail is
-// bounded by the checkpoints (everything before a shard's checkpoint is in
-// its store), so the tails are held in memory whole.
+// with the tail as an overlay (store.ShardReader). A tail is bounded by
+// the checkpoints (everything before a shard's checkpoint is in its
+// store), so the tails are held in memory whole.
 
 // ReadTails reads the shared log of the log format 3 directory dir once,
 // from the oldest checkpoint's position, and returns every shard's entries

@@ -159,7 +159,7 @@ type Shard struct {
 	// shards with DiffShards, not reflect.DeepEqual.
 	Changed *Changes
 	// back is the store an evicting DB reads dropped state back from
-	// (nil: everything is in memory). See evict.go.
+	// (nil: everything is in memory). See backing.go.
 	back    Backing
 	backErr error // the first error reading from back (LoadErr)
 }

@@ -444,8 +444,9 @@ type decodedRun struct {
 type runSource[R any] struct {
 	// overlay converts a run of the overlay, with its archive.
 	overlay func(r *model.Run, archive []model.Record) (R, error)
-	// stored reads and checks the stored run whose entry is it's current
-	// key k, and its archive through arch, leaving it past the run.
+	// stored reads and checks the stored run whose entry is the
+	// iterator's current key k, and its archive through arch, leaving the
+	// iterator past the run.
 	stored func(it *pebble.Iterator, k StoreKey, arch *archiveCursor) (R, error)
 	// skipArchive consumes (and checks) the stored archive of a run the
 	// overlay has.
