@@ -25,7 +25,7 @@ import (
 type backing struct {
 	st      *pebble.DB
 	path    string
-	scratch *model.Shard // for loadRunKey, which files the run it decodes
+	scratch *model.Shard // for LoadRunKey, which files the run it decodes
 	// ids and seen hold every workflow ID and message ID the store or
 	// memory may have in the ID index and the dedup set (keyfilter.go).
 	ids, seen *keyFilter

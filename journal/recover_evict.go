@@ -20,7 +20,7 @@ import (
 // that need every run at once (the ID index and timers against the
 // journals) are left to fusee verify.
 
-// loadShardEvicting is loadShard for an evicting recovery.
+// loadShardEvicting is LoadShard for an evicting recovery.
 func loadShardEvicting(st *pebble.DB, path string, index, count int) (_ *model.Shard, _ model.CheckpointHeader, err error) {
 	defer store.RecoverStoreFatal(path, &err)
 	s := model.NewShard(index, count)

@@ -8,7 +8,6 @@ import (
 	"sort"
 
 	"github.com/fusee-dev/fusee/journal/model"
-	"github.com/fusee-dev/fusee/journal/store"
 )
 
 func sortedKeys[K cmp.Ordered, V any](m map[K]V) []K {
@@ -45,7 +44,7 @@ func (v *verifier) joinRun(s *sh, key model.RunNo, r *model.Run, h []model.Recor
 		renum = 1
 	}
 	put(k, append(appendU32(nil, r.Gen), byte(r.State), renum))
-	for _, t := range store.PendingTimers(r) {
+	for _, t := range model.PendingTimers(r) {
 		put(append(timerJoinKey(t), 0), nil)
 	}
 	for _, m := range produces(s.Index, r, h) {

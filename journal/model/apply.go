@@ -281,7 +281,7 @@ func timerOf(r *Run, pos uint32) (TimerKey, bool) {
 	return TimerKey{}, false
 }
 
-// pendingTimers lists the run's timers that have not fired or been
+// PendingTimers lists the run's timers that have not fired or been
 // satisfied.
 func PendingTimers(r *Run) []TimerKey {
 	done := map[uint32]bool{}

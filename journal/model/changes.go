@@ -1,6 +1,6 @@
 package model
 
-// changes records what Apply changed in a shard since its store last
+// Changes records what Apply changed in a shard since its store last
 // reflected it, so that a checkpoint writes only those keys. Each set names
 // keys, not values: at checkpoint time the current state decides whether a
 // key is written (still present) or deleted (gone). Tracking is off (nil)
@@ -24,11 +24,11 @@ func NewChanges() *Changes {
 	}
 }
 
-// trackChanges starts (or restarts) change tracking: from now on the state
+// TrackChanges starts (or restarts) change tracking: from now on the state
 // as it is is taken to be what the store holds.
 func (s *Shard) TrackChanges() { s.Changed = NewChanges() }
 
-// pendingChanges reports how many keys the next checkpoint must write.
+// PendingChanges reports how many keys the next checkpoint must write.
 func (s *Shard) PendingChanges() int {
 	c := s.Changed
 	if c == nil {

@@ -190,7 +190,7 @@ func (s *Shard) Latest(workflowID string) *Run {
 	return nil
 }
 
-// deriveIndex is the ID index that runs imply: each workflow ID mapped to
+// DeriveIndex is the ID index that runs imply: each workflow ID mapped to
 // its newest run (Run.NewerThan).
 func DeriveIndex(runs map[RunNo]*Run) map[string]RunNo {
 	ids := map[string]RunNo{}

@@ -169,7 +169,7 @@ func DecodeRunEntry(p []byte) (RunEntry, error) {
 	return r, d.finish()
 }
 
-// entryOf is the run entry of r.
+// EntryOf is the run entry of r.
 func EntryOf(r *Run) RunEntry {
 	return RunEntry{State: r.State, Renumbered: r.Renumbered, Gen: r.Gen, Status: r.Status,
 		Started: r.Started, Finished: r.Finished, Records: uint32(len(r.Journal)),
@@ -279,7 +279,7 @@ func DecodeSeenValue(p []byte) (string, error) {
 	return wf, nil
 }
 
-// encodeRunNo is the value of an "I" key.
+// EncodeRunNo is the value of an "I" key.
 func EncodeRunNo(no RunNo) []byte { return binary.BigEndian.AppendUint64(nil, uint64(no)) }
 
 // DecodeIndexValue decodes the value of an "I" key.

@@ -53,7 +53,7 @@ type ShardReader struct {
 	overlay *model.Shard           // what the tail changed, after the tail
 	touched map[model.RunNo]bool   // runs the tail names: streamed from the overlay
 	msgGone map[string]bool        // message IDs the tail acked or sent: the store's copies are gone
-	scratch *model.Shard           // loadRunKey's target while decoding one run
+	scratch *model.Shard           // LoadRunKey's target while decoding one run
 	lookups lookupPool             // Run's iterators, kept between calls
 }
 
@@ -234,7 +234,7 @@ func (sr *ShardReader) loadRun(no model.RunNo, journal bool) (*model.Run, error)
 
 // readRun decodes the run whose entry is the iterator's current key and
 // its journal records, which follow it, and leaves the iterator just past
-// them. scratch is loadRunKey's target.
+// them. scratch is LoadRunKey's target.
 func (sr *ShardReader) readRun(it *pebble.Iterator, scratch *model.Shard) (*model.Run, error) {
 	var cur *model.Run
 	var want uint32
@@ -343,7 +343,7 @@ func (sr *ShardReader) keyError(key []byte, err error) error {
 	return &StoreError{Path: sr.path, Key: ks, Err: err}
 }
 
-// closeIter closes it and returns err, or the error closing it.
+// CloseIter closes it and returns err, or the error closing it.
 func CloseIter(path string, it *pebble.Iterator, err error) error {
 	if cerr := it.Close(); err == nil && cerr != nil {
 		err = WrapStoreError(path, "reading", cerr)

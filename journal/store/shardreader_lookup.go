@@ -11,7 +11,7 @@ import (
 
 // lookupCursor is what one caller of ShardReader.Run works with: a run
 // iterator kept open between lookups (a seek on it is cheaper than a new
-// iterator) and loadRunKey's target.
+// iterator) and LoadRunKey's target.
 type lookupCursor struct {
 	it      *pebble.Iterator
 	scratch *model.Shard

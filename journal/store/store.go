@@ -101,7 +101,7 @@ func corruptionMessage(err error) string {
 
 func (e *StoreCorruptionError) Unwrap() error { return e.Err }
 
-// storeError wraps an error pebble returned while doing what (opening,
+// WrapStoreError wraps an error pebble returned while doing what (opening,
 // reading) for the store at path: on-disk corruption becomes a
 // *StoreCorruptionError naming the file, anything else is wrapped as is.
 func WrapStoreError(path, what string, err error) error {
@@ -129,10 +129,10 @@ func WrapStoreError(path, what string, err error) error {
 // reach the caller as errors.
 //
 // Fatalf is what pebble calls when it cannot go on. It panics with a
-// storeFatal, which the store code in this package (openStore, loadShard:
-// see recoverStoreFatal) turns back into an error for the caller; pebble
+// storeFatal, which the store code in this package (OpenStore, LoadShard:
+// see RecoverStoreFatal) turns back into an error for the caller; pebble
 // calls it only from the goroutine doing the operation that failed. With
-// storeOptions' event listener, on-disk corruption found by a read is not
+// StoreOptions' event listener, on-disk corruption found by a read is not
 // fatal in the first place: the read returns an error.
 type quietLogger struct{}
 
@@ -145,7 +145,7 @@ func (quietLogger) Fatalf(f string, args ...any) {
 // storeFatal is the value quietLogger.Fatalf panics with.
 type storeFatal struct{ err error }
 
-// recoverStoreFatal, deferred by a function that calls into pebble for the
+// RecoverStoreFatal, deferred by a function that calls into pebble for the
 // store at path, turns a storeFatal panic into *errp, and so a panic of
 // pebble's own whose value is a file system error (a failed directory
 // fsync: see fatal.go). A Fatalf caused by the file system failing is
@@ -175,7 +175,7 @@ func RecoverStoreFatal(path string, errp *error) {
 // ratcheted), so that a read-only open writes nothing.
 const storeFormat = pebble.FormatNewest
 
-// storeOptions are the pebble options of a shard store. cache is shared by
+// StoreOptions are the pebble options of a shard store. cache is shared by
 // every store of a directory (nil: each store gets a small one).
 func StoreOptions(fs vfs.FS, cache *pebble.Cache, readOnly, create bool) *pebble.Options {
 	o := &pebble.Options{
@@ -198,7 +198,7 @@ func StoreOptions(fs vfs.FS, cache *pebble.Cache, readOnly, create bool) *pebble
 	}
 	// Pebble's default for DataCorruption is Logger.Fatalf. A read that
 	// finds corruption returns an error as well, which reaches the caller
-	// as a *StoreCorruptionError (storeError), so the event itself needs
+	// as a *StoreCorruptionError (WrapStoreError), so the event itself needs
 	// no handling; background errors are not fatal either.
 	o.EventListener = &pebble.EventListener{
 		DataCorruption:  func(pebble.DataCorruptionInfo) {},
@@ -207,13 +207,13 @@ func StoreOptions(fs vfs.FS, cache *pebble.Cache, readOnly, create bool) *pebble
 	return o
 }
 
-// openStore opens (or, with create, creates) the pebble store at path.
+// OpenStore opens (or, with create, creates) the pebble store at path.
 // Corruption is a *StoreCorruptionError.
 func OpenStore(fs vfs.FS, path string, cache *pebble.Cache, readOnly, create bool) (_ *pebble.DB, err error) {
 	return OpenStoreWith(path, StoreOptions(fs, cache, readOnly, create), create)
 }
 
-// openStoreWith is openStore with the options given.
+// OpenStoreWith is OpenStore with the options given.
 func OpenStoreWith(path string, o *pebble.Options, create bool) (_ *pebble.DB, err error) {
 	defer RecoverStoreFatal(path, &err)
 	db, err := pebble.Open(path, o)
@@ -226,7 +226,7 @@ func OpenStoreWith(path string, o *pebble.Options, create bool) (_ *pebble.DB, e
 	return db, nil
 }
 
-// loadShard reads a whole shard store into memory: the checkpoint header
+// LoadShard reads a whole shard store into memory: the checkpoint header
 // and the state it describes. It checks that the store agrees with itself:
 // every run's records are all there, the derived ID index and timers match
 // what the journals say, numbers are below the header's counters. A store
@@ -449,7 +449,7 @@ func firstIDDiff(stored, derived map[string]model.RunNo) string {
 	return "?"
 }
 
-// writeChanges adds to b every key the shard changed since its store last
+// WriteChanges adds to b every key the shard changed since its store last
 // reflected it, then the new header. Committing b (synced) is the
 // checkpoint. Keys go into the batch in a fixed order (by kind, then key),
 // never in map order: the batch's bytes (pebble's WAL) and the sequence

@@ -103,7 +103,7 @@ func storeParts(s *model.Shard, hdr *model.CheckpointHeader, runParts int) []key
 	return parts
 }
 
-// eachStoreKey calls fn with every key of the store that reflects s under
+// EachStoreKey calls fn with every key of the store that reflects s under
 // header hdr, in ascending key order.
 func EachStoreKey(s *model.Shard, hdr *model.CheckpointHeader, fn func(key, value []byte) error) error {
 	for _, part := range storeParts(s, hdr, 1) {
@@ -114,7 +114,7 @@ func EachStoreKey(s *model.Shard, hdr *model.CheckpointHeader, fn func(key, valu
 	return nil
 }
 
-// headerFor fills the counters of hdr from s, the store generation
+// HeaderFor fills the counters of hdr from s, the store generation
 // included: a store's header gen is always its shard's StoreGen.
 func HeaderFor(s *model.Shard, hdr model.CheckpointHeader) model.CheckpointHeader {
 	hdr.Version = model.StoreVersion

@@ -201,10 +201,6 @@ func EncodeIndexValue(no model.RunNo) []byte { return model.EncodeRunNo(no) }
 // HeaderKey is the store key of the checkpoint header.
 func HeaderKey() []byte { return append([]byte(nil), headerKey...) }
 
-// PendingTimers lists the timers of run r that have not fired or been
-// satisfied (none once it finished): what the store's "T" keys hold for it.
-func PendingTimers(r *model.Run) []model.TimerKey { return model.PendingTimers(r) }
-
 // OpenScratchStore creates a pebble store at path for temporary sorted
 // data (a reshard's plan and run map, its external sort of new store
 // keys): no write-ahead log (what it holds is rebuilt from the old

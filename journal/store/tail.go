@@ -75,7 +75,7 @@ func readStoreHeader(store *pebble.DB, path string, shard, count int) (_ model.C
 	return hdr, nil
 }
 
-// checkHeader checks a checkpoint header read from shard index's store in
+// CheckHeader checks a checkpoint header read from shard index's store in
 // a directory of count shards.
 func CheckHeader(hdr *model.CheckpointHeader, index, count int) error {
 	switch {
