@@ -13,3 +13,6 @@ package journal
 // meta.Open and meta.Create with the filesystem they were given, wrapped
 // by meta.FS, and open the shards' pebble stores through that same wrapped
 // filesystem, so that the stores' own LOCK files are flock(2) locks too.
+//
+// The paths of a shard's directory and of its store are store.ShardDir and
+// store.StoreDir (journal/store/dir.go).
