@@ -6,12 +6,12 @@
 // # What it works on
 //
 // The checks read shards as streams, never a whole directory at once: a
-// directory on disk through OpenDir (journal.ShardReader per shard: the
+// directory on disk through OpenDir (store.ShardReader per shard: the
 // store in key order with its log tail as an overlay, read-only), a state
 // built in memory through State (FromShards, Load), whose *journal.Shard
 // values tests mutate to plant damage. Each shard's runs pass once; the
 // per-run checks are made as they pass; what needs more than one run goes
-// through journal.SpillMap sorts and joins bounded by Options.Memory
+// through store.SpillMap sorts and joins bounded by Options.Memory
 // (source.go, keys.go; verify.go, verify_join.go and dump.go say what each
 // joins): verify reads the runs references name in key order, shard by
 // shard, after every shard has passed; dump still resolves references by

@@ -9,7 +9,7 @@ import (
 	"slices"
 	"sort"
 
-	"github.com/fusee-dev/fusee/journal"
+	"github.com/fusee-dev/fusee/journal/model"
 )
 
 func sortedKeys[K cmp.Ordered, V any](m map[K]V) []K {
@@ -32,7 +32,7 @@ const (
 // joinRun puts what the joins need of one run into the shard's map: its
 // identity under its workflow ID, the timers its journal implies and the
 // messages its history produces; and checks its records' message IDs.
-func (v *verifier) joinRun(s *sh, key journal.RunNo, r *journal.Run, h []journal.Record) {
+func (v *verifier) joinRun(s *sh, key model.RunNo, r *model.Run, h []model.Record) {
 	put := func(k, val []byte) {
 		if err := s.join.Put(k, val); err != nil {
 			v.fail(err)
@@ -46,7 +46,7 @@ func (v *verifier) joinRun(s *sh, key journal.RunNo, r *journal.Run, h []journal
 		renum = 1
 	}
 	put(k, append(appendU32(nil, r.Gen), byte(r.State), renum))
-	for _, t := range journal.PendingTimers(r) {
+	for _, t := range model.PendingTimers(r) {
 		put(append(timerJoinKey(t), 0), nil)
 	}
 	for _, m := range produces(s.Index, r, h) {
@@ -63,15 +63,15 @@ func (v *verifier) joinRun(s *sh, key journal.RunNo, r *journal.Run, h []journal
 	v.recordMsgIDs(s, r, h)
 }
 
-func timerJoinKey(t journal.TimerKey) []byte {
+func timerJoinKey(t model.TimerKey) []byte {
 	return appendI64(appendU32(appendU64([]byte{joinTimer}, uint64(t.Run)), t.Pos), t.At)
 }
 
 // joined is one run of a workflow ID in the index join.
 type joined struct {
-	no, key    journal.RunNo
+	no, key    model.RunNo
 	gen        uint32
-	state      journal.RunState
+	state      model.RunState
 	renumbered bool
 }
 
@@ -84,8 +84,8 @@ type joined struct {
 // index, which streams in the same order (both sort by the ID's bytes).
 func (v *verifier) index(s *sh) error {
 	var srcErr error
-	next, stop := iter.Pull2(func(yield func(string, journal.RunNo) bool) {
-		srcErr = s.src.index(func(wf string, no journal.RunNo) error {
+	next, stop := iter.Pull2(func(yield func(string, model.RunNo) bool) {
+		srcErr = s.src.index(func(wf string, no model.RunNo) error {
 			if !yield(wf, no) {
 				return errIndexStopped
 			}
@@ -99,7 +99,7 @@ func (v *verifier) index(s *sh) error {
 	// The index entry not merged yet (pok), its ID as the map encodes it.
 	var pid []byte
 	var pwf string
-	var pno journal.RunNo
+	var pno model.RunNo
 	pok := false
 	advance := func() {
 		if pwf, pno, pok = next(); pok {
@@ -121,7 +121,7 @@ func (v *verifier) index(s *sh) error {
 	var cur []byte // the workflow ID, as encoded
 	var id string
 	var runs []joined
-	var entry journal.RunNo
+	var entry model.RunNo
 	hasEntry := false
 	flush := func() error {
 		if cur != nil {
@@ -154,8 +154,8 @@ func (v *verifier) index(s *sh) error {
 				advance()
 			}
 		}
-		runs = append(runs, joined{no: journal.RunNo(binary.BigEndian.Uint64(k[e+1:])), key: journal.RunNo(binary.BigEndian.Uint64(k[e+9:])),
-			gen: binary.BigEndian.Uint32(val), state: journal.RunState(val[4]), renumbered: val[5] == 1})
+		runs = append(runs, joined{no: model.RunNo(binary.BigEndian.Uint64(k[e+1:])), key: model.RunNo(binary.BigEndian.Uint64(k[e+9:])),
+			gen: binary.BigEndian.Uint32(val), state: model.RunState(val[4]), renumbered: val[5] == 1})
 		return nil
 	})
 	if err == nil {
@@ -174,7 +174,7 @@ var errIndexStopped = errors.New("check: index merge stopped")
 
 // indexID checks one workflow ID: its runs in run-number order and its
 // index entry, if it has one.
-func (v *verifier) indexID(s *sh, id string, runs []joined, no journal.RunNo, hasEntry bool) error {
+func (v *verifier) indexID(s *sh, id string, runs []joined, no model.RunNo, hasEntry bool) error {
 	var named *joined // the run stored under the entry's number, if it is one of id's
 	for i := range runs {
 		if runs[i].key == no {
@@ -198,7 +198,7 @@ func (v *verifier) indexID(s *sh, id string, runs []joined, no journal.RunNo, ha
 		}
 		latest := byGen[len(byGen)-1]
 		for _, r := range byGen[:len(byGen)-1] {
-			if r.state == journal.StateRunning || r.state == journal.StateParked {
+			if r.state == model.StateRunning || r.state == model.StateParked {
 				v.addf(KindSupersededActive, s.Index, r.no, "workflow %q generation %d is %s but generation %d (run %d) is newer",
 					id, r.gen, r.state, latest.gen, latest.no)
 			}
@@ -227,7 +227,7 @@ func (v *verifier) indexID(s *sh, id string, runs []joined, no journal.RunNo, ha
 }
 
 // workflowOf is the workflow ID of the run stored under no.
-func (v *verifier) workflowOf(s *sh, no journal.RunNo) string {
+func (v *verifier) workflowOf(s *sh, no model.RunNo) string {
 	r, ok, err := s.src.entry(no)
 	if err != nil {
 		v.fail(err)

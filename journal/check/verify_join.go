@@ -4,7 +4,7 @@ import (
 	"encoding/binary"
 	"errors"
 
-	"github.com/fusee-dev/fusee/journal"
+	"github.com/fusee-dev/fusee/journal/model"
 )
 
 // How verify resolves references. A reference names a run of any shard,
@@ -39,7 +39,7 @@ const (
 var refWhat = map[refCheck]string{refSender: "sender", refCaller: "caller", refParent: "parent", refPred: "predecessor", refNext: "next run"}
 
 // refOf is the reference rec holds for check c.
-func refOf(c refCheck, rec *journal.Record) journal.RunRef {
+func refOf(c refCheck, rec *model.Record) model.RunRef {
 	switch c {
 	case refSender:
 		return rec.By
@@ -56,9 +56,9 @@ func refOf(c refCheck, rec *journal.Record) journal.RunRef {
 // a shard that does not exist) or the view resolves by point lookups,
 // else through the join. pos is the record of the target's history the
 // check needs (-1: none).
-func (v *verifier) refer(s *sh, r *journal.Run, rec *journal.Record, c refCheck, ref journal.RunRef, pos int) {
+func (v *verifier) refer(s *sh, r *model.Run, rec *model.Record, c refCheck, ref model.RunRef, pos int) {
 	slot, ok := v.w.byIndex[ref.Shard]
-	if v.w.pointRefs || !ok || ref.Run == journal.NoSuchRun {
+	if v.w.pointRefs || !ok || ref.Run == model.NoSuchRun {
 		t, res, err := v.w.lookup(ref.Shard, ref.Run, pos)
 		if err != nil {
 			v.fail(err)
@@ -86,7 +86,7 @@ func (v *verifier) refer(s *sh, r *journal.Run, rec *journal.Record, c refCheck,
 
 // deferSender puts the sender of a stored message of shard s into the
 // join (see sender for the rest).
-func (v *verifier) deferSender(s *sh, id string, from journal.RunRef, unproduced bool, diff string) {
+func (v *verifier) deferSender(s *sh, id string, from model.RunRef, unproduced bool, diff string) {
 	val := append(v.val[:0], byte(refOutbox))
 	val = binary.AppendUvarint(val, uint64(s.slot))
 	val = appendStr(val, id)
@@ -101,7 +101,7 @@ func (v *verifier) deferSender(s *sh, id string, from journal.RunRef, unproduced
 	v.deferRef(s.slot, from.Run, -1, val)
 }
 
-func (v *verifier) deferRef(slot int, no journal.RunNo, pos int, val []byte) {
+func (v *verifier) deferRef(slot int, no model.RunNo, pos int, val []byte) {
 	k := appendU32(v.key[:0], uint32(slot))
 	k = appendU64(k, uint64(no))
 	k = appendI64(k, int64(pos))
@@ -117,7 +117,7 @@ func (v *verifier) deferRef(slot int, no journal.RunNo, pos int, val []byte) {
 }
 
 // landed finishes check c of a reference once it is resolved (t, res).
-func (v *verifier) landed(s *sh, r *journal.Run, rec *journal.Record, c refCheck, t target, res resolution) {
+func (v *verifier) landed(s *sh, r *model.Run, rec *model.Record, c refCheck, t target, res resolution) {
 	v.report(s, r, rec, refWhat[c], refOf(c, rec), t, res)
 	if t.r == nil {
 		return
@@ -182,7 +182,7 @@ func (v *verifier) joinShard(slot int) error {
 			return errDamagedJoin
 		}
 		if !have || string(k[:20]) != string(last) {
-			no := journal.RunNo(binary.BigEndian.Uint64(k[4:]))
+			no := model.RunNo(binary.BigEndian.Uint64(k[4:]))
 			pos := int(int64(binary.BigEndian.Uint64(k[12:]) ^ (1 << 63)))
 			var err error
 			if t, res, err = v.w.lookupSlot(slot, no, pos); err != nil {
@@ -216,23 +216,23 @@ func (v *verifier) finishRef(t target, res resolution, val []byte) error {
 		if d.bad {
 			return errDamagedJoin
 		}
-		var r *journal.Run
+		var r *model.Run
 		if res == resolved {
 			r = t.r
 		}
 		v.sender(s, id, ref, r, unproduced, string(d.b))
 		return nil
 	}
-	r := &journal.Run{}
-	rec := &journal.Record{}
-	r.No = journal.RunNo(d.uvarint())
+	r := &model.Run{}
+	rec := &model.Record{}
+	r.No = model.RunNo(d.uvarint())
 	r.WorkflowID = d.str()
 	r.Gen = uint32(d.uvarint())
-	rec.Kind, rec.Origin = journal.Kind(d.byte()), journal.Origin(d.byte())
+	rec.Kind, rec.Origin = model.Kind(d.byte()), model.Origin(d.byte())
 	rec.Pos = uint32(d.uvarint())
 	rec.By = d.ref()
 	p := d.ref()
-	rec.Parent = journal.ParentRef{Shard: p.Shard, Run: p.Run, Pos: uint32(d.uvarint())}
+	rec.Parent = model.ParentRef{Shard: p.Shard, Run: p.Run, Pos: uint32(d.uvarint())}
 	rec.ParentID = d.str()
 	rec.Pred = d.ref()
 	rec.Next = d.ref()
@@ -243,7 +243,7 @@ func (v *verifier) finishRef(t target, res resolution, val []byte) error {
 	return nil
 }
 
-func appendRef(b []byte, ref journal.RunRef) []byte {
+func appendRef(b []byte, ref model.RunRef) []byte {
 	return binary.AppendUvarint(binary.AppendVarint(b, int64(ref.Shard)), uint64(ref.Run))
 }
 
@@ -273,14 +273,14 @@ func (d *joinDecoder) uvarint() uint64 {
 	return x
 }
 
-func (d *joinDecoder) ref() journal.RunRef {
+func (d *joinDecoder) ref() model.RunRef {
 	x, n := binary.Varint(d.b)
 	if n <= 0 {
 		d.bad = true
-		return journal.RunRef{}
+		return model.RunRef{}
 	}
 	d.b = d.b[n:]
-	return journal.RunRef{Shard: int(x), Run: journal.RunNo(d.uvarint())}
+	return model.RunRef{Shard: int(x), Run: model.RunNo(d.uvarint())}
 }
 
 func (d *joinDecoder) str() string {

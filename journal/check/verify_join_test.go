@@ -6,7 +6,7 @@ import (
 	"slices"
 	"testing"
 
-	"github.com/fusee-dev/fusee/journal"
+	"github.com/fusee-dev/fusee/journal/model"
 	"pgregory.net/rapid"
 )
 
@@ -42,13 +42,13 @@ func dangle(rt *rapid.T, w *world, runs []ident) {
 				continue
 			}
 			rec := &h[rapid.IntRange(0, len(h)-1).Draw(rt, label+"-rec")]
-			ref := journal.RunRef{Shard: rapid.IntRange(-1, w.n).Draw(rt, label+"-shard"),
-				Run: rapid.SampledFrom([]journal.RunNo{0, 1, 2, 3, 5, 8, 13, 40, 1000, journal.NoSuchRun}).Draw(rt, label+"-no")}
+			ref := model.RunRef{Shard: rapid.IntRange(-1, w.n).Draw(rt, label+"-shard"),
+				Run: rapid.SampledFrom([]model.RunNo{0, 1, 2, 3, 5, 8, 13, 40, 1000, model.NoSuchRun}).Draw(rt, label+"-no")}
 			switch rapid.IntRange(0, 3).Draw(rt, label+"-field") {
 			case 0:
 				rec.By = ref
 			case 1:
-				rec.Parent = journal.ParentRef{Shard: ref.Shard, Run: ref.Run, Pos: rapid.Uint32Range(0, 6).Draw(rt, label+"-pos")}
+				rec.Parent = model.ParentRef{Shard: ref.Shard, Run: ref.Run, Pos: rapid.Uint32Range(0, 6).Draw(rt, label+"-pos")}
 			case 2:
 				rec.Pred = ref
 			case 3:
@@ -56,7 +56,7 @@ func dangle(rt *rapid.T, w *world, runs []ident) {
 			}
 		case 3: // a stored message's sender elsewhere
 			for _, m := range s.Outbox {
-				m.From.Run = rapid.SampledFrom([]journal.RunNo{0, 1, 2, 7, 1000, journal.NoSuchRun}).Draw(rt, label+"-from")
+				m.From.Run = rapid.SampledFrom([]model.RunNo{0, 1, 2, 7, 1000, model.NoSuchRun}).Draw(rt, label+"-from")
 				break
 			}
 		}
@@ -102,7 +102,7 @@ func TestRefJoinMatchesPointLookups(t *testing.T) {
 // it deferred would find no dangling reference where lookups find one.
 func TestRefJoinSeesDangling(t *testing.T) {
 	w := randomWorlds(t, 3, 150, 3)[0]
-	var gone journal.RunNo
+	var gone model.RunNo
 	for _, s := range w.shards {
 		for _, no := range sortedKeys(s.Runs) {
 			if r := s.Runs[no]; r.Gen > 1 && gone == 0 {
