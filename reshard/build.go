@@ -1,9 +1,11 @@
 package reshard
 
 import (
+	"cmp"
 	"context"
 	"encoding/binary"
 	"fmt"
+	"slices"
 
 	"github.com/fusee-dev/fusee/journal"
 	"github.com/fusee-dev/fusee/journal/wal"
@@ -132,6 +134,7 @@ func (r *resharder) build(ctx context.Context, p *plan, newDir string, rep *Repo
 		return sorter.Put(kb, value)
 	}
 	rw := &rawRewriter{mapper: mapper, gen: newGen, put: put, rep: rep}
+	var renumbered []RenumberedRun // unfinished runs renumbered (compact map only)
 	for i := range r.oldN {
 		if direct {
 			for j := i; j < r.newN; j += r.oldN {
@@ -162,6 +165,12 @@ func (r *resharder) build(ctx context.Context, p *plan, newDir string, rep *Repo
 			}
 			if err := rw.run(run, i, m); err != nil {
 				return err
+			}
+			if p.compact != nil && m.No != run.No && unfinished(run.Entry.State) {
+				// The compact map keeps no workflow IDs: the report's
+				// list is made here, and sorted below into the order
+				// the spill path gives it (by new shard, new number).
+				renumbered = append(renumbered, renumberedRun(run.Entry.WorkflowID, i, run.No, m))
 			}
 			return firstErr
 		})
@@ -255,6 +264,10 @@ func (r *resharder) build(ctx context.Context, p *plan, newDir string, rep *Repo
 	}
 	rep.Counts.RunsRenumbered = p.renumbered
 	rep.Counts.RunsMoved = p.moved
+	slices.SortFunc(renumbered, func(a, b RenumberedRun) int {
+		return cmp.Or(cmp.Compare(a.NewShard, b.NewShard), cmp.Compare(a.NewRun, b.NewRun))
+	})
+	rep.Renumbered = append(rep.Renumbered, renumbered...)
 	if dry {
 		return oldDigest, nil
 	}
