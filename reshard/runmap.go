@@ -48,7 +48,7 @@ const compactShares = mapShare / 2
 
 // dst bits.
 const (
-	dstShard      = 0x3ff  // the new shard (meta.MaxShards is 1024)
+	dstShard      = 0x3ff   // the new shard (meta.MaxShards is 1024)
 	dstUnfinished = 1 << 13 // running or parked (pass 1)
 	dstPrior      = 1 << 14 // renumbered by an earlier reshard (pass 1)
 	dstFlag       = 1 << 15 // the new entry's renumbered flag (assigned)
