@@ -3,7 +3,6 @@ package reshard
 import (
 	"cmp"
 	"context"
-	"encoding/binary"
 	"fmt"
 	"slices"
 
@@ -27,15 +26,9 @@ func setTokenGen(rec *journal.Record, gen uint64) {
 	}
 }
 
-// sortKey prefixes a new store key with its new shard, for the external
-// sort of pass 2.
-func sortKey(dst []byte, shard int, key []byte) []byte {
-	return append(binary.BigEndian.AppendUint16(dst[:0], uint16(shard)), key...)
-}
-
 // build is pass 2: it reads every old shard again, rewrites each run, its
 // archive, its outbox messages, dedup and index entries for its new shard
-// and number, sorts the new stores' keys through a spill map and writes
+// and number, sorts the new stores' keys (runsort.go) and writes
 // each new store under newDir with a new, empty shared log. It returns the
 // old directory's digest.
 //
@@ -44,8 +37,7 @@ func sortKey(dst []byte, shard int, key []byte) []byte {
 // token changes (its digest is nil).
 func (r *resharder) build(ctx context.Context, p *plan, newDir string, rep *Report) (*digest, error) {
 	dry := newDir == ""
-	sorter := r.newMap("sort")
-	defer sorter.Close()
+	sorter := newRunSorter(r.fs, r.fs.PathJoin(r.scratch, "sort"), r.newN, r.budget/mapShare*2)
 	oldDigest, newDigest := newDigestPair()
 	r.newDigest = newDigest
 	if dry {
@@ -119,10 +111,8 @@ func (r *resharder) build(ctx context.Context, p *plan, newDir string, rep *Repo
 		m, ok, err := theirs.lookup(ref.Shard, ref.Run)
 		return m.ID, ok, err
 	}}
-	var kb []byte
 	rep.NewShardBytes = make([]int64, r.newN)
 	put := func(shard int, key, value []byte) error {
-		kb = sortKey(kb, shard, key)
 		rep.Counts.BytesWritten += int64(len(key) + len(value))
 		rep.NewShardBytes[shard] += int64(len(key) + len(value))
 		if dry {
@@ -131,7 +121,7 @@ func (r *resharder) build(ctx context.Context, p *plan, newDir string, rep *Repo
 		if direct {
 			return writers[shard].Add(key, value)
 		}
-		return sorter.Put(kb, value)
+		return sorter.Put(shard, key, value)
 	}
 	rw := &rawRewriter{mapper: mapper, gen: newGen, put: put, rep: rep}
 	var renumbered []RenumberedRun // unfinished runs renumbered (compact map only)
@@ -329,7 +319,7 @@ func (r *resharder) createLog(newDir string) (wal.Position, error) {
 
 // writeStore writes new shard j's store from the sorted keys of its
 // prefix. Several run at once: sorter takes no Put meanwhile.
-func (r *resharder) writeStore(sorter *spillMap, newDir string, j int) error {
+func (r *resharder) writeStore(sorter *runSorter, newDir string, j int) error {
 	if err := r.fs.MkdirAll(journal.ShardDir(r.fs, newDir, j), 0o755); err != nil {
 		return err
 	}
@@ -337,8 +327,7 @@ func (r *resharder) writeStore(sorter *spillMap, newDir string, j int) error {
 	if err != nil {
 		return err
 	}
-	prefix := binary.BigEndian.AppendUint16(nil, uint16(j))
-	err = sorter.Each(prefix, func(k, v []byte) error { return sw.Add(k[2:], v) })
+	err = sorter.Each(j, sw.Add)
 	if err != nil {
 		sw.Abort()
 		return err
