@@ -37,7 +37,7 @@ func setTokenGen(rec *journal.Record, gen uint64) {
 // token changes (its digest is nil).
 func (r *resharder) build(ctx context.Context, p *plan, newDir string, rep *Report) (*digest, error) {
 	dry := newDir == ""
-	sorter := newRunSorter(r.fs, r.fs.PathJoin(r.scratch, "sort"), r.newN, r.budget/mapShare*2)
+	sorter := newRunSorter(r.fs, r.fs.PathJoin(r.scratch, "sort"), r.newN, r.budget/mapShare)
 	oldDigest, newDigest := newDigestPair()
 	r.newDigest = newDigest
 	if dry {

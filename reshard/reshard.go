@@ -214,6 +214,7 @@ func Reshard(ctx context.Context, fs vfs.FS, dir string, opts Options) (*Report,
 // only in what they read and in that switching state.
 func (r *resharder) rebuild(ctx context.Context, d *metaDir) (*Report, error) {
 	fs, dir, opts, rep := r.fs, r.dir, r.opts, r.rep
+	defer limitHeap(r.budget)()
 	newDir := fs.PathJoin(dir, NewDirName)
 	oldBytes, err := treeSize(fs, dir, NewDirName, OldDirName)
 	if err != nil {
@@ -579,8 +580,10 @@ func hook(step string) error {
 // mapShare is the part of the memory budget each spill map may hold in
 // memory (or in its scratch store's memtables once spilled). At most four
 // maps are alive at once (plan, losers, runs and rev; then runs, rev and
-// sort); the rest of the budget is for the Go runtime, the store readers'
-// and writers' buffers and pebble's caches.
+// the sort's arena, runsort.go), or the compact run map (half the budget
+// at most, runmap.go) and the sort's arena; the rest of the budget is for
+// the Go runtime, the store readers' and writers' buffers and pebble's
+// caches.
 const mapShare = 8
 
 // newMap is a spill map under the scratch directory with a share of the

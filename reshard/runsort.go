@@ -3,6 +3,7 @@ package reshard
 import (
 	"bufio"
 	"bytes"
+	"cmp"
 	"encoding/binary"
 	"fmt"
 	"io"
@@ -33,13 +34,21 @@ import (
 // a uvarint key length, the key, a uvarint value length and the value;
 // its key (the first pair's) is arena[keyOff:keyOff+keyLen].
 type sortItem struct {
+	p1, p2         uint64 // the key's first 16 bytes, big-endian, zero-padded: most comparisons end here
 	off, end       uint32
 	keyOff, keyLen uint32
 	shard          uint16
 }
 
 // sortItemBytes is what an item costs beyond its pairs' bytes.
-const sortItemBytes = 20
+const sortItemBytes = 40
+
+// keyPrefix is key's first 16 bytes as two big-endian numbers, zero-padded.
+func keyPrefix(key []byte) (uint64, uint64) {
+	var b [16]byte
+	copy(b[:], key)
+	return binary.BigEndian.Uint64(b[:8]), binary.BigEndian.Uint64(b[8:])
+}
 
 // maxArena bounds the arena (its offsets are 32-bit); the budget is
 // clamped well below it.
@@ -87,15 +96,24 @@ func (s *runSorter) Put(j int, key, value []byte) error {
 	if n > 0 && len(key) > 9 && key[0] == journal.KeyRun {
 		last := &s.items[n-1]
 		if int(last.shard) == j && last.keyLen == 9 && bytes.Equal(s.arena[last.keyOff:last.keyOff+9], key[:9]) {
+			if !s.room(len(key)+len(value)+20) && n > 1 {
+				// The run outgrows the arena: the items before it
+				// go to a chunk, and it starts the arena again.
+				if err := s.flushAllBut(); err != nil {
+					return err
+				}
+			}
 			s.appendPair(key, value)
+			last = &s.items[len(s.items)-1]
 			last.end = uint32(len(s.arena))
 			return nil
 		}
 	}
-	if int64(len(s.arena))+int64(len(s.items))*sortItemBytes >= s.budget {
+	if !s.room(len(key) + len(value) + 20) {
 		if err := s.flush(); err != nil {
 			return err
 		}
+		s.room(len(key) + len(value) + 20)
 	}
 	off := len(s.arena)
 	s.arena = binary.AppendUvarint(s.arena, uint64(len(key)))
@@ -103,9 +121,30 @@ func (s *runSorter) Put(j int, key, value []byte) error {
 	s.arena = append(s.arena, key...)
 	s.arena = binary.AppendUvarint(s.arena, uint64(len(value)))
 	s.arena = append(s.arena, value...)
-	s.items = append(s.items, sortItem{off: uint32(off), end: uint32(len(s.arena)), keyOff: uint32(keyOff),
+	p1, p2 := keyPrefix(key)
+	s.items = append(s.items, sortItem{p1: p1, p2: p2, off: uint32(off), end: uint32(len(s.arena)), keyOff: uint32(keyOff),
 		keyLen: uint32(len(key)), shard: uint16(j)})
 	return nil
+}
+
+// room makes room for an item of about need bytes in the arena and
+// the items, growing them by doubling up to their limits (the arena 70%
+// of the share, the items the rest), and reports whether it fit.
+func (s *runSorter) room(need int) bool {
+	arenaMax, itemsMax := int(s.budget*7/10), int(s.budget*3/10/sortItemBytes)+1
+	if len(s.arena)+need > cap(s.arena) {
+		if cap(s.arena) >= arenaMax {
+			return false
+		}
+		s.arena = slices.Grow(s.arena, min(max(2*cap(s.arena), 1<<20), arenaMax)-len(s.arena))
+	}
+	if len(s.items) == cap(s.items) {
+		if cap(s.items) >= itemsMax {
+			return false
+		}
+		s.items = slices.Grow(s.items, min(max(2*cap(s.items), 1<<14), itemsMax)-len(s.items))
+	}
+	return len(s.arena)+need <= cap(s.arena)
 }
 
 func (s *runSorter) appendPair(key, value []byte) {
@@ -120,8 +159,13 @@ func (s *runSorter) key(it *sortItem) []byte { return s.arena[it.keyOff : it.key
 // sortArena sorts the items in memory by (shard, key).
 func (s *runSorter) sortArena() {
 	slices.SortFunc(s.items, func(a, b sortItem) int {
-		if a.shard != b.shard {
+		switch {
+		case a.shard != b.shard:
 			return int(a.shard) - int(b.shard)
+		case a.p1 != b.p1:
+			return cmp.Compare(a.p1, b.p1)
+		case a.p2 != b.p2:
+			return cmp.Compare(a.p2, b.p2)
 		}
 		return bytes.Compare(s.key(&a), s.key(&b))
 	})
@@ -169,6 +213,23 @@ func (s *runSorter) flush() error {
 	}
 	s.chunks = append(s.chunks, c)
 	s.arena, s.items = s.arena[:0], s.items[:0]
+	return nil
+}
+
+// flushAllBut writes every item but the last (the run being added) as a
+// chunk and moves the last to the start of the arena.
+func (s *runSorter) flushAllBut() error {
+	last := s.items[len(s.items)-1]
+	b := bytes.Clone(s.arena[last.off:last.end])
+	s.items = s.items[:len(s.items)-1]
+	if err := s.flush(); err != nil {
+		return err
+	}
+	s.arena = append(s.arena, b...)
+	last.keyOff -= last.off
+	last.end -= last.off
+	last.off = 0
+	s.items = append(s.items, last)
 	return nil
 }
 
