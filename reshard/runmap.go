@@ -7,7 +7,7 @@ import (
 	"math"
 	"slices"
 
-	"github.com/fusee-dev/fusee/journal"
+	"github.com/fusee-dev/fusee/journal/model"
 )
 
 // The compact run map (docs/reshard.md §4, "Run lookups"). Pass 1 reads
@@ -71,7 +71,7 @@ type runMap struct {
 	wShard  [][]uint16
 	lShard  [][]uint16
 	lNo     [][]uint32
-	maxUsed journal.RunNo
+	maxUsed model.RunNo
 	runs    int64
 	limit   int64 // runs the allowance holds
 }
@@ -97,7 +97,7 @@ func (c *runMap) reserve(i int, n int64) {
 
 // add records old shard i's run no (in ascending order), bound for new
 // shard j; errMapFull if it does not fit.
-func (c *runMap) add(i int, no journal.RunNo, j int, e *journal.RunEntry) error {
+func (c *runMap) add(i int, no model.RunNo, j int, e *model.RunEntry) error {
 	o := &c.old[i]
 	if c.runs >= c.limit || uint64(no) > math.MaxUint32 || (len(o.nos) > 0 && uint32(no) <= o.nos[len(o.nos)-1]) {
 		return errMapFull
@@ -217,7 +217,7 @@ func (c *runMap) assign(p *plan) error {
 			}
 			c.wNos[j] = append(c.wNos[j], n)
 			c.wShard[j] = append(c.wShard[j], uint16(m.shard))
-			p.nextRun[j] = max(p.nextRun[j], journal.RunNo(n)+1)
+			p.nextRun[j] = max(p.nextRun[j], model.RunNo(n)+1)
 		}
 	}
 	for i := range c.old {
@@ -255,7 +255,7 @@ func (c *runMap) assign(p *plan) error {
 	for j := range p.nextRun {
 		// As on the spill path: every new shard continues above every
 		// number any old shard used.
-		p.nextRun[j] = max(p.nextRun[j], p.maxUsed+journal.RunNo(len(c.lNo[j]))+1)
+		p.nextRun[j] = max(p.nextRun[j], p.maxUsed+model.RunNo(len(c.lNo[j]))+1)
 	}
 	return nil
 }
@@ -269,7 +269,7 @@ func cmpU32(a, b uint32) int {
 
 // find returns the index of no in the ascending nos: a direct index when
 // the numbers up to it are dense, else a binary search.
-func find(nos []uint32, no journal.RunNo) (int, bool) {
+func find(nos []uint32, no model.RunNo) (int, bool) {
 	if len(nos) == 0 || uint64(no) > math.MaxUint32 || uint32(no) < nos[0] {
 		return 0, false
 	}
@@ -280,7 +280,7 @@ func find(nos []uint32, no journal.RunNo) (int, bool) {
 }
 
 // lookup returns where old run (shard, no) went.
-func (c *runMap) lookup(shard int, no journal.RunNo) (mapped, bool) {
+func (c *runMap) lookup(shard int, no model.RunNo) (mapped, bool) {
 	if shard < 0 || shard >= len(c.old) {
 		return mapped{}, false
 	}
@@ -290,13 +290,13 @@ func (c *runMap) lookup(shard int, no journal.RunNo) (mapped, bool) {
 		return mapped{}, false
 	}
 	d := o.dst[k]
-	m := mapped{Shard: int(d & dstShard), No: journal.RunNo(o.to[k]), ID: runKey(shard, no)}
+	m := mapped{Shard: int(d & dstShard), No: model.RunNo(o.to[k]), ID: runKey(shard, no)}
 	m.Renumbered = d&dstFlag != 0
 	return m, true
 }
 
 // identityAt is the identity of the run now at new (shard, no).
-func (c *runMap) identityAt(shard int, no journal.RunNo) (uint64, bool) {
+func (c *runMap) identityAt(shard int, no model.RunNo) (uint64, bool) {
 	if shard < 0 || shard >= len(c.wNos) {
 		return 0, false
 	}
@@ -305,7 +305,7 @@ func (c *runMap) identityAt(shard int, no journal.RunNo) (uint64, bool) {
 		if k >= uint64(len(c.lNo[shard])) {
 			return 0, false
 		}
-		return runKey(int(c.lShard[shard][k]), journal.RunNo(c.lNo[shard][k])), true
+		return runKey(int(c.lShard[shard][k]), model.RunNo(c.lNo[shard][k])), true
 	}
 	k, ok := find(c.wNos[shard], no)
 	if !ok {
@@ -316,7 +316,7 @@ func (c *runMap) identityAt(shard int, no journal.RunNo) (uint64, bool) {
 
 // runKey packs a (shard, number) pair: numbers are below 2^48, shards
 // below 2^10.
-func runKey(shard int, no journal.RunNo) uint64 { return uint64(shard)<<48 | uint64(no) }
+func runKey(shard int, no model.RunNo) uint64 { return uint64(shard)<<48 | uint64(no) }
 
 // identity is the hash that stands for a run's identity (workflow ID and
 // generation) in the digests when the spill maps hold the run map: the

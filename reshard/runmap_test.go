@@ -7,7 +7,7 @@ import (
 	"slices"
 	"testing"
 
-	"github.com/fusee-dev/fusee/journal"
+	"github.com/fusee-dev/fusee/journal/model"
 	"pgregory.net/rapid"
 )
 
@@ -21,32 +21,32 @@ func TestRunMapMatchesOracle(t *testing.T) {
 		newN := rapid.IntRange(1, 8).Draw(t, "newN")
 		type run struct {
 			shard      int
-			no         journal.RunNo
+			no         model.RunNo
 			j          int
 			unfinished bool
 			prior      bool
 			gen        uint32
 		}
 		var runs []run
-		var maxUsed journal.RunNo
+		var maxUsed model.RunNo
 		span := rapid.SampledFrom([]uint64{4, 40, 1000}).Draw(t, "span")
 		base := rapid.SampledFrom([]uint64{0, 1 << 31}).Draw(t, "base")
 		for i := range oldN {
 			nos := rapid.SliceOfNDistinct(rapid.Uint64Range(base+1, base+span), 0, 30, rapid.ID[uint64]).Draw(t, "nos")
 			slices.Sort(nos)
 			for _, no := range nos {
-				runs = append(runs, run{shard: i, no: journal.RunNo(no), j: rapid.IntRange(0, newN-1).Draw(t, "j"),
+				runs = append(runs, run{shard: i, no: model.RunNo(no), j: rapid.IntRange(0, newN-1).Draw(t, "j"),
 					unfinished: rapid.Bool().Draw(t, "unf"), prior: rapid.Bool().Draw(t, "prior"),
 					gen: uint32(rapid.IntRange(1, 3).Draw(t, "gen"))})
-				maxUsed = max(maxUsed, journal.RunNo(no))
+				maxUsed = max(maxUsed, model.RunNo(no))
 			}
 		}
-		maxUsed += journal.RunNo(rapid.IntRange(0, 3).Draw(t, "slack"))
+		maxUsed += model.RunNo(rapid.IntRange(0, 3).Draw(t, "slack"))
 
 		// The oracle.
 		type key struct {
 			shard int
-			no    journal.RunNo
+			no    model.RunNo
 		}
 		type want struct {
 			to   key // new shard, new number
@@ -58,7 +58,7 @@ func TestRunMapMatchesOracle(t *testing.T) {
 		}
 		fwd, rev := map[key]want{}, map[key]key{}
 		var losers []run
-		next := make([]journal.RunNo, newN)
+		next := make([]model.RunNo, newN)
 		for j := range next {
 			next[j] = 1
 		}
@@ -78,7 +78,7 @@ func TestRunMapMatchesOracle(t *testing.T) {
 		slices.SortFunc(losers, func(a, b run) int {
 			return cmp.Or(cmp.Compare(a.j, b.j), cmp.Compare(a.gen, b.gen), cmp.Compare(a.no, b.no), cmp.Compare(a.shard, b.shard))
 		})
-		counter := make([]journal.RunNo, newN)
+		counter := make([]model.RunNo, newN)
 		for j := range counter {
 			counter[j] = maxUsed + 1
 		}
@@ -95,18 +95,18 @@ func TestRunMapMatchesOracle(t *testing.T) {
 		// The compact map.
 		c := newRunMap(oldN, newN, int64(len(runs))*compactEntryBytes)
 		for _, r := range runs {
-			st := journal.StateFinished
+			st := model.StateFinished
 			if r.unfinished {
-				st = journal.StateParked
+				st = model.StateParked
 			}
-			if err := c.add(r.shard, r.no, r.j, &journal.RunEntry{State: st, Gen: r.gen, Renumbered: r.prior}); err != nil {
+			if err := c.add(r.shard, r.no, r.j, &model.RunEntry{State: st, Gen: r.gen, Renumbered: r.prior}); err != nil {
 				t.Fatalf("add %+v: %v", r, err)
 			}
 		}
-		if err := c.add(0, math.MaxUint32+1, 0, &journal.RunEntry{}); !errors.Is(err, errMapFull) {
+		if err := c.add(0, math.MaxUint32+1, 0, &model.RunEntry{}); !errors.Is(err, errMapFull) {
 			t.Fatalf("a run past the allowance: %v, want errMapFull", err)
 		}
-		p := &plan{maxUsed: maxUsed, nextRun: make([]journal.RunNo, newN), shardRuns: make([]int64, newN)}
+		p := &plan{maxUsed: maxUsed, nextRun: make([]model.RunNo, newN), shardRuns: make([]int64, newN)}
 		if err := c.assign(p); err != nil {
 			t.Fatal(err)
 		}
@@ -125,7 +125,7 @@ func TestRunMapMatchesOracle(t *testing.T) {
 		// Numbers no run has, on either side.
 		for range 20 {
 			s := rapid.IntRange(-1, max(oldN, newN)).Draw(t, "absent shard")
-			no := journal.RunNo(rapid.Uint64Range(0, uint64(maxUsed)+40).Draw(t, "absent no"))
+			no := model.RunNo(rapid.Uint64Range(0, uint64(maxUsed)+40).Draw(t, "absent no"))
 			_, okF := c.lookup(s, no)
 			if _, want := fwd[key{s, no}]; okF != want {
 				t.Fatalf("lookup %d:%d found %v, want %v", s, no, okF, want)
@@ -166,9 +166,9 @@ func b2i(b bool) int {
 // compact map says errMapFull (the plan is then made through the spill
 // maps), never a wrong answer.
 func TestRunMapRefuses(t *testing.T) {
-	e := &journal.RunEntry{State: journal.StateRunning, Gen: 1}
+	e := &model.RunEntry{State: model.StateRunning, Gen: 1}
 	c := newRunMap(1, 1, 2*compactEntryBytes)
-	for no := journal.RunNo(1); no <= 2; no++ {
+	for no := model.RunNo(1); no <= 2; no++ {
 		if err := c.add(0, no, 0, e); err != nil {
 			t.Fatal(err)
 		}
@@ -186,7 +186,7 @@ func TestRunMapRefuses(t *testing.T) {
 	if err := c.add(0, math.MaxUint32+1, 0, e); !errors.Is(err, errMapFull) {
 		t.Errorf("a number past 32 bits: %v", err)
 	}
-	if err := c.assign(&plan{maxUsed: math.MaxUint32 - 1, nextRun: make([]journal.RunNo, 1), shardRuns: make([]int64, 1)}); !errors.Is(err, errMapFull) {
+	if err := c.assign(&plan{maxUsed: math.MaxUint32 - 1, nextRun: make([]model.RunNo, 1), shardRuns: make([]int64, 1)}); !errors.Is(err, errMapFull) {
 		t.Errorf("new numbers past 32 bits: %v", err)
 	}
 }

@@ -10,7 +10,7 @@ import (
 	"slices"
 
 	"github.com/cockroachdb/pebble/v2/vfs"
-	"github.com/fusee-dev/fusee/journal"
+	"github.com/fusee-dev/fusee/journal/store"
 )
 
 // The sort of new store keys (docs/reshard.md §5, pass 2) for a shrink or
@@ -18,7 +18,7 @@ import (
 // sorter together and in order (its entry, then its records: one kind,
 // 'R', ascending), so they are kept as one item, sorted by its first key:
 // a new store then takes the items of its shard in key order and each
-// kind's keys come ascending, which is all journal.StoreWriter asks. Every
+// kind's keys come ascending, which is all store.StoreWriter asks. Every
 // other key (archive, outbox, dedup, index, timer, header) is an item of
 // its own. Items are appended to an arena in memory; when the arena
 // outgrows the sorter's share of the budget, its items are sorted and
@@ -93,7 +93,7 @@ func (s *runSorter) Put(j int, key, value []byte) error {
 		return fmt.Errorf("reshard sort: a key of %d and a value of %d bytes do not fit a chunk", len(key), len(value))
 	}
 	n := len(s.items)
-	if n > 0 && len(key) > 9 && key[0] == journal.KeyRun {
+	if n > 0 && len(key) > 9 && key[0] == store.KeyRun {
 		last := &s.items[n-1]
 		if int(last.shard) == j && last.keyLen == 9 && bytes.Equal(s.arena[last.keyOff:last.keyOff+9], key[:9]) {
 			if !s.room(len(key)+len(value)+20) && n > 1 {

@@ -7,7 +7,8 @@ import (
 	"testing"
 
 	"github.com/cockroachdb/pebble/v2/vfs"
-	"github.com/fusee-dev/fusee/journal"
+	"github.com/fusee-dev/fusee/journal/model"
+	"github.com/fusee-dev/fusee/journal/store"
 	"pgregory.net/rapid"
 )
 
@@ -38,12 +39,12 @@ func TestRunSorterMatchesSort(t *testing.T) {
 		nos := rapid.SliceOfNDistinct(rapid.Uint64Range(1, 1<<40), 0, 40, rapid.ID[uint64]).Draw(t, "runs")
 		for _, no := range nos {
 			j := rapid.IntRange(0, shards-1).Draw(t, "j")
-			put(j, journal.AppendRunKey(nil, journal.RunNo(no)), []byte(fmt.Sprint("entry", no)))
+			put(j, store.AppendRunKey(nil, model.RunNo(no)), []byte(fmt.Sprint("entry", no)))
 			for pos := range rapid.IntRange(0, 5).Draw(t, "records") {
-				put(j, journal.AppendRecordKey(nil, journal.RunNo(no), uint32(pos)), bytes.Repeat([]byte{byte(pos)}, pos*300))
+				put(j, store.AppendRecordKey(nil, model.RunNo(no), uint32(pos)), bytes.Repeat([]byte{byte(pos)}, pos*300))
 			}
 			if rapid.Bool().Draw(t, "other") {
-				put(rapid.IntRange(0, shards-1).Draw(t, "oj"), journal.IndexKey(fmt.Sprint("wf", no)), []byte{1})
+				put(rapid.IntRange(0, shards-1).Draw(t, "oj"), store.IndexKey(fmt.Sprint("wf", no)), []byte{1})
 			}
 		}
 		if err := s.Settle(); err != nil {

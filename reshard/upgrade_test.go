@@ -13,6 +13,7 @@ import (
 	"github.com/fusee-dev/fusee/journal"
 	"github.com/fusee-dev/fusee/journal/check"
 	"github.com/fusee-dev/fusee/journal/sim"
+	"github.com/fusee-dev/fusee/journal/store"
 	"github.com/fusee-dev/fusee/meta"
 	"github.com/fusee-dev/fusee/reshard"
 )
@@ -113,7 +114,7 @@ func storeGens(t *testing.T, fs vfs.FS, shards int) []uint64 {
 	t.Helper()
 	out := make([]uint64, shards)
 	for i := range out {
-		h, err := journal.ReadHeader(fs, memDir, i, shards)
+		h, err := store.ReadHeader(fs, memDir, i, shards)
 		if err != nil {
 			t.Fatal(err)
 		}
