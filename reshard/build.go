@@ -1,9 +1,10 @@
 package reshard
 
 import (
+	"cmp"
 	"context"
-	"encoding/binary"
 	"fmt"
+	"slices"
 
 	"github.com/fusee-dev/fusee/journal/model"
 	"github.com/fusee-dev/fusee/journal/store"
@@ -26,15 +27,9 @@ func setTokenGen(rec *model.Record, gen uint64) {
 	}
 }
 
-// sortKey prefixes a new store key with its new shard, for the external
-// sort of pass 2.
-func sortKey(dst []byte, shard int, key []byte) []byte {
-	return append(binary.BigEndian.AppendUint16(dst[:0], uint16(shard)), key...)
-}
-
 // build is pass 2: it reads every old shard again, rewrites each run, its
 // archive, its outbox messages, dedup and index entries for its new shard
-// and number, sorts the new stores' keys through a spill map and writes
+// and number, sorts the new stores' keys (runsort.go) and writes
 // each new store under newDir with a new, empty shared log. It returns the
 // old directory's digest.
 //
@@ -43,8 +38,7 @@ func sortKey(dst []byte, shard int, key []byte) []byte {
 // token changes (its digest is nil).
 func (r *resharder) build(ctx context.Context, p *plan, newDir string, rep *Report) (*digest, error) {
 	dry := newDir == ""
-	sorter := r.newMap("sort")
-	defer sorter.Close()
+	sorter := newRunSorter(r.fs, r.fs.PathJoin(r.scratch, "sort"), r.newN, r.budget/mapShare)
 	oldDigest, newDigest := newDigestPair()
 	r.newDigest = newDigest
 	if dry {
@@ -118,10 +112,8 @@ func (r *resharder) build(ctx context.Context, p *plan, newDir string, rep *Repo
 		m, ok, err := theirs.lookup(ref.Shard, ref.Run)
 		return m.ID, ok, err
 	}}
-	var kb []byte
 	rep.NewShardBytes = make([]int64, r.newN)
 	put := func(shard int, key, value []byte) error {
-		kb = sortKey(kb, shard, key)
 		rep.Counts.BytesWritten += int64(len(key) + len(value))
 		rep.NewShardBytes[shard] += int64(len(key) + len(value))
 		if dry {
@@ -130,9 +122,10 @@ func (r *resharder) build(ctx context.Context, p *plan, newDir string, rep *Repo
 		if direct {
 			return writers[shard].Add(key, value)
 		}
-		return sorter.Put(kb, value)
+		return sorter.Put(shard, key, value)
 	}
 	rw := &rawRewriter{mapper: mapper, gen: newGen, put: put, rep: rep}
+	var renumbered []RenumberedRun // unfinished runs renumbered (compact map only)
 	for i := range r.oldN {
 		if direct {
 			for j := i; j < r.newN; j += r.oldN {
@@ -163,6 +156,12 @@ func (r *resharder) build(ctx context.Context, p *plan, newDir string, rep *Repo
 			}
 			if err := rw.run(run, i, m); err != nil {
 				return err
+			}
+			if p.compact != nil && m.No != run.No && unfinished(run.Entry.State) {
+				// The compact map keeps no workflow IDs: the report's
+				// list is made here, and sorted below into the order
+				// the spill path gives it (by new shard, new number).
+				renumbered = append(renumbered, renumberedRun(run.Entry.WorkflowID, i, run.No, m))
 			}
 			return firstErr
 		})
@@ -256,6 +255,10 @@ func (r *resharder) build(ctx context.Context, p *plan, newDir string, rep *Repo
 	}
 	rep.Counts.RunsRenumbered = p.renumbered
 	rep.Counts.RunsMoved = p.moved
+	slices.SortFunc(renumbered, func(a, b RenumberedRun) int {
+		return cmp.Or(cmp.Compare(a.NewShard, b.NewShard), cmp.Compare(a.NewRun, b.NewRun))
+	})
+	rep.Renumbered = append(rep.Renumbered, renumbered...)
 	if dry {
 		return oldDigest, nil
 	}
@@ -317,7 +320,7 @@ func (r *resharder) createLog(newDir string) (wal.Position, error) {
 
 // writeStore writes new shard j's store from the sorted keys of its
 // prefix. Several run at once: sorter takes no Put meanwhile.
-func (r *resharder) writeStore(sorter *spillMap, newDir string, j int) error {
+func (r *resharder) writeStore(sorter *runSorter, newDir string, j int) error {
 	if err := r.fs.MkdirAll(store.ShardDir(r.fs, newDir, j), 0o755); err != nil {
 		return err
 	}
@@ -325,8 +328,7 @@ func (r *resharder) writeStore(sorter *spillMap, newDir string, j int) error {
 	if err != nil {
 		return err
 	}
-	prefix := binary.BigEndian.AppendUint16(nil, uint16(j))
-	err = sorter.Each(prefix, func(k, v []byte) error { return sw.Add(k[2:], v) })
+	err = sorter.Each(j, sw.Add)
 	if err != nil {
 		sw.Abort()
 		return err

@@ -3,6 +3,7 @@ package reshard
 import (
 	"context"
 	"encoding/binary"
+	"errors"
 	"fmt"
 	"hash/maphash"
 
@@ -81,9 +82,9 @@ type mapped struct {
 	Shard int
 	No    model.RunNo
 	planEntry
-	// ID is the run's identity hash (identity): set by plan.lookup, which
+	// ID is the run's identity in the digests: set by plan.lookup, which
 	// leaves planEntry's State, Gen and WorkflowID unset when it answers
-	// from the typed maps.
+	// from the compact map (runmap.go).
 	ID uint64
 }
 
@@ -118,23 +119,49 @@ type plan struct {
 	byState              map[model.RunState]int64
 	unfinishedRenumbered []RenumberedRun
 	idSeed               maphash.Seed
-	fast                 *fastMaps // nil: past its budget, the spill maps answer
-	spilled              bool      // the spill maps runs and rev are filled
+	compact              *runMap // nil: the spill maps runs and rev answer
 }
 
 // makePlan runs pass 1 over every old shard and assigns every run its new
-// shard and number.
+// shard and number: in the compact run map (runmap.go) when the runs fit
+// its share of the budget and no plan file is made or applied (which read
+// the spill maps), else through the spill maps.
 func (r *resharder) makePlan(ctx context.Context) (*plan, error) {
-	p := &plan{oldN: r.oldN, newN: r.newN, byState: map[model.RunState]int64{},
-		nextRun: make([]model.RunNo, r.newN), shardRuns: make([]int64, r.newN)}
-	keys := r.newMap("plan")
-	defer keys.Close()
 	var err error
 	if r.tails == nil { // identify (apply.go) may have read them already
 		if r.tails, err = logTails(ctx, r.fs, r.dir, r.oldN); err != nil {
 			return nil, err
 		}
 	}
+	if !r.opts.MakePlan && r.opts.Plan == nil {
+		c := newRunMap(r.oldN, r.newN, r.budget/mapShare*compactShares)
+		p, err := r.passOne(ctx, c, nil)
+		if err == nil {
+			err = c.assign(p)
+		}
+		if err == nil {
+			p.compact = c
+			p.runs, p.rev = r.newMap("runs"), r.newMap("rev") // empty: Spilled says false
+			return p, nil
+		}
+		if !errors.Is(err, errMapFull) {
+			return nil, err
+		}
+	}
+	keys := r.newMap("plan")
+	defer keys.Close()
+	p, err := r.passOne(ctx, nil, keys)
+	if err != nil {
+		return nil, err
+	}
+	return r.assignSpilled(p, keys)
+}
+
+// passOne reads every old shard's run entries into the compact map c, or
+// (c nil) as plan keys into keys, and returns the plan's counts so far.
+func (r *resharder) passOne(ctx context.Context, c *runMap, keys *spillMap) (*plan, error) {
+	p := &plan{oldN: r.oldN, newN: r.newN, byState: map[model.RunState]int64{},
+		nextRun: make([]model.RunNo, r.newN), shardRuns: make([]int64, r.newN), idSeed: maphash.MakeSeed()}
 	for i := range r.oldN {
 		src, err := openSource(r.fs, r.dir, i, r.oldN, r.tails)
 		if err != nil {
@@ -147,14 +174,20 @@ func (r *resharder) makePlan(ctx context.Context) (*plan, error) {
 		p.storeGen = max(p.storeGen, h.Gen)
 		p.now = max(p.now, h.Now)
 		p.created = h.Created
+		if c != nil && h.NextRun > 0 {
+			c.reserve(i, int64(h.NextRun-1))
+		}
 		err = src.RunEntries(ctx, func(no model.RunNo, run model.RunEntry) error {
 			if want := model.ShardOf(run.WorkflowID, r.oldN); want != i {
 				return fmt.Errorf("shard %d holds run %d of workflow %q, which belongs on shard %d: the directory is damaged; run `fusee verify %s` for the full picture and restore it from a backup",
 					i, no, run.WorkflowID, want, r.dir)
 			}
 			j := model.ShardOf(run.WorkflowID, r.newN)
-			e := planEntry{State: run.State, Gen: run.Gen, Renumbered: run.Renumbered, WorkflowID: run.WorkflowID}
 			p.byState[run.State]++
+			if c != nil {
+				return c.add(i, no, j, &run)
+			}
+			e := planEntry{State: run.State, Gen: run.Gen, Renumbered: run.Renumbered, WorkflowID: run.WorkflowID}
 			return keys.Put(planKey(j, no, unfinished(run.State), i), encodePlanValue(e))
 		})
 		if cerr := src.Close(); err == nil {
@@ -171,38 +204,28 @@ func (r *resharder) makePlan(ctx context.Context) (*plan, error) {
 	if p.maxUsed >= model.MaxRunNo-1 {
 		return nil, fmt.Errorf("the old shards have used run numbers up to %d: no room to renumber", p.maxUsed)
 	}
+	return p, nil
+}
+
+// assignSpilled assigns the numbers from the plan keys pass 1 put in keys
+// (docs/reshard.md §2), into the spill maps runs and rev.
+func (r *resharder) assignSpilled(p *plan, keys *spillMap) (*plan, error) {
 	p.runs = r.newMap("runs")
 	p.rev = r.newMap("rev")
-	p.idSeed = maphash.MakeSeed()
-	var total int64
-	for _, n := range p.byState {
-		total += n
-	}
-	p.fast = newFastMaps(total, r.budget/mapShare*fastShares)
-	// A plan file made or applied reads the spill maps (planDetails).
-	p.spilled = p.fast == nil || r.opts.MakePlan || r.opts.Plan != nil
 	losers := r.newMap("losers")
 	defer losers.Close()
 	put := func(oldShard int, oldNo model.RunNo, m mapped) error {
-		if p.spilled {
-			if err := p.runs.Put(runMapKey(oldShard, oldNo), encodeMapped(m)); err != nil {
-				return err
-			}
-		}
-		if p.fast != nil {
-			p.fast.add(oldShard, oldNo, m, identity(p.idSeed, m.WorkflowID, m.Gen))
+		if err := p.runs.Put(runMapKey(oldShard, oldNo), encodeMapped(m)); err != nil {
+			return err
 		}
 		p.shardRuns[m.Shard]++
 		if oldShard != m.Shard {
 			p.moved++
 		}
-		if !p.spilled {
-			return nil
-		}
 		return p.rev.Put(runMapKey(m.Shard, m.No), runMapKey(oldShard, oldNo))
 	}
 	lastShard, lastNo := -1, model.RunNo(0)
-	err = keys.Each(nil, func(k, v []byte) error {
+	err := keys.Each(nil, func(k, v []byte) error {
 		j := int(binary.BigEndian.Uint16(k))
 		no := model.RunNo(binary.BigEndian.Uint64(k[2:]))
 		i := int(binary.BigEndian.Uint16(k[11:]))
@@ -230,12 +253,11 @@ func (r *resharder) makePlan(ctx context.Context) (*plan, error) {
 		next[j]++
 		e.Renumbered = true
 		p.renumbered++
+		m := mapped{Shard: j, No: newNo, planEntry: e}
 		if unfinished(e.State) {
-			p.unfinishedRenumbered = append(p.unfinishedRenumbered, RenumberedRun{
-				WorkflowID: e.WorkflowID, OldShard: i, OldRun: uint64(no), NewShard: j, NewRun: uint64(newNo),
-				OldKey: fmt.Sprintf("%s/%d/", e.WorkflowID, no), NewKey: fmt.Sprintf("%s/%d/", e.WorkflowID, newNo)})
+			p.unfinishedRenumbered = append(p.unfinishedRenumbered, renumberedRun(e.WorkflowID, i, no, m))
 		}
-		return put(i, no, mapped{Shard: j, No: newNo, planEntry: e})
+		return put(i, no, m)
 	})
 	if err != nil {
 		return nil, err
@@ -259,8 +281,8 @@ func (r *resharder) makePlan(ctx context.Context) (*plan, error) {
 
 // lookup returns where the old run (shard, no) went.
 func (p *plan) lookup(shard int, no model.RunNo) (mapped, bool, error) {
-	if p.fast != nil {
-		m, ok := p.fast.lookup(shard, no)
+	if p.compact != nil {
+		m, ok := p.compact.lookup(shard, no)
 		return m, ok, nil
 	}
 	v, ok, err := p.runs.Get(runMapKey(shard, no))
@@ -274,8 +296,8 @@ func (p *plan) lookup(shard int, no model.RunNo) (mapped, bool, error) {
 
 // identityAt is the identity of the run now at new (shard, no).
 func (p *plan) identityAt(shard int, no model.RunNo) (uint64, bool, error) {
-	if p.fast != nil {
-		id, ok := p.fast.rev[runKey(shard, no)]
+	if p.compact != nil {
+		id, ok := p.compact.identityAt(shard, no)
 		return id, ok, nil
 	}
 	v, ok, err := p.rev.Get(runMapKey(shard, no))
@@ -322,4 +344,11 @@ func (p *plan) Close() {
 	if p.rev != nil {
 		p.rev.Close()
 	}
+}
+
+// renumberedRun is the report's line for an unfinished run that old shard
+// oldShard's run oldNo became m.
+func renumberedRun(wf string, oldShard int, oldNo model.RunNo, m mapped) RenumberedRun {
+	return RenumberedRun{WorkflowID: wf, OldShard: oldShard, OldRun: uint64(oldNo), NewShard: m.Shard, NewRun: uint64(m.No),
+		OldKey: fmt.Sprintf("%s/%d/", wf, oldNo), NewKey: fmt.Sprintf("%s/%d/", wf, m.No)}
 }

@@ -52,6 +52,11 @@ type Options struct {
 	// KeepOld keeps the old layout as reshard.kept instead of deleting
 	// it, so that Undo can restore it.
 	KeepOld bool
+	// LimitHeap sets the Go runtime's soft memory limit from Memory while
+	// the reshard runs (limitHeap): the command does; a caller sharing
+	// its process with other work (tests running many at once) may not
+	// want a process-wide limit.
+	LimitHeap bool
 }
 
 // CountError is a shard count outside 1..meta.MaxShards.
@@ -215,6 +220,9 @@ func Reshard(ctx context.Context, fs vfs.FS, dir string, opts Options) (*Report,
 // only in what they read and in that switching state.
 func (r *resharder) rebuild(ctx context.Context, d *metaDir) (*Report, error) {
 	fs, dir, opts, rep := r.fs, r.dir, r.opts, r.rep
+	if opts.LimitHeap {
+		defer limitHeap(r.budget)()
+	}
 	newDir := fs.PathJoin(dir, NewDirName)
 	oldBytes, err := treeSize(fs, dir, NewDirName, OldDirName)
 	if err != nil {
@@ -580,8 +588,10 @@ func hook(step string) error {
 // mapShare is the part of the memory budget each spill map may hold in
 // memory (or in its scratch store's memtables once spilled). At most four
 // maps are alive at once (plan, losers, runs and rev; then runs, rev and
-// sort); the rest of the budget is for the Go runtime, the store readers'
-// and writers' buffers and pebble's caches.
+// the sort's arena, runsort.go), or the compact run map (half the budget
+// at most, runmap.go) and the sort's arena; the rest of the budget is for
+// the Go runtime, the store readers' and writers' buffers and pebble's
+// caches.
 const mapShare = 8
 
 // newMap is a spill map under the scratch directory with a share of the

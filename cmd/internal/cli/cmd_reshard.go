@@ -184,6 +184,7 @@ func runReshard(ctx context.Context, ios *IO, opts reshardOptions, dir string, s
 	rep, err := reshard.Reshard(ctx, vfs.Default, dir, reshard.Options{
 		Shards: shards, DryRun: opts.dryRun, Scratch: opts.scratch, Memory: budget, Progress: prog.phaseFunc("shards"),
 		MakePlan: opts.output != "", Plan: plan, PlanPath: opts.plan, KeepOld: opts.keepOld,
+		LimitHeap: true,
 	})
 	prog.end()
 	if perr := stop(); err == nil && perr != nil {

@@ -1,0 +1,192 @@
+package reshard
+
+import (
+	"cmp"
+	"errors"
+	"math"
+	"slices"
+	"testing"
+
+	"github.com/fusee-dev/fusee/journal/model"
+	"pgregory.net/rapid"
+)
+
+// TestRunMapMatchesOracle: the compact run map's assignment and lookups
+// against the rules of docs/reshard.md §2 done the plain way (Go maps and
+// one sort), on random shard counts, sparse and colliding run numbers,
+// states, generations and earlier renumberings.
+func TestRunMapMatchesOracle(t *testing.T) {
+	rapid.Check(t, func(t *rapid.T) {
+		oldN := rapid.IntRange(1, 6).Draw(t, "oldN")
+		newN := rapid.IntRange(1, 8).Draw(t, "newN")
+		type run struct {
+			shard      int
+			no         model.RunNo
+			j          int
+			unfinished bool
+			prior      bool
+			gen        uint32
+		}
+		var runs []run
+		var maxUsed model.RunNo
+		span := rapid.SampledFrom([]uint64{4, 40, 1000}).Draw(t, "span")
+		base := rapid.SampledFrom([]uint64{0, 1 << 31}).Draw(t, "base")
+		for i := range oldN {
+			nos := rapid.SliceOfNDistinct(rapid.Uint64Range(base+1, base+span), 0, 30, rapid.ID[uint64]).Draw(t, "nos")
+			slices.Sort(nos)
+			for _, no := range nos {
+				runs = append(runs, run{shard: i, no: model.RunNo(no), j: rapid.IntRange(0, newN-1).Draw(t, "j"),
+					unfinished: rapid.Bool().Draw(t, "unf"), prior: rapid.Bool().Draw(t, "prior"),
+					gen: uint32(rapid.IntRange(1, 3).Draw(t, "gen"))})
+				maxUsed = max(maxUsed, model.RunNo(no))
+			}
+		}
+		maxUsed += model.RunNo(rapid.IntRange(0, 3).Draw(t, "slack"))
+
+		// The oracle.
+		type key struct {
+			shard int
+			no    model.RunNo
+		}
+		type want struct {
+			to   key // new shard, new number
+			flag bool
+		}
+		byNumber := map[key][]run{} // (new shard, number) -> runs wanting it
+		for _, r := range runs {
+			byNumber[key{r.j, r.no}] = append(byNumber[key{r.j, r.no}], r)
+		}
+		fwd, rev := map[key]want{}, map[key]key{}
+		var losers []run
+		next := make([]model.RunNo, newN)
+		for j := range next {
+			next[j] = 1
+		}
+		for k, rs := range byNumber {
+			w := slices.MinFunc(rs, func(a, b run) int {
+				return cmp.Or(-cmp.Compare(b2i(a.unfinished), b2i(b.unfinished)), cmp.Compare(a.shard, b.shard))
+			})
+			for _, r := range rs {
+				if r != w {
+					losers = append(losers, r)
+				}
+			}
+			fwd[key{w.shard, w.no}] = want{to: k, flag: w.prior}
+			rev[k] = key{w.shard, w.no}
+			next[k.shard] = max(next[k.shard], k.no+1)
+		}
+		slices.SortFunc(losers, func(a, b run) int {
+			return cmp.Or(cmp.Compare(a.j, b.j), cmp.Compare(a.gen, b.gen), cmp.Compare(a.no, b.no), cmp.Compare(a.shard, b.shard))
+		})
+		counter := make([]model.RunNo, newN)
+		for j := range counter {
+			counter[j] = maxUsed + 1
+		}
+		for _, r := range losers {
+			to := key{r.j, counter[r.j]}
+			counter[r.j]++
+			fwd[key{r.shard, r.no}] = want{to: to, flag: true}
+			rev[to] = key{r.shard, r.no}
+		}
+		for j := range next {
+			next[j] = max(next[j], counter[j])
+		}
+
+		// The compact map.
+		c := newRunMap(oldN, newN, int64(len(runs))*compactEntryBytes)
+		for _, r := range runs {
+			st := model.StateFinished
+			if r.unfinished {
+				st = model.StateParked
+			}
+			if err := c.add(r.shard, r.no, r.j, &model.RunEntry{State: st, Gen: r.gen, Renumbered: r.prior}); err != nil {
+				t.Fatalf("add %+v: %v", r, err)
+			}
+		}
+		if err := c.add(0, math.MaxUint32+1, 0, &model.RunEntry{}); !errors.Is(err, errMapFull) {
+			t.Fatalf("a run past the allowance: %v, want errMapFull", err)
+		}
+		p := &plan{maxUsed: maxUsed, nextRun: make([]model.RunNo, newN), shardRuns: make([]int64, newN)}
+		if err := c.assign(p); err != nil {
+			t.Fatal(err)
+		}
+		for k, w := range fwd {
+			m, ok := c.lookup(k.shard, k.no)
+			if !ok || m.Shard != w.to.shard || m.No != w.to.no || m.Renumbered != w.flag || m.ID != runKey(k.shard, k.no) {
+				t.Fatalf("lookup %v = %+v %v, want %+v", k, m, ok, w)
+			}
+		}
+		for k, old := range rev {
+			id, ok := c.identityAt(k.shard, k.no)
+			if !ok || id != runKey(old.shard, old.no) {
+				t.Fatalf("identityAt %v = %x %v, want %v", k, id, ok, old)
+			}
+		}
+		// Numbers no run has, on either side.
+		for range 20 {
+			s := rapid.IntRange(-1, max(oldN, newN)).Draw(t, "absent shard")
+			no := model.RunNo(rapid.Uint64Range(0, uint64(maxUsed)+40).Draw(t, "absent no"))
+			_, okF := c.lookup(s, no)
+			if _, want := fwd[key{s, no}]; okF != want {
+				t.Fatalf("lookup %d:%d found %v, want %v", s, no, okF, want)
+			}
+			_, okR := c.identityAt(s, no)
+			if _, want := rev[key{s, no}]; okR != want {
+				t.Fatalf("identityAt %d:%d found %v, want %v", s, no, okR, want)
+			}
+		}
+		if !slices.Equal(p.nextRun, next) {
+			t.Fatalf("next runs %v, want %v", p.nextRun, next)
+		}
+		if p.renumbered != int64(len(losers)) {
+			t.Fatalf("renumbered %d, want %d", p.renumbered, len(losers))
+		}
+		var moved int64
+		shardRuns := make([]int64, newN)
+		for _, r := range runs {
+			shardRuns[r.j]++
+			if r.j != r.shard {
+				moved++
+			}
+		}
+		if p.moved != moved || !slices.Equal(p.shardRuns, shardRuns) {
+			t.Fatalf("moved %d, runs per shard %v; want %d, %v", p.moved, p.shardRuns, moved, shardRuns)
+		}
+	})
+}
+
+func b2i(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
+}
+
+// TestRunMapRefuses: past its allowance, out of order or past 32 bits, the
+// compact map says errMapFull (the plan is then made through the spill
+// maps), never a wrong answer.
+func TestRunMapRefuses(t *testing.T) {
+	e := &model.RunEntry{State: model.StateRunning, Gen: 1}
+	c := newRunMap(1, 1, 2*compactEntryBytes)
+	for no := model.RunNo(1); no <= 2; no++ {
+		if err := c.add(0, no, 0, e); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := c.add(0, 3, 0, e); !errors.Is(err, errMapFull) {
+		t.Errorf("a third run in room for two: %v", err)
+	}
+	c = newRunMap(1, 1, 1<<20)
+	if err := c.add(0, 5, 0, e); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.add(0, 5, 0, e); !errors.Is(err, errMapFull) {
+		t.Errorf("a repeated number: %v", err)
+	}
+	if err := c.add(0, math.MaxUint32+1, 0, e); !errors.Is(err, errMapFull) {
+		t.Errorf("a number past 32 bits: %v", err)
+	}
+	if err := c.assign(&plan{maxUsed: math.MaxUint32 - 1, nextRun: make([]model.RunNo, 1), shardRuns: make([]int64, 1)}); !errors.Is(err, errMapFull) {
+		t.Errorf("new numbers past 32 bits: %v", err)
+	}
+}

@@ -1,0 +1,384 @@
+package reshard
+
+import (
+	"bufio"
+	"bytes"
+	"cmp"
+	"encoding/binary"
+	"fmt"
+	"io"
+	"slices"
+
+	"github.com/cockroachdb/pebble/v2/vfs"
+	"github.com/fusee-dev/fusee/journal/store"
+)
+
+// The sort of new store keys (docs/reshard.md §5, pass 2) for a shrink or
+// an odd change, by whole runs rather than by keys. A run's keys reach the
+// sorter together and in order (its entry, then its records: one kind,
+// 'R', ascending), so they are kept as one item, sorted by its first key:
+// a new store then takes the items of its shard in key order and each
+// kind's keys come ascending, which is all store.StoreWriter asks. Every
+// other key (archive, outbox, dedup, index, timer, header) is an item of
+// its own. Items are appended to an arena in memory; when the arena
+// outgrows the sorter's share of the budget, its items are sorted and
+// written to a scratch file (a "chunk"), sequentially and without a sync
+// (scratch files are deleted before the switch), and the arena starts
+// again. Each new store is then written from the arena (nothing spilled)
+// or from a merge of every chunk's section for its shard. Sorting a
+// million runs' items instead of tens of millions of keys, and merging
+// flat files instead of going through a scratch pebble store, is what
+// makes this cheaper than the spill map it replaced here.
+
+// sortItem is one item in the arena: its pairs are arena[off:end], each
+// a uvarint key length, the key, a uvarint value length and the value;
+// its key (the first pair's) is arena[keyOff:keyOff+keyLen].
+type sortItem struct {
+	p1, p2         uint64 // the key's first 16 bytes, big-endian, zero-padded: most comparisons end here
+	off, end       uint32
+	keyOff, keyLen uint32
+	shard          uint16
+}
+
+// sortItemBytes is what an item costs beyond its pairs' bytes.
+const sortItemBytes = 40
+
+// keyPrefix is key's first 16 bytes as two big-endian numbers, zero-padded.
+func keyPrefix(key []byte) (uint64, uint64) {
+	var b [16]byte
+	copy(b[:], key)
+	return binary.BigEndian.Uint64(b[:8]), binary.BigEndian.Uint64(b[8:])
+}
+
+// maxArena bounds the arena (its offsets are 32-bit); the budget is
+// clamped well below it.
+const maxArena = 1<<32 - 1
+
+// minChunk is the smallest arena that goes to a chunk, so that a tiny
+// budget makes few, not countless, files.
+const minChunk = 64 << 10
+
+// chunk is a sorted run of items in a scratch file: shard j's items are
+// the bytes [sections[j], sections[j+1]).
+type chunk struct {
+	path     string
+	sections []int64
+}
+
+// runSorter sorts the new stores' keys by shard and key. Put is called
+// from one goroutine; after Settle, Each may run on several at once.
+type runSorter struct {
+	fs     vfs.FS
+	dir    string
+	budget int64
+	shards int
+	arena  []byte
+	items  []sortItem
+	chunks []chunk
+	starts []int // after Settle, without chunks: shard j's items are items[starts[j]:starts[j+1]]
+}
+
+func newRunSorter(fs vfs.FS, dir string, shards int, budget int64) *runSorter {
+	return &runSorter{fs: fs, dir: dir, shards: shards, budget: min(max(budget, minChunk), 1<<30)}
+}
+
+// Spilled reports whether chunks went to scratch files.
+func (s *runSorter) Spilled() bool { return len(s.chunks) > 0 }
+
+// Put adds key and value (copied) to new shard j's keys: to the last
+// item when it is the same run's ('R' keys of one run number, one
+// after the other), else as a new item.
+func (s *runSorter) Put(j int, key, value []byte) error {
+	if int64(len(s.arena))+int64(len(key)+len(value)+20) >= maxArena {
+		return fmt.Errorf("reshard sort: a key of %d and a value of %d bytes do not fit a chunk", len(key), len(value))
+	}
+	n := len(s.items)
+	if n > 0 && len(key) > 9 && key[0] == store.KeyRun {
+		last := &s.items[n-1]
+		if int(last.shard) == j && last.keyLen == 9 && bytes.Equal(s.arena[last.keyOff:last.keyOff+9], key[:9]) {
+			if !s.room(len(key)+len(value)+20) && n > 1 {
+				// The run outgrows the arena: the items before it
+				// go to a chunk, and it starts the arena again.
+				if err := s.flushAllBut(); err != nil {
+					return err
+				}
+			}
+			s.appendPair(key, value)
+			last = &s.items[len(s.items)-1]
+			last.end = uint32(len(s.arena))
+			return nil
+		}
+	}
+	if !s.room(len(key) + len(value) + 20) {
+		if err := s.flush(); err != nil {
+			return err
+		}
+		s.room(len(key) + len(value) + 20)
+	}
+	off := len(s.arena)
+	s.arena = binary.AppendUvarint(s.arena, uint64(len(key)))
+	keyOff := len(s.arena)
+	s.arena = append(s.arena, key...)
+	s.arena = binary.AppendUvarint(s.arena, uint64(len(value)))
+	s.arena = append(s.arena, value...)
+	p1, p2 := keyPrefix(key)
+	s.items = append(s.items, sortItem{p1: p1, p2: p2, off: uint32(off), end: uint32(len(s.arena)), keyOff: uint32(keyOff),
+		keyLen: uint32(len(key)), shard: uint16(j)})
+	return nil
+}
+
+// room makes room for an item of about need bytes in the arena and
+// the items, growing them by doubling up to their limits (the arena 70%
+// of the share, the items the rest), and reports whether it fit.
+func (s *runSorter) room(need int) bool {
+	arenaMax, itemsMax := int(s.budget*7/10), int(s.budget*3/10/sortItemBytes)+1
+	if len(s.arena)+need > cap(s.arena) {
+		if cap(s.arena) >= arenaMax {
+			return false
+		}
+		s.arena = slices.Grow(s.arena, min(max(2*cap(s.arena), 1<<20), arenaMax)-len(s.arena))
+	}
+	if len(s.items) == cap(s.items) {
+		if cap(s.items) >= itemsMax {
+			return false
+		}
+		s.items = slices.Grow(s.items, min(max(2*cap(s.items), 1<<14), itemsMax)-len(s.items))
+	}
+	return len(s.arena)+need <= cap(s.arena)
+}
+
+func (s *runSorter) appendPair(key, value []byte) {
+	s.arena = binary.AppendUvarint(s.arena, uint64(len(key)))
+	s.arena = append(s.arena, key...)
+	s.arena = binary.AppendUvarint(s.arena, uint64(len(value)))
+	s.arena = append(s.arena, value...)
+}
+
+func (s *runSorter) key(it *sortItem) []byte { return s.arena[it.keyOff : it.keyOff+it.keyLen] }
+
+// sortArena sorts the items in memory by (shard, key).
+func (s *runSorter) sortArena() {
+	slices.SortFunc(s.items, func(a, b sortItem) int {
+		switch {
+		case a.shard != b.shard:
+			return int(a.shard) - int(b.shard)
+		case a.p1 != b.p1:
+			return cmp.Compare(a.p1, b.p1)
+		case a.p2 != b.p2:
+			return cmp.Compare(a.p2, b.p2)
+		}
+		return bytes.Compare(s.key(&a), s.key(&b))
+	})
+}
+
+// flush writes the arena's items, sorted, as a new chunk.
+func (s *runSorter) flush() error {
+	if len(s.items) == 0 {
+		return nil
+	}
+	s.sortArena()
+	if len(s.chunks) == 0 {
+		if err := s.fs.MkdirAll(s.dir, 0o755); err != nil {
+			return fmt.Errorf("creating the reshard scratch directory %s: %w", s.dir, err)
+		}
+	}
+	c := chunk{path: s.fs.PathJoin(s.dir, fmt.Sprintf("chunk-%06d", len(s.chunks)+1)), sections: make([]int64, s.shards+1)}
+	f, err := s.fs.Create(c.path, vfs.WriteCategoryUnspecified)
+	if err != nil {
+		return fmt.Errorf("creating the reshard scratch file %s: %w", c.path, err)
+	}
+	w := bufio.NewWriterSize(f, 1<<20)
+	var pos int64
+	var lb []byte
+	shard := 0
+	for k := range s.items {
+		it := &s.items[k]
+		for ; shard < int(it.shard); shard++ {
+			c.sections[shard+1] = pos
+		}
+		lb = binary.AppendUvarint(lb[:0], uint64(it.end-it.off))
+		w.Write(lb)
+		w.Write(s.arena[it.off:it.end])
+		pos += int64(len(lb)) + int64(it.end-it.off)
+	}
+	for ; shard < s.shards; shard++ {
+		c.sections[shard+1] = pos
+	}
+	err = w.Flush()
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return fmt.Errorf("writing the reshard scratch file %s: %w", c.path, err)
+	}
+	s.chunks = append(s.chunks, c)
+	s.arena, s.items = s.arena[:0], s.items[:0]
+	return nil
+}
+
+// flushAllBut writes every item but the last (the run being added) as a
+// chunk and moves the last to the start of the arena.
+func (s *runSorter) flushAllBut() error {
+	last := s.items[len(s.items)-1]
+	b := bytes.Clone(s.arena[last.off:last.end])
+	s.items = s.items[:len(s.items)-1]
+	if err := s.flush(); err != nil {
+		return err
+	}
+	s.arena = append(s.arena, b...)
+	last.keyOff -= last.off
+	last.end -= last.off
+	last.off = 0
+	s.items = append(s.items, last)
+	return nil
+}
+
+// Settle ends the Puts: the arena is sorted, or written as the last
+// chunk if others were.
+func (s *runSorter) Settle() error {
+	if len(s.chunks) > 0 {
+		if err := s.flush(); err != nil {
+			return err
+		}
+		s.arena, s.items = nil, nil
+		return nil
+	}
+	s.sortArena()
+	s.starts = make([]int, s.shards+1)
+	k := 0
+	for j := range s.shards {
+		s.starts[j] = k
+		for k < len(s.items) && int(s.items[k].shard) == j {
+			k++
+		}
+	}
+	s.starts[s.shards] = k
+	return nil
+}
+
+// eachPair calls fn with every pair of an item's bytes.
+func eachPair(b []byte, fn func(k, v []byte) error) error {
+	for len(b) > 0 {
+		kl, n := binary.Uvarint(b)
+		if n <= 0 || uint64(len(b)-n) < kl {
+			return fmt.Errorf("reshard sort: a damaged item")
+		}
+		k := b[n : n+int(kl)]
+		b = b[n+int(kl):]
+		vl, n := binary.Uvarint(b)
+		if n <= 0 || uint64(len(b)-n) < vl {
+			return fmt.Errorf("reshard sort: a damaged item")
+		}
+		if err := fn(k, b[n:n+int(vl)]); err != nil {
+			return err
+		}
+		b = b[n+int(vl):]
+	}
+	return nil
+}
+
+// Each calls fn with every key of new shard j and its value, in key
+// order. Key and value are valid only during the call.
+func (s *runSorter) Each(j int, fn func(k, v []byte) error) error {
+	if len(s.chunks) == 0 {
+		for k := s.starts[j]; k < s.starts[j+1]; k++ {
+			it := &s.items[k]
+			if err := eachPair(s.arena[it.off:it.end], fn); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	return s.merge(j, fn)
+}
+
+// A chunkCursor reads one chunk's section of a shard, an item at a time.
+type chunkCursor struct {
+	path string
+	r    *bufio.Reader
+	item []byte // the current item's pairs
+	key  []byte // its first key (in item)
+}
+
+func (c *chunkCursor) next() (bool, error) {
+	n, err := binary.ReadUvarint(c.r)
+	if err == io.EOF {
+		return false, nil
+	}
+	if err == nil {
+		c.item = slices.Grow(c.item[:0], int(n))[:n]
+		_, err = io.ReadFull(c.r, c.item)
+	}
+	if err != nil {
+		return false, fmt.Errorf("reading the reshard scratch file %s: %w", c.path, err)
+	}
+	kl, m := binary.Uvarint(c.item)
+	if m <= 0 || uint64(len(c.item)-m) < kl {
+		return false, fmt.Errorf("reading the reshard scratch file %s: a damaged item", c.path)
+	}
+	c.key = c.item[m : m+int(kl)]
+	return true, nil
+}
+
+// merge is Each from the chunks: a merge of their sections for shard j.
+func (s *runSorter) merge(j int, fn func(k, v []byte) error) error {
+	// The sorter's share is for the arena; merging, two stores at once
+	// read every chunk through a buffer of their half of it.
+	buf := int(min(max(s.budget/int64(2*workers*len(s.chunks)), 4<<10), 1<<20))
+	var cursors []*chunkCursor
+	for _, c := range s.chunks {
+		if c.sections[j] == c.sections[j+1] {
+			continue
+		}
+		f, err := s.fs.Open(c.path)
+		if err != nil {
+			return fmt.Errorf("reading the reshard scratch file %s: %w", c.path, err)
+		}
+		defer f.Close()
+		cur := &chunkCursor{path: c.path, r: bufio.NewReaderSize(io.NewSectionReader(f, c.sections[j], c.sections[j+1]-c.sections[j]), buf)}
+		ok, err := cur.next()
+		if err != nil {
+			return err
+		}
+		if ok {
+			cursors = append(cursors, cur)
+		}
+	}
+	// A heap of cursors by their current key.
+	less := func(a, b int) bool { return bytes.Compare(cursors[a].key, cursors[b].key) < 0 }
+	down := func(k int) {
+		for {
+			l := 2*k + 1
+			if l >= len(cursors) {
+				return
+			}
+			if r := l + 1; r < len(cursors) && less(r, l) {
+				l = r
+			}
+			if !less(l, k) {
+				return
+			}
+			cursors[k], cursors[l] = cursors[l], cursors[k]
+			k = l
+		}
+	}
+	for k := len(cursors)/2 - 1; k >= 0; k-- {
+		down(k)
+	}
+	for len(cursors) > 0 {
+		cur := cursors[0]
+		if err := eachPair(cur.item, fn); err != nil {
+			return err
+		}
+		ok, err := cur.next()
+		if err != nil {
+			return err
+		}
+		if !ok {
+			cursors[0] = cursors[len(cursors)-1]
+			cursors = cursors[:len(cursors)-1]
+		}
+		down(0)
+	}
+	return nil
+}

@@ -1,0 +1,76 @@
+package reshard
+
+import (
+	"bytes"
+	"fmt"
+	"slices"
+	"testing"
+
+	"github.com/cockroachdb/pebble/v2/vfs"
+	"github.com/fusee-dev/fusee/journal/model"
+	"github.com/fusee-dev/fusee/journal/store"
+	"pgregory.net/rapid"
+)
+
+// TestRunSorterMatchesSort: the run sorter gives every shard's keys in
+// the order a plain sort gives them, with whole runs (an entry and its
+// records) as items and single keys of every other kind, in memory and
+// through chunks of every size down to one item.
+func TestRunSorterMatchesSort(t *testing.T) {
+	rapid.Check(t, func(t *rapid.T) {
+		shards := rapid.IntRange(1, 4).Draw(t, "shards")
+		budget := rapid.SampledFrom([]int64{0, 1 << 10, 1 << 30}).Draw(t, "budget")
+		s := newRunSorter(vfs.NewMem(), "/sort", shards, budget)
+		if budget == 1<<10 {
+			s.budget = 1 // every item a chunk of its own
+		}
+		type kv struct {
+			shard int
+			k, v  string
+		}
+		var want []kv
+		put := func(j int, k, v []byte) {
+			if err := s.Put(j, k, v); err != nil {
+				t.Fatal(err)
+			}
+			want = append(want, kv{j, string(k), string(v)})
+		}
+		// Run numbers are distinct per shard; runs come in any order.
+		nos := rapid.SliceOfNDistinct(rapid.Uint64Range(1, 1<<40), 0, 40, rapid.ID[uint64]).Draw(t, "runs")
+		for _, no := range nos {
+			j := rapid.IntRange(0, shards-1).Draw(t, "j")
+			put(j, store.AppendRunKey(nil, model.RunNo(no)), []byte(fmt.Sprint("entry", no)))
+			for pos := range rapid.IntRange(0, 5).Draw(t, "records") {
+				put(j, store.AppendRecordKey(nil, model.RunNo(no), uint32(pos)), bytes.Repeat([]byte{byte(pos)}, pos*300))
+			}
+			if rapid.Bool().Draw(t, "other") {
+				put(rapid.IntRange(0, shards-1).Draw(t, "oj"), store.IndexKey(fmt.Sprint("wf", no)), []byte{1})
+			}
+		}
+		if err := s.Settle(); err != nil {
+			t.Fatal(err)
+		}
+		slices.SortFunc(want, func(a, b kv) int {
+			if a.shard != b.shard {
+				return a.shard - b.shard
+			}
+			return bytes.Compare([]byte(a.k), []byte(b.k))
+		})
+		var got []kv
+		for j := range shards {
+			err := s.Each(j, func(k, v []byte) error {
+				got = append(got, kv{j, string(k), string(v)})
+				return nil
+			})
+			if err != nil {
+				t.Fatal(err)
+			}
+		}
+		if !slices.Equal(got, want) {
+			t.Fatalf("spilled %v: got %d keys, want %d (or they differ)", s.Spilled(), len(got), len(want))
+		}
+		if budget == 1<<10 && len(nos) > 1 && !s.Spilled() {
+			t.Fatalf("a budget of one byte did not spill")
+		}
+	})
+}
