@@ -222,7 +222,7 @@ func CreateFrom(fs vfs.FS, dir string, shards []*Shard, opts CreateOptions) (*DB
 func (db *DB) openStores(n int) error {
 	size := int64(cacheSize)
 	if db.build {
-		size = buildCacheSize
+		size = buildCacheTotal(n)
 	}
 	db.cache = pebble.NewCache(size)
 	db.Shards = make([]*Shard, n)
