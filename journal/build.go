@@ -3,6 +3,7 @@ package journal
 import (
 	"github.com/cockroachdb/pebble/v2"
 	"github.com/cockroachdb/pebble/v2/bloom"
+	"github.com/fusee-dev/fusee/journal/store"
 )
 
 // Building: a directory created with CreateOptions.Build is being written
@@ -62,11 +63,11 @@ func tuneForBuild(o *pebble.Options, shards int) {
 // openShardStore opens shard i's store for the DB, read-write unless the
 // DB is read-only.
 func (db *DB) openShardStore(i int) (_ *pebble.DB, err error) {
-	path := StoreDir(db.FS, db.Dir, i)
+	path := store.StoreDir(db.FS, db.Dir, i)
 	if !db.build {
-		return openStore(db.FS, path, db.cache, db.readOnly, false)
+		return store.OpenStore(db.FS, path, db.cache, db.readOnly, false)
 	}
-	o := storeOptions(db.FS, db.cache, db.readOnly, false)
+	o := store.StoreOptions(db.FS, db.cache, db.readOnly, false)
 	tuneForBuild(o, len(db.stores))
-	return openStoreWith(path, o, false)
+	return store.OpenStoreWith(path, o, false)
 }

@@ -9,6 +9,7 @@ import (
 
 	"github.com/cockroachdb/pebble/v2/vfs"
 	"github.com/cockroachdb/pebble/v2/vfs/errorfs"
+	"github.com/fusee-dev/fusee/journal/model"
 	"github.com/fusee-dev/fusee/journal/wal"
 	"pgregory.net/rapid"
 )
@@ -53,10 +54,10 @@ func (c *crasher) crash() {
 func (c *crasher) String() string { return "crasher" }
 
 // replayModel applies the first n committed batches to fresh shards.
-func replayModel(t *rapid.T, shards int, batches [][]ShardOp, n int) []*Shard {
-	out := make([]*Shard, shards)
+func replayModel(t *rapid.T, shards int, batches [][]ShardOp, n int) []*model.Shard {
+	out := make([]*model.Shard, shards)
 	for i := range out {
-		out[i] = NewShard(i, shards)
+		out[i] = model.NewShard(i, shards)
 	}
 	for _, b := range batches[:n] {
 		for _, sop := range b {

@@ -7,6 +7,8 @@ import (
 
 	"github.com/cockroachdb/pebble/v2"
 	"github.com/cockroachdb/pebble/v2/vfs"
+	"github.com/fusee-dev/fusee/journal/model"
+	"github.com/fusee-dev/fusee/journal/store"
 	"github.com/fusee-dev/fusee/journal/wal"
 	"github.com/fusee-dev/fusee/meta"
 )
@@ -14,8 +16,8 @@ import (
 // This file is the contract between the engine (the simulator under
 // journal/sim), the checks (inspect, verify, dump) and the persistence
 // layer: a data directory opened as a DB. Recovery is in recover.go, the
-// stores in store*.go, the layout in dir.go; docs/format.md describes the
-// bytes.
+// stores in package journal/store, the layout in dir.go; docs/format.md
+// describes the bytes.
 
 // ErrReadOnly is returned by Commit and Checkpoint on a DB opened
 // read-only.
@@ -24,7 +26,7 @@ var ErrReadOnly = errors.New("the data directory is open read-only")
 // ShardOp is one log entry addressed to a shard.
 type ShardOp struct {
 	Shard int
-	Op    Op
+	Op    model.Op
 }
 
 // CreateOptions configure a new data directory.
@@ -96,7 +98,7 @@ type ShardRecovery struct {
 type DB struct {
 	Dir    string
 	FS     vfs.FS
-	Shards []*Shard
+	Shards []*model.Shard
 	Now    int64 // the virtual clock as last checkpointed or set
 
 	lock      *meta.Dir
@@ -104,9 +106,9 @@ type DB struct {
 	noSync    bool
 	cache     *pebble.Cache
 	stores    []*pebble.DB
-	headers   []CheckpointHeader // each shard's current checkpoint
-	tails     []tailStats        // each shard's log entries after its checkpoint
-	log       *wal.Writer        // nil when read-only
+	headers   []model.CheckpointHeader // each shard's current checkpoint
+	tails     []tailStats              // each shard's log entries after its checkpoint
+	log       *wal.Writer              // nil when read-only
 	created   int64
 	err       error // set once the in-memory state may be ahead of the log
 	closed    bool
@@ -133,9 +135,9 @@ func Create(fs vfs.FS, dir string, opts CreateOptions) (*DB, error) {
 	if opts.Shards < 1 || opts.Shards > meta.MaxShards {
 		return nil, fmt.Errorf("creating %s: %d shards: a data directory has 1 to %d", dir, opts.Shards, meta.MaxShards)
 	}
-	shards := make([]*Shard, opts.Shards)
+	shards := make([]*model.Shard, opts.Shards)
 	for i := range shards {
-		shards[i] = NewShard(i, opts.Shards)
+		shards[i] = model.NewShard(i, opts.Shards)
 	}
 	return CreateFrom(fs, dir, shards, opts)
 }
@@ -148,7 +150,7 @@ func Create(fs vfs.FS, dir string, opts CreateOptions) (*DB, error) {
 // a new log, whose LSNs start at 1. Each store's header gets its shard's
 // StoreGen (1 for a NewShard; a rebuild passes shards with the old
 // generation + 1). The shards are not modified or retained.
-func CreateFrom(fs vfs.FS, dir string, shards []*Shard, opts CreateOptions) (*DB, error) {
+func CreateFrom(fs vfs.FS, dir string, shards []*model.Shard, opts CreateOptions) (*DB, error) {
 	n := len(shards)
 	if n < 1 || n > meta.MaxShards {
 		return nil, fmt.Errorf("creating %s: %d shards: a data directory has 1 to %d", dir, n, meta.MaxShards)
@@ -178,14 +180,14 @@ func CreateFrom(fs vfs.FS, dir string, shards []*Shard, opts CreateOptions) (*DB
 			return err
 		}
 		for i, s := range shards {
-			if err := fs.MkdirAll(ShardDir(fs, dir, i), 0o755); err != nil {
+			if err := fs.MkdirAll(store.ShardDir(fs, dir, i), 0o755); err != nil {
 				return err
 			}
-			hdr := CheckpointHeader{Log: pos, Now: opts.Now, Created: opts.Now} // gen: s.StoreGen
-			if err := WriteShardStore(fs, StoreDir(fs, dir, i), s, hdr); err != nil {
+			hdr := model.CheckpointHeader{Log: pos, Now: opts.Now, Created: opts.Now} // gen: s.StoreGen
+			if err := store.WriteShardStore(fs, store.StoreDir(fs, dir, i), s, hdr); err != nil {
 				return err
 			}
-			if err := meta.SyncDir(fs, ShardDir(fs, dir, i)); err != nil {
+			if err := meta.SyncDir(fs, store.ShardDir(fs, dir, i)); err != nil {
 				return err
 			}
 		}
@@ -207,12 +209,12 @@ func CreateFrom(fs vfs.FS, dir string, shards []*Shard, opts CreateOptions) (*DB
 		return nil, err
 	}
 	for i := range db.Shards {
-		s, hdr, err := loadShard(db.stores[i], StoreDir(fs, dir, i), i, n)
+		s, hdr, err := store.LoadShard(db.stores[i], store.StoreDir(fs, dir, i), i, n)
 		if err != nil {
 			db.closeAll(false)
 			return nil, err
 		}
-		s.trackChanges()
+		s.TrackChanges()
 		db.Shards[i], db.headers[i] = s, hdr
 	}
 	return db, nil
@@ -225,9 +227,9 @@ func (db *DB) openStores(n int) error {
 		size = buildCacheTotal(n)
 	}
 	db.cache = pebble.NewCache(size)
-	db.Shards = make([]*Shard, n)
+	db.Shards = make([]*model.Shard, n)
 	db.stores = make([]*pebble.DB, n)
-	db.headers = make([]CheckpointHeader, n)
+	db.headers = make([]model.CheckpointHeader, n)
 	db.tails = make([]tailStats, n)
 	for i := range n {
 		st, err := db.openShardStore(i)
@@ -278,7 +280,7 @@ func (db *DB) Commit(ops []ShardOp) error {
 			return db.err
 		}
 		s.LSN++
-		entries[i] = wal.Entry{Shard: sop.Shard, Data: EncodeOp(nil, &sop.Op)}
+		entries[i] = wal.Entry{Shard: sop.Shard, Data: model.EncodeOp(nil, &sop.Op)}
 	}
 	if _, err := db.log.Append(entries); err != nil {
 		db.err = fmt.Errorf("commit: writing the log: %w; the in-memory state is now ahead of the log: close and reopen the directory", err)
@@ -351,10 +353,10 @@ func (db *DB) Checkpoint() error {
 	)
 	for i, s := range db.Shards {
 		old := db.headers[i]
-		if s.pendingChanges() == 0 && old.LSN == s.LSN && old.Log.Segment == pos.Segment {
+		if s.PendingChanges() == 0 && old.LSN == s.LSN && old.Log.Segment == pos.Segment {
 			continue
 		}
-		hdr := headerFor(s, CheckpointHeader{Log: pos, Now: db.Now, Created: db.created, Seq: old.Seq + 1})
+		hdr := store.HeaderFor(s, model.CheckpointHeader{Log: pos, Now: db.Now, Created: db.created, Seq: old.Seq + 1})
 		wg.Add(1)
 		sem <- struct{}{}
 		go func() {
@@ -380,7 +382,7 @@ func (db *DB) Checkpoint() error {
 	}
 	if db.evict {
 		for _, s := range db.Shards {
-			s.evict(db.evictKeep)
+			s.Evict(db.evictKeep)
 		}
 	}
 	return nil
@@ -388,11 +390,11 @@ func (db *DB) Checkpoint() error {
 
 // checkpointShard writes shard i's changes and header hdr in one synced
 // batch.
-func (db *DB) checkpointShard(i int, hdr *CheckpointHeader) error {
+func (db *DB) checkpointShard(i int, hdr *model.CheckpointHeader) error {
 	s := db.Shards[i]
 	b := db.stores[i].NewBatch()
 	defer b.Close()
-	if err := writeChanges(b, s, hdr); err != nil {
+	if err := store.WriteChanges(b, s, hdr); err != nil {
 		return fmt.Errorf("shard %d: %w", i, err)
 	}
 	opt := pebble.Sync
@@ -400,9 +402,9 @@ func (db *DB) checkpointShard(i int, hdr *CheckpointHeader) error {
 		opt = pebble.NoSync // no store WAL: Close flushes and syncs
 	}
 	if err := b.Commit(opt); err != nil {
-		return fmt.Errorf("shard store %s: %w", StoreDir(db.FS, db.Dir, i), err)
+		return fmt.Errorf("shard store %s: %w", store.StoreDir(db.FS, db.Dir, i), err)
 	}
-	s.trackChanges()
+	s.TrackChanges()
 	db.headers[i] = *hdr
 	db.tails[i] = tailStats{}
 	return nil
@@ -436,7 +438,7 @@ func (db *DB) Close() error {
 	var errs []error
 	if !db.readOnly {
 		for i, st := range db.stores {
-			if err := flushStore(st, StoreDir(db.FS, db.Dir, i)); err != nil {
+			if err := flushStore(st, store.StoreDir(db.FS, db.Dir, i)); err != nil {
 				errs = append(errs, err)
 				break
 			}
@@ -450,7 +452,7 @@ func (db *DB) Close() error {
 // open pebble deletes the logs no memtable needs, and closing a store
 // with nothing written leaves its new log empty.
 func sweepStoreLogs(fs vfs.FS, path string) error {
-	st, err := openStore(fs, path, nil, false, false)
+	st, err := store.OpenStore(fs, path, nil, false, false)
 	if err != nil {
 		return err
 	}
@@ -463,7 +465,7 @@ func sweepStoreLogs(fs vfs.FS, path string) error {
 // flushStore writes a store's memtable to an sstable and syncs it, so that
 // its pebble WAL holds nothing a later open must replay.
 func flushStore(st *pebble.DB, path string) (err error) {
-	defer recoverStoreFatal(path, &err)
+	defer store.RecoverStoreFatal(path, &err)
 	if st == nil {
 		return nil
 	}
@@ -480,7 +482,7 @@ func (db *DB) closeAll(sweep bool) error {
 	for i, st := range db.stores {
 		if st != nil {
 			if err := st.Close(); err != nil {
-				errs = append(errs, fmt.Errorf("closing shard store %s: %w", StoreDir(db.FS, db.Dir, i), err))
+				errs = append(errs, fmt.Errorf("closing shard store %s: %w", store.StoreDir(db.FS, db.Dir, i), err))
 			}
 		}
 	}
@@ -490,7 +492,7 @@ func (db *DB) closeAll(sweep bool) error {
 		// store is opened again: opening and closing each store once more,
 		// still under the directory lock, lets pebble itself delete them.
 		for i := range stores {
-			if err := sweepStoreLogs(db.FS, StoreDir(db.FS, db.Dir, i)); err != nil {
+			if err := sweepStoreLogs(db.FS, store.StoreDir(db.FS, db.Dir, i)); err != nil {
 				errs = append(errs, err)
 				break
 			}

@@ -9,6 +9,8 @@ import (
 	"testing"
 
 	"github.com/cockroachdb/pebble/v2/vfs"
+	"github.com/fusee-dev/fusee/journal/model"
+	"github.com/fusee-dev/fusee/journal/store"
 	"github.com/fusee-dev/fusee/meta"
 	"pgregory.net/rapid"
 )
@@ -59,7 +61,7 @@ func TestRecoveryEqualsLiveState(t *testing.T) {
 			if err != nil {
 				t.Fatalf("RecoverShard(%d): %v", i, err)
 			}
-			if d := DiffShards(s, w.model[i]); d != "" {
+			if d := model.DiffShards(s, w.model[i]); d != "" {
 				t.Fatalf("RecoverShard(%d) differs from the model:\n%s", i, d)
 			}
 			if sr.LSN != s.LSN || sr.CheckpointLSN+uint64(sr.Replayed) != s.LSN {
@@ -141,7 +143,7 @@ func TestCreateLogID(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		ops := []ShardOp{{Shard: 1, Op: Op{Kind: OpStart, Run: 1, Rec: Record{Kind: KindStart, WorkflowID: "a", Gen: 1, Time: 3}}}}
+		ops := []ShardOp{{Shard: 1, Op: model.Op{Kind: model.OpStart, Run: 1, Rec: model.Record{Kind: model.KindStart, WorkflowID: "a", Gen: 1, Time: 3}}}}
 		if err := db.Commit(ops); err != nil {
 			t.Fatal(err)
 		}
@@ -189,8 +191,8 @@ func TestCloseLeavesNoStoreLog(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	rec := Record{Kind: KindStart, WorkflowID: "wf", Type: "t", Gen: 1, Time: 5}
-	if err := db.Commit([]ShardOp{{Shard: ShardOf("wf", 2), Op: Op{Kind: OpStart, Run: 1, Rec: rec}}}); err != nil {
+	rec := model.Record{Kind: model.KindStart, WorkflowID: "wf", Type: "t", Gen: 1, Time: 5}
+	if err := db.Commit([]ShardOp{{Shard: model.ShardOf("wf", 2), Op: model.Op{Kind: model.OpStart, Run: 1, Rec: rec}}}); err != nil {
 		t.Fatal(err)
 	}
 	if err := db.Checkpoint(); err != nil {
@@ -200,7 +202,7 @@ func TestCloseLeavesNoStoreLog(t *testing.T) {
 		t.Fatal(err)
 	}
 	for i := range 2 {
-		names, err := os.ReadDir(StoreDir(vfs.Default, dir, i))
+		names, err := os.ReadDir(store.StoreDir(vfs.Default, dir, i))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -215,7 +217,7 @@ func TestCloseLeavesNoStoreLog(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer db2.Close()
-	if r := db2.Shards[ShardOf("wf", 2)].Latest("wf"); r == nil || r.Type != "t" {
+	if r := db2.Shards[model.ShardOf("wf", 2)].Latest("wf"); r == nil || r.Type != "t" {
 		t.Fatalf("reopened: run %+v", r)
 	}
 }

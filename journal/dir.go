@@ -1,11 +1,5 @@
 package journal
 
-import (
-	"fmt"
-
-	"github.com/cockroachdb/pebble/v2/vfs"
-)
-
 // A data directory:
 //
 //	<dir>/fusee.meta                 identity: format, log format, shard count (package meta)
@@ -19,13 +13,6 @@ import (
 // meta.Open and meta.Create with the filesystem they were given, wrapped
 // by meta.FS, and open the shards' pebble stores through that same wrapped
 // filesystem, so that the stores' own LOCK files are flock(2) locks too.
-
-// ShardDir is shard's directory in a data directory: shards/NNNN.
-func ShardDir(fs vfs.FS, dir string, shard int) string {
-	return fs.PathJoin(dir, "shards", fmt.Sprintf("%04d", shard))
-}
-
-// StoreDir is shard's store directory: shards/NNNN/store.
-func StoreDir(fs vfs.FS, dir string, shard int) string {
-	return fs.PathJoin(ShardDir(fs, dir, shard), "store")
-}
+//
+// The paths of a shard's directory and of its store are store.ShardDir and
+// store.StoreDir (journal/store/dir.go).

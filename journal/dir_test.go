@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/cockroachdb/pebble/v2/vfs"
+	"github.com/fusee-dev/fusee/journal/store"
 )
 
 // TestStoreLocksAreFlock: while a directory is open, read-write or
@@ -27,7 +28,7 @@ func TestStoreLocksAreFlock(t *testing.T) {
 	}
 	held := func(what string, want bool) {
 		t.Helper()
-		for _, name := range []string{filepath.Join(dir, "LOCK"), filepath.Join(StoreDir(vfs.Default, dir, 1), "LOCK")} {
+		for _, name := range []string{filepath.Join(dir, "LOCK"), filepath.Join(store.StoreDir(vfs.Default, dir, 1), "LOCK")} {
 			err := exec.Command(flock, "-n", name, "true").Run()
 			var ee *exec.ExitError
 			if got := errors.As(err, &ee) && ee.ExitCode() == 1; got != want {

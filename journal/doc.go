@@ -1,15 +1,20 @@
-// Package journal owns the durable state of a fusee data directory: the
-// data model (records, ops, the Shard state machine in apply.go) and its
-// persistence (DB: fusee.meta and LOCK through package meta, the shared
-// write-ahead log through journal/wal, one pebble store per shard). It has
-// no filesystem code of its own for those files: every vfs.FS it is given,
+// Package journal owns a fusee data directory as a whole (its directory
+// layer): the DB (fusee.meta and LOCK through package meta, the shared
+// write-ahead log through journal/wal, one pebble store per shard through
+// journal/store), recovery and the log tails (recover.go, tails.go),
+// checkpoints, eviction (evict.go), the log format 2 reader and upgrade
+// support (v2.go) and inspection (inspect.go). The data model (records,
+// ops, the Shard state machine) is package journal/model; one shard's
+// pebble store, its keys and the ShardReader are package journal/store.
+// Imports flow journal -> journal/store -> journal/model. It has no
+// filesystem code of its own for those files: every vfs.FS it is given,
 // the disk or a memory filesystem, goes through meta.FS (so the stores'
 // LOCK files are flock(2) locks) and meta.Open/meta.Create, and every
 // directory fsync is meta.SyncDir.
 //
 // # Invariants
 //
-//   - A shard's state changes only through (*Shard).Apply, which also
+//   - A shard's state changes only through (*model.Shard).Apply, which also
 //     regenerates its outputs (ID index, timers, outbox); recovery replays
 //     the log with the same function, so it rebuilds exactly what the
 //     engine had.
@@ -42,9 +47,12 @@
 //
 // # What this package must never do
 //
-// It runs no workflow code and never ticks a shard by itself (timers fire
-// and retention expires only through ops the engine commits). It knows
-// nothing of cobra, terminals or colours: it returns values and typed
-// errors (StoreError, LogError, wal.CorruptError, meta's errors), and the
-// command layer turns them into messages and exit codes.
+// It never changes a shard's state except through (*model.Shard).Apply and
+// never encodes a store key or value itself (journal/store and
+// journal/model do). It runs no workflow code and never ticks a shard by
+// itself (timers fire and retention expires only through ops the engine
+// commits). It knows nothing of cobra, terminals or colours: it returns
+// values and typed errors (store.StoreError, store.LogError,
+// wal.CorruptError, meta's errors), and the command layer turns them into
+// messages and exit codes.
 package journal

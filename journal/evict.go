@@ -5,6 +5,8 @@ import (
 	"fmt"
 
 	"github.com/cockroachdb/pebble/v2"
+	"github.com/fusee-dev/fusee/journal/model"
+	"github.com/fusee-dev/fusee/journal/store"
 )
 
 // Eviction: a DB whose engine asked for it (DB.SetEvict) keeps in memory
@@ -23,157 +25,85 @@ import (
 type backing struct {
 	st      *pebble.DB
 	path    string
-	scratch *Shard // for loadRunKey, which files the run it decodes
+	scratch *model.Shard // for LoadRunKey, which files the run it decodes
 	// ids and seen hold every workflow ID and message ID the store or
 	// memory may have in the ID index and the dedup set (keyfilter.go).
 	ids, seen *keyFilter
-	err       error // the first read error (Shard.LoadErr)
 }
 
-// Run returns run no (nil: no such run), reading it back from the store
-// if it was evicted.
-func (s *Shard) Run(no RunNo) *Run {
-	if r, ok := s.Runs[no]; ok || s.back == nil {
-		return r
+// ReadIndex reads the ID index entry of workflowID (model.Backing).
+func (b *backing) ReadIndex(workflowID string) (model.RunNo, bool, error) {
+	if !b.ids.mayHave(workflowID) {
+		return 0, false, nil
 	}
-	r, err := s.back.readRun(no)
+	val, err := b.getErr(store.IndexKey(workflowID))
+	if err != nil || val == nil {
+		return 0, false, err
+	}
+	no, err := model.DecodeIndexValue(val)
 	if err != nil {
-		s.back.fail(err)
-		return nil
+		return 0, false, &store.StoreError{Path: b.path, Key: store.StoreKey{Kind: store.KeyIndex, ID: workflowID}.String(), Err: err}
 	}
-	if r != nil {
-		s.Runs[no] = r
-	}
-	return r
+	return no, true, nil
 }
 
-// LatestNo is the ID index entry of a workflow ID: its newest run.
-func (s *Shard) LatestNo(workflowID string) (RunNo, bool) {
-	if no, ok := s.ByID[workflowID]; ok || s.back == nil || !s.back.ids.mayHave(workflowID) {
-		return no, ok
+// ReadSeen reads the receiver dedup entry of msgID (model.Backing).
+func (b *backing) ReadSeen(msgID string) (string, bool, error) {
+	if !b.seen.mayHave(msgID) {
+		return "", false, nil
 	}
-	val, ok := s.back.get(IndexKey(workflowID))
-	if !ok {
-		return 0, false
+	val, err := b.getErr(store.SeenKey(msgID))
+	if err != nil || val == nil {
+		return "", false, err
 	}
-	no, err := DecodeIndexValue(val)
+	wf, err := model.DecodeSeenValue(val)
 	if err != nil {
-		s.back.fail(&StoreError{Path: s.back.path, Key: StoreKey{Kind: KeyIndex, ID: workflowID}.String(), Err: err})
-		return 0, false
+		return "", false, &store.StoreError{Path: b.path, Key: store.StoreKey{Kind: store.KeySeen, ID: msgID}.String(), Err: err}
 	}
-	s.ByID[workflowID] = no // a cache entry, not a change
-	return no, true
+	return wf, true, nil
 }
 
-// SeenBy reports whether message msgID was received here and, if so, the
-// workflow ID it was delivered to.
-func (s *Shard) SeenBy(msgID string) (string, bool) {
-	if wf, ok := s.Seen[msgID]; ok || s.back == nil || !s.back.seen.mayHave(msgID) {
-		return wf, ok
-	}
-	val, ok := s.back.get(SeenKey(msgID))
-	if !ok {
-		return "", false
-	}
-	wf, err := DecodeSeenValue(val)
-	if err != nil {
-		s.back.fail(&StoreError{Path: s.back.path, Key: StoreKey{Kind: KeySeen, ID: msgID}.String(), Err: err})
-		return "", false
-	}
-	return wf, true
-}
+// AddID notes a workflow ID put in the ID index (model.Backing).
+func (b *backing) AddID(workflowID string) { b.ids.add(workflowID) }
 
-// LoadErr is the first error reading evicted state back from the store
-// (nil: none). A shard that failed to read treats what it could not read
-// as missing, so the DB refuses every Commit and Checkpoint after it.
-func (s *Shard) LoadErr() error {
-	if s.back == nil {
-		return nil
-	}
-	return s.back.err
-}
+// AddSeen notes a message ID put in the dedup set (model.Backing).
+func (b *backing) AddSeen(msgID string) { b.seen.add(msgID) }
 
-// Resident is how many runs the shard holds in memory.
-func (s *Shard) Resident() int { return len(s.Runs) }
-
-// evict drops what the store holds from memory. The shard must have no
-// pending changes (its store reflects all of it).
-func (s *Shard) evict(keep int) {
-	// Running runs were touched since the last checkpoint and wait for
-	// something due within minutes: keeping up to keep of them (and
-	// their index entries) saves reading them straight back. Which ones
-	// are kept changes only what is read from the store, never a result.
-	kept := 0
-	for no, r := range s.Runs {
-		if r.State == StateRunning && kept < keep {
-			kept++
-			continue
-		}
-		delete(s.Runs, no)
-	}
-	if kept == 0 {
-		clear(s.ByID)
-	}
-	for id, no := range s.ByID {
-		if _, ok := s.Runs[no]; !ok {
-			delete(s.ByID, id)
-		}
-	}
-	clear(s.Seen)
-	clear(s.Archive)
-	clear(s.Timers)
-}
-
-func (b *backing) fail(err error) {
-	if b.err == nil {
-		b.err = err
-	}
-}
-
-// get reads one key's value (a copy); false if the key is absent or the
-// read failed (recorded).
-func (b *backing) get(key []byte) ([]byte, bool) {
-	val, err := b.getErr(key)
-	if err != nil {
-		b.fail(err)
-	}
-	return val, val != nil
-}
-
+// getErr reads one key's value (a copy; nil: absent).
 func (b *backing) getErr(key []byte) (_ []byte, err error) {
-	defer recoverStoreFatal(b.path, &err)
+	defer store.RecoverStoreFatal(b.path, &err)
 	v, closer, err := b.st.Get(key)
 	if errors.Is(err, pebble.ErrNotFound) {
 		return nil, nil
 	}
 	if err != nil {
-		return nil, storeError(b.path, "reading", err)
+		return nil, store.WrapStoreError(b.path, "reading", err)
 	}
 	val := append(make([]byte, 0, len(v)+1), v...) // never nil: present
 	return val, closer.Close()
 }
 
-// readRun reads run no and its journal from the store (nil: none).
-func (b *backing) readRun(no RunNo) (r *Run, err error) {
-	defer recoverStoreFatal(b.path, &err)
-	it, err := b.st.NewIter(&pebble.IterOptions{LowerBound: RunKey(no), UpperBound: RunKey(no + 1)})
+// ReadRun reads run no and its journal from the store (nil: none).
+func (b *backing) ReadRun(no model.RunNo) (r *model.Run, err error) {
+	defer store.RecoverStoreFatal(b.path, &err)
+	it, err := b.st.NewIter(&pebble.IterOptions{LowerBound: store.RunKey(no), UpperBound: store.RunKey(no + 1)})
 	if err != nil {
-		return nil, storeError(b.path, "reading", err)
+		return nil, store.WrapStoreError(b.path, "reading", err)
 	}
 	var want uint32
 	for ok := it.First(); ok; ok = it.Next() {
-		k, perr := ParseStoreKey(it.Key())
+		k, perr := store.ParseStoreKey(it.Key())
 		if perr == nil {
-			perr = loadRunKey(b.scratch, k, it.Value(), &r, &want)
+			perr = store.LoadRunKey(b.scratch, k, it.Value(), &r, &want)
 		}
 		if perr != nil {
-			return nil, closeIter(b.path, it, &StoreError{Path: b.path, Key: fmt.Sprintf("%q", it.Key()), Err: perr})
+			return nil, store.CloseIter(b.path, it, &store.StoreError{Path: b.path, Key: fmt.Sprintf("%q", it.Key()), Err: perr})
 		}
 	}
 	if err := it.Error(); err != nil {
-		return nil, closeIter(b.path, it, storeError(b.path, "reading", err))
+		return nil, store.CloseIter(b.path, it, store.WrapStoreError(b.path, "reading", err))
 	}
-	if err := closeIter(b.path, it, nil); err != nil {
+	if err := store.CloseIter(b.path, it, nil); err != nil {
 		return nil, err
 	}
 	if r == nil {
@@ -181,7 +111,7 @@ func (b *backing) readRun(no RunNo) (r *Run, err error) {
 	}
 	delete(b.scratch.Runs, no)
 	if uint32(len(r.Journal)) != want {
-		return nil, &StoreError{Path: b.path, Key: StoreKey{Kind: KeyRun, Run: no}.String(),
+		return nil, &store.StoreError{Path: b.path, Key: store.StoreKey{Kind: store.KeyRun, Run: no}.String(),
 			Err: fmt.Errorf("the run entry says %d journal records, the store has %d", want, len(r.Journal))}
 	}
 	return r, nil
@@ -200,8 +130,8 @@ func (db *DB) SetEvict() { db.SetEvictKeep(0) }
 func (db *DB) SetEvictKeep(keep int) {
 	db.evictKeep = keep / len(db.Shards)
 	for i, s := range db.Shards {
-		if s.back == nil {
-			b := &backing{st: db.stores[i], path: StoreDir(db.FS, db.Dir, i), scratch: NewShard(i, len(db.Shards)),
+		if s.Backing() == nil {
+			b := &backing{st: db.stores[i], path: store.StoreDir(db.FS, db.Dir, i), scratch: model.NewShard(i, len(db.Shards)),
 				ids: newKeyFilter(), seen: newKeyFilter()}
 			for id := range s.ByID {
 				b.ids.add(id)
@@ -209,7 +139,7 @@ func (db *DB) SetEvictKeep(keep int) {
 			for id := range s.Seen {
 				b.seen.add(id)
 			}
-			s.back = b
+			s.SetBacking(b)
 		}
 	}
 	db.evict = true
@@ -237,15 +167,15 @@ func (db *DB) loadErr() error {
 // StoredRuns calls fn for every run the store of shard i holds, in run
 // number order, with its journal. Right after a checkpoint that is the
 // shard's every run; fn must not keep r if memory is to stay bounded.
-func (db *DB) StoredRuns(i int, fn func(r *Run) error) (err error) {
-	path := StoreDir(db.FS, db.Dir, i)
-	defer recoverStoreFatal(path, &err)
-	it, err := db.stores[i].NewIter(&pebble.IterOptions{LowerBound: []byte{KeyRun}, UpperBound: []byte{KeyRun + 1}})
+func (db *DB) StoredRuns(i int, fn func(r *model.Run) error) (err error) {
+	path := store.StoreDir(db.FS, db.Dir, i)
+	defer store.RecoverStoreFatal(path, &err)
+	it, err := db.stores[i].NewIter(&pebble.IterOptions{LowerBound: []byte{store.KeyRun}, UpperBound: []byte{store.KeyRun + 1}})
 	if err != nil {
-		return storeError(path, "reading", err)
+		return store.WrapStoreError(path, "reading", err)
 	}
-	scratch := NewShard(i, len(db.Shards))
-	var cur *Run
+	scratch := model.NewShard(i, len(db.Shards))
+	var cur *model.Run
 	var want uint32
 	emit := func() error {
 		if cur == nil {
@@ -255,30 +185,30 @@ func (db *DB) StoredRuns(i int, fn func(r *Run) error) (err error) {
 		cur = nil
 		delete(scratch.Runs, r.No)
 		if uint32(len(r.Journal)) != want {
-			return &StoreError{Path: path, Key: StoreKey{Kind: KeyRun, Run: r.No}.String(),
+			return &store.StoreError{Path: path, Key: store.StoreKey{Kind: store.KeyRun, Run: r.No}.String(),
 				Err: fmt.Errorf("the run entry says %d journal records, the store has %d", want, len(r.Journal))}
 		}
 		return fn(r)
 	}
 	for ok := it.First(); ok; ok = it.Next() {
-		k, perr := ParseStoreKey(it.Key())
+		k, perr := store.ParseStoreKey(it.Key())
 		if perr != nil {
-			return closeIter(path, it, &StoreError{Path: path, Key: fmt.Sprintf("%q", it.Key()), Err: perr})
+			return store.CloseIter(path, it, &store.StoreError{Path: path, Key: fmt.Sprintf("%q", it.Key()), Err: perr})
 		}
 		if !k.IsRecord {
 			if err := emit(); err != nil {
-				return closeIter(path, it, err)
+				return store.CloseIter(path, it, err)
 			}
 		}
-		if perr := loadRunKey(scratch, k, it.Value(), &cur, &want); perr != nil {
-			return closeIter(path, it, &StoreError{Path: path, Key: k.String(), Err: perr})
+		if perr := store.LoadRunKey(scratch, k, it.Value(), &cur, &want); perr != nil {
+			return store.CloseIter(path, it, &store.StoreError{Path: path, Key: k.String(), Err: perr})
 		}
 	}
 	if err := it.Error(); err != nil {
-		return closeIter(path, it, storeError(path, "reading", err))
+		return store.CloseIter(path, it, store.WrapStoreError(path, "reading", err))
 	}
 	if err := emit(); err != nil {
-		return closeIter(path, it, err)
+		return store.CloseIter(path, it, err)
 	}
-	return closeIter(path, it, nil)
+	return store.CloseIter(path, it, nil)
 }

@@ -10,9 +10,10 @@ import (
 	"testing"
 
 	"github.com/cockroachdb/pebble/v2/vfs"
-
 	"github.com/fusee-dev/fusee/journal"
+	"github.com/fusee-dev/fusee/journal/model"
 	"github.com/fusee-dev/fusee/journal/sim"
+	"github.com/fusee-dev/fusee/journal/store"
 	"github.com/fusee-dev/fusee/journal/wal"
 )
 
@@ -55,26 +56,26 @@ func FuzzDecodeOp(f *testing.F) {
 	for _, op := range s.ops {
 		f.Add(op)
 	}
-	for _, op := range []journal.Op{
-		{Kind: journal.OpAck, MsgID: "m1"},
-		{Kind: journal.OpSeen, MsgID: "m2", WorkflowID: "wf-2"},
-		{Kind: journal.OpTombstone, Run: journal.MaxRunNo},
-		{Kind: journal.OpStart, Run: 1, Rec: journal.Record{Kind: journal.KindStart, WorkflowID: "wf-1", Type: "order", Time: 1000,
-			Parent: journal.ParentRef{Shard: 3, Run: 9, Pos: 4}, ParentID: "p", Pred: journal.RunRef{Shard: 1, Run: 2}, Origin: journal.OriginChild, Gen: 2}},
+	for _, op := range []model.Op{
+		{Kind: model.OpAck, MsgID: "m1"},
+		{Kind: model.OpSeen, MsgID: "m2", WorkflowID: "wf-2"},
+		{Kind: model.OpTombstone, Run: model.MaxRunNo},
+		{Kind: model.OpStart, Run: 1, Rec: model.Record{Kind: model.KindStart, WorkflowID: "wf-1", Type: "order", Time: 1000,
+			Parent: model.ParentRef{Shard: 3, Run: 9, Pos: 4}, ParentID: "p", Pred: model.RunRef{Shard: 1, Run: 2}, Origin: model.OriginChild, Gen: 2}},
 	} {
-		f.Add(journal.EncodeOp(nil, &op))
+		f.Add(model.EncodeOp(nil, &op))
 	}
 	f.Add([]byte{})
-	f.Add([]byte{byte(journal.OpPark), 0x80, 0x80, 0x00}) // a non-minimal varint
-	f.Add([]byte{byte(journal.OpAck), 5, 'a'})            // a string cut short
-	f.Add([]byte{9, 0})                                   // an unknown kind
+	f.Add([]byte{byte(model.OpPark), 0x80, 0x80, 0x00}) // a non-minimal varint
+	f.Add([]byte{byte(model.OpAck), 5, 'a'})            // a string cut short
+	f.Add([]byte{9, 0})                                 // an unknown kind
 	f.Fuzz(func(t *testing.T, data []byte) {
-		op, err := journal.DecodeOp(data)
+		op, err := model.DecodeOp(data)
 		if err != nil {
 			return
 		}
-		canon := journal.EncodeOp(nil, &op)
-		again, err := journal.DecodeOp(canon)
+		canon := model.EncodeOp(nil, &op)
+		again, err := model.DecodeOp(canon)
 		if err != nil {
 			t.Fatalf("DecodeOp(EncodeOp(%+v)): %v", op, err)
 		}
@@ -85,10 +86,10 @@ func FuzzDecodeOp(f *testing.F) {
 		if len(canon) > len(data) {
 			t.Fatalf("the encoder's form %x is longer than the input %x", canon, data)
 		}
-		if _, err := journal.DecodeOp(append(bytes.Clone(data), 0)); err == nil {
+		if _, err := model.DecodeOp(append(bytes.Clone(data), 0)); err == nil {
 			t.Fatalf("DecodeOp accepts %x with a byte more", data)
 		}
-		if _, err := journal.DecodeOp(data[:len(data)-1]); err == nil {
+		if _, err := model.DecodeOp(data[:len(data)-1]); err == nil {
 			t.Fatalf("DecodeOp accepts %x cut one byte short", data)
 		}
 	})
@@ -101,19 +102,19 @@ func FuzzDecodeRecord(f *testing.F) {
 	for _, rec := range s.records {
 		f.Add(rec)
 	}
-	f.Add([]byte{byte(journal.KindStep), 0})
-	f.Add([]byte{byte(journal.KindStep), 0x81, 0x00, 0x80, 0x00}) // Pos present, zero, non-minimal
+	f.Add([]byte{byte(model.KindStep), 0})
+	f.Add([]byte{byte(model.KindStep), 0x81, 0x00, 0x80, 0x00}) // Pos present, zero, non-minimal
 	f.Add([]byte{0, 0})
 	// The input that found the dead references: Parent flagged present
 	// with shard 48, run 0, position 48.
 	f.Add([]byte("\x09\xc1\x30\x30\x04\x30\x30\x30\x30\x30\x30\x00\x30"))
 	f.Fuzz(func(t *testing.T, data []byte) {
-		rec, err := journal.DecodeRecord(data)
+		rec, err := model.DecodeRecord(data)
 		if err != nil {
 			return
 		}
-		canon := journal.EncodeRecord(nil, &rec)
-		again, err := journal.DecodeRecord(canon)
+		canon := model.EncodeRecord(nil, &rec)
+		again, err := model.DecodeRecord(canon)
 		if err != nil {
 			t.Fatalf("DecodeRecord(EncodeRecord(%+v)): %v", rec, err)
 		}
@@ -124,10 +125,10 @@ func FuzzDecodeRecord(f *testing.F) {
 		if len(canon) > len(data) {
 			t.Fatalf("the encoder's form %x is longer than the input %x", canon, data)
 		}
-		if _, err := journal.DecodeRecord(append(bytes.Clone(data), 0)); err == nil {
+		if _, err := model.DecodeRecord(append(bytes.Clone(data), 0)); err == nil {
 			t.Fatalf("DecodeRecord accepts %x with a byte more", data)
 		}
-		if _, err := journal.DecodeRecord(data[:len(data)-1]); err == nil {
+		if _, err := model.DecodeRecord(data[:len(data)-1]); err == nil {
 			t.Fatalf("DecodeRecord accepts %x cut one byte short", data)
 		}
 	})
@@ -145,15 +146,15 @@ func FuzzStoreEntry(f *testing.F) {
 	for _, kv := range s.store {
 		f.Add(kv[0], kv[1])
 	}
-	f.Add([]byte{journal.KeyHeader}, journal.EncodeHeader(nil, &journal.CheckpointHeader{Version: journal.StoreVersion, Count: 1, NextRun: 1, NextSeq: 1, Gen: 1}))
-	f.Add([]byte{journal.KeyHeader}, []byte{1})
-	f.Add(journal.SeenKey(""), journal.EncodeSeenValue(nil, "wf"))
-	f.Add(journal.IndexKey("wf"), []byte{0, 0, 0, 0, 0, 0, 0, 1})
-	f.Add(journal.TimerKeyBytes(journal.TimerKey{At: -5, Run: 1, Pos: 2}), []byte{})
-	f.Add(journal.RunKey(0), []byte{})
+	f.Add([]byte{store.KeyHeader}, model.EncodeHeader(nil, &model.CheckpointHeader{Version: model.StoreVersion, Count: 1, NextRun: 1, NextSeq: 1, Gen: 1}))
+	f.Add([]byte{store.KeyHeader}, []byte{1})
+	f.Add(store.SeenKey(""), model.EncodeSeenValue(nil, "wf"))
+	f.Add(store.IndexKey("wf"), []byte{0, 0, 0, 0, 0, 0, 0, 1})
+	f.Add(store.TimerKeyBytes(model.TimerKey{At: -5, Run: 1, Pos: 2}), []byte{})
+	f.Add(store.RunKey(0), []byte{})
 	f.Add([]byte("Zebra"), []byte{})
 	f.Fuzz(func(t *testing.T, key, value []byte) {
-		if k, err := journal.ParseStoreKey(key); err == nil {
+		if k, err := store.ParseStoreKey(key); err == nil {
 			_ = k.String()
 			if again := storeKey(k); !bytes.Equal(again, key) {
 				t.Fatalf("store key %x parses to %+v, which builds %x", key, k, again)
@@ -163,55 +164,55 @@ func FuzzStoreEntry(f *testing.F) {
 			return
 		}
 		switch key[0] {
-		case journal.KeyHeader:
-			roundTrip(t, value, journal.DecodeHeader, func(h journal.CheckpointHeader) []byte { return journal.EncodeHeader(nil, &h) })
-		case journal.KeyArchive:
-			decode := func(p []byte) ([]journal.Record, error) {
-				recs, err := journal.DecodeHistory(p)
+		case store.KeyHeader:
+			roundTrip(t, value, model.DecodeHeader, func(h model.CheckpointHeader) []byte { return model.EncodeHeader(nil, &h) })
+		case store.KeyArchive:
+			decode := func(p []byte) ([]model.Record, error) {
+				recs, err := model.DecodeHistory(p)
 				for i := range recs {
 					clearDeadRefs(&recs[i])
 				}
 				return recs, err
 			}
-			roundTrip(t, value, decode, func(recs []journal.Record) []byte { return journal.EncodeHistory(nil, recs) })
-		case journal.KeyIndex:
-			roundTrip(t, value, journal.DecodeIndexValue, func(no journal.RunNo) []byte { return binary.BigEndian.AppendUint64(nil, uint64(no)) })
-			if _, err := journal.DecodeIndexValue(value); err == nil && len(value) != 8 {
+			roundTrip(t, value, decode, func(recs []model.Record) []byte { return model.EncodeHistory(nil, recs) })
+		case store.KeyIndex:
+			roundTrip(t, value, model.DecodeIndexValue, func(no model.RunNo) []byte { return binary.BigEndian.AppendUint64(nil, uint64(no)) })
+			if _, err := model.DecodeIndexValue(value); err == nil && len(value) != 8 {
 				t.Fatalf("an index value of %d bytes", len(value))
 			}
-		case journal.KeyOutbox:
+		case store.KeyOutbox:
 			var seq uint64
 			if len(key) == 9 {
 				seq = binary.BigEndian.Uint64(key[1:])
 			}
-			decode := func(p []byte) (journal.Message, error) {
-				m, err := journal.DecodeMessage(p, seq)
+			decode := func(p []byte) (model.Message, error) {
+				m, err := model.DecodeMessage(p, seq)
 				if err != nil {
-					return journal.Message{}, err
+					return model.Message{}, err
 				}
 				if m.Seq != seq {
 					t.Fatalf("DecodeMessage(.., %d) gave seq %d", seq, m.Seq)
 				}
 				return *m, nil
 			}
-			roundTrip(t, value, decode, func(m journal.Message) []byte { return journal.EncodeMessage(nil, &m) })
-		case journal.KeySeen:
-			roundTrip(t, value, journal.DecodeSeenValue, func(wf string) []byte {
+			roundTrip(t, value, decode, func(m model.Message) []byte { return model.EncodeMessage(nil, &m) })
+		case store.KeySeen:
+			roundTrip(t, value, model.DecodeSeenValue, func(wf string) []byte {
 				if wf == "" {
 					t.Fatalf("DecodeSeenValue(%x) accepted an empty workflow ID", value)
 				}
-				return journal.EncodeSeenValue(nil, wf)
+				return model.EncodeSeenValue(nil, wf)
 			})
-		case journal.KeyRun:
+		case store.KeyRun:
 			if len(key) == 13 {
-				decode := func(p []byte) (journal.Record, error) {
-					r, err := journal.DecodeRecord(p)
+				decode := func(p []byte) (model.Record, error) {
+					r, err := model.DecodeRecord(p)
 					clearDeadRefs(&r)
 					return r, err
 				}
-				roundTrip(t, value, decode, func(r journal.Record) []byte { return journal.EncodeRecord(nil, &r) })
+				roundTrip(t, value, decode, func(r model.Record) []byte { return model.EncodeRecord(nil, &r) })
 			} else {
-				roundTrip(t, value, journal.DecodeRunEntry, func(e journal.RunEntry) []byte { return journal.EncodeRunEntry(nil, &e) })
+				roundTrip(t, value, model.DecodeRunEntry, func(e model.RunEntry) []byte { return model.EncodeRunEntry(nil, &e) })
 			}
 		}
 	})
@@ -220,20 +221,20 @@ func FuzzStoreEntry(f *testing.F) {
 // clearDeadRefs zeroes the references of r that name no run (and a Key
 // with no workflow ID): the encoder leaves them out whatever their other
 // fields hold. See the comment at the top of the file.
-func clearDeadRefs(r *journal.Record) {
+func clearDeadRefs(r *model.Record) {
 	if r.Parent.IsZero() {
-		r.Parent = journal.ParentRef{}
+		r.Parent = model.ParentRef{}
 	}
-	for _, ref := range []*journal.RunRef{&r.Pred, &r.Next, &r.By} {
+	for _, ref := range []*model.RunRef{&r.Pred, &r.Next, &r.By} {
 		if ref.IsZero() {
-			*ref = journal.RunRef{}
+			*ref = model.RunRef{}
 		}
 	}
 	if r.Token.Run == 0 {
-		r.Token = journal.Token{}
+		r.Token = model.Token{}
 	}
 	if r.Key.WorkflowID == "" {
-		r.Key = journal.CtxKey{}
+		r.Key = model.CtxKey{}
 	}
 }
 
@@ -268,25 +269,25 @@ func roundTrip[T any](t *testing.T, value []byte, decode func([]byte) (T, error)
 
 // storeKey builds the key of a parsed store key with the package's key
 // functions.
-func storeKey(k journal.StoreKey) []byte {
+func storeKey(k store.StoreKey) []byte {
 	switch k.Kind {
-	case journal.KeyArchive:
-		return journal.ArchiveKey(k.Run)
-	case journal.KeyHeader:
-		return []byte{journal.KeyHeader}
-	case journal.KeyIndex:
-		return journal.IndexKey(k.ID)
-	case journal.KeyOutbox:
-		return journal.OutboxKey(k.Seq)
-	case journal.KeyRun:
+	case store.KeyArchive:
+		return store.ArchiveKey(k.Run)
+	case store.KeyHeader:
+		return []byte{store.KeyHeader}
+	case store.KeyIndex:
+		return store.IndexKey(k.ID)
+	case store.KeyOutbox:
+		return store.OutboxKey(k.Seq)
+	case store.KeyRun:
 		if k.IsRecord {
-			return journal.RecordKey(k.Run, k.Pos)
+			return store.RecordKey(k.Run, k.Pos)
 		}
-		return journal.RunKey(k.Run)
-	case journal.KeySeen:
-		return journal.SeenKey(k.ID)
-	case journal.KeyTimer:
-		return journal.TimerKeyBytes(journal.TimerKey{At: k.At, Run: k.Run, Pos: k.Pos})
+		return store.RunKey(k.Run)
+	case store.KeySeen:
+		return store.SeenKey(k.ID)
+	case store.KeyTimer:
+		return store.TimerKeyBytes(model.TimerKey{At: k.At, Run: k.Run, Pos: k.Pos})
 	}
 	return nil
 }
@@ -314,18 +315,18 @@ func FuzzParseToken(f *testing.F) {
 		f.Add(tk)
 	}
 	f.Fuzz(func(t *testing.T, in string) {
-		tk, err := journal.ParseToken(in)
+		tk, err := model.ParseToken(in)
 		if err != nil {
 			return
 		}
-		if tk.Gen > 63 || tk.Shard < 0 || tk.Shard > 1023 || tk.Run > journal.MaxRunNo {
+		if tk.Gen > 63 || tk.Shard < 0 || tk.Shard > 1023 || tk.Run > model.MaxRunNo {
 			t.Fatalf("ParseToken(%q) = %+v, out of range", in, tk)
 		}
 		out := tk.String()
 		if out != strings.ToLower(in) {
 			t.Fatalf("ParseToken(%q).String() = %q", in, out)
 		}
-		if again, err := journal.ParseToken(out); err != nil || again != tk {
+		if again, err := model.ParseToken(out); err != nil || again != tk {
 			t.Fatalf("ParseToken(%q) = %+v, %v; want %+v", out, again, err, tk)
 		}
 	})
@@ -378,7 +379,7 @@ func makeSeeds() (fuzzSeeds, error) {
 		seen[shape] = true
 		return true
 	}
-	addRecord := func(rec journal.Record, raw []byte) {
+	addRecord := func(rec model.Record, raw []byte) {
 		if keep("record " + recordShape(rec)) {
 			s.records = append(s.records, bytes.Clone(raw))
 		}
@@ -389,7 +390,7 @@ func makeSeeds() (fuzzSeeds, error) {
 	_, err := wal.Read(fs, wal.Dir(fs, dir), wal.Position{}, func(b wal.Batch) error {
 		for _, sec := range b.Sections {
 			for _, e := range sec.Entries {
-				op, err := journal.DecodeOp(e)
+				op, err := model.DecodeOp(e)
 				if err != nil {
 					return err
 				}
@@ -397,7 +398,7 @@ func makeSeeds() (fuzzSeeds, error) {
 					s.ops = append(s.ops, bytes.Clone(e))
 				}
 				if op.Rec.Kind != 0 {
-					addRecord(op.Rec, journal.EncodeRecord(nil, &op.Rec))
+					addRecord(op.Rec, model.EncodeRecord(nil, &op.Rec))
 				}
 			}
 		}
@@ -414,8 +415,8 @@ func makeSeeds() (fuzzSeeds, error) {
 	for shard := range db.Shards {
 		err := db.StoreKeys(shard, func(key, value []byte) error {
 			shape := string(key[:1])
-			if key[0] == journal.KeyRun && len(key) == 13 {
-				rec, err := journal.DecodeRecord(value)
+			if key[0] == store.KeyRun && len(key) == 13 {
+				rec, err := model.DecodeRecord(value)
 				if err != nil {
 					return err
 				}
@@ -435,7 +436,7 @@ func makeSeeds() (fuzzSeeds, error) {
 }
 
 // recordShape names a record's kind and the fields it carries.
-func recordShape(r journal.Record) string {
+func recordShape(r model.Record) string {
 	var b strings.Builder
 	b.WriteString(r.Kind.String())
 	v := reflect.ValueOf(r)

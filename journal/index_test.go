@@ -5,18 +5,20 @@ import (
 	"testing"
 
 	"github.com/cockroachdb/pebble/v2/vfs"
+	"github.com/fusee-dev/fusee/journal/model"
+	"github.com/fusee-dev/fusee/journal/store"
 )
 
 // renumberedShard is one shard holding two runs of workflow "a" as a
 // reshard can leave them: generation 2 kept its number (2), generation 1
 // was renumbered above it (3).
-func renumberedShard(t *testing.T) *Shard {
+func renumberedShard(t *testing.T) *model.Shard {
 	t.Helper()
-	s := NewShard(0, 1)
-	for _, op := range []Op{
-		{Kind: OpStart, Run: 1, Rec: Record{Kind: KindStart, WorkflowID: "a", Gen: 1, Time: 1}},
-		{Kind: OpAppend, Run: 1, Rec: Record{Kind: KindDone, Pos: 1, Status: StatusOK, Time: 2}},
-		{Kind: OpStart, Run: 2, Rec: Record{Kind: KindStart, WorkflowID: "a", Gen: 2, Time: 3}},
+	s := model.NewShard(0, 1)
+	for _, op := range []model.Op{
+		{Kind: model.OpStart, Run: 1, Rec: model.Record{Kind: model.KindStart, WorkflowID: "a", Gen: 1, Time: 1}},
+		{Kind: model.OpAppend, Run: 1, Rec: model.Record{Kind: model.KindDone, Pos: 1, Status: model.StatusOK, Time: 2}},
+		{Kind: model.OpStart, Run: 2, Rec: model.Record{Kind: model.KindStart, WorkflowID: "a", Gen: 2, Time: 3}},
 	} {
 		if err := s.Apply(&op); err != nil {
 			t.Fatal(err)
@@ -41,7 +43,7 @@ func TestIndexIsHighestGeneration(t *testing.T) {
 		t.Fatalf("after RebuildIndex: latest of a is %+v, want generation 2 (run 2)", got)
 	}
 	fs := vfs.NewMem()
-	db, err := CreateFrom(fs, "/d", []*Shard{s}, CreateOptions{Now: 1})
+	db, err := CreateFrom(fs, "/d", []*model.Shard{s}, CreateOptions{Now: 1})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -50,15 +52,15 @@ func TestIndexIsHighestGeneration(t *testing.T) {
 	}
 	// A start of a lower generation (no engine does this, but the index
 	// rule decides it) does not take the index.
-	lower := Op{Kind: OpStart, Run: 4, Rec: Record{Kind: KindStart, WorkflowID: "b", Gen: 5, Time: 4}}
-	if err := db.Commit([]ShardOp{{Op: lower}, {Op: Op{Kind: OpStart, Run: 5, Rec: Record{Kind: KindStart, WorkflowID: "b", Gen: 4, Time: 4}}}}); err != nil {
+	lower := model.Op{Kind: model.OpStart, Run: 4, Rec: model.Record{Kind: model.KindStart, WorkflowID: "b", Gen: 5, Time: 4}}
+	if err := db.Commit([]ShardOp{{Op: lower}, {Op: model.Op{Kind: model.OpStart, Run: 5, Rec: model.Record{Kind: model.KindStart, WorkflowID: "b", Gen: 4, Time: 4}}}}); err != nil {
 		t.Fatal(err)
 	}
-	if err := db.Commit([]ShardOp{{Op: Op{Kind: OpAppend, Run: 2, Rec: Record{Kind: KindDone, Pos: 1, Status: StatusOK, Time: 5}}},
-		{Op: Op{Kind: OpStart, Run: 6, Rec: Record{Kind: KindStart, WorkflowID: "a", Gen: 3, Time: 5}}}}); err != nil {
+	if err := db.Commit([]ShardOp{{Op: model.Op{Kind: model.OpAppend, Run: 2, Rec: model.Record{Kind: model.KindDone, Pos: 1, Status: model.StatusOK, Time: 5}}},
+		{Op: model.Op{Kind: model.OpStart, Run: 6, Rec: model.Record{Kind: model.KindStart, WorkflowID: "a", Gen: 3, Time: 5}}}}); err != nil {
 		t.Fatal(err)
 	}
-	check := func(what string, s *Shard) {
+	check := func(what string, s *model.Shard) {
 		t.Helper()
 		if got := s.ByID["a"]; got != 6 {
 			t.Errorf("%s: index of a is run %d, want 6 (generation 3)", what, got)
@@ -93,7 +95,7 @@ func TestIndexIsHighestGeneration(t *testing.T) {
 func TestWriteShardStoreRefusesStaleIndex(t *testing.T) {
 	s := renumberedShard(t)
 	s.ByID["a"] = 3 // the highest number, an older generation
-	err := WriteShardStore(vfs.NewMem(), "/store", s, CheckpointHeader{Gen: 1})
+	err := store.WriteShardStore(vfs.NewMem(), "/store", s, model.CheckpointHeader{Gen: 1})
 	if err == nil || !strings.Contains(err.Error(), "highest generation is run 2") {
 		t.Fatalf("WriteShardStore with a stale index: %v", err)
 	}

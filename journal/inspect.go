@@ -3,8 +3,9 @@ package journal
 import (
 	"errors"
 	"fmt"
-	"github.com/cockroachdb/pebble/v2/vfs"
 
+	"github.com/cockroachdb/pebble/v2/vfs"
+	"github.com/fusee-dev/fusee/journal/model"
 	"github.com/fusee-dev/fusee/journal/wal"
 )
 
@@ -14,8 +15,8 @@ import (
 // ShardStats describes one shard's persistence.
 type ShardStats struct {
 	Shard      int
-	Checkpoint CheckpointHeader // the store's current checkpoint header
-	LSN        uint64           // the shard's LSN in memory (checkpoint + log tail)
+	Checkpoint model.CheckpointHeader // the store's current checkpoint header
+	LSN        uint64                 // the shard's LSN in memory (checkpoint + log tail)
 	// TailEntries and TailBytes count the log entries after the checkpoint
 	// (replayed at open or committed since) and their encoded size.
 	TailEntries int
@@ -75,17 +76,17 @@ func LogSize(fs vfs.FS, dir string) (segments int, bytes int64, err error) {
 }
 
 // Header is shard's current checkpoint header.
-func (db *DB) Header(shard int) (CheckpointHeader, error) {
+func (db *DB) Header(shard int) (model.CheckpointHeader, error) {
 	if err := db.checkShard(shard); err != nil {
-		return CheckpointHeader{}, err
+		return model.CheckpointHeader{}, err
 	}
 	return db.headers[shard], nil
 }
 
 // StoreKeys calls fn for every key of shard's store in key order, as the
 // store holds them at its checkpoint (the log tail is not in the store).
-// Keys follow the layout of storekey.go (ParseStoreKey, DecodeRunEntry, …);
-// verify uses it to cross-check the stored index and timers against the
+// Keys follow the layout of journal/store (store.ParseStoreKey,
+// model.DecodeRunEntry, …); verify uses it to cross-check the stored index and timers against the
 // runs. key and value are valid only during the call. An error from fn
 // stops the walk and is returned.
 func (db *DB) StoreKeys(shard int, fn func(key, value []byte) error) error {

@@ -4,7 +4,7 @@ import (
 	"bytes"
 	"testing"
 
-	"github.com/fusee-dev/fusee/journal"
+	"github.com/fusee-dev/fusee/journal/model"
 )
 
 // FuzzScanRecord: ScanRecord accepts exactly what DecodeRecord accepts,
@@ -15,12 +15,12 @@ func FuzzScanRecord(f *testing.F) {
 	for _, rec := range seeds(f).records {
 		f.Add(rec)
 	}
-	f.Add([]byte{byte(journal.KindStep), 0x81, 0x00, 0x80, 0x00})
+	f.Add([]byte{byte(model.KindStep), 0x81, 0x00, 0x80, 0x00})
 	f.Add([]byte("\x09\xc1\x30\x30\x04\x30\x30\x30\x30\x30\x30\x00\x30"))
 	f.Add([]byte{0, 0})
 	f.Fuzz(func(t *testing.T, data []byte) {
-		rec, derr := journal.DecodeRecord(data)
-		h, serr := journal.ScanRecord(data)
+		rec, derr := model.DecodeRecord(data)
+		h, serr := model.ScanRecord(data)
 		if (derr == nil) != (serr == nil) {
 			t.Fatalf("%x: DecodeRecord says %v, ScanRecord %v", data, derr, serr)
 		}
@@ -31,29 +31,29 @@ func FuzzScanRecord(f *testing.F) {
 			t.Fatalf("%x: head %+v (workflow ID %q), record %+v", data, h, h.WorkflowID(data), rec)
 		}
 		visited := false
-		rec.MapRefs(1, func(_ journal.RefField, ref journal.RunRef) journal.RunRef {
+		rec.MapRefs(1, func(_ model.RefField, ref model.RunRef) model.RunRef {
 			visited = true
-			return journal.RunRef{Shard: ref.Shard + 1, Run: ref.Run + 1}
+			return model.RunRef{Shard: ref.Shard + 1, Run: ref.Run + 1}
 		})
 		if visited && !h.HasRefs() {
 			t.Fatalf("%x: a run reference behind a mask %#x without one", data, h.Mask)
 		}
-		if !h.HasRefs() && !bytes.Equal(journal.EncodeRecord(nil, &rec), journal.EncodeRecord(nil, &rec)) {
+		if !h.HasRefs() && !bytes.Equal(model.EncodeRecord(nil, &rec), model.EncodeRecord(nil, &rec)) {
 			t.Fatal("encoding is not deterministic")
 		}
 		// A history of the record twice: EachHistoryRecord gives back the
 		// bytes, as DecodeHistory gives back the records.
-		hist := journal.AppendHistoryLen(nil, 2)
-		hist = journal.AppendHistoryRecord(journal.AppendHistoryRecord(hist, data), data)
-		recs, err := journal.DecodeHistory(hist)
+		hist := model.AppendHistoryLen(nil, 2)
+		hist = model.AppendHistoryRecord(model.AppendHistoryRecord(hist, data), data)
+		recs, err := model.DecodeHistory(hist)
 		if err != nil || len(recs) != 2 {
 			t.Fatalf("DecodeHistory: %d records, %v", len(recs), err)
 		}
-		if n, err := journal.HistoryLen(hist); err != nil || n != 2 {
+		if n, err := model.HistoryLen(hist); err != nil || n != 2 {
 			t.Fatalf("HistoryLen: %d, %v", n, err)
 		}
 		n := 0
-		err = journal.EachHistoryRecord(hist, func(p []byte, hh *journal.RecordHead) error {
+		err = model.EachHistoryRecord(hist, func(p []byte, hh *model.RecordHead) error {
 			if !bytes.Equal(p, data) || *hh != h {
 				t.Fatalf("history record %d: %x (head %+v), want %x (head %+v)", n, p, *hh, data, h)
 			}
@@ -63,7 +63,7 @@ func FuzzScanRecord(f *testing.F) {
 		if err != nil || n != 2 {
 			t.Fatalf("EachHistoryRecord: %d records, %v", n, err)
 		}
-		if err := journal.EachHistoryRecord(hist[:len(hist)-1], func([]byte, *journal.RecordHead) error { return nil }); err == nil {
+		if err := model.EachHistoryRecord(hist[:len(hist)-1], func([]byte, *model.RecordHead) error { return nil }); err == nil {
 			t.Fatal("EachHistoryRecord accepts a history cut short")
 		}
 	})

@@ -6,27 +6,11 @@ import (
 	"fmt"
 
 	"github.com/cockroachdb/pebble/v2/vfs"
+	"github.com/fusee-dev/fusee/journal/model"
+	"github.com/fusee-dev/fusee/journal/store"
 	"github.com/fusee-dev/fusee/journal/wal"
 	"github.com/fusee-dev/fusee/meta"
 )
-
-// LogError is a log entry that recovery cannot use although the log's
-// framing and chain are intact: it does not decode, it does not fit its
-// shard's state, or its shard's LSNs have a gap. The log or a store is
-// damaged.
-type LogError struct {
-	Pos   wal.Position // the batch holding the entry
-	Shard int
-	LSN   uint64
-	Err   error
-}
-
-func (e *LogError) Error() string {
-	return fmt.Sprintf("log batch at %s, shard %d, LSN %d: %v; the log and the shard's store disagree: restore the data directory from a backup",
-		e.Pos, e.Shard, e.LSN, e.Err)
-}
-
-func (e *LogError) Unwrap() error { return e.Err }
 
 // Open takes the directory's lock and recovers every shard: it reads
 // fusee.meta (refusing an interrupted reshard, meta.ErrSwitching, and log
@@ -81,15 +65,15 @@ func (db *DB) recover(ctx context.Context, opts OpenOptions) (*RecoveryReport, e
 		if err := ctx.Err(); err != nil {
 			return nil, err
 		}
-		load := loadShard
+		load := store.LoadShard
 		if opts.Evict {
 			load, db.evict = loadShardEvicting, true
 		}
-		s, hdr, err := load(db.stores[i], StoreDir(fs, db.Dir, i), i, n)
+		s, hdr, err := load(db.stores[i], store.StoreDir(fs, db.Dir, i), i, n)
 		if err != nil {
 			return nil, err
 		}
-		s.trackChanges()
+		s.TrackChanges()
 		db.Shards[i], db.headers[i] = s, hdr
 		rep.Shards[i] = ShardRecovery{Shard: i, CheckpointLSN: hdr.LSN, LSN: hdr.LSN}
 		if i == 0 || comparePos(hdr.Log, rep.LogFrom) < 0 {
@@ -144,12 +128,12 @@ func (db *DB) reopenStoresWritable() error {
 	for i, st := range db.stores {
 		db.stores[i] = nil
 		if err := st.Close(); err != nil {
-			return fmt.Errorf("closing shard store %s: %w", StoreDir(db.FS, db.Dir, i), err)
+			return fmt.Errorf("closing shard store %s: %w", store.StoreDir(db.FS, db.Dir, i), err)
 		}
 	}
 	db.readOnly = false
 	for i := range db.stores {
-		st, err := openStore(db.FS, StoreDir(db.FS, db.Dir, i), db.cache, false, false)
+		st, err := store.OpenStore(db.FS, store.StoreDir(db.FS, db.Dir, i), db.cache, false, false)
 		if err != nil {
 			return err
 		}
@@ -177,7 +161,7 @@ func (db *DB) replay(b *wal.Batch, rep *RecoveryReport) error {
 // has count shards, does not have.
 func checkSectionShard(pos wal.Position, sec *wal.Section, count int) error {
 	if sec.Shard >= count {
-		return &LogError{Pos: pos, Shard: sec.Shard, LSN: sec.FirstLSN,
+		return &store.LogError{Pos: pos, Shard: sec.Shard, LSN: sec.FirstLSN,
 			Err: fmt.Errorf("an entry for shard %d, but the directory has %d shards", sec.Shard, count)}
 	}
 	return nil
@@ -189,18 +173,18 @@ func checkSectionShard(pos wal.Position, sec *wal.Section, count int) error {
 // damage, and so is an entry that does not decode or that apply refuses.
 // Recovery applies the entries to the shard (Shard.Apply); ReadTails
 // keeps them. t, if not nil, counts what was applied.
-func replaySection(pos wal.Position, sec *wal.Section, lsn *uint64, sr *ShardRecovery, t *tailStats, apply func(lsn uint64, op *Op) error) error {
+func replaySection(pos wal.Position, sec *wal.Section, lsn *uint64, sr *ShardRecovery, t *tailStats, apply func(lsn uint64, op *model.Op) error) error {
 	for j, data := range sec.Entries {
 		n := sec.FirstLSN + uint64(j)
 		if n <= *lsn {
 			sr.Skipped++
 			continue
 		}
-		fail := func(err error) error { return &LogError{Pos: pos, Shard: sec.Shard, LSN: n, Err: err} }
+		fail := func(err error) error { return &store.LogError{Pos: pos, Shard: sec.Shard, LSN: n, Err: err} }
 		if n != *lsn+1 {
 			return fail(fmt.Errorf("a gap: the shard is at LSN %d", *lsn))
 		}
-		op, err := DecodeOp(data)
+		op, err := model.DecodeOp(data)
 		if err != nil {
 			return fail(fmt.Errorf("entry does not decode: %w", err))
 		}
@@ -218,8 +202,8 @@ func replaySection(pos wal.Position, sec *wal.Section, lsn *uint64, sr *ShardRec
 }
 
 // applyTo is replaySection's apply for recovery: Shard.Apply on s.
-func applyTo(s *Shard) func(uint64, *Op) error {
-	return func(_ uint64, op *Op) error { return s.Apply(op) }
+func applyTo(s *model.Shard) func(uint64, *model.Op) error {
+	return func(_ uint64, op *model.Op) error { return s.Apply(op) }
 }
 
 // checkLogEnd checks, at the end of a read of the shared log of dir, that
@@ -250,18 +234,18 @@ func checkLogEnd(dir string, tail *wal.Tail, shards []ShardRecovery) error {
 // count. Nothing is written. Memory is O(that shard's size), which is why
 // reshard reads one old shard at a time with it; the shared log is read
 // once per call.
-func RecoverShard(fs vfs.FS, dir string, shard, count int) (*Shard, CheckpointHeader, *ShardRecovery, error) {
+func RecoverShard(fs vfs.FS, dir string, shard, count int) (*model.Shard, model.CheckpointHeader, *ShardRecovery, error) {
 	if shard < 0 || shard >= count {
-		return nil, CheckpointHeader{}, nil, fmt.Errorf("shard %d: the directory has shards 0..%d", shard, count-1)
+		return nil, model.CheckpointHeader{}, nil, fmt.Errorf("shard %d: the directory has shards 0..%d", shard, count-1)
 	}
 	fs = meta.FS(fs)
-	path := StoreDir(fs, dir, shard)
-	store, err := openStore(fs, path, nil, true, false)
+	path := store.StoreDir(fs, dir, shard)
+	sdb, err := store.OpenStore(fs, path, nil, true, false)
 	if err != nil {
-		return nil, CheckpointHeader{}, nil, err
+		return nil, model.CheckpointHeader{}, nil, err
 	}
-	s, hdr, err := loadShard(store, path, shard, count)
-	if cerr := store.Close(); err == nil && cerr != nil {
+	s, hdr, err := store.LoadShard(sdb, path, shard, count)
+	if cerr := sdb.Close(); err == nil && cerr != nil {
 		err = fmt.Errorf("closing shard store %s: %w", path, cerr)
 	}
 	if err != nil {

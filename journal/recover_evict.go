@@ -5,6 +5,8 @@ import (
 	"fmt"
 
 	"github.com/cockroachdb/pebble/v2"
+	"github.com/fusee-dev/fusee/journal/model"
+	"github.com/fusee-dev/fusee/journal/store"
 )
 
 // An evicting recovery (OpenOptions.Evict) opens a directory for an
@@ -18,52 +20,57 @@ import (
 // that need every run at once (the ID index and timers against the
 // journals) are left to fusee verify.
 
-// loadShardEvicting is loadShard for an evicting recovery.
-func loadShardEvicting(st *pebble.DB, path string, index, count int) (_ *Shard, _ CheckpointHeader, err error) {
-	defer recoverStoreFatal(path, &err)
-	s := NewShard(index, count)
-	s.back = &backing{st: st, path: path, scratch: NewShard(index, count), ids: newKeyFilter(), seen: newKeyFilter()}
-	var hdr CheckpointHeader
+// loadShardEvicting is LoadShard for an evicting recovery.
+func loadShardEvicting(st *pebble.DB, path string, index, count int) (_ *model.Shard, _ model.CheckpointHeader, err error) {
+	defer store.RecoverStoreFatal(path, &err)
+	s := model.NewShard(index, count)
+	b := &backing{st: st, path: path, scratch: model.NewShard(index, count), ids: newKeyFilter(), seen: newKeyFilter()}
+	s.SetBacking(b)
+	var hdr model.CheckpointHeader
 	have := false
-	each := func(kind byte, fn func(k StoreKey, val []byte) error) error {
+	each := func(kind byte, fn func(k store.StoreKey, val []byte) error) error {
 		it, err := st.NewIter(&pebble.IterOptions{LowerBound: []byte{kind}, UpperBound: []byte{kind + 1}})
 		if err != nil {
-			return storeError(path, "reading", err)
+			return store.WrapStoreError(path, "reading", err)
 		}
 		for ok := it.First(); ok; ok = it.Next() {
-			k, perr := ParseStoreKey(it.Key())
+			k, perr := store.ParseStoreKey(it.Key())
 			if perr == nil {
 				perr = fn(k, it.Value())
 			}
 			if perr != nil {
-				return closeIter(path, it, &StoreError{Path: path, Key: fmt.Sprintf("%q", it.Key()), Err: perr})
+				return store.CloseIter(path, it, &store.StoreError{Path: path, Key: fmt.Sprintf("%q", it.Key()), Err: perr})
 			}
 		}
 		if err := it.Error(); err != nil {
-			return closeIter(path, it, storeError(path, "reading", err))
+			return store.CloseIter(path, it, store.WrapStoreError(path, "reading", err))
 		}
-		return closeIter(path, it, nil)
+		return store.CloseIter(path, it, nil)
 	}
 	err = errors.Join(
-		each(KeyHeader, func(_ StoreKey, val []byte) (err error) { hdr, err = DecodeHeader(val); have = err == nil; return err }),
-		each(KeyOutbox, func(k StoreKey, val []byte) error {
-			m, err := DecodeMessage(val, k.Seq)
+		each(store.KeyHeader, func(_ store.StoreKey, val []byte) (err error) {
+			hdr, err = model.DecodeHeader(val)
+			have = err == nil
+			return err
+		}),
+		each(store.KeyOutbox, func(k store.StoreKey, val []byte) error {
+			m, err := model.DecodeMessage(val, k.Seq)
 			if err == nil {
 				s.Outbox[m.ID] = m
 			}
 			return err
 		}),
-		each(KeyIndex, func(k StoreKey, _ []byte) error { s.back.ids.add(k.ID); return nil }),
-		each(KeySeen, func(k StoreKey, _ []byte) error { s.back.seen.add(k.ID); return nil }),
+		each(store.KeyIndex, func(k store.StoreKey, _ []byte) error { b.ids.add(k.ID); return nil }),
+		each(store.KeySeen, func(k store.StoreKey, _ []byte) error { b.seen.add(k.ID); return nil }),
 	)
 	if err != nil {
 		return nil, hdr, err
 	}
 	if !have {
-		return nil, hdr, &StoreError{Path: path, Err: errors.New("no checkpoint header (key \"H\")")}
+		return nil, hdr, &store.StoreError{Path: path, Err: errors.New("no checkpoint header (key \"H\")")}
 	}
-	if err := checkHeader(&hdr, index, count); err != nil {
-		return nil, hdr, &StoreError{Path: path, Err: err}
+	if err := store.CheckHeader(&hdr, index, count); err != nil {
+		return nil, hdr, &store.StoreError{Path: path, Err: err}
 	}
 	s.LSN, s.NextRun, s.NextSeq, s.StoreGen = hdr.LSN, hdr.NextRun, hdr.NextSeq, hdr.Gen
 	return s, hdr, nil
@@ -73,8 +80,8 @@ func loadShardEvicting(st *pebble.DB, path string, index, count int) (_ *Shard, 
 // handles (after recovery reopened them for writing).
 func (db *DB) rebindBacking() {
 	for i, s := range db.Shards {
-		if s.back != nil {
-			s.back.st = db.stores[i]
+		if b, ok := s.Backing().(*backing); ok {
+			b.st = db.stores[i]
 		}
 	}
 }
@@ -84,7 +91,7 @@ func (db *DB) rebindBacking() {
 // for what changed since the checkpoint), the others read from the store
 // one at a time (fn must not keep them if memory is to stay bounded).
 // Order: the store's runs by number, then runs only in memory.
-func (db *DB) EachRun(i int, fn func(r *Run) error) error {
+func (db *DB) EachRun(i int, fn func(r *model.Run) error) error {
 	if err := db.checkShard(i); err != nil {
 		return err
 	}
@@ -97,8 +104,8 @@ func (db *DB) EachRun(i int, fn func(r *Run) error) error {
 		}
 		return nil
 	}
-	inStore := map[RunNo]bool{}
-	err := db.StoredRuns(i, func(r *Run) error {
+	inStore := map[model.RunNo]bool{}
+	err := db.StoredRuns(i, func(r *model.Run) error {
 		if m, ok := s.Runs[r.No]; ok {
 			inStore[r.No] = true
 			r = m
@@ -128,13 +135,13 @@ func (db *DB) DropUnchanged() {
 	}
 	for _, s := range db.Shards {
 		for no := range s.Runs {
-			if _, ok := s.changed.runs[no]; !ok {
+			if _, ok := s.Changed.Runs[no]; !ok {
 				delete(s.Runs, no)
 			}
 		}
 		for id, no := range s.ByID {
 			_, resident := s.Runs[no]
-			if _, changed := s.changed.ids[id]; !resident && !changed {
+			if _, changed := s.Changed.IDs[id]; !resident && !changed {
 				delete(s.ByID, id)
 			}
 		}

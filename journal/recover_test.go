@@ -13,6 +13,8 @@ import (
 
 	"github.com/cockroachdb/pebble/v2"
 	"github.com/cockroachdb/pebble/v2/vfs"
+	"github.com/fusee-dev/fusee/journal/model"
+	"github.com/fusee-dev/fusee/journal/store"
 	"github.com/fusee-dev/fusee/journal/wal"
 	"github.com/fusee-dev/fusee/meta"
 	"pgregory.net/rapid"
@@ -85,7 +87,7 @@ func TestReadOnlyChangesNoByte(t *testing.T) {
 	if replayed == 0 {
 		t.Fatal("the directory has no log tail: the test would prove little")
 	}
-	if err := db.Commit([]ShardOp{{Shard: 0, Op: Op{Kind: OpSeen, MsgID: "x", WorkflowID: "a"}}}); !errors.Is(err, ErrReadOnly) {
+	if err := db.Commit([]ShardOp{{Shard: 0, Op: model.Op{Kind: model.OpSeen, MsgID: "x", WorkflowID: "a"}}}); !errors.Is(err, ErrReadOnly) {
 		t.Fatalf("Commit on a read-only DB: %v, want ErrReadOnly", err)
 	}
 	if err := db.Checkpoint(); !errors.Is(err, ErrReadOnly) {
@@ -275,36 +277,36 @@ func writeAll(t *rapid.T, fs vfs.FS, path string, data []byte) {
 func TestCorruptStoreIsRefused(t *testing.T) {
 	cases := []struct {
 		name   string
-		damage func(t *testing.T, db *pebble.DB, s *Shard)
+		damage func(t *testing.T, db *pebble.DB, s *model.Shard)
 		want   string // in the error
 	}{
-		{"missing header", func(t *testing.T, db *pebble.DB, s *Shard) {
-			must(t, db.Delete(headerKey, pebble.Sync))
+		{"missing header", func(t *testing.T, db *pebble.DB, s *model.Shard) {
+			must(t, db.Delete(store.HeaderKey(), pebble.Sync))
 		}, "no checkpoint header"},
-		{"header of another shard", func(t *testing.T, db *pebble.DB, s *Shard) {
-			h := headerFor(s, CheckpointHeader{Gen: 1})
+		{"header of another shard", func(t *testing.T, db *pebble.DB, s *model.Shard) {
+			h := store.HeaderFor(s, model.CheckpointHeader{Gen: 1})
 			h.Shard = 1
-			must(t, db.Set(headerKey, EncodeHeader(nil, &h), pebble.Sync))
+			must(t, db.Set(store.HeaderKey(), model.EncodeHeader(nil, &h), pebble.Sync))
 		}, "says shard 1"},
-		{"undecodable run entry", func(t *testing.T, db *pebble.DB, s *Shard) {
-			must(t, db.Set(RunKey(1), []byte{9, 9}, pebble.Sync))
+		{"undecodable run entry", func(t *testing.T, db *pebble.DB, s *model.Shard) {
+			must(t, db.Set(store.RunKey(1), []byte{9, 9}, pebble.Sync))
 		}, "key run/1"},
-		{"missing journal record", func(t *testing.T, db *pebble.DB, s *Shard) {
-			must(t, db.Delete(RecordKey(1, 0), pebble.Sync))
+		{"missing journal record", func(t *testing.T, db *pebble.DB, s *model.Shard) {
+			must(t, db.Delete(store.RecordKey(1, 0), pebble.Sync))
 		}, "key run/1"},
-		{"index points elsewhere", func(t *testing.T, db *pebble.DB, s *Shard) {
-			must(t, db.Set(IndexKey(s.Runs[1].WorkflowID), encodeRunNo(77), pebble.Sync))
+		{"index points elsewhere", func(t *testing.T, db *pebble.DB, s *model.Shard) {
+			must(t, db.Set(store.IndexKey(s.Runs[1].WorkflowID), model.EncodeRunNo(77), pebble.Sync))
 		}, "ID index"},
-		{"stray timer", func(t *testing.T, db *pebble.DB, s *Shard) {
-			must(t, db.Set(TimerKeyBytes(TimerKey{At: 5, Run: 1, Pos: 0}), nil, pebble.Sync))
+		{"stray timer", func(t *testing.T, db *pebble.DB, s *model.Shard) {
+			must(t, db.Set(store.TimerKeyBytes(model.TimerKey{At: 5, Run: 1, Pos: 0}), nil, pebble.Sync))
 		}, "timers"},
-		{"unknown key", func(t *testing.T, db *pebble.DB, s *Shard) {
+		{"unknown key", func(t *testing.T, db *pebble.DB, s *model.Shard) {
 			must(t, db.Set([]byte("Zebra"), nil, pebble.Sync))
 		}, "unknown kind"},
-		{"checkpoint ahead of the log", func(t *testing.T, db *pebble.DB, s *Shard) {
-			h := headerFor(s, CheckpointHeader{Gen: 1})
+		{"checkpoint ahead of the log", func(t *testing.T, db *pebble.DB, s *model.Shard) {
+			h := store.HeaderFor(s, model.CheckpointHeader{Gen: 1})
 			h.LSN += 3
-			must(t, db.Set(headerKey, EncodeHeader(nil, &h), pebble.Sync))
+			must(t, db.Set(store.HeaderKey(), model.EncodeHeader(nil, &h), pebble.Sync))
 		}, "checkpoint and log disagree"},
 	}
 	for _, tc := range cases {
@@ -312,15 +314,15 @@ func TestCorruptStoreIsRefused(t *testing.T) {
 			mem := vfs.NewMem()
 			db, err := Create(mem, "/d", CreateOptions{Shards: 2})
 			must(t, err)
-			ops := []ShardOp{{Shard: 0, Op: Op{Kind: OpStart, Run: 1, Rec: Record{Kind: KindStart, WorkflowID: "a", Gen: 1}}},
-				{Shard: 0, Op: Op{Kind: OpAppend, Run: 1, Rec: Record{Kind: KindTimer, Pos: 1, Time: 50}}}}
+			ops := []ShardOp{{Shard: 0, Op: model.Op{Kind: model.OpStart, Run: 1, Rec: model.Record{Kind: model.KindStart, WorkflowID: "a", Gen: 1}}},
+				{Shard: 0, Op: model.Op{Kind: model.OpAppend, Run: 1, Rec: model.Record{Kind: model.KindTimer, Pos: 1, Time: 50}}}}
 			must(t, db.Commit(ops))
 			must(t, db.Checkpoint())
 			s := db.Shards[0]
 			must(t, db.Close())
 
-			path := StoreDir(mem, "/d", 0)
-			st, err := openStore(mem, path, nil, false, false)
+			path := store.StoreDir(mem, "/d", 0)
+			st, err := store.OpenStore(mem, path, nil, false, false)
 			must(t, err)
 			tc.damage(t, st, s)
 			must(t, st.Close())
@@ -333,7 +335,7 @@ func TestCorruptStoreIsRefused(t *testing.T) {
 			if !strings.Contains(msg, tc.want) || !strings.Contains(msg, "restore") {
 				t.Fatalf("error %q: want it to say %q and what to do", msg, tc.want)
 			}
-			var se *StoreError
+			var se *store.StoreError
 			if tc.name != "checkpoint ahead of the log" && (!errors.As(err, &se) || se.Path != path) {
 				t.Fatalf("error %v: want a *StoreError for %s", err, path)
 			}
@@ -387,9 +389,9 @@ func TestCommitRefusesInvalidOp(t *testing.T) {
 	mem := vfs.NewMem()
 	db, err := Create(mem, "/d", CreateOptions{Shards: 1})
 	must(t, err)
-	good := []ShardOp{{Shard: 0, Op: Op{Kind: OpStart, Run: 1, Rec: Record{Kind: KindStart, WorkflowID: "a", Gen: 1}}}}
+	good := []ShardOp{{Shard: 0, Op: model.Op{Kind: model.OpStart, Run: 1, Rec: model.Record{Kind: model.KindStart, WorkflowID: "a", Gen: 1}}}}
 	must(t, db.Commit(good))
-	bad := []ShardOp{{Shard: 0, Op: Op{Kind: OpSeen, MsgID: "x", WorkflowID: "a"}}, {Shard: 0, Op: Op{Kind: OpLoad, Run: 1}}}
+	bad := []ShardOp{{Shard: 0, Op: model.Op{Kind: model.OpSeen, MsgID: "x", WorkflowID: "a"}}, {Shard: 0, Op: model.Op{Kind: model.OpLoad, Run: 1}}}
 	if err := db.Commit(bad); err == nil {
 		t.Fatal("Commit accepted an op that does not fit")
 	}

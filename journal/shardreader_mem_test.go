@@ -10,6 +10,8 @@ import (
 
 	"github.com/cockroachdb/pebble/v2"
 	"github.com/cockroachdb/pebble/v2/vfs"
+	"github.com/fusee-dev/fusee/journal/model"
+	"github.com/fusee-dev/fusee/journal/store"
 )
 
 // writeManyRuns makes a one-shard directory on the real disk whose store
@@ -21,40 +23,40 @@ func writeManyRuns(t *testing.T, dir string, n int) {
 	db, err := Create(vfs.Default, dir, CreateOptions{Shards: 1, Now: 100})
 	must(t, err)
 	must(t, db.Close())
-	path := StoreDir(vfs.Default, dir, 0)
-	st, err := openStore(vfs.Default, path, nil, false, false)
+	path := store.StoreDir(vfs.Default, dir, 0)
+	st, err := store.OpenStore(vfs.Default, path, nil, false, false)
 	must(t, err)
-	val, closer, err := st.Get(headerKey)
+	val, closer, err := st.Get(store.HeaderKey())
 	must(t, err)
-	hdr, err := DecodeHeader(val)
+	hdr, err := model.DecodeHeader(val)
 	must(t, err)
 	closer.Close()
 	payload := make([]byte, 200)
 	b := st.NewBatch()
 	var buf []byte
-	for no := RunNo(1); no <= RunNo(n); no++ {
+	for no := model.RunNo(1); no <= model.RunNo(n); no++ {
 		id := fmt.Sprintf("wf-%08d", no)
-		recs := []Record{
-			{Kind: KindStart, WorkflowID: id, Type: "order", Gen: 1, Time: 10, Payload: payload},
-			{Kind: KindStep, Pos: 1, Name: "charge", Status: StatusOK, Attempt: 1, Payload: payload},
-			{Kind: KindValue, Pos: 2, Name: "random", Time: 20, Payload: payload},
-			{Kind: KindDone, Pos: 3, Status: StatusOK, Time: 30, Payload: payload},
+		recs := []model.Record{
+			{Kind: model.KindStart, WorkflowID: id, Type: "order", Gen: 1, Time: 10, Payload: payload},
+			{Kind: model.KindStep, Pos: 1, Name: "charge", Status: model.StatusOK, Attempt: 1, Payload: payload},
+			{Kind: model.KindValue, Pos: 2, Name: "random", Time: 20, Payload: payload},
+			{Kind: model.KindDone, Pos: 3, Status: model.StatusOK, Time: 30, Payload: payload},
 		}
-		r := Run{No: no, WorkflowID: id, Gen: 1, Type: "order", State: StateFinished, Status: StatusOK, Started: 10, Finished: 30, Journal: recs}
-		e := entryOf(&r)
-		must(t, b.Set(RunKey(no), EncodeRunEntry(buf[:0], &e), nil))
+		r := model.Run{No: no, WorkflowID: id, Gen: 1, Type: "order", State: model.StateFinished, Status: model.StatusOK, Started: 10, Finished: 30, Journal: recs}
+		e := model.EntryOf(&r)
+		must(t, b.Set(store.RunKey(no), model.EncodeRunEntry(buf[:0], &e), nil))
 		for i := range recs {
-			must(t, b.Set(RecordKey(no, uint32(i)), EncodeRecord(buf[:0], &recs[i]), nil))
+			must(t, b.Set(store.RecordKey(no, uint32(i)), model.EncodeRecord(buf[:0], &recs[i]), nil))
 		}
-		must(t, b.Set(IndexKey(id), encodeRunNo(no), nil))
-		if no%2000 == 0 || no == RunNo(n) {
+		must(t, b.Set(store.IndexKey(id), model.EncodeRunNo(no), nil))
+		if no%2000 == 0 || no == model.RunNo(n) {
 			must(t, b.Commit(pebble.NoSync))
 			b.Close()
 			b = st.NewBatch()
 		}
 	}
-	hdr.NextRun = RunNo(n) + 1
-	must(t, b.Set(headerKey, EncodeHeader(nil, &hdr), nil))
+	hdr.NextRun = model.RunNo(n) + 1
+	must(t, b.Set(store.HeaderKey(), model.EncodeHeader(nil, &hdr), nil))
 	must(t, b.Commit(pebble.Sync))
 	b.Close()
 	must(t, st.Close())
@@ -63,12 +65,12 @@ func writeManyRuns(t *testing.T, dir string, n int) {
 	db, _, err = Open(vfs.Default, dir, OpenOptions{})
 	must(t, err)
 	var ops []ShardOp
-	for no := RunNo(1); no <= RunNo(n); no += RunNo(n / 10) {
-		ops = append(ops, ShardOp{Op: Op{Kind: OpTombstone, Run: no}})
+	for no := model.RunNo(1); no <= model.RunNo(n); no += model.RunNo(n / 10) {
+		ops = append(ops, ShardOp{Op: model.Op{Kind: model.OpTombstone, Run: no}})
 	}
 	for i := range 10 {
-		ops = append(ops, ShardOp{Op: Op{Kind: OpStart, Run: RunNo(n + 1 + i),
-			Rec: Record{Kind: KindStart, WorkflowID: fmt.Sprintf("new-%d", i), Gen: 1, Type: "order"}}})
+		ops = append(ops, ShardOp{Op: model.Op{Kind: model.OpStart, Run: model.RunNo(n + 1 + i),
+			Rec: model.Record{Kind: model.KindStart, WorkflowID: fmt.Sprintf("new-%d", i), Gen: 1, Type: "order"}}})
 	}
 	must(t, db.Commit(ops))
 	must(t, db.Close())
@@ -80,7 +82,7 @@ func writeManyRuns(t *testing.T, dir string, n int) {
 func streamPeakHeap(t *testing.T, dir string) (int, uint64) {
 	t.Helper()
 	_, tails, _ := readAllTails(t, vfs.Default, dir, 1)
-	sr, err := OpenShardReader(vfs.Default, dir, 0, 1, &tails[0])
+	sr, err := store.OpenShardReader(vfs.Default, dir, 0, 1, &tails[0])
 	must(t, err)
 	defer sr.Close()
 	var ms runtime.MemStats
@@ -88,7 +90,7 @@ func streamPeakHeap(t *testing.T, dir string) (int, uint64) {
 	runtime.ReadMemStats(&ms)
 	base, peak := ms.HeapInuse, ms.HeapInuse
 	runs := 0
-	err = sr.Runs(context.Background(), func(r *Run, archive []Record) error {
+	err = sr.Runs(context.Background(), func(r *model.Run, archive []model.Record) error {
 		runs++
 		if runs%500 == 0 {
 			runtime.ReadMemStats(&ms)

@@ -10,6 +10,8 @@ import (
 
 	"github.com/cockroachdb/pebble/v2"
 	"github.com/cockroachdb/pebble/v2/vfs"
+	"github.com/fusee-dev/fusee/journal/model"
+	"github.com/fusee-dev/fusee/journal/store"
 	"pgregory.net/rapid"
 )
 
@@ -24,18 +26,18 @@ type fataler interface {
 // (ReadHeader, the given tails, a ShardReader) into a *Shard, checking
 // that every stream comes in order, so that it can be compared with
 // RecoverShard's.
-func streamShard(t fataler, fs vfs.FS, dir string, shard, count int, tail *ShardTail) (*Shard, error) {
+func streamShard(t fataler, fs vfs.FS, dir string, shard, count int, tail *store.ShardTail) (*model.Shard, error) {
 	t.Helper()
-	sr, err := OpenShardReader(fs, dir, shard, count, tail)
+	sr, err := store.OpenShardReader(fs, dir, shard, count, tail)
 	if err != nil {
 		return nil, err
 	}
 	defer sr.Close()
-	s := NewShard(shard, count)
+	s := model.NewShard(shard, count)
 	h := sr.Header()
 	s.LSN, s.NextRun, s.NextSeq = h.LSN, h.NextRun, h.NextSeq
-	var last RunNo
-	err = sr.Runs(context.Background(), func(r *Run, archive []Record) error {
+	var last model.RunNo
+	err = sr.Runs(context.Background(), func(r *model.Run, archive []model.Record) error {
 		if r.No <= last {
 			return fmt.Errorf("run %d after run %d", r.No, last)
 		}
@@ -50,7 +52,7 @@ func streamShard(t fataler, fs vfs.FS, dir string, shard, count int, tail *Shard
 		return nil, err
 	}
 	var lastSeq uint64
-	err = sr.Outbox(func(m *Message) error {
+	err = sr.Outbox(func(m *model.Message) error {
 		if m.Seq <= lastSeq {
 			return fmt.Errorf("message seq %d after %d", m.Seq, lastSeq)
 		}
@@ -76,12 +78,12 @@ func streamShard(t fataler, fs vfs.FS, dir string, shard, count int, tail *Shard
 		return nil, err
 	}
 	lastID, first = "", true
-	if err := sr.Index(func(id string, no RunNo) error { s.ByID[id] = no; return inOrder(id) }); err != nil {
+	if err := sr.Index(func(id string, no model.RunNo) error { s.ByID[id] = no; return inOrder(id) }); err != nil {
 		return nil, err
 	}
-	var lastTimer *TimerKey
-	err = sr.Timers(func(k TimerKey) error {
-		if lastTimer != nil && compareTimers(*lastTimer, k) >= 0 {
+	var lastTimer *model.TimerKey
+	err = sr.Timers(func(k model.TimerKey) error {
+		if lastTimer != nil && model.CompareTimers(*lastTimer, k) >= 0 {
 			return fmt.Errorf("timer %+v after %+v", k, *lastTimer)
 		}
 		lastTimer = &k
@@ -95,11 +97,11 @@ func streamShard(t fataler, fs vfs.FS, dir string, shard, count int, tail *Shard
 }
 
 // readAllTails reads every shard's header and the log tails.
-func readAllTails(t fataler, fs vfs.FS, dir string, count int) ([]CheckpointHeader, []ShardTail, *RecoveryReport) {
+func readAllTails(t fataler, fs vfs.FS, dir string, count int) ([]model.CheckpointHeader, []store.ShardTail, *RecoveryReport) {
 	t.Helper()
-	hdrs := make([]CheckpointHeader, count)
+	hdrs := make([]model.CheckpointHeader, count)
 	for i := range hdrs {
-		h, err := ReadHeader(fs, dir, i, count)
+		h, err := store.ReadHeader(fs, dir, i, count)
 		if err != nil {
 			t.Fatalf("ReadHeader(%d): %v", i, err)
 		}
@@ -114,7 +116,7 @@ func readAllTails(t fataler, fs vfs.FS, dir string, count int) ([]CheckpointHead
 
 // checkStreamedEqualsRecovered compares, for every shard, the streamed
 // state with RecoverShard's, and the tails' report with its report.
-func checkStreamedEqualsRecovered(t fataler, fs vfs.FS, dir string, count int) []ShardTail {
+func checkStreamedEqualsRecovered(t fataler, fs vfs.FS, dir string, count int) []store.ShardTail {
 	t.Helper()
 	hdrs, tails, rep := readAllTails(t, fs, dir, count)
 	for i := range count {
@@ -133,7 +135,7 @@ func checkStreamedEqualsRecovered(t fataler, fs vfs.FS, dir string, count int) [
 		if err != nil {
 			t.Fatalf("streaming shard %d: %v", i, err)
 		}
-		if d := DiffShards(got, want); d != "" {
+		if d := model.DiffShards(got, want); d != "" {
 			t.Fatalf("shard %d: streamed vs RecoverShard:\n%s", i, d)
 		}
 	}
@@ -145,37 +147,37 @@ type tailCoverage struct {
 	starts, storeRunOps, parks, loads, tombstones, storeAcks, tailAcks, seen int
 }
 
-func (c *tailCoverage) count(t fataler, fs vfs.FS, dir string, tails []ShardTail) {
+func (c *tailCoverage) count(t fataler, fs vfs.FS, dir string, tails []store.ShardTail) {
 	for i := range tails {
-		sr, err := OpenShardReader(fs, dir, i, len(tails), &tails[i])
+		sr, err := store.OpenShardReader(fs, dir, i, len(tails), &tails[i])
 		if err != nil {
 			t.Fatal(err)
 		}
 		sent := map[string]bool{}
 		for _, e := range tails[i].Entries {
 			switch op := e.Op; op.Kind {
-			case OpStart:
+			case model.OpStart:
 				c.starts++
-			case OpPark:
+			case model.OpPark:
 				c.parks++
-			case OpLoad:
+			case model.OpLoad:
 				c.loads++
-			case OpTombstone:
+			case model.OpTombstone:
 				c.tombstones++
-			case OpSeen:
+			case model.OpSeen:
 				c.seen++
-			case OpAck:
+			case model.OpAck:
 				if sent[op.MsgID] {
 					c.tailAcks++
 				} else {
 					c.storeAcks++
 				}
-			case OpAppend:
-				if op.Rec.MsgID != "" && (op.Rec.Kind == KindChild || op.Rec.Kind == KindSend) {
+			case model.OpAppend:
+				if op.Rec.MsgID != "" && (op.Rec.Kind == model.KindChild || op.Rec.Kind == model.KindSend) {
 					sent[op.Rec.MsgID] = true
 				}
 			}
-			if e.Op.Kind != OpStart && e.Op.Run != 0 && e.Op.Run < sr.stored.NextRun {
+			if e.Op.Kind != model.OpStart && e.Op.Run != 0 && e.Op.Run < sr.StoredHeader().NextRun {
 				c.storeRunOps++
 			}
 		}
@@ -231,35 +233,37 @@ func TestShardReaderDirected(t *testing.T) {
 	dir := filepath.Join(t.TempDir(), "d")
 	db, err := Create(vfs.Default, dir, CreateOptions{Shards: 1, Now: 100})
 	must(t, err)
-	start := func(no RunNo, id string, gen uint32) ShardOp {
-		return ShardOp{Op: Op{Kind: OpStart, Run: no, Rec: Record{Kind: KindStart, WorkflowID: id, Gen: gen, Type: "t", Time: 10}}}
+	start := func(no model.RunNo, id string, gen uint32) ShardOp {
+		return ShardOp{Op: model.Op{Kind: model.OpStart, Run: no, Rec: model.Record{Kind: model.KindStart, WorkflowID: id, Gen: gen, Type: "t", Time: 10}}}
 	}
-	app := func(no RunNo, rec Record) ShardOp { return ShardOp{Op: Op{Kind: OpAppend, Run: no, Rec: rec}} }
-	send := func(no RunNo, pos uint32, msg string) ShardOp {
-		return app(no, Record{Kind: KindSend, Pos: pos, WorkflowID: "peer", Name: "poke", MsgID: msg, Time: 20})
+	app := func(no model.RunNo, rec model.Record) ShardOp {
+		return ShardOp{Op: model.Op{Kind: model.OpAppend, Run: no, Rec: rec}}
 	}
-	run := func(op Op) ShardOp { return ShardOp{Op: op} }
+	send := func(no model.RunNo, pos uint32, msg string) ShardOp {
+		return app(no, model.Record{Kind: model.KindSend, Pos: pos, WorkflowID: "peer", Name: "poke", MsgID: msg, Time: 20})
+	}
+	run := func(op model.Op) ShardOp { return ShardOp{Op: op} }
 	must(t, db.Commit([]ShardOp{
 		start(1, "a", 1), start(2, "b", 1), start(3, "c", 1), start(4, "d", 1), start(5, "e", 1),
 		send(1, 1, "m1"), send(1, 2, "m2"), send(2, 1, "m3"),
-		app(3, Record{Kind: KindDone, Pos: 1, Status: StatusOK, Time: 30}),
-		app(5, Record{Kind: KindDone, Pos: 1, Status: StatusOK, Time: 30}), run(Op{Kind: OpTombstone, Run: 5}),
-		app(4, Record{Kind: KindTimer, Pos: 1, Name: "sleep", Time: 500}), run(Op{Kind: OpPark, Run: 4}),
-		run(Op{Kind: OpSeen, MsgID: "in-1", WorkflowID: "a"}), run(Op{Kind: OpSeen, MsgID: "in-2", WorkflowID: "b"}),
+		app(3, model.Record{Kind: model.KindDone, Pos: 1, Status: model.StatusOK, Time: 30}),
+		app(5, model.Record{Kind: model.KindDone, Pos: 1, Status: model.StatusOK, Time: 30}), run(model.Op{Kind: model.OpTombstone, Run: 5}),
+		app(4, model.Record{Kind: model.KindTimer, Pos: 1, Name: "sleep", Time: 500}), run(model.Op{Kind: model.OpPark, Run: 4}),
+		run(model.Op{Kind: model.OpSeen, MsgID: "in-1", WorkflowID: "a"}), run(model.Op{Kind: model.OpSeen, MsgID: "in-2", WorkflowID: "b"}),
 	}))
 	must(t, db.Checkpoint())
 	must(t, db.Commit([]ShardOp{
 		start(6, "new", 1), // a new ID
 		start(7, "c", 2),   // a restart of an ID whose run is in the store
 		send(2, 2, "m1"),   // replaces the store's m1
-		app(2, Record{Kind: KindTimer, Pos: 3, Name: "sleep", Time: 900}),
-		run(Op{Kind: OpAck, MsgID: "m2"}), // a stored message
-		send(6, 1, "m9"),                  // sent by the tail…
-		run(Op{Kind: OpAck, MsgID: "m9"}), // …and acked in it
+		app(2, model.Record{Kind: model.KindTimer, Pos: 3, Name: "sleep", Time: 900}),
+		run(model.Op{Kind: model.OpAck, MsgID: "m2"}), // a stored message
+		send(6, 1, "m9"), // sent by the tail…
+		run(model.Op{Kind: model.OpAck, MsgID: "m9"}), // …and acked in it
 		send(6, 2, "m10"),
-		run(Op{Kind: OpPark, Run: 1}), run(Op{Kind: OpLoad, Run: 4}),
-		run(Op{Kind: OpTombstone, Run: 3}),
-		run(Op{Kind: OpSeen, MsgID: "in-2", WorkflowID: "c"}), run(Op{Kind: OpSeen, MsgID: "in-0", WorkflowID: "a"}),
+		run(model.Op{Kind: model.OpPark, Run: 1}), run(model.Op{Kind: model.OpLoad, Run: 4}),
+		run(model.Op{Kind: model.OpTombstone, Run: 3}),
+		run(model.Op{Kind: model.OpSeen, MsgID: "in-2", WorkflowID: "c"}), run(model.Op{Kind: model.OpSeen, MsgID: "in-0", WorkflowID: "a"}),
 	}))
 	must(t, db.Close())
 	tails := checkStreamedEqualsRecovered(t, vfs.Default, dir, 1)
@@ -282,21 +286,21 @@ func TestShardReaderRefusesDamage(t *testing.T) {
 		damage func(t *testing.T, db *pebble.DB)
 		want   string
 	}{
-		{"missing journal record", func(t *testing.T, db *pebble.DB) { must(t, db.Delete(RecordKey(2, 1), pebble.Sync)) }, "key run/2"},
-		{"undecodable run entry", func(t *testing.T, db *pebble.DB) { must(t, db.Set(RunKey(2), []byte{9}, pebble.Sync)) }, "key run/2"},
+		{"missing journal record", func(t *testing.T, db *pebble.DB) { must(t, db.Delete(store.RecordKey(2, 1), pebble.Sync)) }, "key run/2"},
+		{"undecodable run entry", func(t *testing.T, db *pebble.DB) { must(t, db.Set(store.RunKey(2), []byte{9}, pebble.Sync)) }, "key run/2"},
 		{"run past next run", func(t *testing.T, db *pebble.DB) {
-			must(t, db.Set(RunKey(9), EncodeRunEntry(nil, &RunEntry{State: StateTombstone, WorkflowID: "z"}), pebble.Sync))
-			must(t, db.Set(ArchiveKey(9), EncodeHistory(nil, nil), pebble.Sync))
+			must(t, db.Set(store.RunKey(9), model.EncodeRunEntry(nil, &model.RunEntry{State: model.StateTombstone, WorkflowID: "z"}), pebble.Sync))
+			must(t, db.Set(store.ArchiveKey(9), model.EncodeHistory(nil, nil), pebble.Sync))
 		}, "next run number"},
 		{"archive of a live run", func(t *testing.T, db *pebble.DB) {
-			must(t, db.Set(ArchiveKey(2), EncodeHistory(nil, nil), pebble.Sync))
+			must(t, db.Set(store.ArchiveKey(2), model.EncodeHistory(nil, nil), pebble.Sync))
 		}, "not a tombstone"},
-		{"tombstone without archive", func(t *testing.T, db *pebble.DB) { must(t, db.Delete(ArchiveKey(3), pebble.Sync)) }, "no archived history"},
+		{"tombstone without archive", func(t *testing.T, db *pebble.DB) { must(t, db.Delete(store.ArchiveKey(3), pebble.Sync)) }, "no archived history"},
 		{"outbox seq past next seq", func(t *testing.T, db *pebble.DB) {
-			must(t, db.Set(OutboxKey(99), EncodeMessage(nil, &Message{ID: "x", Kind: MsgSignal, Target: "p"}), pebble.Sync))
+			must(t, db.Set(store.OutboxKey(99), model.EncodeMessage(nil, &model.Message{ID: "x", Kind: model.MsgSignal, Target: "p"}), pebble.Sync))
 		}, "next seq"},
 		{"unknown key", func(t *testing.T, db *pebble.DB) { must(t, db.Set([]byte("Zebra"), nil, pebble.Sync)) }, "unknown kind"},
-		{"acked message missing", func(t *testing.T, db *pebble.DB) { must(t, db.Delete(OutboxKey(1), pebble.Sync)) }, "not in the outbox"},
+		{"acked message missing", func(t *testing.T, db *pebble.DB) { must(t, db.Delete(store.OutboxKey(1), pebble.Sync)) }, "not in the outbox"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -304,18 +308,18 @@ func TestShardReaderRefusesDamage(t *testing.T) {
 			db, err := Create(mem, "/d", CreateOptions{Shards: 1})
 			must(t, err)
 			must(t, db.Commit([]ShardOp{
-				{Op: Op{Kind: OpStart, Run: 1, Rec: Record{Kind: KindStart, WorkflowID: "a", Gen: 1}}},
-				{Op: Op{Kind: OpAppend, Run: 1, Rec: Record{Kind: KindSend, Pos: 1, WorkflowID: "p", MsgID: "m1"}}},
-				{Op: Op{Kind: OpStart, Run: 2, Rec: Record{Kind: KindStart, WorkflowID: "b", Gen: 1}}},
-				{Op: Op{Kind: OpAppend, Run: 2, Rec: Record{Kind: KindValue, Pos: 1}}},
-				{Op: Op{Kind: OpStart, Run: 3, Rec: Record{Kind: KindStart, WorkflowID: "c", Gen: 1}}},
-				{Op: Op{Kind: OpAppend, Run: 3, Rec: Record{Kind: KindDone, Pos: 1}}},
-				{Op: Op{Kind: OpTombstone, Run: 3}},
+				{Op: model.Op{Kind: model.OpStart, Run: 1, Rec: model.Record{Kind: model.KindStart, WorkflowID: "a", Gen: 1}}},
+				{Op: model.Op{Kind: model.OpAppend, Run: 1, Rec: model.Record{Kind: model.KindSend, Pos: 1, WorkflowID: "p", MsgID: "m1"}}},
+				{Op: model.Op{Kind: model.OpStart, Run: 2, Rec: model.Record{Kind: model.KindStart, WorkflowID: "b", Gen: 1}}},
+				{Op: model.Op{Kind: model.OpAppend, Run: 2, Rec: model.Record{Kind: model.KindValue, Pos: 1}}},
+				{Op: model.Op{Kind: model.OpStart, Run: 3, Rec: model.Record{Kind: model.KindStart, WorkflowID: "c", Gen: 1}}},
+				{Op: model.Op{Kind: model.OpAppend, Run: 3, Rec: model.Record{Kind: model.KindDone, Pos: 1}}},
+				{Op: model.Op{Kind: model.OpTombstone, Run: 3}},
 			}))
 			must(t, db.Checkpoint())
-			must(t, db.Commit([]ShardOp{{Op: Op{Kind: OpAck, MsgID: "m1"}}}))
+			must(t, db.Commit([]ShardOp{{Op: model.Op{Kind: model.OpAck, MsgID: "m1"}}}))
 			must(t, db.Close())
-			st, err := openStore(mem, StoreDir(mem, "/d", 0), nil, false, false)
+			st, err := store.OpenStore(mem, store.StoreDir(mem, "/d", 0), nil, false, false)
 			must(t, err)
 			tc.damage(t, st)
 			must(t, st.Close())
@@ -325,8 +329,8 @@ func TestShardReaderRefusesDamage(t *testing.T) {
 			if err == nil || !strings.Contains(err.Error(), tc.want) || !strings.Contains(err.Error(), "restore") {
 				t.Fatalf("streaming a damaged shard: %v; want an error saying %q and what to do", err, tc.want)
 			}
-			var se *StoreError
-			var le *LogError
+			var se *store.StoreError
+			var le *store.LogError
 			if !errors.As(err, &se) && !errors.As(err, &le) {
 				t.Fatalf("error %v: want a *StoreError or *LogError", err)
 			}
@@ -340,7 +344,7 @@ func TestReadTailsRefusesDisagreement(t *testing.T) {
 	mem := vfs.NewMem()
 	db, err := Create(mem, "/d", CreateOptions{Shards: 2})
 	must(t, err)
-	must(t, db.Commit([]ShardOp{{Shard: 1, Op: Op{Kind: OpSeen, MsgID: "x", WorkflowID: "a"}}}))
+	must(t, db.Commit([]ShardOp{{Shard: 1, Op: model.Op{Kind: model.OpSeen, MsgID: "x", WorkflowID: "a"}}}))
 	must(t, db.Close())
 	hdrs, _, _ := readAllTails(t, mem, "/d", 2)
 	hdrs[1].LSN = 3
@@ -360,8 +364,8 @@ func TestReadTailsRefusesDisagreement(t *testing.T) {
 // log tails over the store.
 func TestRunEntriesMatchesRuns(t *testing.T) {
 	type pair struct {
-		no RunNo
-		e  RunEntry
+		no model.RunNo
+		e  model.RunEntry
 	}
 	rapid.Check(t, func(rt *rapid.T) {
 		mem := vfs.NewMem()
@@ -380,17 +384,17 @@ func TestRunEntriesMatchesRuns(t *testing.T) {
 		}
 		_, tails, _ := readAllTails(rt, mem, "/d", shards)
 		for i := range shards {
-			sr, err := OpenShardReader(mem, "/d", i, shards, &tails[i])
+			sr, err := store.OpenShardReader(mem, "/d", i, shards, &tails[i])
 			if err != nil {
 				rt.Fatal(err)
 			}
 			var full, entries []pair
-			err = sr.Runs(context.Background(), func(r *Run, _ []Record) error {
-				full = append(full, pair{r.No, entryOf(r)})
+			err = sr.Runs(context.Background(), func(r *model.Run, _ []model.Record) error {
+				full = append(full, pair{r.No, model.EntryOf(r)})
 				return nil
 			})
 			if err == nil {
-				err = sr.RunEntries(context.Background(), func(no RunNo, e RunEntry) error {
+				err = sr.RunEntries(context.Background(), func(no model.RunNo, e model.RunEntry) error {
 					entries = append(entries, pair{no, e})
 					return nil
 				})

@@ -8,16 +8,17 @@ import (
 	"testing"
 
 	"github.com/cockroachdb/pebble/v2/vfs"
+	"github.com/fusee-dev/fusee/journal/store"
 )
 
 // corruptStoreTable flips 8 bytes in the middle of an sstable of shard
 // shard's store and returns the store directory and the file's name.
 func corruptStoreTable(t *testing.T, dir string, shard int) (string, string) {
 	t.Helper()
-	store := StoreDir(vfs.Default, dir, shard)
-	tables, err := filepath.Glob(filepath.Join(store, "*.sst"))
+	sdir := store.StoreDir(vfs.Default, dir, shard)
+	tables, err := filepath.Glob(filepath.Join(sdir, "*.sst"))
 	if err != nil || len(tables) == 0 {
-		t.Fatalf("no sstables in %s (%v)", store, err)
+		t.Fatalf("no sstables in %s (%v)", sdir, err)
 	}
 	b, err := os.ReadFile(tables[0])
 	if err != nil {
@@ -29,7 +30,7 @@ func corruptStoreTable(t *testing.T, dir string, shard int) (string, string) {
 	if err := os.WriteFile(tables[0], b, 0o644); err != nil {
 		t.Fatal(err)
 	}
-	return store, filepath.Base(tables[0])
+	return sdir, filepath.Base(tables[0])
 }
 
 // A shard store whose sstable fails its checksum is a clean
@@ -44,19 +45,19 @@ func TestOpenCorruptStoreTable(t *testing.T) {
 	if err := db.Close(); err != nil {
 		t.Fatal(err)
 	}
-	store, file := corruptStoreTable(t, dir, 1)
+	sdir, file := corruptStoreTable(t, dir, 1)
 
 	check := func(what string, err error) {
 		t.Helper()
-		var ce *StoreCorruptionError
+		var ce *store.StoreCorruptionError
 		if !errors.As(err, &ce) {
 			t.Fatalf("%s: %v (%T), want a *StoreCorruptionError", what, err, err)
 		}
-		if ce.Path != store || ce.File != file {
-			t.Errorf("%s: error names %q file %q, want %q file %q", what, ce.Path, ce.File, store, file)
+		if ce.Path != sdir || ce.File != file {
+			t.Errorf("%s: error names %q file %q, want %q file %q", what, ce.Path, ce.File, sdir, file)
 		}
 		msg := err.Error()
-		for _, want := range []string{store, file, "the shard store is damaged; restore the directory from a backup"} {
+		for _, want := range []string{sdir, file, "the shard store is damaged; restore the directory from a backup"} {
 			if !strings.Contains(msg, want) {
 				t.Errorf("%s: message %q does not contain %q", what, msg, want)
 			}
@@ -78,27 +79,4 @@ func TestOpenCorruptStoreTable(t *testing.T) {
 	if _, _, _, err := RecoverShard(vfs.Default, dir, 0, 2); err != nil {
 		t.Fatalf("RecoverShard of the intact shard: %v", err)
 	}
-}
-
-// Only pebble's Fatalf is turned into an error; other panics go on.
-func TestRecoverStoreFatal(t *testing.T) {
-	f := func() (err error) {
-		defer recoverStoreFatal("/s", &err)
-		quietLogger{}.Fatalf("boom %d", 1)
-		return nil
-	}
-	var ce *StoreCorruptionError
-	if err := f(); !errors.As(err, &ce) || ce.Path != "/s" || !strings.Contains(err.Error(), "pebble: boom 1") {
-		t.Fatalf("Fatalf: %v", err)
-	}
-	defer func() {
-		if r := recover(); r != "other" {
-			t.Fatalf("recovered %v, want the other panic", r)
-		}
-	}()
-	func() {
-		var err error
-		defer recoverStoreFatal("/s", &err)
-		panic("other")
-	}()
 }

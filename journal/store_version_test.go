@@ -7,28 +7,30 @@ import (
 
 	"github.com/cockroachdb/pebble/v2"
 	"github.com/cockroachdb/pebble/v2/vfs"
+	"github.com/fusee-dev/fusee/journal/model"
+	"github.com/fusee-dev/fusee/journal/store"
 )
 
 // setStoreVersion rewrites shard's checkpoint header in place with
 // layout version v.
 func setStoreVersion(t *testing.T, fs vfs.FS, dir string, shard int, v uint64) {
 	t.Helper()
-	st, err := openStore(fs, StoreDir(fs, dir, shard), nil, false, false)
+	st, err := store.OpenStore(fs, store.StoreDir(fs, dir, shard), nil, false, false)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer st.Close()
-	val, closer, err := st.Get(headerKey)
+	val, closer, err := st.Get(store.HeaderKey())
 	if err != nil {
 		t.Fatal(err)
 	}
-	h, err := DecodeHeader(val)
+	h, err := model.DecodeHeader(val)
 	closer.Close()
 	if err != nil {
 		t.Fatal(err)
 	}
 	h.Version = v
-	if err := st.Set(headerKey, EncodeHeader(nil, &h), pebble.Sync); err != nil {
+	if err := st.Set(store.HeaderKey(), model.EncodeHeader(nil, &h), pebble.Sync); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -43,7 +45,7 @@ func TestOpenRefusesOtherStoreVersions(t *testing.T) {
 	}{
 		{2, "written by a development build of fusee and must be regenerated"},
 		{1, "written by a development build of fusee and must be regenerated"},
-		{StoreVersion + 1, "written by a newer fusee"},
+		{model.StoreVersion + 1, "written by a newer fusee"},
 	} {
 		fs := vfs.NewMem()
 		db, err := Create(fs, "/data", CreateOptions{Shards: 2, Now: 1})
@@ -60,8 +62,8 @@ func TestOpenRefusesOtherStoreVersions(t *testing.T) {
 				db.Close()
 				t.Fatalf("version %d: Open(read-only %v) accepted the store", tc.version, ro)
 			}
-			var se *StoreError
-			var ve *StoreVersionError
+			var se *store.StoreError
+			var ve *model.StoreVersionError
 			if !errors.As(err, &se) || !errors.As(err, &ve) || ve.Version != tc.version {
 				t.Fatalf("version %d: %v (%T), want a *StoreError wrapping a *StoreVersionError", tc.version, err, err)
 			}

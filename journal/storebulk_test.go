@@ -9,6 +9,8 @@ import (
 
 	"github.com/cockroachdb/pebble/v2"
 	"github.com/cockroachdb/pebble/v2/vfs"
+	"github.com/fusee-dev/fusee/journal/model"
+	"github.com/fusee-dev/fusee/journal/store"
 	"pgregory.net/rapid"
 )
 
@@ -76,23 +78,23 @@ func storeDump(t *rapid.T, db *DB, shard int) string {
 
 // incrementalDump writes s into an empty store the way checkpoints do,
 // every key marked changed, and dumps it.
-func incrementalDump(t *rapid.T, fs vfs.FS, s *Shard, hdr CheckpointHeader) string {
+func incrementalDump(t *rapid.T, fs vfs.FS, s *model.Shard, hdr model.CheckpointHeader) string {
 	path := fmt.Sprintf("/inc-%d", s.Index)
-	st, err := openStore(fs, path, nil, false, true)
+	st, err := store.OpenStore(fs, path, nil, false, true)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer st.Close()
-	saved := s.changed
+	saved := s.Changed
 	markAllChanged(s)
 	b := st.NewBatch()
-	if err := writeChanges(b, s, &hdr); err != nil {
+	if err := store.WriteChanges(b, s, &hdr); err != nil {
 		t.Fatal(err)
 	}
 	if err := b.Commit(pebble.Sync); err != nil {
 		t.Fatal(err)
 	}
-	s.changed = saved
+	s.Changed = saved
 	var out string
 	it, _ := st.NewIter(nil)
 	for ok := it.First(); ok; ok = it.Next() {
@@ -106,26 +108,26 @@ func incrementalDump(t *rapid.T, fs vfs.FS, s *Shard, hdr CheckpointHeader) stri
 
 // markAllChanged makes every key of s count as changed since the last
 // checkpoint.
-func markAllChanged(s *Shard) {
-	s.trackChanges()
-	c := s.changed
+func markAllChanged(s *model.Shard) {
+	s.TrackChanges()
+	c := s.Changed
 	for no := range s.Runs {
-		c.runs[no] = 0
+		c.Runs[no] = 0
 	}
 	for id := range s.ByID {
-		c.ids[id] = struct{}{}
+		c.IDs[id] = struct{}{}
 	}
 	for k := range s.Timers {
-		c.timers[k] = struct{}{}
+		c.Timers[k] = struct{}{}
 	}
 	for _, m := range s.Outbox {
-		c.outbox[m.Seq] = m.ID
+		c.Outbox[m.Seq] = m.ID
 	}
 	for id := range s.Seen {
-		c.seen[id] = struct{}{}
+		c.Seen[id] = struct{}{}
 	}
 	for no := range s.Archive {
-		c.archive[no] = struct{}{}
+		c.Archive[no] = struct{}{}
 	}
 }
 
@@ -136,19 +138,19 @@ func markAllChanged(s *Shard) {
 func TestCheckpointBatchIsDeterministic(t *testing.T) {
 	s := benchShard(t, 300)
 	markAllChanged(s)
-	if n := s.pendingChanges(); n < 1000 {
+	if n := s.PendingChanges(); n < 1000 {
 		t.Fatalf("only %d changed keys: the test needs many to catch map order", n)
 	}
-	st, err := openStore(vfs.NewMem(), "/s", nil, false, true)
+	st, err := store.OpenStore(vfs.NewMem(), "/s", nil, false, true)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer st.Close()
-	hdr := headerFor(s, CheckpointHeader{Now: 7, Created: 1, Gen: 1, Seq: 1})
+	hdr := store.HeaderFor(s, model.CheckpointHeader{Now: 7, Created: 1, Gen: 1, Seq: 1})
 	var first []byte
 	for i := range 5 {
 		b := st.NewBatch()
-		if err := writeChanges(b, s, &hdr); err != nil {
+		if err := store.WriteChanges(b, s, &hdr); err != nil {
 			t.Fatal(err)
 		}
 		if i == 0 {
@@ -163,46 +165,46 @@ func TestCheckpointBatchIsDeterministic(t *testing.T) {
 // benchShard builds a shard of runs runs in memory: each started, given
 // steps with payloads, a timer, a signal and a child; a third finished,
 // half the rest parked.
-func benchShard(tb testing.TB, runs int) *Shard {
-	s := NewShard(0, 1)
+func benchShard(tb testing.TB, runs int) *model.Shard {
+	s := model.NewShard(0, 1)
 	payload := make([]byte, 64)
-	apply := func(op Op) {
+	apply := func(op model.Op) {
 		if err := s.Apply(&op); err != nil {
 			tb.Fatal(err)
 		}
 	}
 	for i := 1; i <= runs; i++ {
-		no := RunNo(i)
+		no := model.RunNo(i)
 		id := fmt.Sprintf("order-%08d", i)
-		apply(Op{Kind: OpStart, Run: no, Rec: Record{Kind: KindStart, WorkflowID: id, Type: "order", Gen: 1, Time: int64(i), Payload: payload}})
+		apply(model.Op{Kind: model.OpStart, Run: no, Rec: model.Record{Kind: model.KindStart, WorkflowID: id, Type: "order", Gen: 1, Time: int64(i), Payload: payload}})
 		pos := uint32(1)
-		rec := func(r Record) {
+		rec := func(r model.Record) {
 			r.Pos = pos
 			pos++
-			apply(Op{Kind: OpAppend, Run: no, Rec: r})
+			apply(model.Op{Kind: model.OpAppend, Run: no, Rec: r})
 		}
 		for range 4 {
-			rec(Record{Kind: KindStep, Name: "charge", Status: StatusOK, Attempt: 1, Payload: payload, Key: CtxKey{WorkflowID: id, Run: no, Pos: pos}})
+			rec(model.Record{Kind: model.KindStep, Name: "charge", Status: model.StatusOK, Attempt: 1, Payload: payload, Key: model.CtxKey{WorkflowID: id, Run: no, Pos: pos}})
 		}
-		rec(Record{Kind: KindTimer, Name: "sleep", Time: int64(i) + 60_000})
-		rec(Record{Kind: KindSignal, Name: "go", MsgID: id + "/s", Payload: payload})
-		rec(Record{Kind: KindChild, WorkflowID: id + "-child", Type: "ship", MsgID: id + "/c", Payload: payload})
+		rec(model.Record{Kind: model.KindTimer, Name: "sleep", Time: int64(i) + 60_000})
+		rec(model.Record{Kind: model.KindSignal, Name: "go", MsgID: id + "/s", Payload: payload})
+		rec(model.Record{Kind: model.KindChild, WorkflowID: id + "-child", Type: "ship", MsgID: id + "/c", Payload: payload})
 		switch i % 3 {
 		case 0:
-			rec(Record{Kind: KindDone, Status: StatusOK, Time: int64(i) + 10, Payload: payload})
+			rec(model.Record{Kind: model.KindDone, Status: model.StatusOK, Time: int64(i) + 10, Payload: payload})
 		case 1:
-			apply(Op{Kind: OpPark, Run: no})
+			apply(model.Op{Kind: model.OpPark, Run: no})
 		}
-		apply(Op{Kind: OpSeen, MsgID: fmt.Sprintf("in/%d", i), WorkflowID: fmt.Sprintf("wf-%d", i%7)})
+		apply(model.Op{Kind: model.OpSeen, MsgID: fmt.Sprintf("in/%d", i), WorkflowID: fmt.Sprintf("wf-%d", i%7)})
 	}
 	return s
 }
 
 // storeBytes is the size of the keys and values of s's store.
-func storeBytes(s *Shard) int64 {
+func storeBytes(s *model.Shard) int64 {
 	var n int64
-	hdr := headerFor(s, CheckpointHeader{})
-	_ = eachStoreKey(s, &hdr, func(k, v []byte) error {
+	hdr := store.HeaderFor(s, model.CheckpointHeader{})
+	_ = store.EachStoreKey(s, &hdr, func(k, v []byte) error {
 		n += int64(len(k) + len(v))
 		return nil
 	})
@@ -225,7 +227,7 @@ func BenchmarkWriteShardStore(b *testing.B) {
 		dir := b.TempDir()
 		start := time.Now()
 		for i := 0; i < b.N; i++ {
-			if err := WriteShardStore(vfs.Default, filepath.Join(dir, fmt.Sprint(i)), s, CheckpointHeader{Gen: 1}); err != nil {
+			if err := store.WriteShardStore(vfs.Default, filepath.Join(dir, fmt.Sprint(i)), s, model.CheckpointHeader{Gen: 1}); err != nil {
 				b.Fatal(err)
 			}
 		}
@@ -243,13 +245,13 @@ func BenchmarkWriteShardStore(b *testing.B) {
 			dir := b.TempDir()
 			start := time.Now()
 			for i := 0; i < b.N; i++ {
-				st, err := openStore(vfs.Default, filepath.Join(dir, fmt.Sprint(i)), nil, false, true)
+				st, err := store.OpenStore(vfs.Default, filepath.Join(dir, fmt.Sprint(i)), nil, false, true)
 				if err != nil {
 					b.Fatal(err)
 				}
 				bt := st.NewBatch()
-				hdr := headerFor(s, CheckpointHeader{Gen: 1})
-				if err := eachStoreKey(s, &hdr, func(k, v []byte) error { return bt.Set(k, v, nil) }); err != nil {
+				hdr := store.HeaderFor(s, model.CheckpointHeader{Gen: 1})
+				if err := store.EachStoreKey(s, &hdr, func(k, v []byte) error { return bt.Set(k, v, nil) }); err != nil {
 					b.Fatal(err)
 				}
 				if err := bt.Commit(pebble.Sync); err != nil {

@@ -6,6 +6,8 @@ import (
 
 	"github.com/cockroachdb/pebble/v2"
 	"github.com/cockroachdb/pebble/v2/vfs"
+	"github.com/fusee-dev/fusee/journal/model"
+	"github.com/fusee-dev/fusee/journal/store"
 	"github.com/fusee-dev/fusee/journal/wal"
 	"github.com/fusee-dev/fusee/meta"
 )
@@ -21,9 +23,9 @@ import (
 // V2State is a log format 2 directory recovered in memory.
 type V2State struct {
 	Meta    meta.Meta
-	Shards  []*Shard
-	Headers []CheckpointHeader // each shard's checkpoint header
-	Report  *RecoveryReport    // LogFrom/LogEnd/Batches are zero: each shard has its own log
+	Shards  []*model.Shard
+	Headers []model.CheckpointHeader // each shard's checkpoint header
+	Report  *RecoveryReport          // LogFrom/LogEnd/Batches are zero: each shard has its own log
 	// Torn lists, per shard, a dropped never-acknowledged tail of its log
 	// ("" none).
 	Torn []string
@@ -42,7 +44,7 @@ func ReadV2(fs vfs.FS, dir string) (*V2State, error) {
 	}
 	defer lock.Close()
 	n := lock.Meta().Shards
-	st := &V2State{Meta: lock.Meta(), Shards: make([]*Shard, n), Headers: make([]CheckpointHeader, n),
+	st := &V2State{Meta: lock.Meta(), Shards: make([]*model.Shard, n), Headers: make([]model.CheckpointHeader, n),
 		Report: &RecoveryReport{Shards: make([]ShardRecovery, n)}, Torn: make([]string, n)}
 	cache := pebble.NewCache(cacheSize)
 	defer cache.Unref()
@@ -61,13 +63,13 @@ func ReadV2(fs vfs.FS, dir string) (*V2State, error) {
 
 // readShardV2 recovers shard i of a format 2 directory into st.
 func readShardV2(fs vfs.FS, dir string, i, n int, cache *pebble.Cache, st *V2State) error {
-	path := StoreDir(fs, dir, i)
-	store, err := openStore(fs, path, cache, true, false)
+	path := store.StoreDir(fs, dir, i)
+	sdb, err := store.OpenStore(fs, path, cache, true, false)
 	if err != nil {
 		return err
 	}
-	s, hdr, err := loadShard(store, path, i, n)
-	if cerr := store.Close(); err == nil && cerr != nil {
+	s, hdr, err := store.LoadShard(sdb, path, i, n)
+	if cerr := sdb.Close(); err == nil && cerr != nil {
 		err = fmt.Errorf("closing shard store %s: %w", path, cerr)
 	}
 	if err != nil {
@@ -75,7 +77,7 @@ func readShardV2(fs vfs.FS, dir string, i, n int, cache *pebble.Cache, st *V2Sta
 	}
 	sr := &st.Report.Shards[i]
 	*sr = ShardRecovery{Shard: i, CheckpointLSN: hdr.LSN}
-	torn, err := readLogV2(fs, dir, i, &s.LSN, sr, func(_ wal.Position, _ uint64, op *Op) error { return s.Apply(op) })
+	torn, err := readLogV2(fs, dir, i, &s.LSN, sr, func(_ wal.Position, _ uint64, op *model.Op) error { return s.Apply(op) })
 	if err != nil {
 		return err
 	}
@@ -88,15 +90,15 @@ func readShardV2(fs vfs.FS, dir string, i, n int, cache *pebble.Cache, st *V2Sta
 // first segment, passing each entry above *lsn to apply (replaySection's
 // rules: no gap, every entry decodes) and advancing *lsn, then checks that
 // the log ends exactly there. It returns the dropped torn tail ("" none).
-func readLogV2(fs vfs.FS, dir string, i int, lsn *uint64, sr *ShardRecovery, apply func(wal.Position, uint64, *Op) error) (string, error) {
+func readLogV2(fs vfs.FS, dir string, i int, lsn *uint64, sr *ShardRecovery, apply func(wal.Position, uint64, *model.Op) error) (string, error) {
 	checkpoint := *lsn
 	logDir := wal.ShardLogDir(fs, dir, i)
 	tail, err := wal.ReadV2(fs, logDir, i, func(b wal.Batch) error {
 		for _, sec := range b.Sections {
 			if sec.Shard != i {
-				return &LogError{Pos: b.Pos, Shard: sec.Shard, LSN: sec.FirstLSN, Err: fmt.Errorf("an entry for shard %d in shard %d's log", sec.Shard, i)}
+				return &store.LogError{Pos: b.Pos, Shard: sec.Shard, LSN: sec.FirstLSN, Err: fmt.Errorf("an entry for shard %d in shard %d's log", sec.Shard, i)}
 			}
-			keep := func(n uint64, op *Op) error { return apply(b.Pos, n, op) }
+			keep := func(n uint64, op *model.Op) error { return apply(b.Pos, n, op) }
 			if err := replaySection(b.Pos, &sec, lsn, sr, nil, keep); err != nil {
 				return err
 			}
@@ -121,12 +123,12 @@ func readLogV2(fs vfs.FS, dir string, i int, lsn *uint64, sr *ShardRecovery, app
 // RecoveryReport.TornTail (the last one found). Memory is the tails, which
 // the engine's checkpoints bound, as for ReadTails. Nothing is written;
 // the caller holds the directory's lock. ctx is checked between shards.
-func ReadTailsV2(ctx context.Context, fs vfs.FS, dir string, headers []CheckpointHeader) ([]ShardTail, *RecoveryReport, error) {
+func ReadTailsV2(ctx context.Context, fs vfs.FS, dir string, headers []model.CheckpointHeader) ([]store.ShardTail, *RecoveryReport, error) {
 	n := len(headers)
 	if n == 0 {
 		return nil, nil, fmt.Errorf("reading the log tails of %s: no shard headers", dir)
 	}
-	tails := make([]ShardTail, n)
+	tails := make([]store.ShardTail, n)
 	rep := &RecoveryReport{Shards: make([]ShardRecovery, n)}
 	for i := range headers {
 		if err := ctx.Err(); err != nil {
@@ -137,12 +139,12 @@ func ReadTailsV2(ctx context.Context, fs vfs.FS, dir string, headers []Checkpoin
 			return nil, nil, fmt.Errorf("reading the log tails of %s: headers[%d] is shard %d's of %d", dir, i, hdr.Shard, hdr.Count)
 		}
 		t := &tails[i]
-		*t = ShardTail{Shard: i, CheckpointLSN: hdr.LSN}
+		*t = store.ShardTail{Shard: i, CheckpointLSN: hdr.LSN}
 		sr := &rep.Shards[i]
 		*sr = ShardRecovery{Shard: i, CheckpointLSN: hdr.LSN}
 		lsn := hdr.LSN
-		torn, err := readLogV2(fs, dir, i, &lsn, sr, func(pos wal.Position, n uint64, op *Op) error {
-			t.Entries = append(t.Entries, TailEntry{LSN: n, Pos: pos, Op: *op})
+		torn, err := readLogV2(fs, dir, i, &lsn, sr, func(pos wal.Position, n uint64, op *model.Op) error {
+			t.Entries = append(t.Entries, store.TailEntry{LSN: n, Pos: pos, Op: *op})
 			return nil
 		})
 		if err != nil {
@@ -172,9 +174,9 @@ func WriteV2(ctx context.Context, fs vfs.FS, dir string) error {
 	}
 	defer d.Close()
 	n := d.Meta().Shards
-	headers := make([]CheckpointHeader, n)
+	headers := make([]model.CheckpointHeader, n)
 	for i := range headers {
-		if headers[i], err = ReadHeader(fs, dir, i, n); err != nil {
+		if headers[i], err = store.ReadHeader(fs, dir, i, n); err != nil {
 			return err
 		}
 	}
@@ -198,7 +200,7 @@ func WriteV2(ctx context.Context, fs vfs.FS, dir string) error {
 
 // writeShardV2 gives one shard of a directory being converted by WriteV2
 // its own log and a header without a log position.
-func writeShardV2(fs vfs.FS, dir string, hdr *CheckpointHeader, t *ShardTail) error {
+func writeShardV2(fs vfs.FS, dir string, hdr *model.CheckpointHeader, t *store.ShardTail) error {
 	w, err := wal.CreateV2From(fs, wal.ShardLogDir(fs, dir, t.Shard), t.Shard, t.CheckpointLSN+1, wal.Options{NoSync: true})
 	if err != nil {
 		return err
@@ -219,7 +221,7 @@ func writeShardV2(fs vfs.FS, dir string, hdr *CheckpointHeader, t *ShardTail) er
 				return err
 			}
 		}
-		batch = append(batch, EncodeOp(nil, &t.Entries[k].Op))
+		batch = append(batch, model.EncodeOp(nil, &t.Entries[k].Op))
 	}
 	if err := flush(); err != nil {
 		_ = w.Close()
@@ -230,17 +232,17 @@ func writeShardV2(fs vfs.FS, dir string, hdr *CheckpointHeader, t *ShardTail) er
 	}
 	h := *hdr
 	h.Log = wal.Position{}
-	path := StoreDir(fs, dir, t.Shard)
-	store, err := openStore(fs, path, nil, false, false)
+	path := store.StoreDir(fs, dir, t.Shard)
+	sdb, err := store.OpenStore(fs, path, nil, false, false)
 	if err != nil {
 		return err
 	}
-	err = store.Set(headerKey, EncodeHeader(nil, &h), pebble.Sync)
-	if cerr := store.Close(); err == nil && cerr != nil {
+	err = sdb.Set(store.HeaderKey(), model.EncodeHeader(nil, &h), pebble.Sync)
+	if cerr := sdb.Close(); err == nil && cerr != nil {
 		err = cerr
 	}
 	if err != nil {
 		return fmt.Errorf("writing the checkpoint header of %s: %w", path, err)
 	}
-	return meta.SyncDir(fs, ShardDir(fs, dir, t.Shard))
+	return meta.SyncDir(fs, store.ShardDir(fs, dir, t.Shard))
 }

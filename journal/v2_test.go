@@ -10,6 +10,8 @@ import (
 	"testing"
 
 	"github.com/cockroachdb/pebble/v2/vfs"
+	"github.com/fusee-dev/fusee/journal/model"
+	"github.com/fusee-dev/fusee/journal/store"
 	"github.com/fusee-dev/fusee/journal/wal"
 	"github.com/fusee-dev/fusee/meta"
 	"pgregory.net/rapid"
@@ -44,7 +46,7 @@ func writeV2Dir(t *rapid.T, fs vfs.FS, dir string, shards int) *workload {
 	for b := 0; b <= total; b++ {
 		if b == checkpointAt {
 			for i, s := range w.model {
-				if err := WriteShardStore(fs, StoreDir(fs, dir, i), s, CheckpointHeader{Gen: 1, Now: w.time}); err != nil {
+				if err := store.WriteShardStore(fs, store.StoreDir(fs, dir, i), s, model.CheckpointHeader{Gen: 1, Now: w.time}); err != nil {
 					t.Fatal(err)
 				}
 			}
@@ -54,7 +56,7 @@ func writeV2Dir(t *rapid.T, fs vfs.FS, dir string, shards int) *workload {
 		}
 		per := make([][][]byte, shards)
 		for _, sop := range w.batch(t, 5) {
-			per[sop.Shard] = append(per[sop.Shard], EncodeOp(nil, &sop.Op))
+			per[sop.Shard] = append(per[sop.Shard], model.EncodeOp(nil, &sop.Op))
 		}
 		for i, entries := range per {
 			if len(entries) > 0 {
@@ -113,9 +115,9 @@ func TestReadTailsV2(t *testing.T) {
 		shards := rapid.IntRange(1, 3).Draw(t, "shards")
 		w := writeV2Dir(t, mem, "/d", shards)
 		before := hashVFS(t, mem, "/d")
-		headers := make([]CheckpointHeader, shards)
+		headers := make([]model.CheckpointHeader, shards)
 		for i := range headers {
-			h, err := ReadHeader(mem, "/d", i, shards)
+			h, err := store.ReadHeader(mem, "/d", i, shards)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -134,12 +136,12 @@ func TestReadTailsV2(t *testing.T) {
 					t.Fatalf("shard %d entry %d has LSN %d", i, k, e.LSN)
 				}
 			}
-			r, err := OpenShardReader(mem, "/d", i, shards, &tails[i])
+			r, err := store.OpenShardReader(mem, "/d", i, shards, &tails[i])
 			if err != nil {
 				t.Fatal(err)
 			}
 			var runs int
-			err = r.Runs(context.Background(), func(run *Run, _ []Record) error {
+			err = r.Runs(context.Background(), func(run *model.Run, _ []model.Record) error {
 				m := w.model[i].Runs[run.No]
 				if m == nil || len(m.Journal) != len(run.Journal) || m.State != run.State {
 					return fmt.Errorf("run %d differs from the model", run.No)

@@ -5,6 +5,7 @@ import (
 	"maps"
 	"slices"
 
+	"github.com/fusee-dev/fusee/journal/model"
 	"pgregory.net/rapid"
 )
 
@@ -16,7 +17,7 @@ import (
 // asyncs opened and closed, so that outputs (timers, outbox, index) are
 // created and removed.
 type workload struct {
-	model []*Shard
+	model []*model.Shard
 	ids   [][]string // per shard: workflow IDs that hash to it
 	msgs  int        // message IDs drawn so far
 	time  int64
@@ -25,12 +26,12 @@ type workload struct {
 func newWorkload(shards int) *workload {
 	w := &workload{time: 1000}
 	for i := range shards {
-		w.model = append(w.model, NewShard(i, shards))
+		w.model = append(w.model, model.NewShard(i, shards))
 	}
 	w.ids = make([][]string, shards)
 	for n := 0; ; n++ {
 		id := fmt.Sprintf("wf-%d", n)
-		k := ShardOf(id, shards)
+		k := model.ShardOf(id, shards)
 		if len(w.ids[k]) < 6 {
 			w.ids[k] = append(w.ids[k], id)
 		}
@@ -65,31 +66,31 @@ func (w *workload) op(t *rapid.T) ShardOp {
 	k := rapid.IntRange(0, len(w.model)-1).Draw(t, "shard")
 	s := w.model[k]
 	w.time += int64(rapid.IntRange(0, 50).Draw(t, "dt"))
-	var op Op
+	var op model.Op
 	for op.Kind == 0 {
 		switch rapid.IntRange(0, 9).Draw(t, "action") {
 		case 0, 1:
 			op = w.start(t, s)
 		case 2, 3, 4, 5:
-			if r := pickRun(t, s, StateRunning); r != nil {
-				op = Op{Kind: OpAppend, Run: r.No, Rec: w.record(t, s, r)}
+			if r := pickRun(t, s, model.StateRunning); r != nil {
+				op = model.Op{Kind: model.OpAppend, Run: r.No, Rec: w.record(t, s, r)}
 			}
 		case 6:
-			if r := pickRun(t, s, StateRunning); r != nil {
-				op = Op{Kind: OpPark, Run: r.No}
-			} else if r := pickRun(t, s, StateParked); r != nil {
-				op = Op{Kind: OpLoad, Run: r.No}
+			if r := pickRun(t, s, model.StateRunning); r != nil {
+				op = model.Op{Kind: model.OpPark, Run: r.No}
+			} else if r := pickRun(t, s, model.StateParked); r != nil {
+				op = model.Op{Kind: model.OpLoad, Run: r.No}
 			}
 		case 7:
 			if ids := slices.Sorted(maps.Keys(s.Outbox)); len(ids) > 0 {
-				op = Op{Kind: OpAck, MsgID: rapid.SampledFrom(ids).Draw(t, "ack")}
+				op = model.Op{Kind: model.OpAck, MsgID: rapid.SampledFrom(ids).Draw(t, "ack")}
 			}
 		case 8:
-			op = Op{Kind: OpSeen, MsgID: fmt.Sprintf("in-%d", rapid.IntRange(0, 30).Draw(t, "seen")),
+			op = model.Op{Kind: model.OpSeen, MsgID: fmt.Sprintf("in-%d", rapid.IntRange(0, 30).Draw(t, "seen")),
 				WorkflowID: rapid.SampledFrom([]string{"wf-a", "wf-b", "wf-c"}).Draw(t, "receiver")}
 		case 9:
-			if r := pickRun(t, s, StateFinished); r != nil {
-				op = Op{Kind: OpTombstone, Run: r.No}
+			if r := pickRun(t, s, model.StateFinished); r != nil {
+				op = model.Op{Kind: model.OpTombstone, Run: r.No}
 			}
 		}
 	}
@@ -101,8 +102,8 @@ func (w *workload) op(t *rapid.T) ShardOp {
 }
 
 // pickRun draws a run in the given state, or nil if there is none.
-func pickRun(t *rapid.T, s *Shard, state RunState) *Run {
-	var nos []RunNo
+func pickRun(t *rapid.T, s *model.Shard, state model.RunState) *model.Run {
+	var nos []model.RunNo
 	for no, r := range s.Runs {
 		if r.State == state {
 			nos = append(nos, no)
@@ -122,29 +123,29 @@ func payload(t *rapid.T) []byte {
 	return nil
 }
 
-func (w *workload) start(t *rapid.T, s *Shard) Op {
+func (w *workload) start(t *rapid.T, s *model.Shard) model.Op {
 	id := rapid.SampledFrom(w.ids[s.Index]).Draw(t, "id")
-	rec := Record{Kind: KindStart, WorkflowID: id, Type: "order", Gen: 1, Time: w.time, Payload: payload(t)}
+	rec := model.Record{Kind: model.KindStart, WorkflowID: id, Type: "order", Gen: 1, Time: w.time, Payload: payload(t)}
 	if prev := s.Latest(id); prev != nil {
 		rec.Gen = prev.Gen + 1
-		rec.Origin = rapid.SampledFrom([]Origin{OriginRestart, OriginContinued, OriginReset}).Draw(t, "origin")
-		rec.Pred = RunRef{Shard: s.Index, Run: prev.No}
+		rec.Origin = rapid.SampledFrom([]model.Origin{model.OriginRestart, model.OriginContinued, model.OriginReset}).Draw(t, "origin")
+		rec.Pred = model.RunRef{Shard: s.Index, Run: prev.No}
 	} else if rapid.Bool().Draw(t, "child") {
-		rec.Origin = OriginChild
-		rec.Parent = ParentRef{Shard: rapid.IntRange(0, s.Count-1).Draw(t, "pshard"), Run: RunNo(rapid.IntRange(1, 40).Draw(t, "prun")), Pos: 3}
+		rec.Origin = model.OriginChild
+		rec.Parent = model.ParentRef{Shard: rapid.IntRange(0, s.Count-1).Draw(t, "pshard"), Run: model.RunNo(rapid.IntRange(1, 40).Draw(t, "prun")), Pos: 3}
 		rec.ParentID = "parent-" + id
 	}
 	if rapid.Bool().Draw(t, "deadline") {
 		rec.Deadline = w.time + 5000
 	}
-	return Op{Kind: OpStart, Run: s.NextRun, Rec: rec}
+	return model.Op{Kind: model.OpStart, Run: s.NextRun, Rec: rec}
 }
 
 // record draws the next journal record of running run r.
-func (w *workload) record(t *rapid.T, s *Shard, r *Run) Record {
+func (w *workload) record(t *rapid.T, s *model.Shard, r *model.Run) model.Record {
 	pos := uint32(len(r.Journal))
-	p := PendingOf(r)
-	rec := Record{Pos: pos}
+	p := model.PendingOf(r)
+	rec := model.Record{Pos: pos}
 	later := w.time + int64(rapid.IntRange(1, 10000).Draw(t, "later"))
 	open := func(list []uint32) (uint32, bool) {
 		if len(list) == 0 {
@@ -154,23 +155,23 @@ func (w *workload) record(t *rapid.T, s *Shard, r *Run) Record {
 	}
 	switch rapid.IntRange(0, 17).Draw(t, "kind") {
 	case 0:
-		rec.Kind, rec.Name, rec.Status, rec.Attempt, rec.Payload = KindStep, "charge", StatusOK, 1, payload(t)
+		rec.Kind, rec.Name, rec.Status, rec.Attempt, rec.Payload = model.KindStep, "charge", model.StatusOK, 1, payload(t)
 		rec.Key = r.Key(pos)
 	case 1:
-		rec.Kind, rec.Name, rec.Attempt, rec.Time = KindAttempt, "charge", 1, later
+		rec.Kind, rec.Name, rec.Attempt, rec.Time = model.KindAttempt, "charge", 1, later
 	case 2:
-		rec.Kind, rec.Name, rec.Time = KindTimer, "sleep", later
+		rec.Kind, rec.Name, rec.Time = model.KindTimer, "sleep", later
 	case 3:
 		ref, ok := open(p.Timers)
 		if !ok {
 			return w.record(t, s, r)
 		}
-		rec.Kind, rec.Ref, rec.Time = KindFired, ref, w.time
+		rec.Kind, rec.Ref, rec.Time = model.KindFired, ref, w.time
 	case 4:
-		rec.Kind, rec.Name, rec.MsgID, rec.Payload = KindSignal, "go", w.msgID(), payload(t)
-		rec.By = RunRef{Shard: s.Index, Run: 1}
+		rec.Kind, rec.Name, rec.MsgID, rec.Payload = model.KindSignal, "go", w.msgID(), payload(t)
+		rec.By = model.RunRef{Shard: s.Index, Run: 1}
 	case 5:
-		rec.Kind, rec.Name = KindWait, "go"
+		rec.Kind, rec.Name = model.KindWait, "go"
 		if rapid.Bool().Draw(t, "forever") {
 			rec.Deadline = later
 		}
@@ -179,51 +180,51 @@ func (w *workload) record(t *rapid.T, s *Shard, r *Run) Record {
 		if !ok {
 			return w.record(t, s, r)
 		}
-		rec.Kind, rec.Ref, rec.Status = KindWaited, ref, StatusOK
+		rec.Kind, rec.Ref, rec.Status = model.KindWaited, ref, model.StatusOK
 		if sig, ok := open(p.Signals); ok {
 			rec.MsgID = r.Journal[sig].MsgID
 		} else {
-			rec.Status = StatusTimedOut
+			rec.Status = model.StatusTimedOut
 		}
 	case 7:
-		rec.Kind, rec.Name, rec.Time, rec.Payload = KindValue, "random", w.time, payload(t)
+		rec.Kind, rec.Name, rec.Time, rec.Payload = model.KindValue, "random", w.time, payload(t)
 	case 8:
-		rec.Kind, rec.WorkflowID, rec.Type, rec.MsgID, rec.Payload = KindChild, "child-"+w.msgID(), "sub", w.msgID(), payload(t)
+		rec.Kind, rec.WorkflowID, rec.Type, rec.MsgID, rec.Payload = model.KindChild, "child-"+w.msgID(), "sub", w.msgID(), payload(t)
 	case 9:
 		ref, ok := open(p.Children)
 		if !ok {
 			return w.record(t, s, r)
 		}
-		rec.Kind, rec.Ref, rec.Status, rec.Payload = KindChildDone, ref, StatusOK, payload(t)
+		rec.Kind, rec.Ref, rec.Status, rec.Payload = model.KindChildDone, ref, model.StatusOK, payload(t)
 	case 10:
-		rec.Kind, rec.WorkflowID, rec.Name, rec.MsgID = KindSend, "peer", "poke", w.msgID()
-		rec.Attempt = uint32(rapid.IntRange(SendSignal, SendCancel).Draw(t, "sendflags"))
+		rec.Kind, rec.WorkflowID, rec.Name, rec.MsgID = model.KindSend, "peer", "poke", w.msgID()
+		rec.Attempt = uint32(rapid.IntRange(model.SendSignal, model.SendCancel).Draw(t, "sendflags"))
 	case 11:
-		rec.Kind, rec.Name, rec.By = KindCancel, "stop", RunRef{Shard: 0, Run: 1}
+		rec.Kind, rec.Name, rec.By = model.KindCancel, "stop", model.RunRef{Shard: 0, Run: 1}
 	case 12:
-		rec.Kind, rec.Name, rec.MsgID, rec.Payload = KindUpdate, "set", w.msgID(), payload(t)
+		rec.Kind, rec.Name, rec.MsgID, rec.Payload = model.KindUpdate, "set", w.msgID(), payload(t)
 		if rapid.Bool().Draw(t, "caller") {
-			rec.Parent, rec.ParentID = ParentRef{Shard: 0, Run: 2, Pos: 1}, "caller"
+			rec.Parent, rec.ParentID = model.ParentRef{Shard: 0, Run: 2, Pos: 1}, "caller"
 		}
 	case 13:
 		ref, ok := open(p.Updates)
 		if !ok {
 			return w.record(t, s, r)
 		}
-		rec.Kind, rec.Ref, rec.Status, rec.Payload = KindUpdateDone, ref, StatusOK, payload(t)
+		rec.Kind, rec.Ref, rec.Status, rec.Payload = model.KindUpdateDone, ref, model.StatusOK, payload(t)
 	case 14:
-		rec.Kind, rec.Name, rec.Payload = KindSearchAttr, "region", payload(t)
+		rec.Kind, rec.Name, rec.Payload = model.KindSearchAttr, "region", payload(t)
 	case 15:
-		rec.Kind, rec.Token = KindAsync, Token{Shard: s.Index, Run: r.No, Pos: pos}
+		rec.Kind, rec.Token = model.KindAsync, model.Token{Shard: s.Index, Run: r.No, Pos: pos}
 	case 16:
 		ref, ok := open(p.Asyncs)
 		if !ok {
 			return w.record(t, s, r)
 		}
-		rec.Kind, rec.Ref, rec.Payload = KindAsyncDone, ref, payload(t)
+		rec.Kind, rec.Ref, rec.Payload = model.KindAsyncDone, ref, payload(t)
 	case 17:
-		rec.Kind, rec.Time, rec.Payload = KindDone, w.time, payload(t)
-		rec.Status = rapid.SampledFrom([]Status{StatusOK, StatusFailed, StatusCancelled, StatusContinuedAsNew}).Draw(t, "status")
+		rec.Kind, rec.Time, rec.Payload = model.KindDone, w.time, payload(t)
+		rec.Status = rapid.SampledFrom([]model.Status{model.StatusOK, model.StatusFailed, model.StatusCancelled, model.StatusContinuedAsNew}).Draw(t, "status")
 	}
 	return rec
 }
@@ -232,13 +233,13 @@ func (w *workload) record(t *rapid.T, s *Shard, r *Run) Record {
 func checkShardsEqual(t interface {
 	Helper()
 	Fatalf(string, ...any)
-}, what string, got, want []*Shard) {
+}, what string, got, want []*model.Shard) {
 	t.Helper()
 	if len(got) != len(want) {
 		t.Fatalf("%s: %d shards, want %d", what, len(got), len(want))
 	}
 	for i := range got {
-		if d := DiffShards(got[i], want[i]); d != "" {
+		if d := model.DiffShards(got[i], want[i]); d != "" {
 			t.Fatalf("%s: shard %d differs (got vs want):\n%s", what, i, d)
 		}
 	}

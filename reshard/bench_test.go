@@ -11,8 +11,8 @@ import (
 
 	"github.com/cockroachdb/pebble/v2"
 	"github.com/cockroachdb/pebble/v2/vfs"
-	"github.com/fusee-dev/fusee/journal"
 	"github.com/fusee-dev/fusee/journal/sim"
+	"github.com/fusee-dev/fusee/journal/store"
 	"github.com/fusee-dev/fusee/meta"
 	"github.com/fusee-dev/fusee/reshard"
 )
@@ -134,7 +134,7 @@ func rewriteFloor(src, out string, shards int) error {
 		sem <- struct{}{}
 		go func() {
 			defer func() { <-sem }()
-			errs <- copyStore(journal.StoreDir(vfs.Default, src, i), journal.StoreDir(vfs.Default, out, i))
+			errs <- copyStore(store.StoreDir(vfs.Default, src, i), store.StoreDir(vfs.Default, out, i))
 		}()
 	}
 	for range shards {
@@ -154,7 +154,7 @@ func copyStore(from, to string) error {
 	if err := os.MkdirAll(filepath.Dir(to), 0o755); err != nil {
 		return err
 	}
-	sw, err := journal.NewStoreWriter(vfs.Default, to)
+	sw, err := store.NewStoreWriter(vfs.Default, to)
 	if err != nil {
 		return err
 	}

@@ -5,23 +5,24 @@ import (
 	"encoding/binary"
 	"fmt"
 
-	"github.com/fusee-dev/fusee/journal"
+	"github.com/fusee-dev/fusee/journal/model"
+	"github.com/fusee-dev/fusee/journal/store"
 	"github.com/fusee-dev/fusee/journal/wal"
 	"github.com/fusee-dev/fusee/meta"
 )
 
 // noSuchRun is the reserved run number a dangling reference is rewritten
 // to: no run is ever given it.
-const noSuchRun = journal.NoSuchRun
+const noSuchRun = model.NoSuchRun
 
 // clearTokenGen zeroes a record's token generation bits (the digest leaves
 // them out: every reshard changes them).
-func clearTokenGen(rec *journal.Record) { rec.Token.Gen = 0 }
+func clearTokenGen(rec *model.Record) { rec.Token.Gen = 0 }
 
 // setTokenGen stamps a record's token with the new store generation.
-func setTokenGen(rec *journal.Record, gen uint64) {
+func setTokenGen(rec *model.Record, gen uint64) {
 	if rec.Token.Run != 0 {
-		rec.Token.Gen = journal.TokenGen(gen)
+		rec.Token.Gen = model.TokenGen(gen)
 	}
 }
 
@@ -73,16 +74,16 @@ func (r *resharder) build(ctx context.Context, p *plan, newDir string, rep *Repo
 			return nil, err
 		}
 	}
-	writers := map[int]*journal.StoreWriter{} // direct: the stores being written
+	writers := map[int]*store.StoreWriter{} // direct: the stores being written
 	defer func() {
 		for _, sw := range writers {
 			sw.Abort()
 		}
 	}()
 	header := func(j int) []byte {
-		hdr := journal.CheckpointHeader{Version: journal.StoreVersion, Shard: j, Count: r.newN,
+		hdr := model.CheckpointHeader{Version: model.StoreVersion, Shard: j, Count: r.newN,
 			NextRun: p.nextRun[j], NextSeq: seq[j], Log: pos, Now: p.now, Created: p.created, Gen: newGen}
-		return journal.EncodeHeader(nil, &hdr)
+		return model.EncodeHeader(nil, &hdr)
 	}
 	var firstErr error
 	fail := func(err error) {
@@ -93,10 +94,10 @@ func (r *resharder) build(ctx context.Context, p *plan, newDir string, rep *Repo
 	// The rewrite (this goroutine) and the old digest (the reader's) look
 	// runs up, each through a cache of its own.
 	mine, theirs := &lookupCache{p: p}, &lookupCache{p: p}
-	mapper := func(_ journal.RefField, ref journal.RunRef) journal.RunRef {
+	mapper := func(_ model.RefField, ref model.RunRef) model.RunRef {
 		if ref.Run == noSuchRun {
 			rep.Counts.DanglingRefs++
-			return journal.RunRef{Run: noSuchRun}
+			return model.RunRef{Run: noSuchRun}
 		}
 		m, ok, err := mine.lookup(ref.Shard, ref.Run)
 		if err != nil {
@@ -105,15 +106,15 @@ func (r *resharder) build(ctx context.Context, p *plan, newDir string, rep *Repo
 		}
 		if !ok {
 			rep.Counts.DanglingRefs++
-			return journal.RunRef{Run: noSuchRun}
+			return model.RunRef{Run: noSuchRun}
 		}
-		n := journal.RunRef{Shard: m.Shard, Run: m.No}
+		n := model.RunRef{Shard: m.Shard, Run: m.No}
 		if n != ref {
 			rep.Counts.RefsRewritten++
 		}
 		return n
 	}
-	oldCanon := &canon{id: func(ref journal.RunRef) (uint64, bool, error) {
+	oldCanon := &canon{id: func(ref model.RunRef) (uint64, bool, error) {
 		m, ok, err := theirs.lookup(ref.Shard, ref.Run)
 		return m.ID, ok, err
 	}}
@@ -135,10 +136,10 @@ func (r *resharder) build(ctx context.Context, p *plan, newDir string, rep *Repo
 	for i := range r.oldN {
 		if direct {
 			for j := i; j < r.newN; j += r.oldN {
-				if err := r.fs.MkdirAll(journal.ShardDir(r.fs, newDir, j), 0o755); err != nil {
+				if err := r.fs.MkdirAll(store.ShardDir(r.fs, newDir, j), 0o755); err != nil {
 					return nil, err
 				}
-				sw, err := journal.NewStoreWriter(r.fs, journal.StoreDir(r.fs, newDir, j))
+				sw, err := store.NewStoreWriter(r.fs, store.StoreDir(r.fs, newDir, j))
 				if err != nil {
 					return nil, err
 				}
@@ -149,10 +150,10 @@ func (r *resharder) build(ctx context.Context, p *plan, newDir string, rep *Repo
 		if err != nil {
 			return nil, err
 		}
-		err = readAhead(ctx, src, func(run *journal.RawRun) error {
+		err = readAhead(ctx, src, func(run *store.RawRun) error {
 			oldCanon.rawRun(oldDigest, i, run)
 			return oldCanon.err
-		}, func(run *journal.RawRun) error {
+		}, func(run *store.RawRun) error {
 			m, ok, err := mine.lookup(i, run.No)
 			if err != nil {
 				return err
@@ -166,7 +167,7 @@ func (r *resharder) build(ctx context.Context, p *plan, newDir string, rep *Repo
 			return firstErr
 		})
 		if err == nil {
-			err = src.Outbox(func(msg *journal.Message) error {
+			err = src.Outbox(func(msg *model.Message) error {
 				oldCanon.message(oldDigest, *msg)
 				nm := *msg
 				nm.MapRefs(mapper)
@@ -181,22 +182,22 @@ func (r *resharder) build(ctx context.Context, p *plan, newDir string, rep *Repo
 				if j != i {
 					rep.Counts.OutboxMoved++
 				}
-				return put(j, journal.OutboxKey(nm.Seq), journal.EncodeMessage(nil, &nm))
+				return put(j, store.OutboxKey(nm.Seq), model.EncodeMessage(nil, &nm))
 			})
 		}
 		if err == nil {
 			err = src.Seen(func(id, wf string) error {
 				oldCanon.seen(oldDigest, id, wf)
-				j := journal.ShardOf(wf, r.newN)
+				j := model.ShardOf(wf, r.newN)
 				rep.Counts.Dedup++
 				if j != i {
 					rep.Counts.DedupMoved++
 				}
-				return put(j, journal.SeenKey(id), journal.EncodeSeenValue(nil, wf))
+				return put(j, store.SeenKey(id), model.EncodeSeenValue(nil, wf))
 			})
 		}
 		if err == nil {
-			err = src.Timers(func(k journal.TimerKey) error {
+			err = src.Timers(func(k model.TimerKey) error {
 				oldCanon.timer(oldDigest, k, i)
 				m, ok, err := mine.lookup(i, k.Run)
 				if err != nil {
@@ -207,12 +208,12 @@ func (r *resharder) build(ctx context.Context, p *plan, newDir string, rep *Repo
 				}
 				rep.Counts.Timers++
 				k.Run = m.No
-				return put(m.Shard, journal.TimerKeyBytes(k), nil)
+				return put(m.Shard, store.TimerKeyBytes(k), nil)
 			})
 		}
 		if err == nil {
-			err = src.Index(func(wf string, no journal.RunNo) error {
-				oldCanon.index(oldDigest, wf, journal.RunRef{Shard: i, Run: no})
+			err = src.Index(func(wf string, no model.RunNo) error {
+				oldCanon.index(oldDigest, wf, model.RunRef{Shard: i, Run: no})
 				m, ok, err := mine.lookup(i, no)
 				if err != nil {
 					return err
@@ -220,7 +221,7 @@ func (r *resharder) build(ctx context.Context, p *plan, newDir string, rep *Repo
 				if !ok {
 					return fmt.Errorf("old shard %d's index names run %d for %q, which does not exist: the directory is damaged; run `fusee verify %s`", i, no, wf, r.dir)
 				}
-				return put(m.Shard, journal.IndexKey(wf), journal.EncodeIndexValue(m.No))
+				return put(m.Shard, store.IndexKey(wf), store.EncodeIndexValue(m.No))
 			})
 		}
 		if cerr := src.Close(); err == nil {
@@ -236,7 +237,7 @@ func (r *resharder) build(ctx context.Context, p *plan, newDir string, rep *Repo
 			return nil, err
 		}
 		for j := i; direct && j < r.newN; j += r.oldN {
-			if err := put(j, journal.HeaderKey(), header(j)); err != nil {
+			if err := put(j, store.HeaderKey(), header(j)); err != nil {
 				return nil, err
 			}
 			sw := writers[j]
@@ -244,7 +245,7 @@ func (r *resharder) build(ctx context.Context, p *plan, newDir string, rep *Repo
 			if err := sw.Finish(); err != nil {
 				return nil, err
 			}
-			if err := meta.SyncDir(r.fs, journal.ShardDir(r.fs, newDir, j)); err != nil {
+			if err := meta.SyncDir(r.fs, store.ShardDir(r.fs, newDir, j)); err != nil {
 				return nil, err
 			}
 		}
@@ -261,7 +262,7 @@ func (r *resharder) build(ctx context.Context, p *plan, newDir string, rep *Repo
 
 	if !direct {
 		for j := range r.newN {
-			if err := put(j, journal.HeaderKey(), header(j)); err != nil {
+			if err := put(j, store.HeaderKey(), header(j)); err != nil {
 				return nil, err
 			}
 		}
@@ -317,10 +318,10 @@ func (r *resharder) createLog(newDir string) (wal.Position, error) {
 // writeStore writes new shard j's store from the sorted keys of its
 // prefix. Several run at once: sorter takes no Put meanwhile.
 func (r *resharder) writeStore(sorter *spillMap, newDir string, j int) error {
-	if err := r.fs.MkdirAll(journal.ShardDir(r.fs, newDir, j), 0o755); err != nil {
+	if err := r.fs.MkdirAll(store.ShardDir(r.fs, newDir, j), 0o755); err != nil {
 		return err
 	}
-	sw, err := journal.NewStoreWriter(r.fs, journal.StoreDir(r.fs, newDir, j))
+	sw, err := store.NewStoreWriter(r.fs, store.StoreDir(r.fs, newDir, j))
 	if err != nil {
 		return err
 	}
@@ -333,7 +334,7 @@ func (r *resharder) writeStore(sorter *spillMap, newDir string, j int) error {
 	if err := sw.Finish(); err != nil {
 		return err
 	}
-	return meta.SyncDir(r.fs, journal.ShardDir(r.fs, newDir, j))
+	return meta.SyncDir(r.fs, store.ShardDir(r.fs, newDir, j))
 }
 
 // workers is how many stores are written or read back at once: the
@@ -388,14 +389,14 @@ func parallel(ctx context.Context, n int, work func(i int) error, progress func(
 // which calls fn (the rewrite), with a bounded queue between them so
 // that reading and rewriting overlap. Runs reach fn in order. The first
 // error of either stops both.
-func readAhead(ctx context.Context, src shardSource, look, fn func(*journal.RawRun) error) error {
+func readAhead(ctx context.Context, src shardSource, look, fn func(*store.RawRun) error) error {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	items := make(chan *journal.RawRun, 256)
+	items := make(chan *store.RawRun, 256)
 	var readErr error
 	go func() {
 		defer close(items)
-		readErr = src.RawRuns(ctx, func(run *journal.RawRun) error {
+		readErr = src.RawRuns(ctx, func(run *store.RawRun) error {
 			if err := look(run); err != nil {
 				return err
 			}
@@ -433,7 +434,7 @@ func (r *resharder) readBack(ctx context.Context, p *plan, newDir string) (*dige
 	err = parallel(ctx, r.newN, func(j int) error {
 		part := &digest{seeds: d.seeds, counts: map[string]int64{}}
 		parts[j] = part
-		c := &canon{id: func(ref journal.RunRef) (uint64, bool, error) { return p.identityAt(ref.Shard, ref.Run) }}
+		c := &canon{id: func(ref model.RunRef) (uint64, bool, error) { return p.identityAt(ref.Shard, ref.Run) }}
 		if err := r.readBackShard(ctx, c, part, newDir, j, tails); err != nil {
 			return fmt.Errorf("reading back new shard %d: %w", j, err)
 		}
@@ -450,27 +451,27 @@ func (r *resharder) readBack(ctx context.Context, p *plan, newDir string) (*dige
 
 // readBackShard adds new shard j's content to d, read the way the engine
 // will read it.
-func (r *resharder) readBackShard(ctx context.Context, c *canon, d *digest, newDir string, j int, tails []journal.ShardTail) error {
+func (r *resharder) readBackShard(ctx context.Context, c *canon, d *digest, newDir string, j int, tails []store.ShardTail) error {
 	src, err := openSource(r.fs, newDir, j, r.newN, tails)
 	if err != nil {
 		return err
 	}
-	err = src.RawRuns(ctx, func(run *journal.RawRun) error {
+	err = src.RawRuns(ctx, func(run *store.RawRun) error {
 		c.rawRun(d, j, run)
 		return c.err
 	})
 	if err == nil {
-		err = src.Outbox(func(m *journal.Message) error { c.message(d, *m); return c.err })
+		err = src.Outbox(func(m *model.Message) error { c.message(d, *m); return c.err })
 	}
 	if err == nil {
 		err = src.Seen(func(id, wf string) error { c.seen(d, id, wf); return nil })
 	}
 	if err == nil {
-		err = src.Timers(func(k journal.TimerKey) error { c.timer(d, k, j); return c.err })
+		err = src.Timers(func(k model.TimerKey) error { c.timer(d, k, j); return c.err })
 	}
 	if err == nil {
-		err = src.Index(func(wf string, no journal.RunNo) error {
-			c.index(d, wf, journal.RunRef{Shard: j, Run: no})
+		err = src.Index(func(wf string, no model.RunNo) error {
+			c.index(d, wf, model.RunRef{Shard: j, Run: no})
 			return c.err
 		})
 	}

@@ -356,9 +356,9 @@ func sweepScenario(t *testing.T, ct *crashTally, s crashScenario, unsyncedSeed u
 // reshard of a representative directory (three shards to five: runs move
 // and are renumbered, a dangling reference, a log tail) and recovers as an
 // operator would; see docs/reshard.md, "Crash safety, tested". Every cut
-// keeps what was synced (every step; every fourth under the race
+// keeps what was synced (every step; every raceStride-th under the race
 // detector); further sweeps keep random parts of what was not (every
-// fourth step, every eighth under the race detector; sampled steps start
+// fourth step, every 2*raceStride-th under the race detector; sampled steps start
 // from an offset that changes daily, see sweepOffset; every step with
 // FUSEE_LONG=1). After a
 // cut that left the switch begun, power is cut again during the finishing
@@ -376,7 +376,7 @@ func TestCrashAtEveryStep(t *testing.T) {
 	configs := []config{{name: "3to5", oldN: 3, newN: 5, runs: 80, seed: 7, unsyncedSeeds: []uint64{1, 2}}}
 	unsyncedStride, doubleStride, beforeStride := 4, 5, 50
 	if raceOn {
-		unsyncedStride = 8
+		unsyncedStride = 2 * raceStride
 	}
 	if longTests() {
 		configs[0].unsyncedSeeds = []uint64{1, 2, 3, 4}
@@ -396,12 +396,12 @@ func TestCrashAtEveryStep(t *testing.T) {
 			before := func(first, second int) bool { return first%beforeStride == 0 && second%beforeStride == 0 }
 			var sample func(int) bool
 			if raceOn && !longTests() {
-				// Every fourth step, from an offset that changes daily;
-				// reruns are cut after every 52nd step (a multiple of
-				// four, so some of the sampled steps qualify).
-				off := sweepOffset(t, 4)
-				sample = func(step int) bool { return (step+off)%4 == 0 }
-				before = func(first, second int) bool { return (first+off)%52 == 0 && second%beforeStride == 0 }
+				// Every raceStride-th step, from an offset that changes
+				// daily; reruns are cut after every 13*raceStride-th step
+				// (a multiple, so some of the sampled steps qualify).
+				off := sweepOffset(t, raceStride)
+				sample = func(step int) bool { return (step+off)%raceStride == 0 }
+				before = func(first, second int) bool { return (first+off)%(13*raceStride) == 0 && second%beforeStride == 0 }
 			}
 			steps := c.sweep(t, ct, 0, sample, double, before)
 			synced := ct.points

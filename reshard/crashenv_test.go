@@ -16,6 +16,7 @@ import (
 	"github.com/cockroachdb/pebble/v2/vfs/errorfs"
 	"github.com/fusee-dev/fusee/journal"
 	"github.com/fusee-dev/fusee/journal/check"
+	"github.com/fusee-dev/fusee/journal/model"
 	"github.com/fusee-dev/fusee/journal/sim"
 )
 
@@ -52,9 +53,9 @@ func representativeDir(t testing.TB, shards, runs int, seed uint64) *vfs.MemFS {
 	wf := idOn(t, "dangler", 0, shards)
 	no := s.NextRun
 	ops := []journal.ShardOp{
-		{Shard: 0, Op: journal.Op{Kind: journal.OpStart, Run: no, Rec: journal.Record{Kind: journal.KindStart, WorkflowID: wf, Type: "hand", Time: db.Now, Gen: 1}}},
-		{Shard: 0, Op: journal.Op{Kind: journal.OpAppend, Run: no, Rec: journal.Record{Kind: journal.KindSignal, Pos: 1, Time: db.Now,
-			Name: "poke", MsgID: "sig-dangling", By: journal.RunRef{Shard: 0, Run: gone}}}},
+		{Shard: 0, Op: model.Op{Kind: model.OpStart, Run: no, Rec: model.Record{Kind: model.KindStart, WorkflowID: wf, Type: "hand", Time: db.Now, Gen: 1}}},
+		{Shard: 0, Op: model.Op{Kind: model.OpAppend, Run: no, Rec: model.Record{Kind: model.KindSignal, Pos: 1, Time: db.Now,
+			Name: "poke", MsgID: "sig-dangling", By: model.RunRef{Shard: 0, Run: gone}}}},
 	}
 	if err := db.Commit(ops); err != nil {
 		t.Fatalf("adding the dangling reference: %v", err)

@@ -8,7 +8,7 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/fusee-dev/fusee/journal"
+	"github.com/fusee-dev/fusee/journal/model"
 )
 
 // A digest summarises a directory's logical content in a form that does
@@ -79,7 +79,7 @@ func (d *digest) diff(o *digest) string {
 // identityFunc names the run a reference points at: the hash of its
 // workflow ID and generation (identity), or ok=false for a dangling
 // reference.
-type identityFunc func(ref journal.RunRef) (id uint64, ok bool, err error)
+type identityFunc func(ref model.RunRef) (id uint64, ok bool, err error)
 
 // canon builds the canonical bytes of items for a digest.
 type canon struct {
@@ -88,10 +88,10 @@ type canon struct {
 	err error
 }
 
-func (c *canon) ref(_ journal.RefField, ref journal.RunRef) journal.RunRef {
+func (c *canon) ref(_ model.RefField, ref model.RunRef) model.RunRef {
 	if ref.Run == noSuchRun {
 		c.b = append(c.b, 0)
-		return journal.RunRef{Run: 1}
+		return model.RunRef{Run: 1}
 	}
 	id, ok, err := c.id(ref)
 	if err != nil && c.err == nil {
@@ -103,18 +103,18 @@ func (c *canon) ref(_ journal.RefField, ref journal.RunRef) journal.RunRef {
 		c.b = append(c.b, 1)
 		c.b = binary.BigEndian.AppendUint64(c.b, id)
 	}
-	return journal.RunRef{Run: 1}
+	return model.RunRef{Run: 1}
 }
 
-func (c *canon) record(keyShard int, rec journal.Record) {
+func (c *canon) record(keyShard int, rec model.Record) {
 	rec.MapRefs(keyShard, c.ref)
 	clearTokenGen(&rec)
-	c.b = journal.EncodeRecord(c.b, &rec)
+	c.b = model.EncodeRecord(c.b, &rec)
 }
 
 // run adds a run, its journal and its archive to d. The item methods do
 // nothing with a nil d.
-func (c *canon) run(d *digest, shard int, r *journal.Run, archive []journal.Record) {
+func (c *canon) run(d *digest, shard int, r *model.Run, archive []model.Record) {
 	if d == nil {
 		return // a dry run checks nothing against it
 	}
@@ -142,13 +142,13 @@ func (c *canon) run(d *digest, shard int, r *journal.Run, archive []journal.Reco
 	}
 }
 
-func (c *canon) message(d *digest, m journal.Message) {
+func (c *canon) message(d *digest, m model.Message) {
 	if d == nil {
 		return // a dry run checks nothing against it
 	}
 	c.b = c.b[:0]
 	m.MapRefs(c.ref)
-	c.b = journal.EncodeMessage(c.b, &m)
+	c.b = model.EncodeMessage(c.b, &m)
 	d.add("outbox", c.b)
 }
 
@@ -162,7 +162,7 @@ func (c *canon) seen(d *digest, id, wf string) {
 	d.add("dedup", c.b)
 }
 
-func (c *canon) index(d *digest, wf string, ref journal.RunRef) {
+func (c *canon) index(d *digest, wf string, ref model.RunRef) {
 	if d == nil {
 		return // a dry run checks nothing against it
 	}
@@ -172,12 +172,12 @@ func (c *canon) index(d *digest, wf string, ref journal.RunRef) {
 	d.add("index", c.b)
 }
 
-func (c *canon) timer(d *digest, k journal.TimerKey, shard int) {
+func (c *canon) timer(d *digest, k model.TimerKey, shard int) {
 	if d == nil {
 		return // a dry run checks nothing against it
 	}
 	c.b = binary.AppendVarint(c.b[:0], k.At)
 	c.b = binary.AppendUvarint(c.b, uint64(k.Pos))
-	c.ref(0, journal.RunRef{Shard: shard, Run: k.Run})
+	c.ref(0, model.RunRef{Shard: shard, Run: k.Run})
 	d.add("timer", c.b)
 }

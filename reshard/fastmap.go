@@ -4,7 +4,7 @@ import (
 	"encoding/binary"
 	"hash/maphash"
 
-	"github.com/fusee-dev/fusee/journal"
+	"github.com/fusee-dev/fusee/journal/model"
 )
 
 // The run map in memory. Every reference the rewrite and the digests
@@ -39,7 +39,7 @@ type fastEntry struct {
 
 // runKey packs a (shard, number) pair: numbers are below 2^48, shards
 // below 2^10.
-func runKey(shard int, no journal.RunNo) uint64 { return uint64(shard)<<48 | uint64(no) }
+func runKey(shard int, no model.RunNo) uint64 { return uint64(shard)<<48 | uint64(no) }
 
 // fastMaps is the typed run map and its reverse.
 type fastMaps struct {
@@ -57,7 +57,7 @@ func newFastMaps(runs, budget int64) *fastMaps {
 }
 
 // add records that old (shard, no) went to m.
-func (f *fastMaps) add(oldShard int, oldNo journal.RunNo, m mapped, id uint64) {
+func (f *fastMaps) add(oldShard int, oldNo model.RunNo, m mapped, id uint64) {
 	to := runKey(m.Shard, m.No)
 	if m.Renumbered {
 		to |= 1 << 63
@@ -66,12 +66,12 @@ func (f *fastMaps) add(oldShard int, oldNo journal.RunNo, m mapped, id uint64) {
 	f.rev[runKey(m.Shard, m.No)] = id
 }
 
-func (f *fastMaps) lookup(shard int, no journal.RunNo) (mapped, bool) {
+func (f *fastMaps) lookup(shard int, no model.RunNo) (mapped, bool) {
 	e, ok := f.runs[runKey(shard, no)]
 	if !ok {
 		return mapped{}, false
 	}
-	m := mapped{Shard: int(e.to >> 48 & 0x3ff), No: journal.RunNo(e.to & (1<<48 - 1)), ID: e.id}
+	m := mapped{Shard: int(e.to >> 48 & 0x3ff), No: model.RunNo(e.to & (1<<48 - 1)), ID: e.id}
 	m.Renumbered = e.to>>63 == 1
 	return m, true
 }

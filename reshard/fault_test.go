@@ -108,7 +108,7 @@ func TestFaultAtEveryStep(t *testing.T) {
 	if longTests() {
 		configs[1].stride = 1
 	} else if raceOn {
-		configs[0].stride, configs[1].stride = 4, 20
+		configs[0].stride, configs[1].stride = raceStride, 5*raceStride
 	}
 	for _, cfg := range configs {
 		t.Run(cfg.name, func(t *testing.T) {

@@ -10,6 +10,8 @@ import (
 
 	"github.com/cockroachdb/pebble/v2/vfs"
 	"github.com/fusee-dev/fusee/journal"
+	"github.com/fusee-dev/fusee/journal/model"
+	"github.com/fusee-dev/fusee/journal/store"
 	"github.com/fusee-dev/fusee/meta"
 )
 
@@ -55,17 +57,17 @@ type StoreFingerprint struct {
 // same wal/ and shards/), with metaBytes standing for its fusee.meta. It
 // returns the log tails it read on the way, for the plan pass. Nothing is
 // written; the caller holds the directory's lock.
-func readFingerprint(ctx context.Context, fs vfs.FS, dir string, count int, metaBytes []byte) (Fingerprint, []journal.ShardTail, error) {
+func readFingerprint(ctx context.Context, fs vfs.FS, dir string, count int, metaBytes []byte) (Fingerprint, []store.ShardTail, error) {
 	sum := sha256.Sum256(metaBytes)
 	f := Fingerprint{Meta: hex.EncodeToString(sum[:]), Shards: count}
-	headers := make([]journal.CheckpointHeader, count)
+	headers := make([]model.CheckpointHeader, count)
 	for i := range headers {
-		h, err := journal.ReadHeader(fs, dir, i, count)
+		h, err := store.ReadHeader(fs, dir, i, count)
 		if err != nil {
 			return Fingerprint{}, nil, err
 		}
 		headers[i] = h
-		hs := sha256.Sum256(journal.EncodeHeader(nil, &h))
+		hs := sha256.Sum256(model.EncodeHeader(nil, &h))
 		f.Stores = append(f.Stores, StoreFingerprint{Shard: i, Generation: h.Gen, CheckpointSeq: h.Seq,
 			CheckpointLSN: h.LSN, NextRun: uint64(h.NextRun), Header: hex.EncodeToString(hs[:])})
 	}

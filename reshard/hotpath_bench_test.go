@@ -18,8 +18,9 @@ import (
 	"testing"
 
 	"github.com/cockroachdb/pebble/v2/vfs"
-	"github.com/fusee-dev/fusee/journal"
+	"github.com/fusee-dev/fusee/journal/model"
 	"github.com/fusee-dev/fusee/journal/sim"
+	"github.com/fusee-dev/fusee/journal/store"
 )
 
 const hotShards, hotRuns = 4, 2000
@@ -27,14 +28,14 @@ const hotShards, hotRuns = 4, 2000
 var hot struct {
 	once sync.Once
 	dir  string
-	runs []*journal.Run
-	recs []journal.Record
+	runs []*model.Run
+	recs []model.Record
 	enc  [][]byte
 	err  error
 }
 
 // hotData generates the directory once per process and reads its runs.
-func hotData(b *testing.B) (string, []*journal.Run, []journal.Record, [][]byte) {
+func hotData(b *testing.B) (string, []*model.Run, []model.Record, [][]byte) {
 	hot.once.Do(func() {
 		base, err := os.MkdirTemp("", "fusee-hot-")
 		if err != nil {
@@ -57,11 +58,11 @@ func hotData(b *testing.B) (string, []*journal.Run, []journal.Record, [][]byte) 
 				hot.err = err
 				return
 			}
-			hot.err = src.Runs(context.Background(), func(r *journal.Run, _ []journal.Record) error {
+			hot.err = src.Runs(context.Background(), func(r *model.Run, _ []model.Record) error {
 				hot.runs = append(hot.runs, r)
 				for k := range r.Journal {
 					hot.recs = append(hot.recs, r.Journal[k])
-					hot.enc = append(hot.enc, journal.EncodeRecord(nil, &r.Journal[k]))
+					hot.enc = append(hot.enc, model.EncodeRecord(nil, &r.Journal[k]))
 				}
 				return nil
 			})
@@ -93,7 +94,7 @@ func BenchmarkRecordDecode(b *testing.B) {
 	b.ReportAllocs()
 	for b.Loop() {
 		for _, e := range enc {
-			if _, err := journal.DecodeRecord(e); err != nil {
+			if _, err := model.DecodeRecord(e); err != nil {
 				b.Fatal(err)
 			}
 		}
@@ -107,7 +108,7 @@ func BenchmarkRecordEncode(b *testing.B) {
 	var buf []byte
 	for b.Loop() {
 		for k := range recs {
-			buf = journal.EncodeRecord(buf[:0], &recs[k])
+			buf = model.EncodeRecord(buf[:0], &recs[k])
 		}
 	}
 }
@@ -119,8 +120,8 @@ func BenchmarkRecordRefRewrite(b *testing.B) {
 	_, _, recs, enc := hotData(b)
 	b.SetBytes(encodedBytes(enc))
 	b.ReportAllocs()
-	mapper := func(_ journal.RefField, ref journal.RunRef) journal.RunRef {
-		return journal.RunRef{Shard: ref.Shard + 1, Run: ref.Run}
+	mapper := func(_ model.RefField, ref model.RunRef) model.RunRef {
+		return model.RunRef{Shard: ref.Shard + 1, Run: ref.Run}
 	}
 	for b.Loop() {
 		for _, rec := range recs {
@@ -135,7 +136,7 @@ func BenchmarkShardOf(b *testing.B) {
 	b.ReportAllocs()
 	for b.Loop() {
 		for _, r := range runs {
-			_ = journal.ShardOf(r.WorkflowID, 12)
+			_ = model.ShardOf(r.WorkflowID, 12)
 		}
 	}
 }
@@ -144,12 +145,12 @@ func BenchmarkShardOf(b *testing.B) {
 // (canonical bytes and two hashes), with identities from a map.
 func BenchmarkDigestRun(b *testing.B) {
 	_, runs, _, enc := hotData(b)
-	ids := map[journal.RunRef]*journal.Run{}
+	ids := map[model.RunRef]*model.Run{}
 	for _, r := range runs {
-		ids[journal.RunRef{Shard: journal.ShardOf(r.WorkflowID, hotShards), Run: r.No}] = r
+		ids[model.RunRef{Shard: model.ShardOf(r.WorkflowID, hotShards), Run: r.No}] = r
 	}
 	seed := maphash.MakeSeed()
-	c := &canon{id: func(ref journal.RunRef) (uint64, bool, error) {
+	c := &canon{id: func(ref model.RunRef) (uint64, bool, error) {
 		r, ok := ids[ref]
 		if !ok {
 			return 0, false, nil
@@ -161,7 +162,7 @@ func BenchmarkDigestRun(b *testing.B) {
 	b.ReportAllocs()
 	for b.Loop() {
 		for _, r := range runs {
-			c.run(d, journal.ShardOf(r.WorkflowID, hotShards), r, nil)
+			c.run(d, model.ShardOf(r.WorkflowID, hotShards), r, nil)
 		}
 	}
 }
@@ -172,7 +173,7 @@ func BenchmarkStoreWriter(b *testing.B) {
 	var keys, vals [][]byte
 	var size int64
 	for _, r := range runs {
-		_ = journal.AppendRunKeys(r, func(k, v []byte) error {
+		_ = store.AppendRunKeys(r, func(k, v []byte) error {
 			keys, vals = append(keys, append([]byte(nil), k...)), append(vals, append([]byte(nil), v...))
 			size += int64(len(k) + len(v))
 			return nil
@@ -186,7 +187,7 @@ func BenchmarkStoreWriter(b *testing.B) {
 	n := 0
 	for b.Loop() {
 		n++
-		sw, err := journal.NewStoreWriter(vfs.Default, filepath.Join(out, fmt.Sprint(n)))
+		sw, err := store.NewStoreWriter(vfs.Default, filepath.Join(out, fmt.Sprint(n)))
 		if err != nil {
 			b.Fatal(err)
 		}
@@ -249,7 +250,7 @@ func BenchmarkRecordScan(b *testing.B) {
 	b.ReportAllocs()
 	for b.Loop() {
 		for _, e := range enc {
-			if _, err := journal.ScanRecord(e); err != nil {
+			if _, err := model.ScanRecord(e); err != nil {
 				b.Fatal(err)
 			}
 		}
@@ -257,14 +258,14 @@ func BenchmarkRecordScan(b *testing.B) {
 }
 
 // hotRaw is every run of the hot directory as a RawRun.
-func hotRaw(b *testing.B, runs []*journal.Run) []*journal.RawRun {
-	out := make([]*journal.RawRun, 0, len(runs))
+func hotRaw(b *testing.B, runs []*model.Run) []*store.RawRun {
+	out := make([]*store.RawRun, 0, len(runs))
 	for _, r := range runs {
-		rr := &journal.RawRun{No: r.No, Entry: journal.RunEntry{State: r.State, Gen: r.Gen, Status: r.Status,
+		rr := &store.RawRun{No: r.No, Entry: model.RunEntry{State: r.State, Gen: r.Gen, Status: r.Status,
 			Started: r.Started, Finished: r.Finished, Records: uint32(len(r.Journal)), WorkflowID: r.WorkflowID, Type: r.Type}}
 		for k := range r.Journal {
-			p := journal.EncodeRecord(nil, &r.Journal[k])
-			h, err := journal.ScanRecord(p)
+			p := model.EncodeRecord(nil, &r.Journal[k])
+			h, err := model.ScanRecord(p)
 			if err != nil {
 				b.Fatal(err)
 			}
@@ -281,8 +282,8 @@ func hotRaw(b *testing.B, runs []*journal.Run) []*journal.RawRun {
 func BenchmarkRawRewrite(b *testing.B) {
 	_, runs, _, enc := hotData(b)
 	raws := hotRaw(b, runs)
-	mapper := func(_ journal.RefField, ref journal.RunRef) journal.RunRef {
-		return journal.RunRef{Shard: ref.Shard + 1, Run: ref.Run}
+	mapper := func(_ model.RefField, ref model.RunRef) model.RunRef {
+		return model.RunRef{Shard: ref.Shard + 1, Run: ref.Run}
 	}
 	w := &rawRewriter{mapper: mapper, gen: 2, rep: &Report{}, put: func(int, []byte, []byte) error { return nil }}
 	b.SetBytes(encodedBytes(enc))
@@ -302,17 +303,17 @@ func BenchmarkDigestRawRun(b *testing.B) {
 	_, runs, _, enc := hotData(b)
 	raws := hotRaw(b, runs)
 	seed := maphash.MakeSeed()
-	ids := map[journal.RunRef]uint64{}
+	ids := map[model.RunRef]uint64{}
 	for _, r := range runs {
-		ids[journal.RunRef{Shard: journal.ShardOf(r.WorkflowID, hotShards), Run: r.No}] = identity(seed, r.WorkflowID, r.Gen)
+		ids[model.RunRef{Shard: model.ShardOf(r.WorkflowID, hotShards), Run: r.No}] = identity(seed, r.WorkflowID, r.Gen)
 	}
-	c := &canon{id: func(ref journal.RunRef) (uint64, bool, error) { id, ok := ids[ref]; return id, ok, nil }}
+	c := &canon{id: func(ref model.RunRef) (uint64, bool, error) { id, ok := ids[ref]; return id, ok, nil }}
 	d, _ := newDigestPair()
 	b.SetBytes(encodedBytes(enc))
 	b.ReportAllocs()
 	for b.Loop() {
 		for k, rr := range raws {
-			c.rawRun(d, journal.ShardOf(runs[k].WorkflowID, hotShards), rr)
+			c.rawRun(d, model.ShardOf(runs[k].WorkflowID, hotShards), rr)
 		}
 	}
 }

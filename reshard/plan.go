@@ -6,7 +6,7 @@ import (
 	"fmt"
 	"hash/maphash"
 
-	"github.com/fusee-dev/fusee/journal"
+	"github.com/fusee-dev/fusee/journal/model"
 )
 
 // The renumbering plan (docs/reshard.md, "Run numbers").
@@ -33,7 +33,7 @@ import (
 
 // planEntry is what the plan knows of a run.
 type planEntry struct {
-	State      journal.RunState
+	State      model.RunState
 	Gen        uint32
 	Renumbered bool // already renumbered by an earlier reshard
 	WorkflowID string
@@ -49,11 +49,11 @@ func encodePlanValue(e planEntry) []byte {
 }
 
 func decodePlanValue(v []byte) planEntry {
-	return planEntry{State: journal.RunState(v[0]), Renumbered: v[1] == 1,
+	return planEntry{State: model.RunState(v[0]), Renumbered: v[1] == 1,
 		Gen: binary.BigEndian.Uint32(v[2:6]), WorkflowID: string(v[6:])}
 }
 
-func planKey(newShard int, no journal.RunNo, unfinished bool, oldShard int) []byte {
+func planKey(newShard int, no model.RunNo, unfinished bool, oldShard int) []byte {
 	b := binary.BigEndian.AppendUint16(nil, uint16(newShard))
 	b = binary.BigEndian.AppendUint64(b, uint64(no))
 	prio := byte(1)
@@ -64,7 +64,7 @@ func planKey(newShard int, no journal.RunNo, unfinished bool, oldShard int) []by
 	return binary.BigEndian.AppendUint16(b, uint16(oldShard))
 }
 
-func loserKey(newShard int, gen uint32, no journal.RunNo, oldShard int) []byte {
+func loserKey(newShard int, gen uint32, no model.RunNo, oldShard int) []byte {
 	b := binary.BigEndian.AppendUint16(nil, uint16(newShard))
 	b = binary.BigEndian.AppendUint32(b, gen)
 	b = binary.BigEndian.AppendUint64(b, uint64(no))
@@ -72,14 +72,14 @@ func loserKey(newShard int, gen uint32, no journal.RunNo, oldShard int) []byte {
 }
 
 // runMapKey keys the run map: [old shard u16][old number u64].
-func runMapKey(shard int, no journal.RunNo) []byte {
+func runMapKey(shard int, no model.RunNo) []byte {
 	return binary.BigEndian.AppendUint64(binary.BigEndian.AppendUint16(nil, uint16(shard)), uint64(no))
 }
 
 // mapped is where a run went, and who it is.
 type mapped struct {
 	Shard int
-	No    journal.RunNo
+	No    model.RunNo
 	planEntry
 	// ID is the run's identity hash (identity): set by plan.lookup, which
 	// leaves planEntry's State, Gen and WorkflowID unset when it answers
@@ -94,28 +94,28 @@ func encodeMapped(m mapped) []byte {
 }
 
 func decodeMapped(v []byte) mapped {
-	return mapped{Shard: int(binary.BigEndian.Uint16(v)), No: journal.RunNo(binary.BigEndian.Uint64(v[2:])),
+	return mapped{Shard: int(binary.BigEndian.Uint16(v)), No: model.RunNo(binary.BigEndian.Uint64(v[2:])),
 		planEntry: decodePlanValue(v[10:])}
 }
 
-func unfinished(s journal.RunState) bool {
-	return s == journal.StateRunning || s == journal.StateParked
+func unfinished(s model.RunState) bool {
+	return s == model.StateRunning || s == model.StateParked
 }
 
 // plan is the result of pass 1 and the assignment.
 type plan struct {
 	oldN, newN           int
-	maxUsed              journal.RunNo
+	maxUsed              model.RunNo
 	storeGen             uint64 // the old stores' generation (the highest)
 	now                  int64
 	created              int64
 	runs                 *spillMap // run map: old (shard, number) -> mapped
 	rev                  *spillMap // reverse: new (shard, number) -> old (shard, number)
-	nextRun              []journal.RunNo
+	nextRun              []model.RunNo
 	shardRuns            []int64
 	renumbered           int64
 	moved                int64
-	byState              map[journal.RunState]int64
+	byState              map[model.RunState]int64
 	unfinishedRenumbered []RenumberedRun
 	idSeed               maphash.Seed
 	fast                 *fastMaps // nil: past its budget, the spill maps answer
@@ -125,8 +125,8 @@ type plan struct {
 // makePlan runs pass 1 over every old shard and assigns every run its new
 // shard and number.
 func (r *resharder) makePlan(ctx context.Context) (*plan, error) {
-	p := &plan{oldN: r.oldN, newN: r.newN, byState: map[journal.RunState]int64{},
-		nextRun: make([]journal.RunNo, r.newN), shardRuns: make([]int64, r.newN)}
+	p := &plan{oldN: r.oldN, newN: r.newN, byState: map[model.RunState]int64{},
+		nextRun: make([]model.RunNo, r.newN), shardRuns: make([]int64, r.newN)}
 	keys := r.newMap("plan")
 	defer keys.Close()
 	var err error
@@ -147,12 +147,12 @@ func (r *resharder) makePlan(ctx context.Context) (*plan, error) {
 		p.storeGen = max(p.storeGen, h.Gen)
 		p.now = max(p.now, h.Now)
 		p.created = h.Created
-		err = src.RunEntries(ctx, func(no journal.RunNo, run journal.RunEntry) error {
-			if want := journal.ShardOf(run.WorkflowID, r.oldN); want != i {
+		err = src.RunEntries(ctx, func(no model.RunNo, run model.RunEntry) error {
+			if want := model.ShardOf(run.WorkflowID, r.oldN); want != i {
 				return fmt.Errorf("shard %d holds run %d of workflow %q, which belongs on shard %d: the directory is damaged; run `fusee verify %s` for the full picture and restore it from a backup",
 					i, no, run.WorkflowID, want, r.dir)
 			}
-			j := journal.ShardOf(run.WorkflowID, r.newN)
+			j := model.ShardOf(run.WorkflowID, r.newN)
 			e := planEntry{State: run.State, Gen: run.Gen, Renumbered: run.Renumbered, WorkflowID: run.WorkflowID}
 			p.byState[run.State]++
 			return keys.Put(planKey(j, no, unfinished(run.State), i), encodePlanValue(e))
@@ -168,7 +168,7 @@ func (r *resharder) makePlan(ctx context.Context) (*plan, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
-	if p.maxUsed >= journal.MaxRunNo-1 {
+	if p.maxUsed >= model.MaxRunNo-1 {
 		return nil, fmt.Errorf("the old shards have used run numbers up to %d: no room to renumber", p.maxUsed)
 	}
 	p.runs = r.newMap("runs")
@@ -183,7 +183,7 @@ func (r *resharder) makePlan(ctx context.Context) (*plan, error) {
 	p.spilled = p.fast == nil || r.opts.MakePlan || r.opts.Plan != nil
 	losers := r.newMap("losers")
 	defer losers.Close()
-	put := func(oldShard int, oldNo journal.RunNo, m mapped) error {
+	put := func(oldShard int, oldNo model.RunNo, m mapped) error {
 		if p.spilled {
 			if err := p.runs.Put(runMapKey(oldShard, oldNo), encodeMapped(m)); err != nil {
 				return err
@@ -201,10 +201,10 @@ func (r *resharder) makePlan(ctx context.Context) (*plan, error) {
 		}
 		return p.rev.Put(runMapKey(m.Shard, m.No), runMapKey(oldShard, oldNo))
 	}
-	lastShard, lastNo := -1, journal.RunNo(0)
+	lastShard, lastNo := -1, model.RunNo(0)
 	err = keys.Each(nil, func(k, v []byte) error {
 		j := int(binary.BigEndian.Uint16(k))
-		no := journal.RunNo(binary.BigEndian.Uint64(k[2:]))
+		no := model.RunNo(binary.BigEndian.Uint64(k[2:]))
 		i := int(binary.BigEndian.Uint16(k[11:]))
 		e := decodePlanValue(v)
 		if j == lastShard && no == lastNo {
@@ -217,13 +217,13 @@ func (r *resharder) makePlan(ctx context.Context) (*plan, error) {
 	if err != nil {
 		return nil, err
 	}
-	next := make([]journal.RunNo, r.newN)
+	next := make([]model.RunNo, r.newN)
 	for j := range next {
 		next[j] = p.maxUsed + 1
 	}
 	err = losers.Each(nil, func(k, v []byte) error {
 		j := int(binary.BigEndian.Uint16(k))
-		no := journal.RunNo(binary.BigEndian.Uint64(k[6:]))
+		no := model.RunNo(binary.BigEndian.Uint64(k[6:]))
 		i := int(binary.BigEndian.Uint16(k[14:]))
 		e := decodePlanValue(v)
 		newNo := next[j]
@@ -258,7 +258,7 @@ func (r *resharder) makePlan(ctx context.Context) (*plan, error) {
 }
 
 // lookup returns where the old run (shard, no) went.
-func (p *plan) lookup(shard int, no journal.RunNo) (mapped, bool, error) {
+func (p *plan) lookup(shard int, no model.RunNo) (mapped, bool, error) {
 	if p.fast != nil {
 		m, ok := p.fast.lookup(shard, no)
 		return m, ok, nil
@@ -273,7 +273,7 @@ func (p *plan) lookup(shard int, no journal.RunNo) (mapped, bool, error) {
 }
 
 // identityAt is the identity of the run now at new (shard, no).
-func (p *plan) identityAt(shard int, no journal.RunNo) (uint64, bool, error) {
+func (p *plan) identityAt(shard int, no model.RunNo) (uint64, bool, error) {
 	if p.fast != nil {
 		id, ok := p.fast.rev[runKey(shard, no)]
 		return id, ok, nil
@@ -282,7 +282,7 @@ func (p *plan) identityAt(shard int, no journal.RunNo) (uint64, bool, error) {
 	if err != nil || !ok {
 		return 0, ok, err
 	}
-	m, ok, err := p.lookup(int(binary.BigEndian.Uint16(v)), journal.RunNo(binary.BigEndian.Uint64(v[2:])))
+	m, ok, err := p.lookup(int(binary.BigEndian.Uint16(v)), model.RunNo(binary.BigEndian.Uint64(v[2:])))
 	return m.ID, ok, err
 }
 
@@ -295,15 +295,15 @@ type lookupCache struct {
 	p     *plan
 	slots [256]struct {
 		used  bool
-		key   journal.RunRef
+		key   model.RunRef
 		m     mapped
 		found bool
 	}
 }
 
-func (c *lookupCache) lookup(shard int, no journal.RunNo) (mapped, bool, error) {
+func (c *lookupCache) lookup(shard int, no model.RunNo) (mapped, bool, error) {
 	s := &c.slots[(uint64(no)*31+uint64(shard))%uint64(len(c.slots))]
-	key := journal.RunRef{Shard: shard, Run: no}
+	key := model.RunRef{Shard: shard, Run: no}
 	if s.used && s.key == key {
 		return s.m, s.found, nil
 	}

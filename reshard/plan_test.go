@@ -10,6 +10,7 @@ import (
 
 	"github.com/cockroachdb/pebble/v2/vfs"
 	"github.com/fusee-dev/fusee/journal"
+	"github.com/fusee-dev/fusee/journal/model"
 	"github.com/fusee-dev/fusee/reshard"
 )
 
@@ -51,8 +52,8 @@ func commitOne(t testing.TB, dir string) {
 		t.Fatal(err)
 	}
 	wf := "one-more"
-	op := journal.Op{Kind: journal.OpSeen, MsgID: "one-more-msg", WorkflowID: wf}
-	if err := db.Commit([]journal.ShardOp{{Shard: journal.ShardOf(wf, len(db.Shards)), Op: op}}); err != nil {
+	op := model.Op{Kind: model.OpSeen, MsgID: "one-more-msg", WorkflowID: wf}
+	if err := db.Commit([]journal.ShardOp{{Shard: model.ShardOf(wf, len(db.Shards)), Op: op}}); err != nil {
 		t.Fatal(err)
 	}
 	if err := db.Close(); err != nil {

@@ -8,7 +8,7 @@ import (
 	"encoding/json"
 	"fmt"
 
-	"github.com/fusee-dev/fusee/journal"
+	"github.com/fusee-dev/fusee/journal/model"
 )
 
 // PlanVersion is the version of the plan file's JSON schema
@@ -180,7 +180,7 @@ func (r *resharder) planDetails(p *plan) ([]PlannedRun, []ShardTotals, error) {
 	}
 	err := p.runs.Each(nil, func(k, v []byte) error {
 		oldShard := int(binary.BigEndian.Uint16(k))
-		oldNo := journal.RunNo(binary.BigEndian.Uint64(k[2:]))
+		oldNo := model.RunNo(binary.BigEndian.Uint64(k[2:]))
 		m := decodeMapped(v)
 		totals[m.Shard].Runs++
 		totals[m.Shard].State[m.State.String()]++

@@ -3,7 +3,8 @@ package reshard
 import (
 	"encoding/binary"
 
-	"github.com/fusee-dev/fusee/journal"
+	"github.com/fusee-dev/fusee/journal/model"
+	"github.com/fusee-dev/fusee/journal/store"
 )
 
 // The byte-copy rewrite: a run is read as a journal.RawRun (records
@@ -17,7 +18,7 @@ import (
 // rawRewriter rewrites raw runs for their new shard and number. One
 // goroutine uses it; its buffers are reused from run to run.
 type rawRewriter struct {
-	mapper journal.RunMapper
+	mapper model.RunMapper
 	gen    uint64 // the new stores' generation
 	put    func(shard int, key, value []byte) error
 	rep    *Report
@@ -32,35 +33,35 @@ type rawRewriter struct {
 // after the rewrite.
 type asyncToken struct {
 	pos      uint32
-	old, new journal.Token
+	old, new model.Token
 }
 
 // record returns rec as the new store holds it: rec itself when it has no
 // run reference, else rewritten into dst.
-func (w *rawRewriter) record(oldShard int, rec []byte, h *journal.RecordHead, dst []byte, unfinished bool) ([]byte, error) {
+func (w *rawRewriter) record(oldShard int, rec []byte, h *model.RecordHead, dst []byte, unfinished bool) ([]byte, error) {
 	if !h.HasRefs() {
 		return rec, nil
 	}
-	r, err := journal.DecodeRecord(rec)
+	r, err := model.DecodeRecord(rec)
 	if err != nil {
 		return nil, err
 	}
 	old := r.Token
 	r.MapRefs(oldShard, w.mapper)
 	setTokenGen(&r, w.gen)
-	if unfinished && r.Kind == journal.KindAsync && old.Run != 0 {
+	if unfinished && r.Kind == model.KindAsync && old.Run != 0 {
 		w.async = append(w.async, asyncToken{pos: r.Pos, old: old, new: r.Token})
 	}
-	return journal.EncodeRecord(dst, &r), nil
+	return model.EncodeRecord(dst, &r), nil
 }
 
 // run puts the keys of rr, old shard oldShard's run, as run m.No of new
 // shard m.Shard: its entry, its records and its archive.
-func (w *rawRewriter) run(rr *journal.RawRun, oldShard int, m mapped) error {
+func (w *rawRewriter) run(rr *store.RawRun, oldShard int, m mapped) error {
 	e := rr.Entry
 	e.Renumbered = m.Renumbered
-	w.kb = journal.AppendRunKey(w.kb[:0], m.No)
-	w.vb = journal.EncodeRunEntry(w.vb[:0], &e)
+	w.kb = store.AppendRunKey(w.kb[:0], m.No)
+	w.vb = model.EncodeRunEntry(w.vb[:0], &e)
 	if err := w.put(m.Shard, w.kb, w.vb); err != nil {
 		return err
 	}
@@ -78,13 +79,13 @@ func (w *rawRewriter) run(rr *journal.RawRun, oldShard int, m mapped) error {
 		if h.HasRefs() {
 			w.vb = val // rewritten into w.vb (else val is rec itself)
 		}
-		if unf && h.Kind == journal.KindAsyncDone {
+		if unf && h.Kind == model.KindAsyncDone {
 			if w.done == nil {
 				w.done = map[uint32]bool{}
 			}
 			w.done[h.Ref] = true
 		}
-		w.kb = journal.AppendRecordKey(w.kb[:0], m.No, uint32(k))
+		w.kb = store.AppendRecordKey(w.kb[:0], m.No, uint32(k))
 		if err := w.put(m.Shard, w.kb, val); err != nil {
 			return err
 		}
@@ -101,14 +102,14 @@ func (w *rawRewriter) run(rr *journal.RawRun, oldShard int, m mapped) error {
 	if rr.Archive == nil {
 		return nil
 	}
-	n, err := journal.HistoryLen(rr.Archive)
+	n, err := model.HistoryLen(rr.Archive)
 	if err != nil {
 		return err
 	}
 	w.rep.Counts.Archives++
 	w.rep.Counts.Records += int64(n)
-	w.hb = journal.AppendHistoryLen(w.hb[:0], n)
-	err = journal.EachHistoryRecord(rr.Archive, func(rec []byte, h *journal.RecordHead) error {
+	w.hb = model.AppendHistoryLen(w.hb[:0], n)
+	err = model.EachHistoryRecord(rr.Archive, func(rec []byte, h *model.RecordHead) error {
 		val, err := w.record(oldShard, rec, h, w.rb[:0], false)
 		if err != nil {
 			return err
@@ -116,26 +117,26 @@ func (w *rawRewriter) run(rr *journal.RawRun, oldShard int, m mapped) error {
 		if h.HasRefs() {
 			w.rb = val
 		}
-		w.hb = journal.AppendHistoryRecord(w.hb, val)
+		w.hb = model.AppendHistoryRecord(w.hb, val)
 		return nil
 	})
 	if err != nil {
 		return err
 	}
-	w.kb = binary.BigEndian.AppendUint64(append(w.kb[:0], journal.KeyArchive), uint64(m.No))
+	w.kb = binary.BigEndian.AppendUint64(append(w.kb[:0], store.KeyArchive), uint64(m.No))
 	return w.put(m.Shard, w.kb, w.hb)
 }
 
 // runKinds are the digest's item kinds of runs, by state.
-var runKinds = func() map[journal.RunState]string {
-	k := map[journal.RunState]string{}
-	for s := journal.StateRunning; s <= journal.StateTombstone; s++ {
+var runKinds = func() map[model.RunState]string {
+	k := map[model.RunState]string{}
+	for s := model.StateRunning; s <= model.StateTombstone; s++ {
 		k[s] = "run:" + s.String()
 	}
 	return k
 }()
 
-func runKind(s journal.RunState) string {
+func runKind(s model.RunState) string {
 	if k, ok := runKinds[s]; ok {
 		return k
 	}
@@ -144,12 +145,12 @@ func runKind(s journal.RunState) string {
 
 // rawRecord adds a record's canonical bytes: the record's own when it has
 // no run reference, else what record adds.
-func (c *canon) rawRecord(shard int, rec []byte, h *journal.RecordHead) {
+func (c *canon) rawRecord(shard int, rec []byte, h *model.RecordHead) {
 	if !h.HasRefs() {
 		c.b = append(c.b, rec...)
 		return
 	}
-	r, err := journal.DecodeRecord(rec)
+	r, err := model.DecodeRecord(rec)
 	if err != nil {
 		if c.err == nil {
 			c.err = err
@@ -160,7 +161,7 @@ func (c *canon) rawRecord(shard int, rec []byte, h *journal.RecordHead) {
 }
 
 // rawRun adds a run read as bytes, its journal and its archive to d.
-func (c *canon) rawRun(d *digest, shard int, r *journal.RawRun) {
+func (c *canon) rawRun(d *digest, shard int, r *store.RawRun) {
 	if d == nil {
 		return // a dry run checks nothing against it
 	}
@@ -182,7 +183,7 @@ func (c *canon) rawRun(d *digest, shard int, r *journal.RawRun) {
 	if r.Archive != nil {
 		c.b = append(c.b[:0], e.WorkflowID...)
 		c.b = binary.AppendUvarint(c.b, uint64(e.Gen))
-		err := journal.EachHistoryRecord(r.Archive, func(rec []byte, h *journal.RecordHead) error {
+		err := model.EachHistoryRecord(r.Archive, func(rec []byte, h *model.RecordHead) error {
 			c.rawRecord(shard, rec, h)
 			return nil
 		})

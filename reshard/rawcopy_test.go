@@ -10,8 +10,9 @@ import (
 	"testing"
 
 	"github.com/cockroachdb/pebble/v2/vfs"
-	"github.com/fusee-dev/fusee/journal"
+	"github.com/fusee-dev/fusee/journal/model"
 	"github.com/fusee-dev/fusee/journal/sim"
+	"github.com/fusee-dev/fusee/journal/store"
 )
 
 // TestRawRewriteMatchesDecode: on random generated directories, every run
@@ -36,22 +37,22 @@ func TestRawRewriteMatchesDecode(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			moved := map[journal.RunRef]journal.RunRef{}
-			mapper := func(_ journal.RefField, ref journal.RunRef) journal.RunRef {
+			moved := map[model.RunRef]model.RunRef{}
+			mapper := func(_ model.RefField, ref model.RunRef) model.RunRef {
 				if ref.Run == noSuchRun {
 					return ref
 				}
 				n, ok := moved[ref]
 				if !ok {
-					n = journal.RunRef{Shard: rng.IntN(9), Run: journal.RunNo(1 + rng.IntN(1<<20))}
+					n = model.RunRef{Shard: rng.IntN(9), Run: model.RunNo(1 + rng.IntN(1<<20))}
 					if rng.IntN(8) == 0 {
-						n = journal.RunRef{Run: noSuchRun}
+						n = model.RunRef{Run: noSuchRun}
 					}
 					moved[ref] = n
 				}
 				return n
 			}
-			ids := func(ref journal.RunRef) (uint64, bool, error) {
+			ids := func(ref model.RunRef) (uint64, bool, error) {
 				n := mapper(0, ref)
 				return uint64(n.Shard)<<48 | uint64(n.Run), n.Run != noSuchRun, nil
 			}
@@ -63,17 +64,17 @@ func TestRawRewriteMatchesDecode(t *testing.T) {
 					t.Fatal(err)
 				}
 				type decoded struct {
-					run     *journal.Run
-					archive []journal.Record
+					run     *model.Run
+					archive []model.Record
 				}
 				var want []decoded
-				var raws []*journal.RawRun
-				err = src.Runs(ctx, func(r *journal.Run, a []journal.Record) error {
+				var raws []*store.RawRun
+				err = src.Runs(ctx, func(r *model.Run, a []model.Record) error {
 					want = append(want, decoded{r, a})
 					return nil
 				})
 				if err == nil {
-					err = src.RawRuns(ctx, func(r *journal.RawRun) error { raws = append(raws, r); return nil })
+					err = src.RawRuns(ctx, func(r *store.RawRun) error { raws = append(raws, r); return nil })
 				}
 				if cerr := src.Close(); err == nil {
 					err = cerr
@@ -87,7 +88,7 @@ func TestRawRewriteMatchesDecode(t *testing.T) {
 				cd, cr := &canon{id: ids}, &canon{id: ids}
 				for k, w := range want {
 					rr := raws[k]
-					m := mapped{Shard: rng.IntN(9), No: journal.RunNo(1 + rng.IntN(1<<20))}
+					m := mapped{Shard: rng.IntN(9), No: model.RunNo(1 + rng.IntN(1<<20))}
 					m.Renumbered = rng.IntN(2) == 0
 					cd.run(dDecoded, i, w.run, w.archive)
 					cr.rawRun(dRaw, i, rr)
@@ -97,14 +98,14 @@ func TestRawRewriteMatchesDecode(t *testing.T) {
 					nr := *w.run
 					nr.No, nr.Renumbered = m.No, m.Renumbered
 					nr.Journal = mapRecords(w.run.Journal, i, mapper, gen)
-					if err := journal.AppendRunKeys(&nr, func(key, val []byte) error {
+					if err := store.AppendRunKeys(&nr, func(key, val []byte) error {
 						wantKeys[string(key)] = slices.Clone(val)
 						return nil
 					}); err != nil {
 						t.Fatal(err)
 					}
 					if w.archive != nil {
-						wantKeys[string(journal.ArchiveKey(m.No))] = journal.EncodeHistory(nil, mapRecords(w.archive, i, mapper, gen))
+						wantKeys[string(store.ArchiveKey(m.No))] = model.EncodeHistory(nil, mapRecords(w.archive, i, mapper, gen))
 						archives++
 					}
 					wantTokens := tokenChanges(w.run, &nr)
@@ -155,8 +156,8 @@ func TestRawRewriteMatchesDecode(t *testing.T) {
 	}
 }
 
-func mapRecords(recs []journal.Record, keyShard int, m journal.RunMapper, gen uint64) []journal.Record {
-	out := make([]journal.Record, len(recs))
+func mapRecords(recs []model.Record, keyShard int, m model.RunMapper, gen uint64) []model.Record {
+	out := make([]model.Record, len(recs))
 	for k, rec := range recs {
 		rec.MapRefs(keyShard, m)
 		setTokenGen(&rec, gen)
@@ -167,19 +168,19 @@ func mapRecords(recs []journal.Record, keyShard int, m journal.RunMapper, gen ui
 
 // tokenChanges is what the report lists for a run's pending completions,
 // from the decoded run before (old) and after (nr) its rewrite.
-func tokenChanges(old, nr *journal.Run) []TokenChange {
+func tokenChanges(old, nr *model.Run) []TokenChange {
 	if !unfinished(old.State) {
 		return nil
 	}
 	done := map[uint32]bool{}
 	for _, rec := range old.Journal {
-		if rec.Kind == journal.KindAsyncDone {
+		if rec.Kind == model.KindAsyncDone {
 			done[rec.Ref] = true
 		}
 	}
 	var out []TokenChange
 	for k, rec := range old.Journal {
-		if rec.Kind != journal.KindAsync || rec.Token.Run == 0 || done[rec.Pos] {
+		if rec.Kind != model.KindAsync || rec.Token.Run == 0 || done[rec.Pos] {
 			continue
 		}
 		out = append(out, TokenChange{WorkflowID: old.WorkflowID, Position: rec.Pos, Old: rec.Token.String(), New: nr.Journal[k].Token.String()})

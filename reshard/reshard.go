@@ -12,6 +12,7 @@ import (
 
 	"github.com/cockroachdb/pebble/v2/vfs"
 	"github.com/fusee-dev/fusee/journal"
+	"github.com/fusee-dev/fusee/journal/store"
 	"github.com/fusee-dev/fusee/journal/wal"
 	"github.com/fusee-dev/fusee/meta"
 )
@@ -104,9 +105,9 @@ type resharder struct {
 	open       []*spillMap // every map made, closed however the reshard ends
 	newDigest  *digest
 	rep        *Report
-	tails      []journal.ShardTail // the old shards' log tails, read once
-	owner      *ownership          // what new files get (nil: not on the disk)
-	fp         *Fingerprint        // the old directory's, when a plan is made or applied
+	tails      []store.ShardTail // the old shards' log tails, read once
+	owner      *ownership        // what new files get (nil: not on the disk)
+	fp         *Fingerprint      // the old directory's, when a plan is made or applied
 	// switching is the fusee.meta written at the point of no return.
 	switching meta.Meta
 	// upgrade: this is `fusee upgrade` (log format 2 to 3), not a reshard.
@@ -540,7 +541,7 @@ func checkNewShards(fs vfs.FS, dir, newDir string, newN int, upgrade bool) error
 		return &SwitchStateError{Dir: dir, Shards: newN, Where: where, Err: err, Upgrade: upgrade}
 	}
 	for j := range newN {
-		h, err := journal.ReadHeader(fs, base, j, newN)
+		h, err := store.ReadHeader(fs, base, j, newN)
 		if err != nil {
 			return fail(err)
 		}
@@ -554,7 +555,7 @@ func checkNewShards(fs vfs.FS, dir, newDir string, newN int, upgrade bool) error
 			return fail(fmt.Errorf("shard %d's checkpoint is at LSN %d, log position %v: not a store rebuilt for a new shared log", j, h.LSN, h.Log))
 		}
 	}
-	if extra := journal.ShardDir(fs, base, newN); fileExists(fs, extra) {
+	if extra := store.ShardDir(fs, base, newN); fileExists(fs, extra) {
 		return fail(fmt.Errorf("it has a shard %d as well", newN))
 	}
 	return nil

@@ -10,8 +10,8 @@ import (
 	"testing"
 
 	"github.com/cockroachdb/pebble/v2/vfs"
-	"github.com/fusee-dev/fusee/journal"
 	"github.com/fusee-dev/fusee/journal/check"
+	"github.com/fusee-dev/fusee/journal/model"
 	"github.com/fusee-dev/fusee/journal/sim"
 	"github.com/fusee-dev/fusee/reshard"
 )
@@ -135,10 +135,10 @@ func everyKind() []string {
 	for _, s := range []string{"running", "parked", "finished", "tombstone"} {
 		all = append(all, "state "+s)
 	}
-	for k := journal.KindStart; k <= journal.KindDone; k++ {
+	for k := model.KindStart; k <= model.KindDone; k++ {
 		all = append(all, "record "+k.String())
 	}
-	for k := journal.MsgStartChild; k <= journal.MsgUpdateResult; k++ {
+	for k := model.MsgStartChild; k <= model.MsgUpdateResult; k++ {
 		all = append(all, "message "+k.String())
 	}
 	for _, r := range []string{sim.RefParent, sim.RefPred, sim.RefNext, sim.RefCancelBy, sim.RefSignalBy, sim.RefKey,

@@ -7,6 +7,7 @@ import (
 
 	"github.com/cockroachdb/pebble/v2/vfs"
 	"github.com/fusee-dev/fusee/journal"
+	"github.com/fusee-dev/fusee/journal/model"
 	"github.com/fusee-dev/fusee/reshard"
 )
 
@@ -14,7 +15,7 @@ import (
 func idOn(t testing.TB, prefix string, shard, n int) string {
 	for i := 0; i < 100000; i++ {
 		id := fmt.Sprintf("%s-%d", prefix, i)
-		if journal.ShardOf(id, n) == shard {
+		if model.ShardOf(id, n) == shard {
 			return id
 		}
 	}
@@ -24,42 +25,42 @@ func idOn(t testing.TB, prefix string, shard, n int) string {
 
 type handRun struct {
 	shard    int
-	no       journal.RunNo
+	no       model.RunNo
 	wf       string
 	gen      uint32
 	finished bool
-	pred     journal.RunRef
-	by       journal.RunRef // a signal from this run (may name no run: dangling)
+	pred     model.RunRef
+	by       model.RunRef // a signal from this run (may name no run: dangling)
 }
 
 // handDir builds a directory of n shards holding exactly the given runs.
 func handDir(t testing.TB, n int, runs []handRun) string {
 	t.Helper()
-	shards := make([]*journal.Shard, n)
+	shards := make([]*model.Shard, n)
 	for i := range shards {
-		shards[i] = journal.NewShard(i, n)
+		shards[i] = model.NewShard(i, n)
 	}
 	for _, r := range runs {
 		s := shards[r.shard]
 		s.NextRun = r.no
-		start := journal.Record{Kind: journal.KindStart, WorkflowID: r.wf, Type: "hand", Time: 1000, Gen: r.gen}
+		start := model.Record{Kind: model.KindStart, WorkflowID: r.wf, Type: "hand", Time: 1000, Gen: r.gen}
 		if !r.pred.IsZero() {
-			start.Origin, start.Pred = journal.OriginRestart, r.pred
+			start.Origin, start.Pred = model.OriginRestart, r.pred
 		}
-		apply := func(op journal.Op) {
+		apply := func(op model.Op) {
 			if err := s.Apply(&op); err != nil {
 				t.Fatalf("building run %s#%d: %v", r.wf, r.gen, err)
 			}
 		}
-		apply(journal.Op{Kind: journal.OpStart, Run: r.no, Rec: start})
+		apply(model.Op{Kind: model.OpStart, Run: r.no, Rec: start})
 		pos := uint32(1)
 		if !r.by.IsZero() {
-			apply(journal.Op{Kind: journal.OpAppend, Run: r.no, Rec: journal.Record{Kind: journal.KindSignal, Pos: pos, Time: 1100,
+			apply(model.Op{Kind: model.OpAppend, Run: r.no, Rec: model.Record{Kind: model.KindSignal, Pos: pos, Time: 1100,
 				Name: "poke", MsgID: fmt.Sprintf("sig-%s-%d", r.wf, r.gen), By: r.by}})
 			pos++
 		}
 		if r.finished {
-			apply(journal.Op{Kind: journal.OpAppend, Run: r.no, Rec: journal.Record{Kind: journal.KindDone, Pos: pos, Time: 2000, Status: journal.StatusOK}})
+			apply(model.Op{Kind: model.OpAppend, Run: r.no, Rec: model.Record{Kind: model.KindDone, Pos: pos, Time: 2000, Status: model.StatusOK}})
 		}
 	}
 	dir := filepath.Join(t.TempDir(), "data")
@@ -73,7 +74,7 @@ func handDir(t testing.TB, n int, runs []handRun) string {
 	return dir
 }
 
-func loadShards(t testing.TB, dir string) []*journal.Shard {
+func loadShards(t testing.TB, dir string) []*model.Shard {
 	t.Helper()
 	db, _, err := journal.Open(vfs.Default, dir, journal.OpenOptions{ReadOnly: true})
 	if err != nil {
@@ -101,16 +102,16 @@ func TestRenumberingRules(t *testing.T) {
 	a, b, c := idOn(t, "a", 0, 2), idOn(t, "b", 0, 2), idOn(t, "c", 0, 2)
 	x, y := idOn(t, "x", 1, 2), idOn(t, "y", 1, 2)
 	dir := handDir(t, 2, []handRun{
-		{shard: 0, no: 1, wf: a, gen: 1, by: journal.RunRef{Shard: 1, Run: 99}},
+		{shard: 0, no: 1, wf: a, gen: 1, by: model.RunRef{Shard: 1, Run: 99}},
 		{shard: 0, no: 2, wf: b, gen: 1, finished: true},
 		{shard: 0, no: 3, wf: c, gen: 1},
 		{shard: 1, no: 1, wf: x, gen: 1, finished: true},
-		{shard: 1, no: 2, wf: x, gen: 2, pred: journal.RunRef{Shard: 1, Run: 1}},
+		{shard: 1, no: 2, wf: x, gen: 2, pred: model.RunRef{Shard: 1, Run: 1}},
 		{shard: 1, no: 3, wf: y, gen: 1},
 	})
 	rep := doReshard(t, dir, 1, reshard.Options{})
 	s := loadShards(t, dir)[0]
-	want := map[string]journal.RunNo{a + "#1": 1, x + "#2": 2, c + "#1": 3, x + "#1": 4, b + "#1": 5, y + "#1": 6}
+	want := map[string]model.RunNo{a + "#1": 1, x + "#2": 2, c + "#1": 3, x + "#1": 4, b + "#1": 5, y + "#1": 6}
 	for _, r := range s.Runs {
 		key := fmt.Sprintf("%s#%d", r.WorkflowID, r.Gen)
 		if want[key] != r.No {
@@ -126,11 +127,11 @@ func TestRenumberingRules(t *testing.T) {
 	if s.ByID[x] != 2 {
 		t.Errorf("the ID index names run %d for %s, want 2 (generation 2, although generation 1 is now run 4)", s.ByID[x], x)
 	}
-	if p := s.Runs[2].Journal[0].Pred; p != (journal.RunRef{Shard: 0, Run: 4}) {
+	if p := s.Runs[2].Journal[0].Pred; p != (model.RunRef{Shard: 0, Run: 4}) {
 		t.Errorf("x#2's predecessor is %v, want 0:4", p)
 	}
-	if by := s.Runs[1].Journal[1].By; by.Run != journal.NoSuchRun {
-		t.Errorf("a's dangling sender became %v, want the reserved number %d", by, journal.NoSuchRun)
+	if by := s.Runs[1].Journal[1].By; by.Run != model.NoSuchRun {
+		t.Errorf("a's dangling sender became %v, want the reserved number %d", by, model.NoSuchRun)
 	}
 	if rep.Counts.DanglingRefs != 1 {
 		t.Errorf("dangling references counted %d, want 1", rep.Counts.DanglingRefs)

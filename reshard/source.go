@@ -6,6 +6,8 @@ import (
 
 	"github.com/cockroachdb/pebble/v2/vfs"
 	"github.com/fusee-dev/fusee/journal"
+	"github.com/fusee-dev/fusee/journal/model"
+	"github.com/fusee-dev/fusee/journal/store"
 )
 
 // A shardSource streams one shard's recovered state: what the engine's own
@@ -13,29 +15,29 @@ import (
 // regenerates) says the shard holds, read-only, without ticking anything,
 // one run at a time. journal.ShardReader is the implementation.
 type shardSource interface {
-	Header() journal.CheckpointHeader
+	Header() model.CheckpointHeader
 	// Runs calls fn for every run in ascending number; archive is the
 	// history of a tombstoned run (nil otherwise). fn must not modify
 	// what it is given.
-	Runs(ctx context.Context, fn func(r *journal.Run, archive []journal.Record) error) error
+	Runs(ctx context.Context, fn func(r *model.Run, archive []model.Record) error) error
 	// RawRuns is Runs with each run's records as checked bytes.
-	RawRuns(ctx context.Context, fn func(r *journal.RawRun) error) error
+	RawRuns(ctx context.Context, fn func(r *store.RawRun) error) error
 	// RunEntries is Runs without journals: who each run is.
-	RunEntries(ctx context.Context, fn func(no journal.RunNo, e journal.RunEntry) error) error
-	Outbox(fn func(m *journal.Message) error) error
+	RunEntries(ctx context.Context, fn func(no model.RunNo, e model.RunEntry) error) error
+	Outbox(fn func(m *model.Message) error) error
 	Seen(fn func(msgID, workflowID string) error) error
-	Index(fn func(workflowID string, no journal.RunNo) error) error
-	Timers(fn func(journal.TimerKey) error) error
+	Index(fn func(workflowID string, no model.RunNo) error) error
+	Timers(fn func(model.TimerKey) error) error
 	Close() error
 }
 
 // logTails reads the shared log of the count-shard directory dir once and
 // returns every shard's entries after its checkpoint (small: bounded by
 // how often the engine checkpoints), for openSource.
-func logTails(ctx context.Context, fs vfs.FS, dir string, count int) ([]journal.ShardTail, error) {
-	headers := make([]journal.CheckpointHeader, count)
+func logTails(ctx context.Context, fs vfs.FS, dir string, count int) ([]store.ShardTail, error) {
+	headers := make([]model.CheckpointHeader, count)
 	for i := range headers {
-		h, err := journal.ReadHeader(fs, dir, i, count)
+		h, err := store.ReadHeader(fs, dir, i, count)
 		if err != nil {
 			return nil, err
 		}
@@ -50,6 +52,6 @@ func logTails(ctx context.Context, fs vfs.FS, dir string, count int) ([]journal.
 
 // openSource opens shard i of the count shards of the directory at dir,
 // read-only, with its log tail as an overlay.
-func openSource(fs vfs.FS, dir string, i, count int, tails []journal.ShardTail) (shardSource, error) {
-	return journal.OpenShardReader(fs, dir, i, count, &tails[i])
+func openSource(fs vfs.FS, dir string, i, count int, tails []store.ShardTail) (shardSource, error) {
+	return store.OpenShardReader(fs, dir, i, count, &tails[i])
 }

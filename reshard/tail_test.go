@@ -13,6 +13,7 @@ import (
 
 	"github.com/cockroachdb/pebble/v2/vfs"
 	"github.com/fusee-dev/fusee/journal"
+	"github.com/fusee-dev/fusee/journal/model"
 	"github.com/fusee-dev/fusee/journal/sim"
 	"github.com/fusee-dev/fusee/journal/wal"
 	"github.com/fusee-dev/fusee/reshard"
@@ -146,11 +147,11 @@ func TestReshardReportsTornTail(t *testing.T) {
 	for i, shard := range []int{0, 2} {
 		s := db.Shards[shard]
 		wf := idOn(t, "torn", shard, shards)
-		ops := []journal.ShardOp{{Shard: shard, Op: journal.Op{Kind: journal.OpStart, Run: s.NextRun,
-			Rec: journal.Record{Kind: journal.KindStart, WorkflowID: wf, Type: "hand", Time: db.Now, Gen: 1}}}}
+		ops := []journal.ShardOp{{Shard: shard, Op: model.Op{Kind: model.OpStart, Run: s.NextRun,
+			Rec: model.Record{Kind: model.KindStart, WorkflowID: wf, Type: "hand", Time: db.Now, Gen: 1}}}}
 		if i == 1 {
-			ops = append(ops, journal.ShardOp{Shard: 1, Op: journal.Op{Kind: journal.OpStart, Run: db.Shards[1].NextRun,
-				Rec: journal.Record{Kind: journal.KindStart, WorkflowID: idOn(t, "torn", 1, shards), Type: "hand", Time: db.Now, Gen: 1}}})
+			ops = append(ops, journal.ShardOp{Shard: 1, Op: model.Op{Kind: model.OpStart, Run: db.Shards[1].NextRun,
+				Rec: model.Record{Kind: model.KindStart, WorkflowID: idOn(t, "torn", 1, shards), Type: "hand", Time: db.Now, Gen: 1}}})
 		}
 		if err := db.Commit(ops); err != nil {
 			t.Fatal(err)

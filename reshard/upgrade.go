@@ -6,6 +6,8 @@ import (
 
 	"github.com/cockroachdb/pebble/v2/vfs"
 	"github.com/fusee-dev/fusee/journal"
+	"github.com/fusee-dev/fusee/journal/model"
+	"github.com/fusee-dev/fusee/journal/store"
 	"github.com/fusee-dev/fusee/meta"
 )
 
@@ -83,9 +85,9 @@ func Upgrade(ctx context.Context, fs vfs.FS, dir string, opts UpgradeOptions) (*
 	}
 	n := m.Shards
 	r.oldN, r.newN = n, n
-	headers := make([]journal.CheckpointHeader, n)
+	headers := make([]model.CheckpointHeader, n)
 	for i := range headers {
-		if headers[i], err = journal.ReadHeader(fs, dir, i, n); err != nil {
+		if headers[i], err = store.ReadHeader(fs, dir, i, n); err != nil {
 			return nil, err
 		}
 	}

@@ -13,6 +13,7 @@ import (
 	"github.com/fusee-dev/fusee/journal"
 	"github.com/fusee-dev/fusee/journal/check"
 	"github.com/fusee-dev/fusee/journal/sim"
+	"github.com/fusee-dev/fusee/journal/store"
 	"github.com/fusee-dev/fusee/meta"
 	"github.com/fusee-dev/fusee/reshard"
 )
@@ -113,7 +114,7 @@ func storeGens(t *testing.T, fs vfs.FS, shards int) []uint64 {
 	t.Helper()
 	out := make([]uint64, shards)
 	for i := range out {
-		h, err := journal.ReadHeader(fs, memDir, i, shards)
+		h, err := store.ReadHeader(fs, memDir, i, shards)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -233,6 +234,8 @@ func TestUpgradeCrashAtEveryStep(t *testing.T) {
 	if longTests() {
 		seeds = []uint64{1, 2, 3, 4}
 		unsyncedStride, doubleStride, beforeStride = 1, 1, 10
+	} else if raceOn {
+		unsyncedStride = 2 * raceStride
 	}
 	start := time.Now()
 	c := newUpgradeCase(t, 3, 50, 7, 0)
@@ -241,9 +244,9 @@ func TestUpgradeCrashAtEveryStep(t *testing.T) {
 	before := func(first, second int) bool { return first%beforeStride == 0 && second%beforeStride == 0 }
 	var sample func(int) bool
 	if raceOn && !longTests() {
-		off := sweepOffset(t, 4)
-		sample = func(step int) bool { return (step+off)%4 == 0 }
-		before = func(first, second int) bool { return (first+off)%52 == 0 && second%beforeStride == 0 }
+		off := sweepOffset(t, raceStride)
+		sample = func(step int) bool { return (step+off)%raceStride == 0 }
+		before = func(first, second int) bool { return (first+off)%(13*raceStride) == 0 && second%beforeStride == 0 }
 	}
 	steps := c.sweep(t, ct, 0, sample, double, before)
 	synced := ct.points
@@ -268,7 +271,7 @@ func TestUpgradeFaultAtEveryStep(t *testing.T) {
 	t.Parallel() // see sample_test.go
 	stride := 1
 	if raceOn && !longTests() {
-		stride = 4
+		stride = raceStride
 	}
 	start := time.Now()
 	c := newUpgradeCase(t, 3, 50, 7, 0)

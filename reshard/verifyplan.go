@@ -5,7 +5,7 @@ import (
 	"fmt"
 
 	"github.com/cockroachdb/pebble/v2/vfs"
-	"github.com/fusee-dev/fusee/journal"
+	"github.com/fusee-dev/fusee/journal/model"
 	"github.com/fusee-dev/fusee/meta"
 )
 
@@ -51,7 +51,7 @@ func VerifyPlan(ctx context.Context, fs vfs.FS, dir string, plan *Plan) (*PlanCh
 	}
 	type at struct {
 		shard int
-		no    journal.RunNo
+		no    model.RunNo
 	}
 	type who struct {
 		id  string
@@ -60,7 +60,7 @@ func VerifyPlan(ctx context.Context, fs vfs.FS, dir string, plan *Plan) (*PlanCh
 	// got is who holds each planned number, filled as the shards are read.
 	got := make(map[at]*who, len(plan.Renumbered))
 	for _, p := range plan.Renumbered {
-		got[at{p.NewShard, journal.RunNo(p.NewRun)}] = nil
+		got[at{p.NewShard, model.RunNo(p.NewRun)}] = nil
 	}
 	tails, err := logTails(ctx, fs, dir, m.Shards)
 	if err != nil {
@@ -75,7 +75,7 @@ func VerifyPlan(ctx context.Context, fs vfs.FS, dir string, plan *Plan) (*PlanCh
 			differ("shard %d's store is generation %d, the plan's new stores are %d", j, g, plan.StoreGen)
 		}
 		var runs int64
-		err = src.RunEntries(ctx, func(no journal.RunNo, e journal.RunEntry) error {
+		err = src.RunEntries(ctx, func(no model.RunNo, e model.RunEntry) error {
 			runs++
 			if _, ok := got[at{j, no}]; ok {
 				got[at{j, no}] = &who{e.WorkflowID, e.Gen}
@@ -93,7 +93,7 @@ func VerifyPlan(ctx context.Context, fs vfs.FS, dir string, plan *Plan) (*PlanCh
 		}
 	}
 	for _, p := range plan.Renumbered {
-		switch w := got[at{p.NewShard, journal.RunNo(p.NewRun)}]; {
+		switch w := got[at{p.NewShard, model.RunNo(p.NewRun)}]; {
 		case w == nil:
 			differ("%s#%d (old %d:%d) is not at %d:%d as planned: that number holds no run", p.WorkflowID, p.Gen, p.OldShard, p.OldRun, p.NewShard, p.NewRun)
 		case w.id != p.WorkflowID || w.gen != p.Gen:

@@ -11,6 +11,7 @@ import (
 
 	"github.com/cockroachdb/pebble/v2/vfs"
 	"github.com/fusee-dev/fusee/journal"
+	"github.com/fusee-dev/fusee/journal/model"
 )
 
 // cancelAfter is a context that is done from its n+1st Err call on: it
@@ -42,7 +43,7 @@ func cancelled() context.Context {
 func TestCancelledContext(t *testing.T) {
 	w := newWorld(t, 2, 0)
 	for i := range 10 {
-		w.start(fmt.Sprintf("wf-%d", i), "T", journal.OriginFresh, journal.ParentRef{}, "", nil, 1)
+		w.start(fmt.Sprintf("wf-%d", i), "T", model.OriginFresh, model.ParentRef{}, "", nil, 1)
 	}
 	dir := filepath.Join(t.TempDir(), "data")
 	writeDir(t, w, dir)
@@ -78,7 +79,7 @@ func TestCancelledContext(t *testing.T) {
 func TestCancelWithinShard(t *testing.T) {
 	w := newWorld(t, 1, 0)
 	for i := range 3 * checkEvery {
-		w.start(fmt.Sprintf("wf-%d", i), "T", journal.OriginFresh, journal.ParentRef{}, "", nil, 1)
+		w.start(fmt.Sprintf("wf-%d", i), "T", model.OriginFresh, model.ParentRef{}, "", nil, 1)
 	}
 	st := w.state()
 	// Two looks pass (before Verify, before the shard); the next is within

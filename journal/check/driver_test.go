@@ -5,7 +5,7 @@ import (
 	"math/rand/v2"
 	"testing"
 
-	"github.com/fusee-dev/fusee/journal"
+	"github.com/fusee-dev/fusee/journal/model"
 )
 
 // driver runs one random logical workload on several worlds at once.
@@ -50,7 +50,7 @@ func (d *driver) payload() []byte {
 func (d *driver) pick(xs []ident) ident { return xs[d.rng.IntN(len(xs))] }
 
 // runs lists the first world's runs whose state satisfies keep.
-func (d *driver) runs(keep func(x ident, r *journal.Run) bool) []ident {
+func (d *driver) runs(keep func(x ident, r *model.Run) bool) []ident {
 	w := d.ws[0]
 	var out []ident
 	for _, x := range w.idents() {
@@ -62,8 +62,8 @@ func (d *driver) runs(keep func(x ident, r *journal.Run) bool) []ident {
 }
 
 func (d *driver) live() []ident {
-	return d.runs(func(x ident, r *journal.Run) bool {
-		return r.State == journal.StateRunning || r.State == journal.StateParked
+	return d.runs(func(x ident, r *model.Run) bool {
+		return r.State == model.StateRunning || r.State == model.StateParked
 	})
 }
 
@@ -80,7 +80,7 @@ func (d *driver) step() {
 	switch k := d.rng.IntN(20); {
 	case len(live) == 0 || k < 2 && len(live) < 12:
 		id, typ, in := d.freshID(), fmt.Sprintf("T%d", d.rng.IntN(3)), d.payload()
-		d.all(func(w *world) { w.start(id, typ, journal.OriginFresh, journal.ParentRef{}, "", in, d.now) })
+		d.all(func(w *world) { w.start(id, typ, model.OriginFresh, model.ParentRef{}, "", in, d.now) })
 	case k < 15:
 		d.act(d.pick(live))
 	case k < 17:
@@ -89,20 +89,20 @@ func (d *driver) step() {
 			d.all(func(w *world) { w.deliver(id, ack, d.now) })
 		}
 	case k < 18:
-		done := d.runs(func(x ident, r *journal.Run) bool { return r.State == journal.StateFinished })
+		done := d.runs(func(x ident, r *model.Run) bool { return r.State == model.StateFinished })
 		if len(done) > 0 {
 			x := d.pick(done)
-			d.all(func(w *world) { w.op(x, journal.OpTombstone) })
+			d.all(func(w *world) { w.op(x, model.OpTombstone) })
 		}
 	default:
 		// Restart a workflow ID whose latest run is finished.
-		ended := d.runs(func(x ident, r *journal.Run) bool {
-			return d.ws[0].gens[x.id] == x.gen && (r.State == journal.StateFinished || r.State == journal.StateTombstone)
+		ended := d.runs(func(x ident, r *model.Run) bool {
+			return d.ws[0].gens[x.id] == x.gen && (r.State == model.StateFinished || r.State == model.StateTombstone)
 		})
 		if len(ended) > 0 {
 			x := d.pick(ended)
 			typ := d.ws[0].run(x).Type
-			d.all(func(w *world) { w.start(x.id, typ, journal.OriginRestart, journal.ParentRef{}, "", nil, d.now) })
+			d.all(func(w *world) { w.start(x.id, typ, model.OriginRestart, model.ParentRef{}, "", nil, d.now) })
 		}
 	}
 }
@@ -110,43 +110,43 @@ func (d *driver) step() {
 // act appends one random record (or parks) to a live run.
 func (d *driver) act(x ident) {
 	w0 := d.ws[0]
-	if w0.run(x).State == journal.StateParked {
-		d.all(func(w *world) { w.op(x, journal.OpLoad) })
+	if w0.run(x).State == model.StateParked {
+		d.all(func(w *world) { w.op(x, model.OpLoad) })
 		return
 	}
 	r := w0.run(x)
-	p := journal.PendingOf(r)
+	p := model.PendingOf(r)
 	now, pl := d.now, d.payload()
-	add := func(rec journal.Record) { d.all(func(w *world) { w.add(x, rec) }) }
+	add := func(rec model.Record) { d.all(func(w *world) { w.add(x, rec) }) }
 	switch k := d.rng.IntN(19); k {
 	case 0:
 		name := fmt.Sprintf("s%d", d.rng.IntN(4))
 		d.all(func(w *world) { w.step(x, name, pl) })
 	case 1:
-		add(journal.Record{Kind: journal.KindValue, Name: "rand", Time: now, Payload: pl})
+		add(model.Record{Kind: model.KindValue, Name: "rand", Time: now, Payload: pl})
 	case 2:
-		add(journal.Record{Kind: journal.KindSearchAttr, Name: "attr", Payload: pl})
+		add(model.Record{Kind: model.KindSearchAttr, Name: "attr", Payload: pl})
 	case 3:
-		add(journal.Record{Kind: journal.KindTimer, Name: "t", Time: now + int64(d.rng.IntN(5000))})
+		add(model.Record{Kind: model.KindTimer, Name: "t", Time: now + int64(d.rng.IntN(5000))})
 	case 4:
-		add(journal.Record{Kind: journal.KindAttempt, Name: "s0", Attempt: uint32(1 + d.rng.IntN(3)), Time: now + 100})
+		add(model.Record{Kind: model.KindAttempt, Name: "s0", Attempt: uint32(1 + d.rng.IntN(3)), Time: now + 100})
 	case 5:
 		if len(p.Timers) > 0 {
-			add(journal.Record{Kind: journal.KindFired, Ref: p.Timers[d.rng.IntN(len(p.Timers))], Time: now})
+			add(model.Record{Kind: model.KindFired, Ref: p.Timers[d.rng.IntN(len(p.Timers))], Time: now})
 		}
 	case 6:
 		var dl int64
 		if d.rng.IntN(2) == 0 {
 			dl = now + 2000
 		}
-		add(journal.Record{Kind: journal.KindWait, Name: fmt.Sprintf("sig%d", d.rng.IntN(2)), Deadline: dl})
+		add(model.Record{Kind: model.KindWait, Name: fmt.Sprintf("sig%d", d.rng.IntN(2)), Deadline: dl})
 	case 7:
 		if len(p.Waits) > 0 {
 			pos := p.Waits[d.rng.IntN(len(p.Waits))]
-			rec := journal.Record{Kind: journal.KindWaited, Ref: pos, Status: journal.StatusTimedOut, Time: now}
+			rec := model.Record{Kind: model.KindWaited, Ref: pos, Status: model.StatusTimedOut, Time: now}
 			for _, sp := range p.Signals {
 				if r.Journal[sp].Name == r.Journal[pos].Name {
-					rec.Status, rec.MsgID = journal.StatusOK, r.Journal[sp].MsgID
+					rec.Status, rec.MsgID = model.StatusOK, r.Journal[sp].MsgID
 					break
 				}
 			}
@@ -154,14 +154,14 @@ func (d *driver) act(x ident) {
 		}
 	case 8:
 		childID := d.freshID()
-		if ended := d.runs(func(y ident, ry *journal.Run) bool {
-			return w0.gens[y.id] == y.gen && ry.State == journal.StateFinished
+		if ended := d.runs(func(y ident, ry *model.Run) bool {
+			return w0.gens[y.id] == y.gen && ry.State == model.StateFinished
 		}); len(ended) > 0 && d.rng.IntN(2) == 0 {
 			childID = d.pick(ended).id // reuse an ID whose latest run ended
 		}
 		d.all(func(w *world) { w.child(x, childID, "Child", pl) })
 	case 9, 10:
-		targets := d.runs(func(y ident, _ *journal.Run) bool { return w0.gens[y.id] == y.gen })
+		targets := d.runs(func(y ident, _ *model.Run) bool { return w0.gens[y.id] == y.gen })
 		target, cancel := d.pick(targets).id, k == 10 && d.rng.IntN(3) == 0
 		name := fmt.Sprintf("sig%d", d.rng.IntN(2))
 		d.all(func(w *world) { w.send(x, target, name, cancel, pl) })
@@ -177,24 +177,24 @@ func (d *driver) act(x ident) {
 	case 12:
 		if len(p.Updates) > 0 {
 			pos := p.Updates[d.rng.IntN(len(p.Updates))]
-			add(journal.Record{Kind: journal.KindUpdateDone, Ref: pos, Attempt: uint32(len(r.Journal)), Status: journal.StatusOK, Payload: pl})
+			add(model.Record{Kind: model.KindUpdateDone, Ref: pos, Attempt: uint32(len(r.Journal)), Status: model.StatusOK, Payload: pl})
 		}
 	case 13:
 		d.all(func(w *world) { w.async(x, "ext") })
 	case 14:
 		if len(p.Asyncs) > 0 {
-			add(journal.Record{Kind: journal.KindAsyncDone, Ref: p.Asyncs[d.rng.IntN(len(p.Asyncs))], Payload: pl})
+			add(model.Record{Kind: model.KindAsyncDone, Ref: p.Asyncs[d.rng.IntN(len(p.Asyncs))], Payload: pl})
 		}
 	case 15:
-		d.all(func(w *world) { w.op(x, journal.OpPark) })
+		d.all(func(w *world) { w.op(x, model.OpPark) })
 	case 16:
-		st := []journal.Status{journal.StatusOK, journal.StatusFailed, journal.StatusCancelled, journal.StatusTimedOut}[d.rng.IntN(4)]
+		st := []model.Status{model.StatusOK, model.StatusFailed, model.StatusCancelled, model.StatusTimedOut}[d.rng.IntN(4)]
 		d.all(func(w *world) { w.finish(x, st, now, pl) })
 	case 17:
 		if r.Start().Parent.IsZero() {
-			st := journal.StatusContinuedAsNew
+			st := model.StatusContinuedAsNew
 			if d.rng.IntN(3) == 0 {
-				st = journal.StatusReset
+				st = model.StatusReset
 			}
 			d.all(func(w *world) { w.continueAs(x, st, now, pl) })
 		}
@@ -203,7 +203,7 @@ func (d *driver) act(x ident) {
 			// Nothing: a pending child is resolved by delivering its result.
 			return
 		}
-		add(journal.Record{Kind: journal.KindCancel, Payload: []byte("operator")})
+		add(model.Record{Kind: model.KindCancel, Payload: []byte("operator")})
 	}
 }
 

@@ -10,7 +10,8 @@ import (
 	"strconv"
 	"unicode/utf8"
 
-	"github.com/fusee-dev/fusee/journal"
+	"github.com/fusee-dev/fusee/journal/model"
+	"github.com/fusee-dev/fusee/journal/store"
 )
 
 // DumpOptions configure WriteDump.
@@ -25,7 +26,7 @@ type DumpOptions struct {
 // WriteLogicalDump writes the logical dump of shards: WriteDump without
 // physical fields. It is the oracle the simulator and reshard compare
 // directories by.
-func WriteLogicalDump(w io.Writer, shards []*journal.Shard) error {
+func WriteLogicalDump(w io.Writer, shards []*model.Shard) error {
 	return WriteDump(w, shards, DumpOptions{})
 }
 
@@ -62,14 +63,14 @@ func WriteLogicalDump(w io.Writer, shards []*journal.Shard) error {
 // The logical dump of a state does not depend on its shard count or run
 // numbers as long as each (workflow ID, generation) names one run, which
 // Verify checks.
-func WriteDump(w io.Writer, shards []*journal.Shard, opts DumpOptions) error {
+func WriteDump(w io.Writer, shards []*model.Shard, opts DumpOptions) error {
 	return WriteDumpContext(context.Background(), w, shards, opts)
 }
 
 // WriteDumpContext is WriteDump that gives up when ctx is done: it looks
 // at ctx before each shard and every checkEvery runs or lines, and then
 // returns ctx.Err(). What was written by then is a prefix of the dump.
-func WriteDumpContext(ctx context.Context, w io.Writer, shards []*journal.Shard, opts DumpOptions) error {
+func WriteDumpContext(ctx context.Context, w io.Writer, shards []*model.Shard, opts DumpOptions) error {
 	return shardsView(shards, opts.Options).dump(ctx, w, opts.Physical)
 }
 
@@ -95,13 +96,13 @@ type dumper struct {
 	w    *view
 	phys bool
 	err  error // the first lookup error; lines rendered after it are discarded
-	odd  *journal.SpillMap
+	odd  *store.SpillMap
 	odds int // entries put into odd: none in a healthy directory
 	runs int // runs collected (progress)
 	// cur is the run being written when it is the one its home shard
 	// answers for under its own number: a Ctx::key naming it (as a step's
 	// own key does) resolves without a lookup.
-	cur  *journal.Run
+	cur  *model.Run
 	line []byte // a line rendered for a spill map
 	key  []byte
 }
@@ -148,7 +149,7 @@ func (w *view) dump(ctx context.Context, out io.Writer, phys bool) (err error) {
 	if err := sp.drop(order); err != nil {
 		return err
 	}
-	for _, m := range []*journal.SpillMap{timers, msgs} {
+	for _, m := range []*store.SpillMap{timers, msgs} {
 		err := m.Each(nil, func(_, v []byte) error {
 			_, err := bw.Write(v)
 			return err
@@ -167,7 +168,7 @@ func (w *view) dump(ctx context.Context, out io.Writer, phys bool) (err error) {
 }
 
 // collect fills order (see above) and d.odd.
-func (d *dumper) collect(ctx context.Context, order *journal.SpillMap) error {
+func (d *dumper) collect(ctx context.Context, order *store.SpillMap) error {
 	n := len(d.w.srcs)
 	for slot, s := range d.w.srcs {
 		if s == nil {
@@ -175,7 +176,7 @@ func (d *dumper) collect(ctx context.Context, order *journal.SpillMap) error {
 		}
 		info := d.w.infos[slot]
 		home := d.w.byIndex[info.Index] == slot
-		err := s.entries(ctx, func(key journal.RunNo, r *journal.Run) error {
+		err := s.entries(ctx, func(key model.RunNo, r *model.Run) error {
 			k := appendStr(d.key[:0], r.WorkflowID)
 			k = append(k, 1)
 			k = appendU32(k, r.Gen)
@@ -189,7 +190,7 @@ func (d *dumper) collect(ctx context.Context, order *journal.SpillMap) error {
 			if err := order.Put(k, nil); err != nil {
 				return err
 			}
-			if !home || key != r.No || journal.ShardOf(r.WorkflowID, n) != info.Index {
+			if !home || key != r.No || model.ShardOf(r.WorkflowID, n) != info.Index {
 				return d.addOdd(r)
 			}
 			return nil
@@ -197,7 +198,7 @@ func (d *dumper) collect(ctx context.Context, order *journal.SpillMap) error {
 		if err != nil {
 			return err
 		}
-		err = s.index(func(id string, no journal.RunNo) error {
+		err = s.index(func(id string, no model.RunNo) error {
 			k := appendStr(d.key[:0], id)
 			k = append(k, 0)
 			k = appendU32(k, uint32(slot))
@@ -215,7 +216,7 @@ func (d *dumper) collect(ctx context.Context, order *journal.SpillMap) error {
 // addOdd counts a run that its home shard does not answer for under its
 // (workflow ID, number) identity: the value is the count and the first
 // one's generation.
-func (d *dumper) addOdd(r *journal.Run) error {
+func (d *dumper) addOdd(r *model.Run) error {
 	k := appendU64(appendStr(nil, r.WorkflowID), uint64(r.No))
 	v, ok, err := d.odd.Get(k)
 	if err != nil {
@@ -230,7 +231,7 @@ func (d *dumper) addOdd(r *journal.Run) error {
 }
 
 // name is a run's invariant identity.
-func name(r *journal.Run) string { return r.WorkflowID + "#" + strconv.FormatUint(uint64(r.Gen), 10) }
+func name(r *model.Run) string { return r.WorkflowID + "#" + strconv.FormatUint(uint64(r.Gen), 10) }
 
 func at(n string, pos uint32) string { return n + "@" + strconv.FormatUint(uint64(pos), 10) }
 
@@ -242,7 +243,7 @@ func (d *dumper) fail(err error) {
 	}
 }
 
-func (d *dumper) runRef(ref journal.RunRef) string {
+func (d *dumper) runRef(ref model.RunRef) string {
 	if ref.IsZero() {
 		return ""
 	}
@@ -256,11 +257,11 @@ func (d *dumper) runRef(ref journal.RunRef) string {
 	return danglingRef
 }
 
-func (d *dumper) posRef(shard int, no journal.RunNo, pos uint32) string {
+func (d *dumper) posRef(shard int, no model.RunNo, pos uint32) string {
 	if no == 0 {
 		return ""
 	}
-	if s := d.runRef(journal.RunRef{Shard: shard, Run: no}); s != danglingRef {
+	if s := d.runRef(model.RunRef{Shard: shard, Run: no}); s != danglingRef {
 		return at(s, pos)
 	}
 	return danglingRef
@@ -268,14 +269,14 @@ func (d *dumper) posRef(shard int, no journal.RunNo, pos uint32) string {
 
 // keyRef renders a Ctx::key value: the one run anywhere with its workflow
 // ID and number, found on the ID's home shard or among the odd runs.
-func (d *dumper) keyRef(k journal.CtxKey) string {
+func (d *dumper) keyRef(k model.CtxKey) string {
 	if k.WorkflowID == "" {
 		return ""
 	}
 	count, gen := 0, uint32(0)
 	if c := d.cur; c != nil && c.WorkflowID == k.WorkflowID && c.No == k.Run {
 		count, gen = 1, c.Gen
-	} else if slot, ok := d.w.byIndex[journal.ShardOf(k.WorkflowID, len(d.w.srcs))]; ok {
+	} else if slot, ok := d.w.byIndex[model.ShardOf(k.WorkflowID, len(d.w.srcs))]; ok {
 		r, found, err := d.w.srcs[slot].entry(k.Run)
 		if err != nil {
 			d.fail(err)
@@ -312,7 +313,7 @@ func (d *dumper) render(line interface{ appendJSON([]byte) []byte }) ([]byte, er
 
 // collectOthers renders the timer and message lines into their maps, and
 // puts each dedup entry into seen.
-func (d *dumper) collectOthers(ctx context.Context, timers, msgs, seen *journal.SpillMap) error {
+func (d *dumper) collectOthers(ctx context.Context, timers, msgs, seen *store.SpillMap) error {
 	var seq uint64 // keeps keys unique
 	for slot, s := range d.w.srcs {
 		if s == nil {
@@ -322,7 +323,7 @@ func (d *dumper) collectOthers(ctx context.Context, timers, msgs, seen *journal.
 			return err
 		}
 		index := d.w.infos[slot].Index
-		err := s.timers(func(k journal.TimerKey) error {
+		err := s.timers(func(k model.TimerKey) error {
 			run := danglingRef
 			r, ok, err := s.entry(k.Run)
 			if err != nil {
@@ -348,10 +349,10 @@ func (d *dumper) collectOthers(ctx context.Context, timers, msgs, seen *journal.
 		if err != nil {
 			return err
 		}
-		err = s.outbox(func(id string, m *journal.Message) error {
+		err = s.outbox(func(id string, m *model.Message) error {
 			l := msgLine{T: "msg", ID: m.ID, Kind: m.Kind.String(), From: d.runRef(m.From), Target: m.Target,
 				Parent: d.posRef(m.Parent.Shard, m.Parent.Run, m.Parent.Pos), ParentID: m.ParentID, Type: m.Type, Name: m.Name,
-				Status: strIf(m.Status, m.Status == journal.StatusNone), Deadline: m.Deadline, Sent: m.Sent}
+				Status: strIf(m.Status, m.Status == model.StatusNone), Deadline: m.Deadline, Sent: m.Sent}
 			if l.From == "" {
 				l.From = danglingRef
 			}
@@ -385,7 +386,7 @@ func (d *dumper) collectOthers(ctx context.Context, timers, msgs, seen *journal.
 // writeSeen writes the dedup lines: one per message ID and receiving
 // workflow, whichever shards hold it (Verify reports an entry on a shard
 // its workflow does not belong on).
-func (d *dumper) writeSeen(out io.Writer, seen *journal.SpillMap) error {
+func (d *dumper) writeSeen(out io.Writer, seen *store.SpillMap) error {
 	var cur []byte
 	var l seenLine
 	var shards []int
@@ -463,10 +464,10 @@ type runPhys struct {
 	Renumbered bool   `json:"renumbered,omitempty"`
 }
 
-func (d *dumper) runLine(slot int, r *journal.Run, latest bool) runLine {
+func (d *dumper) runLine(slot int, r *model.Run, latest bool) runLine {
 	line := runLine{T: "run", Run: name(r), WorkflowID: r.WorkflowID, Gen: r.Gen, Type: r.Type, State: r.State.String(),
 		Started: r.Started, Finished: r.Finished}
-	if r.Status != journal.StatusNone {
+	if r.Status != model.StatusNone {
 		line.Status = r.Status.String()
 	}
 	line.Latest = latest
@@ -540,12 +541,12 @@ func strIf[T fmt.Stringer](v T, zero bool) string {
 	return v.String()
 }
 
-func (d *dumper) recLine(slot int, r *journal.Run, index uint32, rec *journal.Record, archived bool) recLine {
+func (d *dumper) recLine(slot int, r *model.Run, index uint32, rec *model.Record, archived bool) recLine {
 	line := recLine{T: "rec", Run: name(r), Pos: index, Kind: rec.Kind.String(), Archived: archived,
 		Time: rec.Time, Deadline: rec.Deadline, Ref: rec.Ref, WorkflowID: rec.WorkflowID, Type: rec.Type,
 		Name: rec.Name, MsgID: rec.MsgID, Attempt: rec.Attempt, Gen: rec.Gen, ParentID: rec.ParentID,
-		Status: strIf(rec.Status, rec.Status == journal.StatusNone),
-		Origin: strIf(rec.Origin, rec.Kind != journal.KindStart && rec.Origin == journal.OriginFresh),
+		Status: strIf(rec.Status, rec.Status == model.StatusNone),
+		Origin: strIf(rec.Origin, rec.Kind != model.KindStart && rec.Origin == model.OriginFresh),
 		Parent: d.posRef(rec.Parent.Shard, rec.Parent.Run, rec.Parent.Pos),
 		Pred:   d.runRef(rec.Pred),
 		Next:   d.runRef(rec.Next),

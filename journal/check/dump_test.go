@@ -6,7 +6,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/fusee-dev/fusee/journal"
+	"github.com/fusee-dev/fusee/journal/model"
 	"pgregory.net/rapid"
 )
 
@@ -103,7 +103,7 @@ func TestDumpLinesAreJSONObjects(t *testing.T) {
 // References are rendered through run identities.
 func TestDumpRendersReferencesInvariantly(t *testing.T) {
 	w := newWorld(t, 4, 99)
-	p := w.start("parent", "P", journal.OriginFresh, journal.ParentRef{}, "", nil, 1)
+	p := w.start("parent", "P", model.OriginFresh, model.ParentRef{}, "", nil, 1)
 	msg := w.child(p, "kid", "K", []byte("in"))
 	w.deliver(msg, true, 2)
 	kid := ident{"kid", 1}
@@ -121,7 +121,7 @@ func TestDumpRendersReferencesInvariantly(t *testing.T) {
 		}
 	}
 	// A reference to a run that is gone renders as dangling.
-	delete(w.shards[journal.ShardOf("parent", 4)].Runs, w.ref(p).Run)
+	delete(w.shards[model.ShardOf("parent", 4)].Runs, w.ref(p).Run)
 	if d := dumpOf(t, w); !strings.Contains(d, `"parent":"dangling"`) {
 		t.Errorf("a parent reference to a missing run is not dangling:\n%s", d)
 	}
@@ -134,19 +134,19 @@ func TestDumpSeesEveryLogicalChange(t *testing.T) {
 		mutate func(w *world)
 	}{
 		{"record payload", func(w *world) {
-			r := firstRun(w, hasRecord(journal.KindStep))
+			r := firstRun(w, hasRecord(model.KindStep))
 			r.Journal[len(r.Journal)-1].Payload = []byte("x")
 		}},
-		{"record name", func(w *world) { r := firstRun(w, hasRecord(journal.KindStep)); lastOf(r, journal.KindStep).Name += "!" }},
-		{"run state", func(w *world) { firstRun(w, inState(journal.StateRunning)).State = journal.StateParked }},
-		{"run status", func(w *world) { firstRun(w, inState(journal.StateFinished)).Status = journal.StatusFailed + 1 }},
-		{"run type", func(w *world) { firstRun(w, inState(journal.StateRunning)).Type += "!" }},
-		{"start time", func(w *world) { firstRun(w, inState(journal.StateRunning)).Started++ }},
+		{"record name", func(w *world) { r := firstRun(w, hasRecord(model.KindStep)); lastOf(r, model.KindStep).Name += "!" }},
+		{"run state", func(w *world) { firstRun(w, inState(model.StateRunning)).State = model.StateParked }},
+		{"run status", func(w *world) { firstRun(w, inState(model.StateFinished)).Status = model.StatusFailed + 1 }},
+		{"run type", func(w *world) { firstRun(w, inState(model.StateRunning)).Type += "!" }},
+		{"start time", func(w *world) { firstRun(w, inState(model.StateRunning)).Started++ }},
 		{"parent ref", func(w *world) {
-			r := firstRun(w, func(r *journal.Run) bool { return len(r.Journal) > 0 && !r.Journal[0].Parent.IsZero() })
+			r := firstRun(w, func(r *model.Run) bool { return len(r.Journal) > 0 && !r.Journal[0].Parent.IsZero() })
 			r.Journal[0].Parent.Pos++
 		}},
-		{"key ref", func(w *world) { lastOf(firstRun(w, hasRecord(journal.KindStep)), journal.KindStep).Key.Pos++ }},
+		{"key ref", func(w *world) { lastOf(firstRun(w, hasRecord(model.KindStep)), model.KindStep).Key.Pos++ }},
 		{"archive record", func(w *world) {
 			for _, s := range w.shards {
 				for no, a := range s.Archive {
@@ -234,7 +234,7 @@ func TestDumpSeesEveryLogicalChange(t *testing.T) {
 	}
 }
 
-func firstRun(w *world, keep func(r *journal.Run) bool) *journal.Run {
+func firstRun(w *world, keep func(r *model.Run) bool) *model.Run {
 	for _, x := range w.idents() {
 		if r := w.run(x); keep(r) {
 			return r
@@ -243,15 +243,15 @@ func firstRun(w *world, keep func(r *journal.Run) bool) *journal.Run {
 	panic("no run matches")
 }
 
-func inState(st journal.RunState) func(*journal.Run) bool {
-	return func(r *journal.Run) bool { return r.State == st }
+func inState(st model.RunState) func(*model.Run) bool {
+	return func(r *model.Run) bool { return r.State == st }
 }
 
-func hasRecord(k journal.Kind) func(*journal.Run) bool {
-	return func(r *journal.Run) bool { return lastOf(r, k) != nil }
+func hasRecord(k model.Kind) func(*model.Run) bool {
+	return func(r *model.Run) bool { return lastOf(r, k) != nil }
 }
 
-func lastOf(r *journal.Run, k journal.Kind) *journal.Record {
+func lastOf(r *model.Run, k model.Kind) *model.Record {
 	for i := len(r.Journal) - 1; i >= 0; i-- {
 		if r.Journal[i].Kind == k {
 			return &r.Journal[i]

@@ -7,7 +7,8 @@ import (
 	"fmt"
 	"io"
 
-	"github.com/fusee-dev/fusee/journal"
+	"github.com/fusee-dev/fusee/journal/model"
+	"github.com/fusee-dev/fusee/journal/store"
 )
 
 // The run and record lines, most of the dump, are rendered on several
@@ -20,8 +21,8 @@ import (
 // its shard's index names it.
 type dumpItem struct {
 	slot   int
-	key    journal.RunNo
-	latest journal.RunNo // the run number the shard's index entry for the ID names
+	key    model.RunNo
+	latest model.RunNo // the run number the shard's index entry for the ID names
 	hasIdx bool
 }
 
@@ -29,7 +30,7 @@ type dumpItem struct {
 const dumpBatch = 256
 
 // writeRuns writes the run and record lines in order.
-func (d *dumper) writeRuns(ctx context.Context, out io.Writer, order *journal.SpillMap) error {
+func (d *dumper) writeRuns(ctx context.Context, out io.Writer, order *store.SpillMap) error {
 	if err := d.odd.Settle(); err != nil { // read by every worker
 		return err
 	}
@@ -60,9 +61,9 @@ func (d *dumper) writeRuns(ctx context.Context, out io.Writer, order *journal.Sp
 				latest[int(binary.BigEndian.Uint32(rest[1:]))] = binary.BigEndian.Uint64(v)
 				return nil
 			}
-			it := dumpItem{slot: int(binary.BigEndian.Uint32(rest[len(rest)-12:])), key: journal.RunNo(binary.BigEndian.Uint64(rest[len(rest)-8:]))}
+			it := dumpItem{slot: int(binary.BigEndian.Uint32(rest[len(rest)-12:])), key: model.RunNo(binary.BigEndian.Uint64(rest[len(rest)-8:]))}
 			no, ok := latest[it.slot]
-			it.latest, it.hasIdx = journal.RunNo(no), ok
+			it.latest, it.hasIdx = model.RunNo(no), ok
 			if batch = append(batch, it); len(batch) == dumpBatch {
 				if err := emit(batch); err != nil {
 					return err
@@ -111,12 +112,12 @@ func (d *dumper) renderRuns(buf []byte, batch []dumpItem) ([]byte, error) {
 			return nil, fmt.Errorf("check: run %d of shard %d vanished during the dump", it.key, d.w.infos[it.slot].Index)
 		}
 		d.cur = nil
-		if it.key == r.No && d.w.byIndex[d.w.infos[it.slot].Index] == it.slot && journal.ShardOf(r.WorkflowID, len(d.w.srcs)) == d.w.infos[it.slot].Index {
+		if it.key == r.No && d.w.byIndex[d.w.infos[it.slot].Index] == it.slot && model.ShardOf(r.WorkflowID, len(d.w.srcs)) == d.w.infos[it.slot].Index {
 			d.cur = r
 		}
 		line := d.runLine(it.slot, r, it.hasIdx && it.latest == r.No)
 		buf = line.appendJSON(buf)
-		archived := r.State == journal.StateTombstone
+		archived := r.State == model.StateTombstone
 		for i := range h {
 			line := d.recLine(it.slot, r, uint32(i), &h[i], archived)
 			if d.err != nil {

@@ -4,7 +4,7 @@ import (
 	"fmt"
 	"sort"
 
-	"github.com/fusee-dev/fusee/journal"
+	"github.com/fusee-dev/fusee/journal/model"
 )
 
 // Severity says how bad a finding is.
@@ -191,12 +191,12 @@ func Kinds() []Kind {
 // Finding is one problem (or notable fact) Verify found. Shard is -1 for a
 // finding about the whole directory; Run is 0 for one about a whole shard.
 type Finding struct {
-	Kind     Kind          `json:"kind"`
-	Severity Severity      `json:"severity"`
-	Shard    int           `json:"shard"`
-	Run      journal.RunNo `json:"run,omitempty"`
-	Detail   string        `json:"detail"`
-	Hint     string        `json:"hint"`
+	Kind     Kind        `json:"kind"`
+	Severity Severity    `json:"severity"`
+	Shard    int         `json:"shard"`
+	Run      model.RunNo `json:"run,omitempty"`
+	Detail   string      `json:"detail"`
+	Hint     string      `json:"hint"`
 }
 
 // Problem reports whether f should make verify fail (error or warning).

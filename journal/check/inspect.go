@@ -4,6 +4,7 @@ import (
 	"context"
 
 	"github.com/fusee-dev/fusee/journal"
+	"github.com/fusee-dev/fusee/journal/model"
 )
 
 // Summary is what `fusee inspect` shows. Its JSON field names are stable:
@@ -40,8 +41,8 @@ type ShardSummary struct {
 	TailBytes int64 `json:"tail_bytes"`
 	// StoreBytes is the disk space the shard's store uses; -1 when not
 	// known.
-	StoreBytes int64         `json:"store_bytes"`
-	NextRun    journal.RunNo `json:"next_run"`
+	StoreBytes int64       `json:"store_bytes"`
+	NextRun    model.RunNo `json:"next_run"`
 
 	Runs      int `json:"runs"`
 	Running   int `json:"running"`
@@ -60,12 +61,12 @@ type ShardSummary struct {
 
 // RunSummary names one run both ways: logically and physically.
 type RunSummary struct {
-	WorkflowID string        `json:"workflow_id"`
-	Gen        uint32        `json:"gen"`
-	Shard      int           `json:"shard"`
-	Run        journal.RunNo `json:"run"`
-	State      string        `json:"state"`
-	Started    int64         `json:"started"`
+	WorkflowID string      `json:"workflow_id"`
+	Gen        uint32      `json:"gen"`
+	Shard      int         `json:"shard"`
+	Run        model.RunNo `json:"run"`
+	State      string      `json:"state"`
+	Started    int64       `json:"started"`
 }
 
 // Inspect summarises st. It only reads.
@@ -121,16 +122,16 @@ func (w *view) inspect(ctx context.Context) (Summary, error) {
 			ss.CheckpointLSN, ss.TailEntries, ss.TailBytes = x.Checkpoint.LSN, x.TailEntries, x.TailBytes
 			ss.StoreBytes = int64(x.StoreBytes)
 		}
-		err := src.runs(ctx, func(_ journal.RunNo, r *journal.Run, h []journal.Record, archived bool) error {
+		err := src.runs(ctx, func(_ model.RunNo, r *model.Run, h []model.Record, archived bool) error {
 			ss.Runs++
 			switch r.State {
-			case journal.StateRunning:
+			case model.StateRunning:
 				ss.Running++
-			case journal.StateParked:
+			case model.StateParked:
 				ss.Parked++
-			case journal.StateFinished:
+			case model.StateFinished:
 				ss.Finished++
-			case journal.StateTombstone:
+			case model.StateTombstone:
 				ss.Tombstone++
 				if archived {
 					ss.Archives++
@@ -153,19 +154,19 @@ func (w *view) inspect(ctx context.Context) (Summary, error) {
 		if err != nil {
 			return Summary{}, err
 		}
-		err = src.orphans(func(no journal.RunNo, _ *journal.Run, records int) error {
+		err = src.orphans(func(no model.RunNo, _ *model.Run, records int) error {
 			ss.Archives++
 			ss.ArchiveRecords += records
 			return nil
 		})
 		if err == nil {
-			err = src.outbox(func(string, *journal.Message) error { ss.Outbox++; return nil })
+			err = src.outbox(func(string, *model.Message) error { ss.Outbox++; return nil })
 		}
 		if err == nil {
 			err = src.seen(func(string, string) error { ss.Seen++; return nil })
 		}
 		if err == nil {
-			err = src.timers(func(journal.TimerKey) error { ss.Timers++; return nil })
+			err = src.timers(func(model.TimerKey) error { ss.Timers++; return nil })
 		}
 		if err != nil {
 			return Summary{}, err

@@ -3,7 +3,7 @@ package check
 import (
 	"testing"
 
-	"github.com/fusee-dev/fusee/journal"
+	"github.com/fusee-dev/fusee/journal/model"
 )
 
 func TestInspectCountsTheScenario(t *testing.T) {
@@ -41,13 +41,13 @@ func TestInspectCountsTheScenario(t *testing.T) {
 func TestInspectOldestNewestTies(t *testing.T) {
 	w := newWorld(t, 2, 0)
 	for _, id := range []string{"m", "b", "z", "a"} {
-		w.start(id, "T", journal.OriginFresh, journal.ParentRef{}, "", nil, 7)
+		w.start(id, "T", model.OriginFresh, model.ParentRef{}, "", nil, 7)
 	}
 	sum := Inspect(w.state())
 	if sum.Oldest.WorkflowID != "a" || sum.Newest.WorkflowID != "z" {
 		t.Fatalf("oldest %s, newest %s; want a and z", sum.Oldest.WorkflowID, sum.Newest.WorkflowID)
 	}
-	if empty := Inspect(FromShards([]*journal.Shard{journal.NewShard(0, 1)})); empty.Oldest != nil || empty.Newest != nil {
+	if empty := Inspect(FromShards([]*model.Shard{model.NewShard(0, 1)})); empty.Oldest != nil || empty.Newest != nil {
 		t.Fatal("an empty directory has an oldest run")
 	}
 }

@@ -7,7 +7,7 @@ import (
 	"path/filepath"
 
 	"github.com/cockroachdb/pebble/v2/vfs"
-	"github.com/fusee-dev/fusee/journal"
+	"github.com/fusee-dev/fusee/journal/store"
 )
 
 // Spill map keys sort as the tuples they encode: a string is its bytes
@@ -72,7 +72,7 @@ type spills struct {
 	dir   string
 	done  func()
 	share int64
-	maps  []*journal.SpillMap
+	maps  []*store.SpillMap
 	made  int // maps made so far: names each map's directory
 }
 
@@ -86,15 +86,15 @@ func newSpills(opts Options, n int) (*spills, error) {
 	return &spills{dir: dir, done: done, share: max(opts.budget()/int64(2*n), 1)}, nil
 }
 
-func (s *spills) new(name string) *journal.SpillMap {
-	m := journal.NewSpillMap(vfs.Default, filepath.Join(s.dir, fmt.Sprintf("%s-%d", name, s.made)), s.share)
+func (s *spills) new(name string) *store.SpillMap {
+	m := store.NewSpillMap(vfs.Default, filepath.Join(s.dir, fmt.Sprintf("%s-%d", name, s.made)), s.share)
 	s.made++
 	s.maps = append(s.maps, m)
 	return m
 }
 
 // drop closes a map made by new before the others.
-func (s *spills) drop(m *journal.SpillMap) error {
+func (s *spills) drop(m *store.SpillMap) error {
 	for i, x := range s.maps {
 		if x == m {
 			s.maps = append(s.maps[:i], s.maps[i+1:]...)

@@ -9,14 +9,15 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"github.com/fusee-dev/fusee/journal"
 	"io"
 	"slices"
 	"sort"
 	"strings"
+
+	"github.com/fusee-dev/fusee/journal/model"
 )
 
-func oldWriteDumpContext(ctx context.Context, w io.Writer, shards []*journal.Shard, opts DumpOptions) error {
+func oldWriteDumpContext(ctx context.Context, w io.Writer, shards []*model.Shard, opts DumpOptions) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
@@ -43,15 +44,15 @@ func oldWriteDumpContext(ctx context.Context, w io.Writer, shards []*journal.Sha
 
 type oldDumper struct {
 	u      *oldUniverse
-	shards []*journal.Shard
+	shards []*model.Shard
 	phys   bool
 }
 
-func newOldDumper(shards []*journal.Shard, opts DumpOptions) *oldDumper {
+func newOldDumper(shards []*model.Shard, opts DumpOptions) *oldDumper {
 	return &oldDumper{u: newOldUniverse(shards), shards: shards, phys: opts.Physical}
 }
 
-func (d *oldDumper) runRef(ref journal.RunRef) string {
+func (d *oldDumper) runRef(ref model.RunRef) string {
 	if ref.IsZero() {
 		return ""
 	}
@@ -61,17 +62,17 @@ func (d *oldDumper) runRef(ref journal.RunRef) string {
 	return danglingRef
 }
 
-func (d *oldDumper) posRef(shard int, no journal.RunNo, pos uint32) string {
+func (d *oldDumper) posRef(shard int, no model.RunNo, pos uint32) string {
 	if no == 0 {
 		return ""
 	}
-	if s := d.runRef(journal.RunRef{Shard: shard, Run: no}); s != danglingRef {
+	if s := d.runRef(model.RunRef{Shard: shard, Run: no}); s != danglingRef {
 		return at(s, pos)
 	}
 	return danglingRef
 }
 
-func (d *oldDumper) keyRef(k journal.CtxKey) string {
+func (d *oldDumper) keyRef(k model.CtxKey) string {
 	if k.WorkflowID == "" {
 		return ""
 	}
@@ -130,7 +131,7 @@ func (d *oldDumper) lines(ctx context.Context) ([]any, error) {
 			}
 		}
 		out = append(out, d.runLine(l))
-		archived := l.r.State == journal.StateTombstone
+		archived := l.r.State == model.StateTombstone
 		h := history(l.s, l.r)
 		for i := range h {
 			out = append(out, d.recLine(l, uint32(i), &h[i], archived))
@@ -146,7 +147,7 @@ func (d *oldDumper) runLine(l oldLocated) runLine {
 	r := l.r
 	line := runLine{T: "run", Run: name(r), WorkflowID: r.WorkflowID, Gen: r.Gen, Type: r.Type, State: r.State.String(),
 		Started: r.Started, Finished: r.Finished}
-	if r.Status != journal.StatusNone {
+	if r.Status != model.StatusNone {
 		line.Status = r.Status.String()
 	}
 	if no, ok := l.s.ByID[r.WorkflowID]; ok && no == r.No {
@@ -158,13 +159,13 @@ func (d *oldDumper) runLine(l oldLocated) runLine {
 	return line
 }
 
-func (d *oldDumper) recLine(l oldLocated, index uint32, rec *journal.Record, archived bool) recLine {
+func (d *oldDumper) recLine(l oldLocated, index uint32, rec *model.Record, archived bool) recLine {
 	r := l.r
 	line := recLine{T: "rec", Run: name(r), Pos: index, Kind: rec.Kind.String(), Archived: archived,
 		Time: rec.Time, Deadline: rec.Deadline, Ref: rec.Ref, WorkflowID: rec.WorkflowID, Type: rec.Type,
 		Name: rec.Name, MsgID: rec.MsgID, Attempt: rec.Attempt, Gen: rec.Gen, ParentID: rec.ParentID,
-		Status: strIf(rec.Status, rec.Status == journal.StatusNone),
-		Origin: strIf(rec.Origin, rec.Kind != journal.KindStart && rec.Origin == journal.OriginFresh),
+		Status: strIf(rec.Status, rec.Status == model.StatusNone),
+		Origin: strIf(rec.Origin, rec.Kind != model.KindStart && rec.Origin == model.OriginFresh),
 		Parent: d.posRef(rec.Parent.Shard, rec.Parent.Run, rec.Parent.Pos),
 		Pred:   d.runRef(rec.Pred),
 		Next:   d.runRef(rec.Next),
@@ -254,7 +255,7 @@ func (d *oldDumper) msgLines() []any {
 		for key, m := range s.Outbox {
 			l := msgLine{T: "msg", ID: m.ID, Kind: m.Kind.String(), From: d.runRef(m.From), Target: m.Target,
 				Parent: d.posRef(m.Parent.Shard, m.Parent.Run, m.Parent.Pos), ParentID: m.ParentID, Type: m.Type, Name: m.Name,
-				Status: strIf(m.Status, m.Status == journal.StatusNone), Deadline: m.Deadline, Sent: m.Sent}
+				Status: strIf(m.Status, m.Status == model.StatusNone), Deadline: m.Deadline, Sent: m.Sent}
 			if l.From == "" {
 				l.From = danglingRef
 			}
@@ -350,7 +351,7 @@ type oldVerifier struct {
 	out []Finding
 }
 
-func (v *oldVerifier) addf(k Kind, shard int, run journal.RunNo, format string, args ...any) {
+func (v *oldVerifier) addf(k Kind, shard int, run model.RunNo, format string, args ...any) {
 	info, ok := kinds[k]
 	if !ok {
 		panic("check: finding kind without a kinds entry: " + string(k))
@@ -374,7 +375,7 @@ func (v *oldVerifier) directory() {
 		if s.Count != st.ShardCount {
 			v.addf(KindShardCount, i, 0, "its checkpoint says %d shards, fusee.meta says %d", s.Count, st.ShardCount)
 		}
-		if s.NextRun == 0 || s.NextRun > journal.NoSuchRun {
+		if s.NextRun == 0 || s.NextRun > model.NoSuchRun {
 			v.addf(KindNextRunInvalid, i, 0, "next run number is %d", s.NextRun)
 		}
 	}
@@ -441,7 +442,7 @@ func (v *oldVerifier) checkpoints() {
 	}
 }
 
-func (v *oldVerifier) shard(s *journal.Shard) error {
+func (v *oldVerifier) shard(s *model.Shard) error {
 	for i, r := range s.SortedRuns() {
 		if i%checkEvery == checkEvery-1 {
 			if err := v.ctx.Err(); err != nil {
@@ -461,7 +462,7 @@ func (v *oldVerifier) shard(s *journal.Shard) error {
 	for _, no := range sortedKeys(s.Archive) {
 		if r, ok := s.Runs[no]; !ok {
 			v.addf(KindArchiveOrphan, s.Index, no, "archived history of a run the shard does not have")
-		} else if r.State != journal.StateTombstone {
+		} else if r.State != model.StateTombstone {
 			v.addf(KindArchiveOrphan, s.Index, no, "archived history of a run that is %s", r.State)
 		}
 	}
@@ -472,22 +473,22 @@ func (v *oldVerifier) shard(s *journal.Shard) error {
 	return nil
 }
 
-func (v *oldVerifier) runEntry(s *journal.Shard, r *journal.Run) {
+func (v *oldVerifier) runEntry(s *model.Shard, r *model.Run) {
 	add := func(k Kind, format string, args ...any) { v.addf(k, s.Index, r.No, format, args...) }
 	switch {
-	case r.No == 0 || r.No >= journal.NoSuchRun:
-		add(KindRunNumberInvalid, "run number %d is outside 1..%d (%d is reserved for references to no run)", r.No, journal.NoSuchRun-1, journal.NoSuchRun)
+	case r.No == 0 || r.No >= model.NoSuchRun:
+		add(KindRunNumberInvalid, "run number %d is outside 1..%d (%d is reserved for references to no run)", r.No, model.NoSuchRun-1, model.NoSuchRun)
 	case r.No >= s.NextRun:
 		add(KindRunNumberUnissued, "run number %d is not below the shard's next run number %d", r.No, s.NextRun)
 	}
-	if want := journal.ShardOf(r.WorkflowID, v.st.ShardCount); want != s.Index {
+	if want := model.ShardOf(r.WorkflowID, v.st.ShardCount); want != s.Index {
 		add(KindWrongShard, "workflow %q belongs on shard %d of %d", r.WorkflowID, want, v.st.ShardCount)
 	}
-	if r.State < journal.StateRunning || r.State > journal.StateTombstone {
+	if r.State < model.StateRunning || r.State > model.StateTombstone {
 		add(KindRunState, "unknown state %d", uint8(r.State))
 	}
 	j := r.Journal
-	if r.State == journal.StateTombstone {
+	if r.State == model.StateTombstone {
 		if len(r.Journal) != 0 {
 			add(KindStateJournal, "a tombstone still holds %d journal records", len(r.Journal))
 		}
@@ -507,9 +508,9 @@ func (v *oldVerifier) runEntry(s *journal.Shard, r *journal.Run) {
 	v.references(s, r, j)
 }
 
-func (v *oldVerifier) journalShape(s *journal.Shard, r *journal.Run, j []journal.Record) {
+func (v *oldVerifier) journalShape(s *model.Shard, r *model.Run, j []model.Record) {
 	add := func(k Kind, format string, args ...any) { v.addf(k, s.Index, r.No, format, args...) }
-	if j[0].Kind != journal.KindStart {
+	if j[0].Kind != model.KindStart {
 		add(KindJournalStart, "the first record is %s, want start", j[0].Kind)
 	}
 	completedBy := map[uint32]int{}
@@ -520,14 +521,14 @@ func (v *oldVerifier) journalShape(s *journal.Shard, r *journal.Run, j []journal
 		if int(rec.Pos) != i {
 			add(KindJournalPos, "record %d (%s) says it is at position %d", i, rec.Kind, rec.Pos)
 		}
-		if rec.Kind == 0 || rec.Kind > journal.KindDone {
+		if rec.Kind == 0 || rec.Kind > model.KindDone {
 			add(KindJournalKind, "record %d has unknown kind %d", i, uint8(rec.Kind))
 			continue
 		}
-		if rec.Kind == journal.KindStart && i > 0 {
+		if rec.Kind == model.KindStart && i > 0 {
 			add(KindJournalStart, "a second start record at %d", i)
 		}
-		if rec.Kind == journal.KindDone && i != len(j)-1 {
+		if rec.Kind == model.KindDone && i != len(j)-1 {
 			add(KindJournalDone, "done at %d is not the last record (%d records)", i, len(j))
 		}
 		if want, ok := completes[rec.Kind]; ok {
@@ -545,9 +546,9 @@ func (v *oldVerifier) journalShape(s *journal.Shard, r *journal.Run, j []journal
 			}
 		}
 		switch {
-		case rec.Kind == journal.KindSignal && rec.MsgID != "":
+		case rec.Kind == model.KindSignal && rec.MsgID != "":
 			signals[rec.MsgID] = i
-		case rec.Kind == journal.KindWaited && rec.MsgID != "":
+		case rec.Kind == model.KindWaited && rec.MsgID != "":
 			// A Waited's message ID may also name a result delivered to
 			// the waiting position (an update's caller), which leaves no
 			// Signal record; only a buffered signal can be consumed twice.
@@ -562,68 +563,68 @@ func (v *oldVerifier) journalShape(s *journal.Shard, r *journal.Run, j []journal
 		}
 		v.recordFields(s, r, rec)
 	}
-	last := j[len(j)-1].Kind == journal.KindDone
+	last := j[len(j)-1].Kind == model.KindDone
 	switch r.State {
-	case journal.StateFinished, journal.StateTombstone:
+	case model.StateFinished, model.StateTombstone:
 		if !last {
 			add(KindStateJournal, "the run is %s but its last record is %s, not done", r.State, j[len(j)-1].Kind)
 		}
-	case journal.StateRunning, journal.StateParked:
+	case model.StateRunning, model.StateParked:
 		if last {
 			add(KindStateJournal, "the run is %s but its journal ends with done", r.State)
 		}
 	}
 }
 
-func (v *oldVerifier) recordFields(s *journal.Shard, r *journal.Run, rec *journal.Record) {
+func (v *oldVerifier) recordFields(s *model.Shard, r *model.Run, rec *model.Record) {
 	add := func(format string, args ...any) {
 		v.addf(KindRecordFields, s.Index, r.No, "%s at %d: %s", rec.Kind, rec.Pos, fmt.Sprintf(format, args...))
 	}
-	if rec.Status > journal.StatusReset {
+	if rec.Status > model.StatusReset {
 		add("unknown status %d", uint8(rec.Status))
 	}
 	switch rec.Kind {
-	case journal.KindStart:
+	case model.KindStart:
 		if rec.WorkflowID == "" {
 			add("empty workflow ID")
 		}
 		if rec.Gen == 0 {
 			add("generation 0")
 		}
-		if rec.Origin > journal.OriginRestart {
+		if rec.Origin > model.OriginRestart {
 			add("unknown origin %d", uint8(rec.Origin))
 		}
 		if !rec.Parent.IsZero() && rec.ParentID == "" {
 			add("a parent reference without the parent's workflow ID")
 		}
-	case journal.KindChild, journal.KindSend:
+	case model.KindChild, model.KindSend:
 		if rec.WorkflowID == "" {
 			add("empty target workflow ID")
 		}
 		if rec.MsgID == "" {
 			add("empty message ID")
 		}
-		if rec.Kind == journal.KindSend && rec.Attempt != journal.SendSignal && rec.Attempt != journal.SendCancel {
+		if rec.Kind == model.KindSend && rec.Attempt != model.SendSignal && rec.Attempt != model.SendCancel {
 			add("unknown send flags %d", rec.Attempt)
 		}
-	case journal.KindUpdate:
+	case model.KindUpdate:
 		if !rec.Parent.IsZero() && rec.ParentID == "" {
 			add("a caller reference without the caller's workflow ID")
 		}
-	case journal.KindAsync:
+	case model.KindAsync:
 		if rec.Token.Run == 0 {
 			add("no completion token")
 		}
-	case journal.KindDone:
-		if rec.Status == journal.StatusNone {
+	case model.KindDone:
+		if rec.Status == model.StatusNone {
 			add("no status")
 		}
 	}
 }
 
-func (v *oldVerifier) header(s *journal.Shard, r *journal.Run, j []journal.Record) {
+func (v *oldVerifier) header(s *model.Shard, r *model.Run, j []model.Record) {
 	add := func(format string, args ...any) { v.addf(KindRunHeader, s.Index, r.No, format, args...) }
-	if st := &j[0]; st.Kind == journal.KindStart {
+	if st := &j[0]; st.Kind == model.KindStart {
 		if r.WorkflowID != st.WorkflowID {
 			add("entry says workflow %q, start says %q", r.WorkflowID, st.WorkflowID)
 		}
@@ -637,43 +638,43 @@ func (v *oldVerifier) header(s *journal.Shard, r *journal.Run, j []journal.Recor
 			add("entry says started at %d, start says %d", r.Started, st.Time)
 		}
 	}
-	if d := &j[len(j)-1]; d.Kind == journal.KindDone {
+	if d := &j[len(j)-1]; d.Kind == model.KindDone {
 		if r.Status != d.Status || r.Finished != d.Time {
 			add("entry says %s at %d, done says %s at %d", r.Status, r.Finished, d.Status, d.Time)
 		}
-	} else if r.Status != journal.StatusNone || r.Finished != 0 {
+	} else if r.Status != model.StatusNone || r.Finished != 0 {
 		add("an unfinished run with status %s finished at %d", r.Status, r.Finished)
 	}
 }
 
-func (v *oldVerifier) references(s *journal.Shard, r *journal.Run, j []journal.Record) {
+func (v *oldVerifier) references(s *model.Shard, r *model.Run, j []model.Record) {
 	add := func(k Kind, format string, args ...any) { v.addf(k, s.Index, r.No, format, args...) }
 	for i := range j {
 		rec := &j[i]
 		switch rec.Kind {
-		case journal.KindStart:
+		case model.KindStart:
 			if i == 0 {
 				v.startRefs(s, r, rec)
 			}
-		case journal.KindDone:
+		case model.KindDone:
 			v.nextRef(s, r, rec)
-		case journal.KindSignal, journal.KindCancel:
+		case model.KindSignal, model.KindCancel:
 			if !rec.By.IsZero() {
 				v.resolve(s, r, rec, "sender", rec.By)
 			}
-		case journal.KindStep:
+		case model.KindStep:
 			if k := rec.Key; k.WorkflowID != "" && (k.WorkflowID != r.WorkflowID || k.Run != r.No) {
 				add(KindKey, "step at %d ran with key %s, this run's keys are %s", rec.Pos, k, r.Key(k.Pos))
 			}
-		case journal.KindAsync:
+		case model.KindAsync:
 			// A token carries the store generation that minted it, so one
 			// minted before the store was rebuilt (a reshard) is refused.
-			want := journal.Token{Gen: journal.TokenGen(s.StoreGen), Shard: s.Index, Run: r.No, Pos: rec.Pos}
+			want := model.Token{Gen: model.TokenGen(s.StoreGen), Shard: s.Index, Run: r.No, Pos: rec.Pos}
 			if t := rec.Token; t.Run != 0 && t != want {
 				add(KindToken, "async at %d has token %s (store generation %d mod 64, shard %d, run %d, position %d), want %s (store generation %d)",
 					rec.Pos, t, t.Gen, t.Shard, t.Run, t.Pos, want, s.StoreGen)
 			}
-		case journal.KindUpdate:
+		case model.KindUpdate:
 			if rec.Parent.IsZero() {
 				continue
 			}
@@ -685,15 +686,15 @@ func (v *oldVerifier) references(s *journal.Shard, r *journal.Run, j []journal.R
 	}
 }
 
-func (v *oldVerifier) startRefs(s *journal.Shard, r *journal.Run, st *journal.Record) {
+func (v *oldVerifier) startRefs(s *model.Shard, r *model.Run, st *model.Record) {
 	add := func(k Kind, format string, args ...any) { v.addf(k, s.Index, r.No, format, args...) }
 	hasParent, hasPred := !st.Parent.IsZero(), !st.Pred.IsZero()
 	switch st.Origin {
-	case journal.OriginChild:
+	case model.OriginChild:
 		if !hasParent {
 			add(KindOrigin, "origin child without a parent reference")
 		}
-	case journal.OriginContinued, journal.OriginReset, journal.OriginRestart:
+	case model.OriginContinued, model.OriginReset, model.OriginRestart:
 		if !hasPred {
 			add(KindOrigin, "origin %s without a predecessor", st.Origin)
 		}
@@ -701,10 +702,10 @@ func (v *oldVerifier) startRefs(s *journal.Shard, r *journal.Run, st *journal.Re
 			add(KindOrigin, "origin %s in generation %d: a predecessor needs a generation before it", st.Origin, st.Gen)
 		}
 	}
-	if hasParent && st.Origin != journal.OriginChild {
+	if hasParent && st.Origin != model.OriginChild {
 		add(KindOrigin, "a parent reference with origin %s", st.Origin)
 	}
-	if hasPred && st.Origin != journal.OriginContinued && st.Origin != journal.OriginReset && st.Origin != journal.OriginRestart {
+	if hasPred && st.Origin != model.OriginContinued && st.Origin != model.OriginReset && st.Origin != model.OriginRestart {
 		add(KindOrigin, "a predecessor with origin %s", st.Origin)
 	}
 	if hasParent {
@@ -713,7 +714,7 @@ func (v *oldVerifier) startRefs(s *journal.Shard, r *journal.Run, st *journal.Re
 		}
 	}
 	if hasPred {
-		if st.Pred.Shard != s.Index && st.Pred.Run != journal.NoSuchRun {
+		if st.Pred.Shard != s.Index && st.Pred.Run != model.NoSuchRun {
 			add(KindRefWrongShard, "predecessor %s is on another shard than its own workflow %q", st.Pred, r.WorkflowID)
 		} else if p := v.resolve(s, r, st, "predecessor", st.Pred); p != nil {
 			v.predecessor(s, r, st, p)
@@ -721,7 +722,7 @@ func (v *oldVerifier) startRefs(s *journal.Shard, r *journal.Run, st *journal.Re
 	}
 }
 
-func (v *oldVerifier) parentLanding(s *journal.Shard, r *journal.Run, st *journal.Record, ps *journal.Shard, p *journal.Run) {
+func (v *oldVerifier) parentLanding(s *model.Shard, r *model.Run, st *model.Record, ps *model.Shard, p *model.Run) {
 	add := func(format string, args ...any) { v.addf(KindParent, s.Index, r.No, format, args...) }
 	if p.WorkflowID != st.ParentID {
 		add("parent %s is a run of %q, the start says the parent is %q", st.Parent, p.WorkflowID, st.ParentID)
@@ -734,37 +735,37 @@ func (v *oldVerifier) parentLanding(s *journal.Shard, r *journal.Run, st *journa
 	switch pos := st.Parent.Pos; {
 	case int(pos) >= len(pj):
 		add("parent %s: the parent's journal has %d records", st.Parent, len(pj))
-	case pj[pos].Kind != journal.KindChild:
+	case pj[pos].Kind != model.KindChild:
 		add("parent %s is a %s record, not child", st.Parent, pj[pos].Kind)
 	case pj[pos].WorkflowID != r.WorkflowID:
 		add("parent %s requested a child %q, not %q", st.Parent, pj[pos].WorkflowID, r.WorkflowID)
 	}
 }
 
-func (v *oldVerifier) predecessor(s *journal.Shard, r *journal.Run, st *journal.Record, p *journal.Run) {
+func (v *oldVerifier) predecessor(s *model.Shard, r *model.Run, st *model.Record, p *model.Run) {
 	add := func(format string, args ...any) { v.addf(KindPred, s.Index, r.No, format, args...) }
 	if p.WorkflowID != r.WorkflowID || p.Gen+1 != r.Gen {
 		add("predecessor %s is %q generation %d, want %q generation %d", st.Pred, p.WorkflowID, p.Gen, r.WorkflowID, r.Gen-1)
 		return
 	}
-	var want journal.Status
+	var want model.Status
 	switch st.Origin {
-	case journal.OriginContinued:
-		want = journal.StatusContinuedAsNew
-	case journal.OriginReset:
-		want = journal.StatusReset
+	case model.OriginContinued:
+		want = model.StatusContinuedAsNew
+	case model.OriginReset:
+		want = model.StatusReset
 	}
 	switch {
-	case p.State != journal.StateFinished && p.State != journal.StateTombstone:
+	case p.State != model.StateFinished && p.State != model.StateTombstone:
 		add("predecessor %s is %s, not finished", st.Pred, p.State)
-	case want != journal.StatusNone && p.Status != want:
+	case want != model.StatusNone && p.Status != want:
 		add("origin %s but predecessor %s ended %s", st.Origin, st.Pred, p.Status)
 	}
 }
 
-func (v *oldVerifier) nextRef(s *journal.Shard, r *journal.Run, d *journal.Record) {
+func (v *oldVerifier) nextRef(s *model.Shard, r *model.Run, d *model.Record) {
 	add := func(format string, args ...any) { v.addf(KindNext, s.Index, r.No, format, args...) }
-	starts := d.Status == journal.StatusContinuedAsNew || d.Status == journal.StatusReset
+	starts := d.Status == model.StatusContinuedAsNew || d.Status == model.StatusReset
 	switch {
 	case starts && d.Next.IsZero():
 		add("ended %s without naming the next run", d.Status)
@@ -774,7 +775,7 @@ func (v *oldVerifier) nextRef(s *journal.Shard, r *journal.Run, d *journal.Recor
 		return
 	case d.Next.IsZero():
 		return
-	case d.Next.Shard != s.Index && d.Next.Run != journal.NoSuchRun:
+	case d.Next.Shard != s.Index && d.Next.Run != model.NoSuchRun:
 		v.addf(KindRefWrongShard, s.Index, r.No, "next run %s is on another shard than its own workflow %q", d.Next, r.WorkflowID)
 		return
 	}
@@ -786,20 +787,20 @@ func (v *oldVerifier) nextRef(s *journal.Shard, r *journal.Run, d *journal.Recor
 		add("next run %s is %q generation %d, want %q generation %d", d.Next, n.WorkflowID, n.Gen, r.WorkflowID, r.Gen+1)
 		return
 	}
-	if nj := history(s, n); len(nj) > 0 && nj[0].Kind == journal.KindStart {
-		back := journal.RunRef{Shard: s.Index, Run: r.No}
+	if nj := history(s, n); len(nj) > 0 && nj[0].Kind == model.KindStart {
+		back := model.RunRef{Shard: s.Index, Run: r.No}
 		if nj[0].Pred != back {
 			add("next run %s names predecessor %s, not this run", d.Next, nj[0].Pred)
 		}
 	}
 }
 
-func (v *oldVerifier) resolve(s *journal.Shard, r *journal.Run, rec *journal.Record, what string, ref journal.RunRef) *journal.Run {
+func (v *oldVerifier) resolve(s *model.Shard, r *model.Run, rec *model.Record, what string, ref model.RunRef) *model.Run {
 	t, _ := v.resolveShard(s, r, rec, what, ref)
 	return t
 }
 
-func (v *oldVerifier) resolveShard(s *journal.Shard, r *journal.Run, rec *journal.Record, what string, ref journal.RunRef) (*journal.Run, *journal.Shard) {
+func (v *oldVerifier) resolveShard(s *model.Shard, r *model.Run, rec *model.Record, what string, ref model.RunRef) (*model.Run, *model.Shard) {
 	ts, t, res := v.u.run(ref.Shard, ref.Run)
 	switch res {
 	case badShard:
@@ -816,14 +817,14 @@ func (v *oldVerifier) resolveShard(s *journal.Shard, r *journal.Run, rec *journa
 	return t, ts
 }
 
-func (v *oldVerifier) oldLocated(s *journal.Shard, r *journal.Run, rec *journal.Record, what string, ref journal.RunRef, id string) *journal.Run {
+func (v *oldVerifier) oldLocated(s *model.Shard, r *model.Run, rec *model.Record, what string, ref model.RunRef, id string) *model.Run {
 	t, _ := v.locatedShard(s, r, rec, what, ref, id)
 	return t
 }
 
-func (v *oldVerifier) locatedShard(s *journal.Shard, r *journal.Run, rec *journal.Record, what string, ref journal.RunRef, id string) (*journal.Run, *journal.Shard) {
-	if _, ok := v.u.byIndex[ref.Shard]; ok && id != "" && ref.Run != journal.NoSuchRun {
-		if want := journal.ShardOf(id, v.st.ShardCount); want != ref.Shard {
+func (v *oldVerifier) locatedShard(s *model.Shard, r *model.Run, rec *model.Record, what string, ref model.RunRef, id string) (*model.Run, *model.Shard) {
+	if _, ok := v.u.byIndex[ref.Shard]; ok && id != "" && ref.Run != model.NoSuchRun {
+		if want := model.ShardOf(id, v.st.ShardCount); want != ref.Shard {
 			v.addf(KindRefWrongShard, s.Index, r.No, "%s at %d: %s %s is on shard %d, but %q lives on shard %d",
 				rec.Kind, rec.Pos, what, ref, ref.Shard, id, want)
 			return nil, nil
@@ -832,8 +833,8 @@ func (v *oldVerifier) locatedShard(s *journal.Shard, r *journal.Run, rec *journa
 	return v.resolveShard(s, r, rec, what, ref)
 }
 
-func (v *oldVerifier) index(s *journal.Shard) {
-	byID := map[string][]*journal.Run{}
+func (v *oldVerifier) index(s *model.Shard) {
+	byID := map[string][]*model.Run{}
 	for _, r := range s.SortedRuns() {
 		byID[r.WorkflowID] = append(byID[r.WorkflowID], r)
 	}
@@ -855,7 +856,7 @@ func (v *oldVerifier) index(s *journal.Shard) {
 		}
 		latest := byGen[len(byGen)-1]
 		for _, r := range byGen[:len(byGen)-1] {
-			if r.State == journal.StateRunning || r.State == journal.StateParked {
+			if r.State == model.StateRunning || r.State == model.StateParked {
 				v.addf(KindSupersededActive, s.Index, r.No, "workflow %q generation %d is %s but generation %d (run %d) is newer",
 					id, r.Gen, r.State, latest.Gen, latest.No)
 			}
@@ -881,8 +882,8 @@ func (v *oldVerifier) index(s *journal.Shard) {
 	}
 }
 
-func (v *oldVerifier) genOrder(s *journal.Shard, id string, runs []*journal.Run) {
-	var prev *journal.Run
+func (v *oldVerifier) genOrder(s *model.Shard, id string, runs []*model.Run) {
+	var prev *model.Run
 	for _, r := range runs { // in run-number order
 		if r.Renumbered {
 			continue
@@ -895,10 +896,10 @@ func (v *oldVerifier) genOrder(s *journal.Shard, id string, runs []*journal.Run)
 	}
 }
 
-func (v *oldVerifier) timers(s *journal.Shard) {
-	cp := &journal.Shard{Index: s.Index, Count: s.Count, Runs: s.Runs}
+func (v *oldVerifier) timers(s *model.Shard) {
+	cp := &model.Shard{Index: s.Index, Count: s.Count, Runs: s.Runs}
 	cp.RebuildTimers()
-	var missing, stale []journal.TimerKey
+	var missing, stale []model.TimerKey
 	for k := range cp.Timers {
 		if _, ok := s.Timers[k]; !ok {
 			missing = append(missing, k)
@@ -919,9 +920,9 @@ func (v *oldVerifier) timers(s *journal.Shard) {
 	}
 }
 
-func (v *oldVerifier) outbox(s *journal.Shard) {
+func (v *oldVerifier) outbox(s *model.Shard) {
 	// Regenerate what each sender's history produces, keyed by ID.
-	produced := map[string]journal.Message{}
+	produced := map[string]model.Message{}
 	for _, r := range s.SortedRuns() {
 		h := history(s, r)
 		for _, m := range produces(s.Index, r, h) {
@@ -943,7 +944,7 @@ func (v *oldVerifier) outbox(s *journal.Shard) {
 		if m.ID != id {
 			add(KindOutboxKey, "stored under this ID but says it is %q", m.ID)
 		}
-		if m.Kind < journal.MsgStartChild || m.Kind > journal.MsgUpdateResult {
+		if m.Kind < model.MsgStartChild || m.Kind > model.MsgUpdateResult {
 			add(KindOutboxKind, "unknown kind %d", uint8(m.Kind))
 		}
 		if m.Target == "" {
@@ -957,7 +958,7 @@ func (v *oldVerifier) outbox(s *journal.Shard) {
 		default:
 			seqs[m.Seq] = id
 		}
-		if m.Kind != journal.MsgSignal && m.Kind != journal.MsgCancel {
+		if m.Kind != model.MsgSignal && m.Kind != model.MsgCancel {
 			if m.Parent.IsZero() {
 				add(KindOutboxParent, "a %s without the parent position it is for", m.Kind)
 			}
@@ -982,32 +983,32 @@ func (v *oldVerifier) outbox(s *journal.Shard) {
 	}
 }
 
-func (v *oldVerifier) recordMsgIDs(s *journal.Shard, r *journal.Run, h []journal.Record) {
+func (v *oldVerifier) recordMsgIDs(s *model.Shard, r *model.Run, h []model.Record) {
 	for i := range h {
-		if rec := &h[i]; rec.MsgID != "" && (rec.Kind == journal.KindChild || rec.Kind == journal.KindSend) {
+		if rec := &h[i]; rec.MsgID != "" && (rec.Kind == model.KindChild || rec.Kind == model.KindSend) {
 			v.msgIDRunNumber(s, r, rec.MsgID)
 		}
 	}
 }
 
-func (v *oldVerifier) msgIDRunNumber(s *journal.Shard, r *journal.Run, id string) {
-	if r.No != journal.RunNo(r.Gen) && strings.Contains(id, fmt.Sprintf("%s/%d/", r.WorkflowID, r.No)) {
+func (v *oldVerifier) msgIDRunNumber(s *model.Shard, r *model.Run, id string) {
+	if r.No != model.RunNo(r.Gen) && strings.Contains(id, fmt.Sprintf("%s/%d/", r.WorkflowID, r.No)) {
 		v.addf(KindMsgIDRunNumber, s.Index, r.No, "message ID %q contains this run's Ctx::key prefix %q", id, fmt.Sprintf("%s/%d/", r.WorkflowID, r.No))
 	}
-	tok := journal.Token{Gen: journal.TokenGen(s.StoreGen), Shard: s.Index, Run: r.No}.String()[:18] // "tk" + gen, shard and run, without the position
+	tok := model.Token{Gen: model.TokenGen(s.StoreGen), Shard: s.Index, Run: r.No}.String()[:18] // "tk" + gen, shard and run, without the position
 	if strings.Contains(strings.ToLower(id), tok) {
 		v.addf(KindMsgIDRunNumber, s.Index, r.No, "message ID %q contains this run's completion token prefix %q", id, tok)
 	}
 }
 
-func (v *oldVerifier) seen(s *journal.Shard) {
+func (v *oldVerifier) seen(s *model.Shard) {
 	for _, id := range sortedIDs(s.Seen) {
 		wf := s.Seen[id]
 		if wf == "" {
 			v.addf(KindSeenWrongShard, s.Index, 0, "dedup entry %q names no receiving workflow", id)
 			continue
 		}
-		if want := journal.ShardOf(wf, v.st.ShardCount); want != s.Index {
+		if want := model.ShardOf(wf, v.st.ShardCount); want != s.Index {
 			v.addf(KindSeenWrongShard, s.Index, 0, "dedup entry %q was delivered to %q, which belongs on shard %d of %d",
 				id, wf, want, v.st.ShardCount)
 		}
@@ -1032,7 +1033,7 @@ func (v *oldVerifier) outboxIDsAcrossShards() {
 
 type oldUniverse struct {
 	count   int
-	byIndex map[int]*journal.Shard
+	byIndex map[int]*model.Shard
 	// byKey finds runs by (workflow ID, run number), for Ctx::key values,
 	// which name no shard.
 	byKey map[idNo][]oldLocated
@@ -1040,16 +1041,16 @@ type oldUniverse struct {
 
 type idNo struct {
 	id string
-	no journal.RunNo
+	no model.RunNo
 }
 
 type oldLocated struct {
-	s *journal.Shard
-	r *journal.Run
+	s *model.Shard
+	r *model.Run
 }
 
-func newOldUniverse(shards []*journal.Shard) *oldUniverse {
-	u := &oldUniverse{count: len(shards), byIndex: map[int]*journal.Shard{}, byKey: map[idNo][]oldLocated{}}
+func newOldUniverse(shards []*model.Shard) *oldUniverse {
+	u := &oldUniverse{count: len(shards), byIndex: map[int]*model.Shard{}, byKey: map[idNo][]oldLocated{}}
 	for _, s := range shards {
 		if s == nil {
 			continue
@@ -1065,8 +1066,8 @@ func newOldUniverse(shards []*journal.Shard) *oldUniverse {
 	return u
 }
 
-func (u *oldUniverse) run(shard int, no journal.RunNo) (*journal.Shard, *journal.Run, resolution) {
-	if no == journal.NoSuchRun {
+func (u *oldUniverse) run(shard int, no model.RunNo) (*model.Shard, *model.Run, resolution) {
+	if no == model.NoSuchRun {
 		return nil, nil, noSuchRun
 	}
 	s, ok := u.byIndex[shard]
@@ -1082,14 +1083,14 @@ func (u *oldUniverse) run(shard int, no journal.RunNo) (*journal.Shard, *journal
 	return s, nil, dangling
 }
 
-func (u *oldUniverse) keyRun(k journal.CtxKey) *journal.Run {
+func (u *oldUniverse) keyRun(k model.CtxKey) *model.Run {
 	if l := u.byKey[idNo{k.WorkflowID, k.Run}]; len(l) == 1 {
 		return l[0].r
 	}
 	return nil
 }
 
-func sortTimers(ks []journal.TimerKey) {
+func sortTimers(ks []model.TimerKey) {
 	sort.Slice(ks, func(i, j int) bool {
 		a, b := ks[i], ks[j]
 		if a.Run != b.Run {

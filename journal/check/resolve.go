@@ -3,7 +3,7 @@ package check
 import (
 	"sort"
 
-	"github.com/fusee-dev/fusee/journal"
+	"github.com/fusee-dev/fusee/journal/model"
 )
 
 // resolution is what looking a reference up found (view.lookup).
@@ -19,8 +19,8 @@ const (
 
 // history is a run's records: its journal, or its archive once it is a
 // tombstone.
-func history(s *journal.Shard, r *journal.Run) []journal.Record {
-	if r.State == journal.StateTombstone {
+func history(s *model.Shard, r *model.Run) []model.Record {
+	if r.State == model.StateTombstone {
 		return s.Archive[r.No]
 	}
 	return r.Journal

@@ -5,17 +5,17 @@ import (
 	"reflect"
 	"testing"
 
-	"github.com/fusee-dev/fusee/journal"
+	"github.com/fusee-dev/fusee/journal/model"
 	"pgregory.net/rapid"
 )
 
 // mutateRecord sets one field of rec to a value drawn from t: the kind of
 // damage a bad reshard or a bit flip behind a valid checksum could leave.
-func mutateRecord(t *rapid.T, rec *journal.Record, label string) {
+func mutateRecord(t *rapid.T, rec *model.Record, label string) {
 	small := func() uint32 { return rapid.Uint32Range(0, 40).Draw(t, label+"-v") }
 	switch rapid.IntRange(0, 12).Draw(t, label+"-field") {
 	case 0:
-		rec.Kind = journal.Kind(rapid.IntRange(0, 25).Draw(t, label+"-kind"))
+		rec.Kind = model.Kind(rapid.IntRange(0, 25).Draw(t, label+"-kind"))
 	case 1:
 		rec.Pos = small()
 	case 2:
@@ -23,19 +23,19 @@ func mutateRecord(t *rapid.T, rec *journal.Record, label string) {
 	case 3:
 		rec.Gen = small()
 	case 4:
-		rec.Origin = journal.Origin(small() % 7)
+		rec.Origin = model.Origin(small() % 7)
 	case 5:
-		rec.Status = journal.Status(small() % 10)
+		rec.Status = model.Status(small() % 10)
 	case 6:
-		rec.Parent = journal.ParentRef{Shard: int(small()%6) - 1, Run: journal.RunNo(small()), Pos: small()}
+		rec.Parent = model.ParentRef{Shard: int(small()%6) - 1, Run: model.RunNo(small()), Pos: small()}
 	case 7:
-		rec.Pred = journal.RunRef{Shard: int(small() % 5), Run: journal.RunNo(small())}
+		rec.Pred = model.RunRef{Shard: int(small() % 5), Run: model.RunNo(small())}
 	case 8:
-		rec.Next = journal.RunRef{Shard: int(small() % 5), Run: journal.RunNo(small())}
+		rec.Next = model.RunRef{Shard: int(small() % 5), Run: model.RunNo(small())}
 	case 9:
-		rec.Key = journal.CtxKey{WorkflowID: rapid.SampledFrom([]string{"", "x", rec.WorkflowID}).Draw(t, label+"-kid"), Run: journal.RunNo(small()), Pos: small()}
+		rec.Key = model.CtxKey{WorkflowID: rapid.SampledFrom([]string{"", "x", rec.WorkflowID}).Draw(t, label+"-kid"), Run: model.RunNo(small()), Pos: small()}
 	case 10:
-		rec.Token = journal.Token{Shard: int(small() % 5), Run: journal.RunNo(small()), Pos: small()}
+		rec.Token = model.Token{Shard: int(small() % 5), Run: model.RunNo(small()), Pos: small()}
 	case 11:
 		rec.WorkflowID = rapid.SampledFrom([]string{"", "x", "parent", "kid"}).Draw(t, label+"-id")
 	case 12:
@@ -81,16 +81,16 @@ func damage(rt *rapid.T, w *world, runs []ident) {
 				mutateRecord(rt, &h[rapid.IntRange(0, len(h)-1).Draw(rt, label+"-rec")], label)
 			}
 		case 3:
-			r.State = journal.RunState(rapid.IntRange(0, 6).Draw(rt, label+"-state"))
+			r.State = model.RunState(rapid.IntRange(0, 6).Draw(rt, label+"-state"))
 		case 4:
 			r.Gen = rapid.Uint32Range(0, 4).Draw(rt, label+"-gen")
 		case 5:
 			r.Journal = r.Journal[:rapid.IntRange(0, len(r.Journal)).Draw(rt, label+"-cut")]
 		case 6:
-			s.NextRun = journal.RunNo(rapid.IntRange(0, 30).Draw(rt, label+"-next"))
+			s.NextRun = model.RunNo(rapid.IntRange(0, 30).Draw(rt, label+"-next"))
 		case 7:
 			for _, m := range s.Outbox {
-				m.From.Run = journal.RunNo(rapid.IntRange(0, 30).Draw(rt, label+"-from"))
+				m.From.Run = model.RunNo(rapid.IntRange(0, 30).Draw(rt, label+"-from"))
 				m.Parent.Shard = rapid.IntRange(-1, 6).Draw(rt, label+"-pshard")
 				break
 			}

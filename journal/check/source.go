@@ -9,6 +9,8 @@ import (
 	"github.com/cockroachdb/pebble/v2"
 	"github.com/cockroachdb/pebble/v2/vfs"
 	"github.com/fusee-dev/fusee/journal"
+	"github.com/fusee-dev/fusee/journal/model"
+	"github.com/fusee-dev/fusee/journal/store"
 	"github.com/fusee-dev/fusee/meta"
 )
 
@@ -23,7 +25,7 @@ import (
 type shardInfo struct {
 	Index, Count int
 	LSN          uint64
-	NextRun      journal.RunNo
+	NextRun      model.RunNo
 	NextSeq      uint64
 	StoreGen     uint64
 }
@@ -34,35 +36,35 @@ type source interface {
 	// runs calls fn for every run in ascending key (the number it is
 	// stored under), with its history (the journal, or a tombstone's
 	// archive), and whether an archive is stored under its number.
-	runs(ctx context.Context, fn func(key journal.RunNo, r *journal.Run, hist []journal.Record, archived bool) error) error
+	runs(ctx context.Context, fn func(key model.RunNo, r *model.Run, hist []model.Record, archived bool) error) error
 	// entries is runs without journals: r carries the entry's fields.
-	entries(ctx context.Context, fn func(key journal.RunNo, r *journal.Run) error) error
+	entries(ctx context.Context, fn func(key model.RunNo, r *model.Run) error) error
 	// orphans calls fn for every archive (of records records) stored
 	// under a number that holds no run (r nil) or a run that is not a
 	// tombstone, in ascending number (a store refuses those when read).
-	orphans(fn func(no journal.RunNo, r *journal.Run, records int) error) error
+	orphans(fn func(no model.RunNo, r *model.Run, records int) error) error
 	// run looks run no up with its history; entry without it.
-	run(no journal.RunNo) (*journal.Run, []journal.Record, bool, error)
-	entry(no journal.RunNo) (*journal.Run, bool, error)
+	run(no model.RunNo) (*model.Run, []model.Record, bool, error)
+	entry(no model.RunNo) (*model.Run, bool, error)
 	// record looks run no up with record pos of its history alone (nil
 	// when the history is shorter): n is the history's length, and hist
 	// whether it has one at all (a tombstone built in memory may not).
-	record(no journal.RunNo, pos uint32) (r *journal.Run, rec *journal.Record, n int, hist, ok bool, err error)
-	index(fn func(id string, no journal.RunNo) error) error // in workflow ID order
-	timers(fn func(journal.TimerKey) error) error
-	outbox(fn func(key string, m *journal.Message) error) error
+	record(no model.RunNo, pos uint32) (r *model.Run, rec *model.Record, n int, hist, ok bool, err error)
+	index(fn func(id string, no model.RunNo) error) error // in workflow ID order
+	timers(fn func(model.TimerKey) error) error
+	outbox(fn func(key string, m *model.Message) error) error
 	seen(fn func(id, wf string) error) error // in message ID order
 }
 
 // memSource is a shard built in memory (tests, the simulator).
-type memSource struct{ s *journal.Shard }
+type memSource struct{ s *model.Shard }
 
 func (m memSource) info() shardInfo {
 	s := m.s
 	return shardInfo{Index: s.Index, Count: s.Count, LSN: s.LSN, NextRun: s.NextRun, NextSeq: s.NextSeq, StoreGen: s.StoreGen}
 }
 
-func (m memSource) runs(ctx context.Context, fn func(journal.RunNo, *journal.Run, []journal.Record, bool) error) error {
+func (m memSource) runs(ctx context.Context, fn func(model.RunNo, *model.Run, []model.Record, bool) error) error {
 	for i, no := range sortedKeys(m.s.Runs) {
 		if i%checkEvery == checkEvery-1 {
 			if err := ctx.Err(); err != nil {
@@ -78,13 +80,13 @@ func (m memSource) runs(ctx context.Context, fn func(journal.RunNo, *journal.Run
 	return nil
 }
 
-func (m memSource) entries(ctx context.Context, fn func(journal.RunNo, *journal.Run) error) error {
-	return m.runs(ctx, func(no journal.RunNo, r *journal.Run, _ []journal.Record, _ bool) error { return fn(no, r) })
+func (m memSource) entries(ctx context.Context, fn func(model.RunNo, *model.Run) error) error {
+	return m.runs(ctx, func(no model.RunNo, r *model.Run, _ []model.Record, _ bool) error { return fn(no, r) })
 }
 
-func (m memSource) orphans(fn func(journal.RunNo, *journal.Run, int) error) error {
+func (m memSource) orphans(fn func(model.RunNo, *model.Run, int) error) error {
 	for _, no := range sortedKeys(m.s.Archive) {
-		if r, ok := m.s.Runs[no]; !ok || r.State != journal.StateTombstone {
+		if r, ok := m.s.Runs[no]; !ok || r.State != model.StateTombstone {
 			if err := fn(no, r, len(m.s.Archive[no])); err != nil {
 				return err
 			}
@@ -93,7 +95,7 @@ func (m memSource) orphans(fn func(journal.RunNo, *journal.Run, int) error) erro
 	return nil
 }
 
-func (m memSource) run(no journal.RunNo) (*journal.Run, []journal.Record, bool, error) {
+func (m memSource) run(no model.RunNo) (*model.Run, []model.Record, bool, error) {
 	r, ok := m.s.Runs[no]
 	if !ok {
 		return nil, nil, false, nil
@@ -101,12 +103,12 @@ func (m memSource) run(no journal.RunNo) (*journal.Run, []journal.Record, bool, 
 	return r, history(m.s, r), true, nil
 }
 
-func (m memSource) entry(no journal.RunNo) (*journal.Run, bool, error) {
+func (m memSource) entry(no model.RunNo) (*model.Run, bool, error) {
 	r, ok := m.s.Runs[no]
 	return r, ok, nil
 }
 
-func (m memSource) record(no journal.RunNo, pos uint32) (*journal.Run, *journal.Record, int, bool, bool, error) {
+func (m memSource) record(no model.RunNo, pos uint32) (*model.Run, *model.Record, int, bool, bool, error) {
 	r, ok := m.s.Runs[no]
 	if !ok {
 		return nil, nil, 0, false, false, nil
@@ -118,7 +120,7 @@ func (m memSource) record(no journal.RunNo, pos uint32) (*journal.Run, *journal.
 	return r, nil, len(h), h != nil, true, nil
 }
 
-func (m memSource) index(fn func(string, journal.RunNo) error) error {
+func (m memSource) index(fn func(string, model.RunNo) error) error {
 	for _, id := range sortedIDs(m.s.ByID) {
 		if err := fn(id, m.s.ByID[id]); err != nil {
 			return err
@@ -127,7 +129,7 @@ func (m memSource) index(fn func(string, journal.RunNo) error) error {
 	return nil
 }
 
-func (m memSource) timers(fn func(journal.TimerKey) error) error {
+func (m memSource) timers(fn func(model.TimerKey) error) error {
 	for k := range m.s.Timers {
 		if err := fn(k); err != nil {
 			return err
@@ -136,7 +138,7 @@ func (m memSource) timers(fn func(journal.TimerKey) error) error {
 	return nil
 }
 
-func (m memSource) outbox(fn func(string, *journal.Message) error) error {
+func (m memSource) outbox(fn func(string, *model.Message) error) error {
 	for id, msg := range m.s.Outbox {
 		if err := fn(id, msg); err != nil {
 			return err
@@ -155,40 +157,40 @@ func (m memSource) seen(fn func(string, string) error) error {
 }
 
 // storeSource is one shard of a directory on disk.
-type storeSource struct{ sr *journal.ShardReader }
+type storeSource struct{ sr *store.ShardReader }
 
 func (s storeSource) info() shardInfo {
 	h := s.sr.Header()
 	return shardInfo{Index: h.Shard, Count: h.Count, LSN: h.LSN, NextRun: h.NextRun, NextSeq: h.NextSeq, StoreGen: h.Gen}
 }
 
-func (s storeSource) runs(ctx context.Context, fn func(journal.RunNo, *journal.Run, []journal.Record, bool) error) error {
-	return s.sr.Runs(ctx, func(r *journal.Run, archive []journal.Record) error {
-		if r.State == journal.StateTombstone {
+func (s storeSource) runs(ctx context.Context, fn func(model.RunNo, *model.Run, []model.Record, bool) error) error {
+	return s.sr.Runs(ctx, func(r *model.Run, archive []model.Record) error {
+		if r.State == model.StateTombstone {
 			return fn(r.No, r, archive, true)
 		}
 		return fn(r.No, r, r.Journal, false)
 	})
 }
 
-func (s storeSource) entries(ctx context.Context, fn func(journal.RunNo, *journal.Run) error) error {
-	return s.sr.RunEntries(ctx, func(no journal.RunNo, e journal.RunEntry) error {
+func (s storeSource) entries(ctx context.Context, fn func(model.RunNo, *model.Run) error) error {
+	return s.sr.RunEntries(ctx, func(no model.RunNo, e model.RunEntry) error {
 		return fn(no, runOfEntry(no, &e))
 	})
 }
 
-func runOfEntry(no journal.RunNo, e *journal.RunEntry) *journal.Run {
-	return &journal.Run{No: no, WorkflowID: e.WorkflowID, Type: e.Type, Gen: e.Gen, State: e.State, Status: e.Status,
+func runOfEntry(no model.RunNo, e *model.RunEntry) *model.Run {
+	return &model.Run{No: no, WorkflowID: e.WorkflowID, Type: e.Type, Gen: e.Gen, State: e.State, Status: e.Status,
 		Started: e.Started, Finished: e.Finished, Renumbered: e.Renumbered}
 }
 
-func (storeSource) orphans(func(journal.RunNo, *journal.Run, int) error) error { return nil }
+func (storeSource) orphans(func(model.RunNo, *model.Run, int) error) error { return nil }
 
-func (s storeSource) run(no journal.RunNo) (*journal.Run, []journal.Record, bool, error) {
+func (s storeSource) run(no model.RunNo) (*model.Run, []model.Record, bool, error) {
 	return s.sr.Run(no)
 }
 
-func (s storeSource) entry(no journal.RunNo) (*journal.Run, bool, error) {
+func (s storeSource) entry(no model.RunNo) (*model.Run, bool, error) {
 	e, ok, err := s.sr.Entry(no)
 	if !ok || err != nil {
 		return nil, ok, err
@@ -196,7 +198,7 @@ func (s storeSource) entry(no journal.RunNo) (*journal.Run, bool, error) {
 	return runOfEntry(no, &e), true, nil
 }
 
-func (s storeSource) record(no journal.RunNo, pos uint32) (*journal.Run, *journal.Record, int, bool, bool, error) {
+func (s storeSource) record(no model.RunNo, pos uint32) (*model.Run, *model.Record, int, bool, bool, error) {
 	e, rec, n, ok, err := s.sr.Record(no, pos)
 	if !ok || err != nil {
 		return nil, nil, 0, false, ok, err
@@ -204,10 +206,10 @@ func (s storeSource) record(no journal.RunNo, pos uint32) (*journal.Run, *journa
 	return runOfEntry(no, &e), rec, n, true, true, nil
 }
 
-func (s storeSource) index(fn func(string, journal.RunNo) error) error { return s.sr.Index(fn) }
-func (s storeSource) timers(fn func(journal.TimerKey) error) error     { return s.sr.Timers(fn) }
-func (s storeSource) outbox(fn func(string, *journal.Message) error) error {
-	return s.sr.Outbox(func(m *journal.Message) error { return fn(m.ID, m) })
+func (s storeSource) index(fn func(string, model.RunNo) error) error { return s.sr.Index(fn) }
+func (s storeSource) timers(fn func(model.TimerKey) error) error     { return s.sr.Timers(fn) }
+func (s storeSource) outbox(fn func(string, *model.Message) error) error {
+	return s.sr.Outbox(func(m *model.Message) error { return fn(m.ID, m) })
 }
 func (s storeSource) seen(fn func(string, string) error) error { return s.sr.Seen(fn) }
 
@@ -264,7 +266,7 @@ type Dir struct {
 	Stats      *journal.Stats
 
 	lock    *meta.Dir
-	readers []*journal.ShardReader
+	readers []*store.ShardReader
 }
 
 // OpenDir takes the lock of the closed data directory at dir and opens
@@ -287,12 +289,12 @@ func OpenDir(ctx context.Context, fs vfs.FS, dir string) (_ *Dir, err error) {
 			d.Close()
 		}
 	}()
-	headers := make([]journal.CheckpointHeader, m.Shards)
+	headers := make([]model.CheckpointHeader, m.Shards)
 	for i := range headers {
 		if err := ctx.Err(); err != nil {
 			return nil, err
 		}
-		if headers[i], err = journal.ReadHeader(fs, dir, i, m.Shards); err != nil {
+		if headers[i], err = store.ReadHeader(fs, dir, i, m.Shards); err != nil {
 			return nil, err
 		}
 	}
@@ -310,7 +312,7 @@ func OpenDir(ctx context.Context, fs vfs.FS, dir string) (_ *Dir, err error) {
 		if err := ctx.Err(); err != nil {
 			return nil, err
 		}
-		sr, err := journal.OpenShardReaderCache(fs, dir, i, m.Shards, &tails[i], cache)
+		sr, err := store.OpenShardReaderCache(fs, dir, i, m.Shards, &tails[i], cache)
 		if err != nil {
 			return nil, err
 		}
@@ -318,7 +320,7 @@ func OpenDir(ctx context.Context, fs vfs.FS, dir string) (_ *Dir, err error) {
 		h := sr.Header()
 		stats.Shards = append(stats.Shards, journal.ShardStats{Shard: i, Checkpoint: headers[i], LSN: h.LSN,
 			TailEntries: len(tails[i].Entries), TailBytes: tails[i].Bytes, StoreBytes: sr.StoreBytes()})
-		tails[i] = journal.ShardTail{} // applied: the reader's overlay holds what it needs
+		tails[i] = store.ShardTail{} // applied: the reader's overlay holds what it needs
 	}
 	if stats.LogSegments, stats.LogBytes, err = journal.LogSize(fs, dir); err != nil {
 		return nil, err
@@ -392,24 +394,24 @@ func (d *Dir) view(opts Options) *view {
 	return w
 }
 
-func shardsView(shards []*journal.Shard, opts Options) *view { return FromShards(shards).view(opts) }
+func shardsView(shards []*model.Shard, opts Options) *view { return FromShards(shards).view(opts) }
 
 // target is what a lookup found: the run (its entry's fields) and, when
 // asked for, one record of its history.
 type target struct {
-	slot int             // the source's slot (-1 when there is none)
-	r    *journal.Run    // nil when not resolved
-	rec  *journal.Record // record pos of its history; nil when shorter
-	n    int             // the history's length, when a record was asked for
-	hist bool            // whether it has a history at all
+	slot int           // the source's slot (-1 when there is none)
+	r    *model.Run    // nil when not resolved
+	rec  *model.Record // record pos of its history; nil when shorter
+	n    int           // the history's length, when a record was asked for
+	hist bool          // whether it has a history at all
 }
 
 // lookup resolves run no on the shard with index shard, and when pos is
 // not negative reads record pos of its history. NoSuchRun is never looked
 // up: it names no run on any shard, whatever shard the reference says.
-func (w *view) lookup(shard int, no journal.RunNo, pos int) (target, resolution, error) {
+func (w *view) lookup(shard int, no model.RunNo, pos int) (target, resolution, error) {
 	t := target{slot: -1}
-	if no == journal.NoSuchRun {
+	if no == model.NoSuchRun {
 		return t, noSuchRun, nil
 	}
 	slot, ok := w.byIndex[shard]

@@ -6,6 +6,7 @@ import (
 
 	"github.com/cockroachdb/pebble/v2/vfs"
 	"github.com/fusee-dev/fusee/journal"
+	"github.com/fusee-dev/fusee/journal/model"
 	"github.com/fusee-dev/fusee/meta"
 )
 
@@ -17,7 +18,7 @@ type State struct {
 	LogFormat  int    // fusee.meta log= (meta.LogShared)
 	ShardCount int    // fusee.meta shards=
 
-	Shards   []*journal.Shard        // slot i holds shard i
+	Shards   []*model.Shard          // slot i holds shard i
 	Recovery *journal.RecoveryReport // nil when not known
 	// Stats holds each shard's checkpoint header, log tail and store
 	// size, and the log's size; nil when the state was not read from a
@@ -27,7 +28,7 @@ type State struct {
 
 // FromShards wraps shards built in memory as a State whose meta agrees
 // with them: the current format and len(shards) shards.
-func FromShards(shards []*journal.Shard) *State {
+func FromShards(shards []*model.Shard) *State {
 	return &State{Format: meta.FormatLocal, LogFormat: meta.LogShared, ShardCount: len(shards), Shards: shards}
 }
 

@@ -7,6 +7,8 @@ import (
 	"sync"
 
 	"github.com/fusee-dev/fusee/journal"
+	"github.com/fusee-dev/fusee/journal/model"
+	"github.com/fusee-dev/fusee/journal/store"
 	"github.com/fusee-dev/fusee/journal/wal"
 )
 
@@ -72,8 +74,8 @@ type verifier struct {
 	ctx      context.Context
 	w        *view
 	sp       *spills
-	findings *journal.SpillMap
-	cross    *journal.SpillMap // message IDs across shards
+	findings *store.SpillMap
+	cross    *store.SpillMap // message IDs across shards
 	shared   *verifyShared
 	seq      uint64 // keeps join keys unique
 	err      error  // the first lookup error
@@ -109,7 +111,7 @@ type sh struct {
 	slot int
 	shardInfo
 	src  source
-	join *journal.SpillMap
+	join *store.SpillMap
 }
 
 func (w *view) verify(ctx context.Context, fn func(Finding) error) (runs int, err error) {
@@ -184,7 +186,7 @@ func (v *verifier) fail(err error) {
 
 // addf records a finding. Its spill key sorts findings as sortFindings
 // does: by shard, run, kind and detail, then in the order reported.
-func (v *verifier) addf(k Kind, shard int, run journal.RunNo, format string, args ...any) {
+func (v *verifier) addf(k Kind, shard int, run model.RunNo, format string, args ...any) {
 	if _, ok := kinds[k]; !ok {
 		panic("check: finding kind without a kinds entry: " + string(k))
 	}
@@ -206,7 +208,7 @@ func decodeFinding(k []byte) (Finding, error) {
 		return Finding{}, fmt.Errorf("check: a damaged finding key")
 	}
 	shard := int(int64(binary.BigEndian.Uint64(k) ^ (1 << 63)))
-	run := journal.RunNo(binary.BigEndian.Uint64(k[8:]))
+	run := model.RunNo(binary.BigEndian.Uint64(k[8:]))
 	kind, rest, err := cutStr(k[16:])
 	if err != nil {
 		return Finding{}, err
@@ -237,7 +239,7 @@ func (v *verifier) directory() {
 		if in.Count != w.shardCount {
 			v.addf(KindShardCount, i, 0, "its checkpoint says %d shards, fusee.meta says %d", in.Count, w.shardCount)
 		}
-		if in.NextRun == 0 || in.NextRun > journal.NoSuchRun {
+		if in.NextRun == 0 || in.NextRun > model.NoSuchRun {
 			v.addf(KindNextRunInvalid, i, 0, "next run number is %d", in.NextRun)
 		}
 	}
@@ -317,7 +319,7 @@ func (v *verifier) shard(slot int, src source) error {
 		_ = v.sp.drop(s.join)
 		v.shared.mu.Unlock()
 	}()
-	err := src.runs(v.ctx, func(key journal.RunNo, r *journal.Run, h []journal.Record, archived bool) error {
+	err := src.runs(v.ctx, func(key model.RunNo, r *model.Run, h []model.Record, archived bool) error {
 		v.runs++
 		v.ranOne()
 		if r.No != key {
@@ -330,7 +332,7 @@ func (v *verifier) shard(slot int, src source) error {
 	if err != nil {
 		return err
 	}
-	err = src.orphans(func(no journal.RunNo, r *journal.Run, _ int) error {
+	err = src.orphans(func(no model.RunNo, r *model.Run, _ int) error {
 		if r == nil {
 			v.addf(KindArchiveOrphan, s.Index, no, "archived history of a run the shard does not have")
 		} else {
@@ -355,22 +357,22 @@ func (v *verifier) shard(slot int, src source) error {
 // runEntry checks one run: its number, placement, state and journal. h is
 // its history; archived says whether an archive is stored under its
 // number.
-func (v *verifier) runEntry(s *sh, r *journal.Run, h []journal.Record, archived bool) {
+func (v *verifier) runEntry(s *sh, r *model.Run, h []model.Record, archived bool) {
 	add := func(k Kind, format string, args ...any) { v.addf(k, s.Index, r.No, format, args...) }
 	switch {
-	case r.No == 0 || r.No >= journal.NoSuchRun:
-		add(KindRunNumberInvalid, "run number %d is outside 1..%d (%d is reserved for references to no run)", r.No, journal.NoSuchRun-1, journal.NoSuchRun)
+	case r.No == 0 || r.No >= model.NoSuchRun:
+		add(KindRunNumberInvalid, "run number %d is outside 1..%d (%d is reserved for references to no run)", r.No, model.NoSuchRun-1, model.NoSuchRun)
 	case r.No >= s.NextRun:
 		add(KindRunNumberUnissued, "run number %d is not below the shard's next run number %d", r.No, s.NextRun)
 	}
-	if want := journal.ShardOf(r.WorkflowID, v.w.shardCount); want != s.Index {
+	if want := model.ShardOf(r.WorkflowID, v.w.shardCount); want != s.Index {
 		add(KindWrongShard, "workflow %q belongs on shard %d of %d", r.WorkflowID, want, v.w.shardCount)
 	}
-	if r.State < journal.StateRunning || r.State > journal.StateTombstone {
+	if r.State < model.StateRunning || r.State > model.StateTombstone {
 		add(KindRunState, "unknown state %d", uint8(r.State))
 	}
 	j := r.Journal
-	if r.State == journal.StateTombstone {
+	if r.State == model.StateTombstone {
 		if len(r.Journal) != 0 {
 			add(KindStateJournal, "a tombstone still holds %d journal records", len(r.Journal))
 		}
@@ -390,9 +392,9 @@ func (v *verifier) runEntry(s *sh, r *journal.Run, h []journal.Record, archived 
 }
 
 // journalShape checks positions, kinds, completions and where Done sits.
-func (v *verifier) journalShape(s *sh, r *journal.Run, j []journal.Record) {
+func (v *verifier) journalShape(s *sh, r *model.Run, j []model.Record) {
 	add := func(k Kind, format string, args ...any) { v.addf(k, s.Index, r.No, format, args...) }
-	if j[0].Kind != journal.KindStart {
+	if j[0].Kind != model.KindStart {
 		add(KindJournalStart, "the first record is %s, want start", j[0].Kind)
 	}
 	completedBy := map[uint32]int{}
@@ -403,14 +405,14 @@ func (v *verifier) journalShape(s *sh, r *journal.Run, j []journal.Record) {
 		if int(rec.Pos) != i {
 			add(KindJournalPos, "record %d (%s) says it is at position %d", i, rec.Kind, rec.Pos)
 		}
-		if rec.Kind == 0 || rec.Kind > journal.KindDone {
+		if rec.Kind == 0 || rec.Kind > model.KindDone {
 			add(KindJournalKind, "record %d has unknown kind %d", i, uint8(rec.Kind))
 			continue
 		}
-		if rec.Kind == journal.KindStart && i > 0 {
+		if rec.Kind == model.KindStart && i > 0 {
 			add(KindJournalStart, "a second start record at %d", i)
 		}
-		if rec.Kind == journal.KindDone && i != len(j)-1 {
+		if rec.Kind == model.KindDone && i != len(j)-1 {
 			add(KindJournalDone, "done at %d is not the last record (%d records)", i, len(j))
 		}
 		if want, ok := completes[rec.Kind]; ok {
@@ -428,9 +430,9 @@ func (v *verifier) journalShape(s *sh, r *journal.Run, j []journal.Record) {
 			}
 		}
 		switch {
-		case rec.Kind == journal.KindSignal && rec.MsgID != "":
+		case rec.Kind == model.KindSignal && rec.MsgID != "":
 			signals[rec.MsgID] = i
-		case rec.Kind == journal.KindWaited && rec.MsgID != "":
+		case rec.Kind == model.KindWaited && rec.MsgID != "":
 			// A Waited's message ID may also name a result delivered to
 			// the waiting position (an update's caller), which leaves no
 			// Signal record; only a buffered signal can be consumed twice.
@@ -445,13 +447,13 @@ func (v *verifier) journalShape(s *sh, r *journal.Run, j []journal.Record) {
 		}
 		v.recordFields(s, r, rec)
 	}
-	last := j[len(j)-1].Kind == journal.KindDone
+	last := j[len(j)-1].Kind == model.KindDone
 	switch r.State {
-	case journal.StateFinished, journal.StateTombstone:
+	case model.StateFinished, model.StateTombstone:
 		if !last {
 			add(KindStateJournal, "the run is %s but its last record is %s, not done", r.State, j[len(j)-1].Kind)
 		}
-	case journal.StateRunning, journal.StateParked:
+	case model.StateRunning, model.StateParked:
 		if last {
 			add(KindStateJournal, "the run is %s but its journal ends with done", r.State)
 		}
@@ -459,65 +461,65 @@ func (v *verifier) journalShape(s *sh, r *journal.Run, j []journal.Record) {
 }
 
 // completes maps each completion kind to the kinds it may complete.
-var completes = map[journal.Kind]map[journal.Kind]bool{
-	journal.KindFired:      {journal.KindTimer: true, journal.KindAttempt: true},
-	journal.KindWaited:     {journal.KindWait: true},
-	journal.KindChildDone:  {journal.KindChild: true},
-	journal.KindUpdateDone: {journal.KindUpdate: true},
-	journal.KindAsyncDone:  {journal.KindAsync: true},
+var completes = map[model.Kind]map[model.Kind]bool{
+	model.KindFired:      {model.KindTimer: true, model.KindAttempt: true},
+	model.KindWaited:     {model.KindWait: true},
+	model.KindChildDone:  {model.KindChild: true},
+	model.KindUpdateDone: {model.KindUpdate: true},
+	model.KindAsyncDone:  {model.KindAsync: true},
 }
 
 // recordFields checks fields a record's kind requires.
-func (v *verifier) recordFields(s *sh, r *journal.Run, rec *journal.Record) {
+func (v *verifier) recordFields(s *sh, r *model.Run, rec *model.Record) {
 	add := func(format string, args ...any) {
 		v.addf(KindRecordFields, s.Index, r.No, "%s at %d: %s", rec.Kind, rec.Pos, fmt.Sprintf(format, args...))
 	}
-	if rec.Status > journal.StatusReset {
+	if rec.Status > model.StatusReset {
 		add("unknown status %d", uint8(rec.Status))
 	}
 	switch rec.Kind {
-	case journal.KindStart:
+	case model.KindStart:
 		if rec.WorkflowID == "" {
 			add("empty workflow ID")
 		}
 		if rec.Gen == 0 {
 			add("generation 0")
 		}
-		if rec.Origin > journal.OriginRestart {
+		if rec.Origin > model.OriginRestart {
 			add("unknown origin %d", uint8(rec.Origin))
 		}
 		if !rec.Parent.IsZero() && rec.ParentID == "" {
 			add("a parent reference without the parent's workflow ID")
 		}
-	case journal.KindChild, journal.KindSend:
+	case model.KindChild, model.KindSend:
 		if rec.WorkflowID == "" {
 			add("empty target workflow ID")
 		}
 		if rec.MsgID == "" {
 			add("empty message ID")
 		}
-		if rec.Kind == journal.KindSend && rec.Attempt != journal.SendSignal && rec.Attempt != journal.SendCancel {
+		if rec.Kind == model.KindSend && rec.Attempt != model.SendSignal && rec.Attempt != model.SendCancel {
 			add("unknown send flags %d", rec.Attempt)
 		}
-	case journal.KindUpdate:
+	case model.KindUpdate:
 		if !rec.Parent.IsZero() && rec.ParentID == "" {
 			add("a caller reference without the caller's workflow ID")
 		}
-	case journal.KindAsync:
+	case model.KindAsync:
 		if rec.Token.Run == 0 {
 			add("no completion token")
 		}
-	case journal.KindDone:
-		if rec.Status == journal.StatusNone {
+	case model.KindDone:
+		if rec.Status == model.StatusNone {
 			add("no status")
 		}
 	}
 }
 
 // header checks the run entry against its Start and Done records.
-func (v *verifier) header(s *sh, r *journal.Run, j []journal.Record) {
+func (v *verifier) header(s *sh, r *model.Run, j []model.Record) {
 	add := func(format string, args ...any) { v.addf(KindRunHeader, s.Index, r.No, format, args...) }
-	if st := &j[0]; st.Kind == journal.KindStart {
+	if st := &j[0]; st.Kind == model.KindStart {
 		if r.WorkflowID != st.WorkflowID {
 			add("entry says workflow %q, start says %q", r.WorkflowID, st.WorkflowID)
 		}
@@ -531,11 +533,11 @@ func (v *verifier) header(s *sh, r *journal.Run, j []journal.Record) {
 			add("entry says started at %d, start says %d", r.Started, st.Time)
 		}
 	}
-	if d := &j[len(j)-1]; d.Kind == journal.KindDone {
+	if d := &j[len(j)-1]; d.Kind == model.KindDone {
 		if r.Status != d.Status || r.Finished != d.Time {
 			add("entry says %s at %d, done says %s at %d", r.Status, r.Finished, d.Status, d.Time)
 		}
-	} else if r.Status != journal.StatusNone || r.Finished != 0 {
+	} else if r.Status != model.StatusNone || r.Finished != 0 {
 		add("an unfinished run with status %s finished at %d", r.Status, r.Finished)
 	}
 }

@@ -7,7 +7,7 @@ import (
 	"slices"
 	"sort"
 
-	"github.com/fusee-dev/fusee/journal"
+	"github.com/fusee-dev/fusee/journal/model"
 )
 
 func sortedKeys[K cmp.Ordered, V any](m map[K]V) []K {
@@ -30,7 +30,7 @@ const (
 // joinRun puts what the joins need of one run into the shard's map: its
 // identity under its workflow ID, the timers its journal implies and the
 // messages its history produces; and checks its records' message IDs.
-func (v *verifier) joinRun(s *sh, key journal.RunNo, r *journal.Run, h []journal.Record) {
+func (v *verifier) joinRun(s *sh, key model.RunNo, r *model.Run, h []model.Record) {
 	put := func(k, val []byte) {
 		if err := s.join.Put(k, val); err != nil {
 			v.fail(err)
@@ -44,7 +44,7 @@ func (v *verifier) joinRun(s *sh, key journal.RunNo, r *journal.Run, h []journal
 		renum = 1
 	}
 	put(k, append(appendU32(nil, r.Gen), byte(r.State), renum))
-	for _, t := range journal.PendingTimers(r) {
+	for _, t := range model.PendingTimers(r) {
 		put(append(timerJoinKey(t), 0), nil)
 	}
 	for _, m := range produces(s.Index, r, h) {
@@ -56,15 +56,15 @@ func (v *verifier) joinRun(s *sh, key journal.RunNo, r *journal.Run, h []journal
 	v.recordMsgIDs(s, r, h)
 }
 
-func timerJoinKey(t journal.TimerKey) []byte {
+func timerJoinKey(t model.TimerKey) []byte {
 	return appendI64(appendU32(appendU64([]byte{joinTimer}, uint64(t.Run)), t.Pos), t.At)
 }
 
 // joined is one run of a workflow ID in the index join.
 type joined struct {
-	no, key    journal.RunNo
+	no, key    model.RunNo
 	gen        uint32
-	state      journal.RunState
+	state      model.RunState
 	renumbered bool
 }
 
@@ -78,7 +78,7 @@ func (v *verifier) index(s *sh) error {
 	var cur []byte // the workflow ID, as encoded
 	var id string
 	var runs []joined
-	var entry journal.RunNo
+	var entry model.RunNo
 	hasEntry := false
 	flush := func() error {
 		if cur != nil {
@@ -89,7 +89,7 @@ func (v *verifier) index(s *sh) error {
 		runs, hasEntry = runs[:0], false
 		return nil
 	}
-	err := s.src.index(func(wf string, no journal.RunNo) error {
+	err := s.src.index(func(wf string, no model.RunNo) error {
 		k := append(appendStr([]byte{joinIndex}, wf), 0)
 		return s.join.Put(k, appendU64(nil, uint64(no)))
 	})
@@ -109,11 +109,11 @@ func (v *verifier) index(s *sh) error {
 			}
 		}
 		if k[e] == 0 {
-			entry, hasEntry = journal.RunNo(binary.BigEndian.Uint64(val)), true
+			entry, hasEntry = model.RunNo(binary.BigEndian.Uint64(val)), true
 			return nil
 		}
-		runs = append(runs, joined{no: journal.RunNo(binary.BigEndian.Uint64(k[e+1:])), key: journal.RunNo(binary.BigEndian.Uint64(k[e+9:])),
-			gen: binary.BigEndian.Uint32(val), state: journal.RunState(val[4]), renumbered: val[5] == 1})
+		runs = append(runs, joined{no: model.RunNo(binary.BigEndian.Uint64(k[e+1:])), key: model.RunNo(binary.BigEndian.Uint64(k[e+9:])),
+			gen: binary.BigEndian.Uint32(val), state: model.RunState(val[4]), renumbered: val[5] == 1})
 		return nil
 	})
 	if err != nil {
@@ -124,7 +124,7 @@ func (v *verifier) index(s *sh) error {
 
 // indexID checks one workflow ID: its runs in run-number order and its
 // index entry, if it has one.
-func (v *verifier) indexID(s *sh, id string, runs []joined, no journal.RunNo, hasEntry bool) error {
+func (v *verifier) indexID(s *sh, id string, runs []joined, no model.RunNo, hasEntry bool) error {
 	var named *joined // the run stored under the entry's number, if it is one of id's
 	for i := range runs {
 		if runs[i].key == no {
@@ -148,7 +148,7 @@ func (v *verifier) indexID(s *sh, id string, runs []joined, no journal.RunNo, ha
 		}
 		latest := byGen[len(byGen)-1]
 		for _, r := range byGen[:len(byGen)-1] {
-			if r.state == journal.StateRunning || r.state == journal.StateParked {
+			if r.state == model.StateRunning || r.state == model.StateParked {
 				v.addf(KindSupersededActive, s.Index, r.no, "workflow %q generation %d is %s but generation %d (run %d) is newer",
 					id, r.gen, r.state, latest.gen, latest.no)
 			}
@@ -177,7 +177,7 @@ func (v *verifier) indexID(s *sh, id string, runs []joined, no journal.RunNo, ha
 }
 
 // workflowOf is the workflow ID of the run stored under no.
-func (v *verifier) workflowOf(s *sh, no journal.RunNo) string {
+func (v *verifier) workflowOf(s *sh, no model.RunNo) string {
 	r, ok, err := s.src.entry(no)
 	if err != nil {
 		v.fail(err)

@@ -7,14 +7,14 @@ import (
 	"fmt"
 	"strings"
 
-	"github.com/fusee-dev/fusee/journal"
+	"github.com/fusee-dev/fusee/journal/model"
 )
 
 // timers compares the timer index with the one the journals imply: the
 // implied timers (put into the shard's map as the runs passed) and the
 // stored ones meet in the map.
 func (v *verifier) timers(s *sh) error {
-	err := s.src.timers(func(t journal.TimerKey) error { return s.join.Put(append(timerJoinKey(t), 1), nil) })
+	err := s.src.timers(func(t model.TimerKey) error { return s.join.Put(append(timerJoinKey(t), 1), nil) })
 	if err != nil {
 		return err
 	}
@@ -24,7 +24,7 @@ func (v *verifier) timers(s *sh) error {
 		if cur == nil || implied == stored {
 			return
 		}
-		run := journal.RunNo(binary.BigEndian.Uint64(cur[1:]))
+		run := model.RunNo(binary.BigEndian.Uint64(cur[1:]))
 		pos := binary.BigEndian.Uint32(cur[9:])
 		at := int64(binary.BigEndian.Uint64(cur[13:]) ^ (1 << 63))
 		if implied {
@@ -59,7 +59,7 @@ func (v *verifier) timers(s *sh) error {
 // the stored ones meet in the map by message ID, the produced first, in
 // run-number order; the first is the one a stored message must equal.
 func (v *verifier) outbox(s *sh) error {
-	err := s.src.outbox(func(id string, m *journal.Message) error {
+	err := s.src.outbox(func(id string, m *model.Message) error {
 		v.seq++
 		k := append(appendStr([]byte{joinOutbox}, id), 1)
 		if err := s.join.Put(appendU64(k, v.seq), encodeMsg(nil, m)); err != nil {
@@ -79,7 +79,7 @@ func (v *verifier) outbox(s *sh) error {
 		return err
 	}
 	var cur []byte
-	var want *journal.Message
+	var want *model.Message
 	err = s.join.Each([]byte{joinOutbox}, func(k, val []byte) error {
 		e := 1 + strEnd(k[1:])
 		id, _, err := cutStr(k[1:])
@@ -117,7 +117,7 @@ func (v *verifier) outbox(s *sh) error {
 			return err
 		}
 		if first != "" && n == seq {
-			v.addf(KindOutboxSeq, s.Index, journal.RunNo(binary.BigEndian.Uint64(val)), "message %q: sequence number %d is also message %q's", id, n, first)
+			v.addf(KindOutboxSeq, s.Index, model.RunNo(binary.BigEndian.Uint64(val)), "message %q: sequence number %d is also message %q's", id, n, first)
 			return nil
 		}
 		seq, first = n, id
@@ -127,7 +127,7 @@ func (v *verifier) outbox(s *sh) error {
 
 // message checks one stored message (under key id) against want, the
 // message its sender's records produced under that ID (nil: none).
-func (v *verifier) message(s *sh, id string, m, want *journal.Message) error {
+func (v *verifier) message(s *sh, id string, m, want *model.Message) error {
 	run := m.From.Run
 	add := func(k Kind, format string, args ...any) {
 		v.addf(k, s.Index, run, "message %q: %s", id, fmt.Sprintf(format, args...))
@@ -135,7 +135,7 @@ func (v *verifier) message(s *sh, id string, m, want *journal.Message) error {
 	if m.ID != id {
 		add(KindOutboxKey, "stored under this ID but says it is %q", m.ID)
 	}
-	if m.Kind < journal.MsgStartChild || m.Kind > journal.MsgUpdateResult {
+	if m.Kind < model.MsgStartChild || m.Kind > model.MsgUpdateResult {
 		add(KindOutboxKind, "unknown kind %d", uint8(m.Kind))
 	}
 	if m.Target == "" {
@@ -144,7 +144,7 @@ func (v *verifier) message(s *sh, id string, m, want *journal.Message) error {
 	if m.Seq == 0 || m.Seq >= s.NextSeq {
 		add(KindOutboxSeq, "sequence number %d, the shard's next is %d", m.Seq, s.NextSeq)
 	}
-	if m.Kind != journal.MsgSignal && m.Kind != journal.MsgCancel {
+	if m.Kind != model.MsgSignal && m.Kind != model.MsgCancel {
 		if m.Parent.IsZero() {
 			add(KindOutboxParent, "a %s without the parent position it is for", m.Kind)
 		}
@@ -152,7 +152,7 @@ func (v *verifier) message(s *sh, id string, m, want *journal.Message) error {
 			add(KindOutboxParent, "a %s without the parent's workflow ID", m.Kind)
 		}
 	}
-	var from *journal.Run
+	var from *model.Run
 	if m.From.Shard == s.Index {
 		r, ok, err := s.src.entry(m.From.Run)
 		if err != nil {
@@ -179,7 +179,7 @@ func (v *verifier) message(s *sh, id string, m, want *journal.Message) error {
 
 // encodeMsg appends m to dst for a spill map, every field as it is
 // (damaged ones too); decodeMsg reads it back.
-func encodeMsg(dst []byte, m *journal.Message) []byte {
+func encodeMsg(dst []byte, m *model.Message) []byte {
 	str := func(s string) { dst = binary.AppendUvarint(dst, uint64(len(s))); dst = append(dst, s...) }
 	dst = append(dst, byte(m.Kind), byte(m.Status))
 	str(m.ID)
@@ -198,12 +198,12 @@ func encodeMsg(dst []byte, m *journal.Message) []byte {
 	return append(dst, m.Payload...)
 }
 
-func decodeMsg(b []byte) (*journal.Message, error) {
+func decodeMsg(b []byte) (*model.Message, error) {
 	bad := errors.New("check: a damaged spilled message")
 	if len(b) < 2 {
 		return nil, bad
 	}
-	m := &journal.Message{Kind: journal.MsgKind(b[0]), Status: journal.Status(b[1])}
+	m := &model.Message{Kind: model.MsgKind(b[0]), Status: model.Status(b[1])}
 	b = b[2:]
 	ok := true
 	str := func() string {
@@ -228,10 +228,10 @@ func decodeMsg(b []byte) (*journal.Message, error) {
 	i64 := func() int64 { return int64(binary.BigEndian.Uint64(fixed(8)) ^ (1 << 63)) }
 	m.ID = str()
 	m.From.Shard = int(i64())
-	m.From.Run = journal.RunNo(binary.BigEndian.Uint64(fixed(8)))
+	m.From.Run = model.RunNo(binary.BigEndian.Uint64(fixed(8)))
 	m.Target = str()
 	m.Parent.Shard = int(i64())
-	m.Parent.Run = journal.RunNo(binary.BigEndian.Uint64(fixed(8)))
+	m.Parent.Run = model.RunNo(binary.BigEndian.Uint64(fixed(8)))
 	m.Parent.Pos = binary.BigEndian.Uint32(fixed(4))
 	m.ParentID, m.Type, m.Name = str(), str(), str()
 	m.Deadline, m.Sent = i64(), i64()
@@ -248,35 +248,35 @@ func decodeMsg(b []byte) (*journal.Message, error) {
 // produces regenerates the messages a run's history sends, as Apply does:
 // every field but Seq, including the parent's workflow ID and the send
 // time (the producing record's time).
-func produces(shard int, r *journal.Run, h []journal.Record) []journal.Message {
-	from := journal.RunRef{Shard: shard, Run: r.No}
-	var out []journal.Message
+func produces(shard int, r *model.Run, h []model.Record) []model.Message {
+	from := model.RunRef{Shard: shard, Run: r.No}
+	var out []model.Message
 	for i := range h {
 		rec := &h[i]
 		switch rec.Kind {
-		case journal.KindChild:
-			out = append(out, journal.Message{ID: rec.MsgID, Kind: journal.MsgStartChild, From: from, Target: rec.WorkflowID,
-				Parent: journal.ParentRef{Shard: shard, Run: r.No, Pos: rec.Pos}, ParentID: r.WorkflowID, Type: rec.Type,
+		case model.KindChild:
+			out = append(out, model.Message{ID: rec.MsgID, Kind: model.MsgStartChild, From: from, Target: rec.WorkflowID,
+				Parent: model.ParentRef{Shard: shard, Run: r.No, Pos: rec.Pos}, ParentID: r.WorkflowID, Type: rec.Type,
 				Deadline: rec.Deadline, Sent: rec.Time, Payload: rec.Payload})
-		case journal.KindSend:
-			kind := journal.MsgSignal
-			if rec.Attempt == journal.SendCancel {
-				kind = journal.MsgCancel
+		case model.KindSend:
+			kind := model.MsgSignal
+			if rec.Attempt == model.SendCancel {
+				kind = model.MsgCancel
 			}
-			out = append(out, journal.Message{ID: rec.MsgID, Kind: kind, From: from, Target: rec.WorkflowID, Name: rec.Name,
+			out = append(out, model.Message{ID: rec.MsgID, Kind: kind, From: from, Target: rec.WorkflowID, Name: rec.Name,
 				Sent: rec.Time, Payload: rec.Payload})
-		case journal.KindUpdateDone:
+		case model.KindUpdateDone:
 			if int(rec.Ref) >= len(h) {
 				continue
 			}
 			if u := &h[rec.Ref]; !u.Parent.IsZero() {
-				out = append(out, journal.Message{ID: fmt.Sprintf("%s/%d/u%d", r.WorkflowID, r.Gen, rec.Ref), Kind: journal.MsgUpdateResult,
+				out = append(out, model.Message{ID: fmt.Sprintf("%s/%d/u%d", r.WorkflowID, r.Gen, rec.Ref), Kind: model.MsgUpdateResult,
 					From: from, Target: u.ParentID, Parent: u.Parent, ParentID: u.ParentID, Status: rec.Status,
 					Sent: rec.Time, Payload: rec.Payload})
 			}
-		case journal.KindDone:
-			if st := &h[0]; st.Kind == journal.KindStart && !st.Parent.IsZero() {
-				out = append(out, journal.Message{ID: fmt.Sprintf("%s/%d/r", r.WorkflowID, r.Gen), Kind: journal.MsgChildResult,
+		case model.KindDone:
+			if st := &h[0]; st.Kind == model.KindStart && !st.Parent.IsZero() {
+				out = append(out, model.Message{ID: fmt.Sprintf("%s/%d/r", r.WorkflowID, r.Gen), Kind: model.MsgChildResult,
 					From: from, Target: st.ParentID, Parent: st.Parent, ParentID: st.ParentID, Status: rec.Status,
 					Sent: rec.Time, Payload: rec.Payload})
 			}
@@ -286,7 +286,7 @@ func produces(shard int, r *journal.Run, h []journal.Record) []journal.Message {
 }
 
 // messageDiff names the fields in which m differs from want (Seq aside).
-func messageDiff(m, want *journal.Message) string {
+func messageDiff(m, want *model.Message) string {
 	var d []string
 	if m.Kind != want.Kind {
 		d = append(d, fmt.Sprintf("kind %s, want %s", m.Kind, want.Kind))
@@ -327,9 +327,9 @@ func messageDiff(m, want *journal.Message) string {
 // recordMsgIDs applies the run-number rule to the message IDs a run's
 // records carry (sent messages, and the IDs of updates it accepted), so
 // that an offending ID is caught even after its message was acknowledged.
-func (v *verifier) recordMsgIDs(s *sh, r *journal.Run, h []journal.Record) {
+func (v *verifier) recordMsgIDs(s *sh, r *model.Run, h []model.Record) {
 	for i := range h {
-		if rec := &h[i]; rec.MsgID != "" && (rec.Kind == journal.KindChild || rec.Kind == journal.KindSend) {
+		if rec := &h[i]; rec.MsgID != "" && (rec.Kind == model.KindChild || rec.Kind == model.KindSend) {
 			v.msgIDRunNumber(s, r, rec.MsgID)
 		}
 	}
@@ -340,11 +340,11 @@ func (v *verifier) recordMsgIDs(s *sh, r *journal.Run, h []journal.Record) {
 // run part of its completion tokens. It can only tell when r's number
 // differs from its generation (the "<ID>/<gen>/" prefix is the intended
 // one), so it is a heuristic, and a warning.
-func (v *verifier) msgIDRunNumber(s *sh, r *journal.Run, id string) {
-	if r.No != journal.RunNo(r.Gen) && strings.Contains(id, fmt.Sprintf("%s/%d/", r.WorkflowID, r.No)) {
+func (v *verifier) msgIDRunNumber(s *sh, r *model.Run, id string) {
+	if r.No != model.RunNo(r.Gen) && strings.Contains(id, fmt.Sprintf("%s/%d/", r.WorkflowID, r.No)) {
 		v.addf(KindMsgIDRunNumber, s.Index, r.No, "message ID %q contains this run's Ctx::key prefix %q", id, fmt.Sprintf("%s/%d/", r.WorkflowID, r.No))
 	}
-	tok := journal.Token{Gen: journal.TokenGen(s.StoreGen), Shard: s.Index, Run: r.No}.String()[:18] // "tk" + gen, shard and run, without the position
+	tok := model.Token{Gen: model.TokenGen(s.StoreGen), Shard: s.Index, Run: r.No}.String()[:18] // "tk" + gen, shard and run, without the position
 	if strings.Contains(strings.ToLower(id), tok) {
 		v.addf(KindMsgIDRunNumber, s.Index, r.No, "message ID %q contains this run's completion token prefix %q", id, tok)
 	}
@@ -359,7 +359,7 @@ func (v *verifier) seen(s *sh) error {
 			v.addf(KindSeenWrongShard, s.Index, 0, "dedup entry %q names no receiving workflow", id)
 			return nil
 		}
-		if want := journal.ShardOf(wf, v.w.shardCount); want != s.Index {
+		if want := model.ShardOf(wf, v.w.shardCount); want != s.Index {
 			v.addf(KindSeenWrongShard, s.Index, 0, "dedup entry %q was delivered to %q, which belongs on shard %d of %d",
 				id, wf, want, v.w.shardCount)
 		}
@@ -383,7 +383,7 @@ func (v *verifier) outboxIDsAcrossShards() error {
 		if err != nil {
 			return err
 		}
-		v.addf(KindMsgIDDuplicate, index, journal.RunNo(binary.BigEndian.Uint64(val[8:])), "message %q is also in shard %d's outbox", id, prev)
+		v.addf(KindMsgIDDuplicate, index, model.RunNo(binary.BigEndian.Uint64(val[8:])), "message %q is also in shard %d's outbox", id, prev)
 		return nil
 	})
 }

@@ -1,38 +1,38 @@
 package check
 
 import (
-	"github.com/fusee-dev/fusee/journal"
+	"github.com/fusee-dev/fusee/journal/model"
 )
 
 // references checks every typed reference in a run's records.
-func (v *verifier) references(s *sh, r *journal.Run, j []journal.Record) {
+func (v *verifier) references(s *sh, r *model.Run, j []model.Record) {
 	add := func(k Kind, format string, args ...any) { v.addf(k, s.Index, r.No, format, args...) }
 	for i := range j {
 		rec := &j[i]
 		switch rec.Kind {
-		case journal.KindStart:
+		case model.KindStart:
 			if i == 0 {
 				v.startRefs(s, r, rec)
 			}
-		case journal.KindDone:
+		case model.KindDone:
 			v.nextRef(s, r, rec)
-		case journal.KindSignal, journal.KindCancel:
+		case model.KindSignal, model.KindCancel:
 			if !rec.By.IsZero() {
 				v.resolve(s, r, rec, "sender", rec.By)
 			}
-		case journal.KindStep:
+		case model.KindStep:
 			if k := rec.Key; k.WorkflowID != "" && (k.WorkflowID != r.WorkflowID || k.Run != r.No) {
 				add(KindKey, "step at %d ran with key %s, this run's keys are %s", rec.Pos, k, r.Key(k.Pos))
 			}
-		case journal.KindAsync:
+		case model.KindAsync:
 			// A token carries the store generation that minted it, so one
 			// minted before the store was rebuilt (a reshard) is refused.
-			want := journal.Token{Gen: journal.TokenGen(s.StoreGen), Shard: s.Index, Run: r.No, Pos: rec.Pos}
+			want := model.Token{Gen: model.TokenGen(s.StoreGen), Shard: s.Index, Run: r.No, Pos: rec.Pos}
 			if t := rec.Token; t.Run != 0 && t != want {
 				add(KindToken, "async at %d has token %s (store generation %d mod 64, shard %d, run %d, position %d), want %s (store generation %d)",
 					rec.Pos, t, t.Gen, t.Shard, t.Run, t.Pos, want, s.StoreGen)
 			}
-		case journal.KindUpdate:
+		case model.KindUpdate:
 			if rec.Parent.IsZero() {
 				continue
 			}
@@ -45,15 +45,15 @@ func (v *verifier) references(s *sh, r *journal.Run, j []journal.Record) {
 }
 
 // startRefs checks a Start record's origin, parent and predecessor.
-func (v *verifier) startRefs(s *sh, r *journal.Run, st *journal.Record) {
+func (v *verifier) startRefs(s *sh, r *model.Run, st *model.Record) {
 	add := func(k Kind, format string, args ...any) { v.addf(k, s.Index, r.No, format, args...) }
 	hasParent, hasPred := !st.Parent.IsZero(), !st.Pred.IsZero()
 	switch st.Origin {
-	case journal.OriginChild:
+	case model.OriginChild:
 		if !hasParent {
 			add(KindOrigin, "origin child without a parent reference")
 		}
-	case journal.OriginContinued, journal.OriginReset, journal.OriginRestart:
+	case model.OriginContinued, model.OriginReset, model.OriginRestart:
 		if !hasPred {
 			add(KindOrigin, "origin %s without a predecessor", st.Origin)
 		}
@@ -61,10 +61,10 @@ func (v *verifier) startRefs(s *sh, r *journal.Run, st *journal.Record) {
 			add(KindOrigin, "origin %s in generation %d: a predecessor needs a generation before it", st.Origin, st.Gen)
 		}
 	}
-	if hasParent && st.Origin != journal.OriginChild {
+	if hasParent && st.Origin != model.OriginChild {
 		add(KindOrigin, "a parent reference with origin %s", st.Origin)
 	}
-	if hasPred && st.Origin != journal.OriginContinued && st.Origin != journal.OriginReset && st.Origin != journal.OriginRestart {
+	if hasPred && st.Origin != model.OriginContinued && st.Origin != model.OriginReset && st.Origin != model.OriginRestart {
 		add(KindOrigin, "a predecessor with origin %s", st.Origin)
 	}
 	if hasParent {
@@ -73,7 +73,7 @@ func (v *verifier) startRefs(s *sh, r *journal.Run, st *journal.Record) {
 		}
 	}
 	if hasPred {
-		if st.Pred.Shard != s.Index && st.Pred.Run != journal.NoSuchRun {
+		if st.Pred.Shard != s.Index && st.Pred.Run != model.NoSuchRun {
 			add(KindRefWrongShard, "predecessor %s is on another shard than its own workflow %q", st.Pred, r.WorkflowID)
 		} else if p := v.resolve(s, r, st, "predecessor", st.Pred); p != nil {
 			v.predecessor(s, r, st, p)
@@ -83,7 +83,7 @@ func (v *verifier) startRefs(s *sh, r *journal.Run, st *journal.Record) {
 
 // parentLanding checks that a child's parent reference lands on the
 // parent's Child record for this child.
-func (v *verifier) parentLanding(s *sh, r *journal.Run, st *journal.Record, p target) {
+func (v *verifier) parentLanding(s *sh, r *model.Run, st *model.Record, p target) {
 	add := func(format string, args ...any) { v.addf(KindParent, s.Index, r.No, format, args...) }
 	if p.r.WorkflowID != st.ParentID {
 		add("parent %s is a run of %q, the start says the parent is %q", st.Parent, p.r.WorkflowID, st.ParentID)
@@ -95,7 +95,7 @@ func (v *verifier) parentLanding(s *sh, r *journal.Run, st *journal.Record, p ta
 	switch c := p.rec; {
 	case c == nil:
 		add("parent %s: the parent's journal has %d records", st.Parent, p.n)
-	case c.Kind != journal.KindChild:
+	case c.Kind != model.KindChild:
 		add("parent %s is a %s record, not child", st.Parent, c.Kind)
 	case c.WorkflowID != r.WorkflowID:
 		add("parent %s requested a child %q, not %q", st.Parent, c.WorkflowID, r.WorkflowID)
@@ -104,31 +104,31 @@ func (v *verifier) parentLanding(s *sh, r *journal.Run, st *journal.Record, p ta
 
 // predecessor checks that Pred is the previous generation of this run's
 // ID and ended the way the origin says.
-func (v *verifier) predecessor(s *sh, r *journal.Run, st *journal.Record, p *journal.Run) {
+func (v *verifier) predecessor(s *sh, r *model.Run, st *model.Record, p *model.Run) {
 	add := func(format string, args ...any) { v.addf(KindPred, s.Index, r.No, format, args...) }
 	if p.WorkflowID != r.WorkflowID || p.Gen+1 != r.Gen {
 		add("predecessor %s is %q generation %d, want %q generation %d", st.Pred, p.WorkflowID, p.Gen, r.WorkflowID, r.Gen-1)
 		return
 	}
-	var want journal.Status
+	var want model.Status
 	switch st.Origin {
-	case journal.OriginContinued:
-		want = journal.StatusContinuedAsNew
-	case journal.OriginReset:
-		want = journal.StatusReset
+	case model.OriginContinued:
+		want = model.StatusContinuedAsNew
+	case model.OriginReset:
+		want = model.StatusReset
 	}
 	switch {
-	case p.State != journal.StateFinished && p.State != journal.StateTombstone:
+	case p.State != model.StateFinished && p.State != model.StateTombstone:
 		add("predecessor %s is %s, not finished", st.Pred, p.State)
-	case want != journal.StatusNone && p.Status != want:
+	case want != model.StatusNone && p.Status != want:
 		add("origin %s but predecessor %s ended %s", st.Origin, st.Pred, p.Status)
 	}
 }
 
 // nextRef checks a Done record's next run.
-func (v *verifier) nextRef(s *sh, r *journal.Run, d *journal.Record) {
+func (v *verifier) nextRef(s *sh, r *model.Run, d *model.Record) {
 	add := func(format string, args ...any) { v.addf(KindNext, s.Index, r.No, format, args...) }
-	starts := d.Status == journal.StatusContinuedAsNew || d.Status == journal.StatusReset
+	starts := d.Status == model.StatusContinuedAsNew || d.Status == model.StatusReset
 	switch {
 	case starts && d.Next.IsZero():
 		add("ended %s without naming the next run", d.Status)
@@ -138,7 +138,7 @@ func (v *verifier) nextRef(s *sh, r *journal.Run, d *journal.Record) {
 		return
 	case d.Next.IsZero():
 		return
-	case d.Next.Shard != s.Index && d.Next.Run != journal.NoSuchRun:
+	case d.Next.Shard != s.Index && d.Next.Run != model.NoSuchRun:
 		v.addf(KindRefWrongShard, s.Index, r.No, "next run %s is on another shard than its own workflow %q", d.Next, r.WorkflowID)
 		return
 	}
@@ -151,8 +151,8 @@ func (v *verifier) nextRef(s *sh, r *journal.Run, d *journal.Record) {
 		add("next run %s is %q generation %d, want %q generation %d", d.Next, n.WorkflowID, n.Gen, r.WorkflowID, r.Gen+1)
 		return
 	}
-	if first := t.rec; first != nil && first.Kind == journal.KindStart {
-		back := journal.RunRef{Shard: s.Index, Run: r.No}
+	if first := t.rec; first != nil && first.Kind == model.KindStart {
+		back := model.RunRef{Shard: s.Index, Run: r.No}
 		if first.Pred != back {
 			add("next run %s names predecessor %s, not this run", d.Next, first.Pred)
 		}
@@ -161,13 +161,13 @@ func (v *verifier) nextRef(s *sh, r *journal.Run, d *journal.Record) {
 
 // resolve looks a reference up, reporting a bad shard, an unissued number
 // or a dangling reference; it returns the run when there is one.
-func (v *verifier) resolve(s *sh, r *journal.Run, rec *journal.Record, what string, ref journal.RunRef) *journal.Run {
+func (v *verifier) resolve(s *sh, r *model.Run, rec *model.Record, what string, ref model.RunRef) *model.Run {
 	return v.resolveAt(s, r, rec, what, ref, -1).r
 }
 
 // resolveAt is resolve that also reads record pos of the run's history
 // when pos is not negative.
-func (v *verifier) resolveAt(s *sh, r *journal.Run, rec *journal.Record, what string, ref journal.RunRef, pos int) target {
+func (v *verifier) resolveAt(s *sh, r *model.Run, rec *model.Record, what string, ref model.RunRef, pos int) target {
 	t, res, err := v.w.lookup(ref.Shard, ref.Run, pos)
 	if err != nil {
 		v.fail(err)
@@ -190,15 +190,15 @@ func (v *verifier) resolveAt(s *sh, r *journal.Run, rec *journal.Record, what st
 
 // located resolves a reference that comes with the workflow ID of its
 // target, checking the target's shard against that ID first.
-func (v *verifier) located(s *sh, r *journal.Run, rec *journal.Record, what string, ref journal.RunRef, id string) *journal.Run {
+func (v *verifier) located(s *sh, r *model.Run, rec *model.Record, what string, ref model.RunRef, id string) *model.Run {
 	return v.locatedAt(s, r, rec, what, ref, id, -1).r
 }
 
 // locatedAt is located that also reads record pos of the run's history
 // when pos is not negative.
-func (v *verifier) locatedAt(s *sh, r *journal.Run, rec *journal.Record, what string, ref journal.RunRef, id string, pos int) target {
-	if _, ok := v.w.byIndex[ref.Shard]; ok && id != "" && ref.Run != journal.NoSuchRun {
-		if want := journal.ShardOf(id, v.w.shardCount); want != ref.Shard {
+func (v *verifier) locatedAt(s *sh, r *model.Run, rec *model.Record, what string, ref model.RunRef, id string, pos int) target {
+	if _, ok := v.w.byIndex[ref.Shard]; ok && id != "" && ref.Run != model.NoSuchRun {
+		if want := model.ShardOf(id, v.w.shardCount); want != ref.Shard {
 			v.addf(KindRefWrongShard, s.Index, r.No, "%s at %d: %s %s is on shard %d, but %q lives on shard %d",
 				rec.Kind, rec.Pos, what, ref, ref.Shard, id, want)
 			return target{slot: -1}

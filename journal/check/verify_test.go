@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/fusee-dev/fusee/journal"
+	"github.com/fusee-dev/fusee/journal/model"
 	"github.com/fusee-dev/fusee/journal/wal"
 )
 
@@ -35,7 +36,7 @@ const scenarioShards = 4
 func pickID(prefix string, keep func(shard int) bool) string {
 	for i := 0; ; i++ {
 		id := fmt.Sprintf("%s-%d", prefix, i)
-		if keep(journal.ShardOf(id, scenarioShards)) {
+		if keep(model.ShardOf(id, scenarioShards)) {
 			return id
 		}
 	}
@@ -44,46 +45,46 @@ func pickID(prefix string, keep func(shard int) bool) string {
 func newScenario(t *testing.T) *scenario {
 	w := newWorld(t, scenarioShards, 5)
 	sc := &scenario{w: w}
-	pshard := journal.ShardOf("parent", scenarioShards)
+	pshard := model.ShardOf("parent", scenarioShards)
 	kid := pickID("kid", func(s int) bool { return s != pshard })
 	neighbor := pickID("neighbor", func(s int) bool { return s == pshard })
 	w.shards[pshard].NextRun += 3 // so that the parent's run number is not its generation
 
-	sc.parent = w.start("parent", "P", journal.OriginFresh, journal.ParentRef{}, "", []byte("in"), 10)
-	sc.neighbor = w.start(neighbor, "N", journal.OriginFresh, journal.ParentRef{}, "", nil, 11)
+	sc.parent = w.start("parent", "P", model.OriginFresh, model.ParentRef{}, "", []byte("in"), 10)
+	sc.neighbor = w.start(neighbor, "N", model.OriginFresh, model.ParentRef{}, "", nil, 11)
 	sc.parentStep = w.step(sc.parent, "s1", []byte("out"))
-	w.add(sc.parent, journal.Record{Kind: journal.KindTimer, Name: "nap", Time: 5000})
+	w.add(sc.parent, model.Record{Kind: model.KindTimer, Name: "nap", Time: 5000})
 	sc.parentChild = uint32(len(w.run(sc.parent).Journal))
 	w.deliver(w.child(sc.parent, kid, "K", []byte("kin")), true, 12)
 	sc.kid = ident{kid, 1}
 	sc.kidStep = w.step(sc.kid, "k1", nil)
 	sc.kidAsync = w.async(sc.kid, "ext")
-	w.add(sc.kid, journal.Record{Kind: journal.KindAsyncDone, Ref: sc.kidAsync, Payload: []byte("answer")})
-	w.finish(sc.kid, journal.StatusOK, 20, []byte("kout"))
+	w.add(sc.kid, model.Record{Kind: model.KindAsyncDone, Ref: sc.kidAsync, Payload: []byte("answer")})
+	w.finish(sc.kid, model.StatusOK, 20, []byte("kout"))
 	w.deliver(kid+"/1/r", true, 21)
 
-	sc.chain1 = w.start("chain", "C", journal.OriginFresh, journal.ParentRef{}, "", nil, 30)
+	sc.chain1 = w.start("chain", "C", model.OriginFresh, model.ParentRef{}, "", nil, 30)
 	w.step(sc.chain1, "c1", nil)
-	sc.chain2 = w.continueAs(sc.chain1, journal.StatusContinuedAsNew, 31, []byte("carry"))
-	w.add(sc.chain2, journal.Record{Kind: journal.KindWait, Name: "go", Deadline: 9000})
+	sc.chain2 = w.continueAs(sc.chain1, model.StatusContinuedAsNew, 31, []byte("carry"))
+	w.add(sc.chain2, model.Record{Kind: model.KindWait, Name: "go", Deadline: 9000})
 	w.deliver(w.send(sc.parent, "chain", "go", false, []byte("sig")), true, 32)
 	sc.updatePos = w.update(sc.chain2, "upd", "u-1", sc.parent, sc.parentStep, []byte("req"))
-	w.add(sc.chain2, journal.Record{Kind: journal.KindUpdateDone, Ref: sc.updatePos, Attempt: 1, Status: journal.StatusOK, Payload: []byte("res")})
+	w.add(sc.chain2, model.Record{Kind: model.KindUpdateDone, Ref: sc.updatePos, Attempt: 1, Status: model.StatusOK, Payload: []byte("res")})
 	sc.updateMsg = fmt.Sprintf("chain/2/u%d", sc.updatePos)
 	sc.sinkMsg = w.send(sc.parent, "sink", "ping", false, nil)
 
-	sc.old = w.start("old", "O", journal.OriginFresh, journal.ParentRef{}, "", nil, 40)
+	sc.old = w.start("old", "O", model.OriginFresh, model.ParentRef{}, "", nil, 40)
 	w.step(sc.old, "o1", nil)
-	w.finish(sc.old, journal.StatusFailed, 41, nil)
-	w.op(sc.old, journal.OpTombstone)
+	w.finish(sc.old, model.StatusFailed, 41, nil)
+	w.op(sc.old, model.OpTombstone)
 
-	sc.again1 = w.start("again", "A", journal.OriginFresh, journal.ParentRef{}, "", nil, 50)
-	w.finish(sc.again1, journal.StatusOK, 51, nil)
-	sc.again2 = w.start("again", "A", journal.OriginRestart, journal.ParentRef{}, "", nil, 52)
+	sc.again1 = w.start("again", "A", model.OriginFresh, model.ParentRef{}, "", nil, 50)
+	w.finish(sc.again1, model.StatusOK, 51, nil)
+	sc.again2 = w.start("again", "A", model.OriginRestart, model.ParentRef{}, "", nil, 52)
 
-	sc.sleeper = w.start("sleeper", "S", journal.OriginFresh, journal.ParentRef{}, "", nil, 60)
-	w.add(sc.sleeper, journal.Record{Kind: journal.KindTimer, Name: "later", Time: 7000})
-	w.op(sc.sleeper, journal.OpPark)
+	sc.sleeper = w.start("sleeper", "S", model.OriginFresh, model.ParentRef{}, "", nil, 60)
+	w.add(sc.sleeper, model.Record{Kind: model.KindTimer, Name: "later", Time: 7000})
+	w.op(sc.sleeper, model.OpPark)
 
 	kid2 := pickID("kid2", func(int) bool { return true })
 	sc.kid2Msg = w.child(sc.parent, kid2, "K", nil)
@@ -91,11 +92,11 @@ func newScenario(t *testing.T) *scenario {
 	return sc
 }
 
-func (sc *scenario) shardOf(x ident) *journal.Shard { return sc.w.shard(x) }
-func (sc *scenario) run(x ident) *journal.Run       { return sc.w.run(x) }
+func (sc *scenario) shardOf(x ident) *model.Shard { return sc.w.shard(x) }
+func (sc *scenario) run(x ident) *model.Run       { return sc.w.run(x) }
 
 // msg finds an outbox message by ID.
-func (sc *scenario) msg(id string) (*journal.Shard, *journal.Message) {
+func (sc *scenario) msg(id string) (*model.Shard, *model.Message) {
 	for _, s := range sc.w.shards {
 		if m, ok := s.Outbox[id]; ok {
 			return s, m
@@ -105,7 +106,7 @@ func (sc *scenario) msg(id string) (*journal.Shard, *journal.Message) {
 }
 
 // hole makes an unused run number below s's NextRun and returns it.
-func hole(s *journal.Shard) journal.RunNo {
+func hole(s *model.Shard) model.RunNo {
 	no := s.NextRun
 	s.NextRun++
 	return no
@@ -119,7 +120,7 @@ func TestScenarioIsClean(t *testing.T) {
 	if sc.shardOf(sc.parent).Index == sc.shardOf(sc.kid).Index {
 		t.Fatal("the scenario wants the child on another shard than its parent")
 	}
-	if sc.run(sc.parent).No == journal.RunNo(sc.parent.gen) {
+	if sc.run(sc.parent).No == model.RunNo(sc.parent.gen) {
 		t.Fatal("the scenario wants the parent's run number to differ from its generation")
 	}
 }
@@ -213,9 +214,9 @@ var plants = []plant{
 	}, true},
 	{"unknown state", KindRunState, func(sc *scenario, st *State) { sc.run(sc.sleeper).State = 9 }, false},
 	{"entry type differs from start", KindRunHeader, func(sc *scenario, st *State) { sc.run(sc.kid).Type = "other" }, true},
-	{"entry status differs from done", KindRunHeader, func(sc *scenario, st *State) { sc.run(sc.kid).Status = journal.StatusFailed }, true},
+	{"entry status differs from done", KindRunHeader, func(sc *scenario, st *State) { sc.run(sc.kid).Status = model.StatusFailed }, true},
 	{"finished run marked running", KindStateJournal, func(sc *scenario, st *State) {
-		sc.run(sc.again1).State = journal.StateRunning
+		sc.run(sc.again1).State = model.StateRunning
 	}, false},
 	{"tombstone without archive", KindStateJournal, func(sc *scenario, st *State) {
 		delete(sc.shardOf(sc.old).Archive, sc.run(sc.old).No)
@@ -224,7 +225,7 @@ var plants = []plant{
 		sc.run(sc.neighbor).Journal = nil
 	}, true},
 	{"first record not start", KindJournalStart, func(sc *scenario, st *State) {
-		sc.run(sc.neighbor).Journal[0].Kind = journal.KindValue
+		sc.run(sc.neighbor).Journal[0].Kind = model.KindValue
 	}, false},
 	{"record at the wrong position", KindJournalPos, func(sc *scenario, st *State) {
 		sc.run(sc.kid).Journal[1].Pos = 7
@@ -234,24 +235,24 @@ var plants = []plant{
 	}, false},
 	{"done in the middle", KindJournalDone, func(sc *scenario, st *State) {
 		r := sc.run(sc.kid)
-		r.Journal[1] = journal.Record{Kind: journal.KindDone, Pos: 1, Status: journal.StatusOK, Time: 20}
+		r.Journal[1] = model.Record{Kind: model.KindDone, Pos: 1, Status: model.StatusOK, Time: 20}
 	}, false},
 	{"completion of the wrong kind", KindCompletion, func(sc *scenario, st *State) {
-		lastOf(sc.run(sc.parent), journal.KindChildDone).Ref = sc.parentStep
+		lastOf(sc.run(sc.parent), model.KindChildDone).Ref = sc.parentStep
 	}, true},
 	{"completion of a later position", KindCompletion, func(sc *scenario, st *State) {
-		lastOf(sc.run(sc.kid), journal.KindAsyncDone).Ref = 99
+		lastOf(sc.run(sc.kid), model.KindAsyncDone).Ref = 99
 	}, true},
 	{"two waits consume one signal", KindCompletion, func(sc *scenario, st *State) {
-		w, sig := sc.w, lastOf(sc.run(sc.chain2), journal.KindSignal).MsgID
+		w, sig := sc.w, lastOf(sc.run(sc.chain2), model.KindSignal).MsgID
 		for range 2 {
-			pos := w.add(sc.chain2, journal.Record{Kind: journal.KindWait, Name: "go"})
-			w.add(sc.chain2, journal.Record{Kind: journal.KindWaited, Ref: pos, Status: journal.StatusOK, MsgID: sig})
+			pos := w.add(sc.chain2, model.Record{Kind: model.KindWait, Name: "go"})
+			w.add(sc.chain2, model.Record{Kind: model.KindWaited, Ref: pos, Status: model.StatusOK, MsgID: sig})
 		}
 	}, true},
 	{"completed twice", KindCompletionDup, func(sc *scenario, st *State) {
 		r := sc.run(sc.kid)
-		dup := *lastOf(r, journal.KindAsyncDone)
+		dup := *lastOf(r, model.KindAsyncDone)
 		done := r.Journal[len(r.Journal)-1]
 		dup.Pos, done.Pos = done.Pos, done.Pos+1
 		r.Journal = append(r.Journal[:len(r.Journal)-1], dup, done)
@@ -290,7 +291,7 @@ var plants = []plant{
 	}, false},
 	{"an older generation still live", KindSupersededActive, func(sc *scenario, st *State) {
 		r := sc.run(sc.again1)
-		r.State, r.Status, r.Finished = journal.StateParked, journal.StatusNone, 0
+		r.State, r.Status, r.Finished = model.StateParked, model.StatusNone, 0
 		r.Journal = r.Journal[:len(r.Journal)-1]
 	}, false},
 	{"parent on a shard that does not exist", KindRefBadShard, func(sc *scenario, st *State) {
@@ -305,7 +306,7 @@ var plants = []plant{
 		st0.Parent.Shard = (st0.Parent.Shard + 1) % scenarioShards
 	}, false},
 	{"sender gone", KindRefDangling, func(sc *scenario, st *State) {
-		sig := lastOf(sc.run(sc.chain2), journal.KindSignal)
+		sig := lastOf(sc.run(sc.chain2), model.KindSignal)
 		sig.By.Run = hole(sc.w.shards[sig.By.Shard])
 	}, true},
 	{"parent position not a child record", KindParent, func(sc *scenario, st *State) {
@@ -316,19 +317,19 @@ var plants = []plant{
 		p.Run = sc.w.ref(sc.neighbor).Run
 	}, false},
 	{"child start with origin fresh", KindOrigin, func(sc *scenario, st *State) {
-		sc.run(sc.kid).Journal[0].Origin = journal.OriginFresh
+		sc.run(sc.kid).Journal[0].Origin = model.OriginFresh
 	}, true},
 	{"continued without predecessor", KindOrigin, func(sc *scenario, st *State) {
-		sc.run(sc.chain2).Journal[0].Pred = journal.RunRef{}
+		sc.run(sc.chain2).Journal[0].Pred = model.RunRef{}
 	}, false},
 	{"predecessor is not the previous generation", KindPred, func(sc *scenario, st *State) {
 		sc.run(sc.again2).Journal[0].Pred = sc.w.ref(sc.again2)
 	}, true},
 	{"continued from a run that ended ok", KindPred, func(sc *scenario, st *State) {
 		r := sc.run(sc.chain1)
-		r.Status = journal.StatusOK
+		r.Status = model.StatusOK
 		d := &r.Journal[len(r.Journal)-1]
-		d.Status, d.Next = journal.StatusOK, journal.RunRef{}
+		d.Status, d.Next = model.StatusOK, model.RunRef{}
 	}, true},
 	{"next run is not the next generation", KindNext, func(sc *scenario, st *State) {
 		r := sc.run(sc.chain1)
@@ -336,7 +337,7 @@ var plants = []plant{
 	}, true},
 	{"continue-as-new without next", KindNext, func(sc *scenario, st *State) {
 		r := sc.run(sc.chain1)
-		r.Journal[len(r.Journal)-1].Next = journal.RunRef{}
+		r.Journal[len(r.Journal)-1].Next = model.RunRef{}
 	}, true},
 	{"key names another run", KindKey, func(sc *scenario, st *State) {
 		sc.run(sc.kid).Journal[sc.kidStep].Key.Run++
@@ -364,7 +365,7 @@ var plants = []plant{
 	}, true},
 	{"timer stale", KindTimerStale, func(sc *scenario, st *State) {
 		s := sc.shardOf(sc.kid)
-		s.Timers[journal.TimerKey{At: 1, Run: sc.run(sc.kid).No, Pos: 1}] = struct{}{}
+		s.Timers[model.TimerKey{At: 1, Run: sc.run(sc.kid).No, Pos: 1}] = struct{}{}
 	}, true},
 	{"message under another key", KindOutboxKey, func(sc *scenario, st *State) {
 		s, m := sc.msg(sc.sinkMsg)
@@ -394,7 +395,7 @@ var plants = []plant{
 	}, true},
 	{"result without parent", KindOutboxParent, func(sc *scenario, st *State) {
 		_, m := sc.msg(sc.updateMsg)
-		m.Parent = journal.ParentRef{}
+		m.Parent = model.ParentRef{}
 	}, false},
 	{"child start without the parent's workflow ID", KindOutboxParent, func(sc *scenario, st *State) {
 		_, m := sc.msg(sc.kid2Msg)
@@ -423,7 +424,7 @@ var plants = []plant{
 		s, m := sc.msg(sc.sinkMsg)
 		other := sc.w.shards[(s.Index+1)%scenarioShards]
 		c := *m
-		c.Seq, c.From = other.NextSeq, journal.RunRef{Shard: other.Index, Run: m.From.Run}
+		c.Seq, c.From = other.NextSeq, model.RunRef{Shard: other.Index, Run: m.From.Run}
 		other.NextSeq++
 		other.Outbox[c.ID] = &c
 	}, false},
@@ -564,9 +565,9 @@ func TestGenOrderAllowsRenumbered(t *testing.T) {
 // it names.
 func TestNoSuchRunIsDangling(t *testing.T) {
 	sc := newScenario(t)
-	lastOf(sc.run(sc.chain2), journal.KindSignal).By = journal.RunRef{Shard: 0, Run: journal.NoSuchRun}
-	sc.run(sc.kid).Journal[0].Parent.Run = journal.NoSuchRun
-	sc.run(sc.again2).Journal[0].Pred = journal.RunRef{Shard: 9, Run: journal.NoSuchRun} // no shard 9 either
+	lastOf(sc.run(sc.chain2), model.KindSignal).By = model.RunRef{Shard: 0, Run: model.NoSuchRun}
+	sc.run(sc.kid).Journal[0].Parent.Run = model.NoSuchRun
+	sc.run(sc.again2).Journal[0].Pred = model.RunRef{Shard: 9, Run: model.NoSuchRun} // no shard 9 either
 	fs := Verify(sc.w.state())
 	if Problems(fs) != 0 || len(fs) != 3 {
 		t.Fatalf("want 3 info findings, got:\n%s", findingLines(fs))

@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/fusee-dev/fusee/journal"
+	"github.com/fusee-dev/fusee/journal/model"
 )
 
 // This file builds valid states for the tests: a world is a set of shards
@@ -29,17 +30,17 @@ func (x ident) String() string { return fmt.Sprintf("%s#%d", x.id, x.gen) }
 type world struct {
 	tb     testing.TB
 	n      int
-	shards []*journal.Shard
-	phys   map[ident]journal.RunRef
+	shards []*model.Shard
+	phys   map[ident]model.RunRef
 	gens   map[string]uint32
 	gaps   *rand.Rand        // physical only: holes in run numbering; nil for none
 	log    []journal.ShardOp // every op applied, in order (for replay into a real directory)
 }
 
 func newWorld(tb testing.TB, n int, gapSeed uint64) *world {
-	w := &world{tb: tb, n: n, phys: map[ident]journal.RunRef{}, gens: map[string]uint32{}}
+	w := &world{tb: tb, n: n, phys: map[ident]model.RunRef{}, gens: map[string]uint32{}}
 	for i := range n {
-		w.shards = append(w.shards, journal.NewShard(i, n))
+		w.shards = append(w.shards, model.NewShard(i, n))
 	}
 	if gapSeed != 0 {
 		w.gaps = rand.New(rand.NewPCG(gapSeed, 7))
@@ -49,9 +50,9 @@ func newWorld(tb testing.TB, n int, gapSeed uint64) *world {
 
 func (w *world) state() *State { return FromShards(w.shards) }
 
-func (w *world) shardOf(id string) *journal.Shard { return w.shards[journal.ShardOf(id, w.n)] }
+func (w *world) shardOf(id string) *model.Shard { return w.shards[model.ShardOf(id, w.n)] }
 
-func (w *world) apply(s *journal.Shard, op journal.Op) {
+func (w *world) apply(s *model.Shard, op model.Op) {
 	w.tb.Helper()
 	if err := s.Apply(&op); err != nil {
 		w.tb.Fatalf("shard %d: %v", s.Index, err)
@@ -59,7 +60,7 @@ func (w *world) apply(s *journal.Shard, op journal.Op) {
 	w.log = append(w.log, journal.ShardOp{Shard: s.Index, Op: op})
 }
 
-func (w *world) ref(x ident) journal.RunRef {
+func (w *world) ref(x ident) model.RunRef {
 	ref, ok := w.phys[x]
 	if !ok {
 		w.tb.Fatalf("no run %s", x)
@@ -67,9 +68,9 @@ func (w *world) ref(x ident) journal.RunRef {
 	return ref
 }
 
-func (w *world) run(x ident) *journal.Run { ref := w.ref(x); return w.shards[ref.Shard].Runs[ref.Run] }
+func (w *world) run(x ident) *model.Run { ref := w.ref(x); return w.shards[ref.Shard].Runs[ref.Run] }
 
-func (w *world) shard(x ident) *journal.Shard { return w.shards[w.ref(x).Shard] }
+func (w *world) shard(x ident) *model.Shard { return w.shards[w.ref(x).Shard] }
 
 // latest is the latest generation of id, or the zero ident.
 func (w *world) latest(id string) ident {
@@ -80,105 +81,105 @@ func (w *world) latest(id string) ident {
 }
 
 // skip leaves a hole in s's run numbering (physical only).
-func (w *world) skip(s *journal.Shard) {
+func (w *world) skip(s *model.Shard) {
 	if w.gaps != nil {
-		s.NextRun += journal.RunNo(w.gaps.IntN(3))
+		s.NextRun += model.RunNo(w.gaps.IntN(3))
 	}
 }
 
-func (w *world) start(id, typ string, origin journal.Origin, parent journal.ParentRef, parentID string, input []byte, now int64) ident {
+func (w *world) start(id, typ string, origin model.Origin, parent model.ParentRef, parentID string, input []byte, now int64) ident {
 	s := w.shardOf(id)
 	w.skip(s)
 	return w.startAt(s, s.NextRun, id, typ, origin, parent, parentID, input, now)
 }
 
-func (w *world) startAt(s *journal.Shard, no journal.RunNo, id, typ string, origin journal.Origin, parent journal.ParentRef,
+func (w *world) startAt(s *model.Shard, no model.RunNo, id, typ string, origin model.Origin, parent model.ParentRef,
 	parentID string, input []byte, now int64) ident {
 	gen := w.gens[id] + 1
-	rec := journal.Record{Kind: journal.KindStart, WorkflowID: id, Type: typ, Time: now, Origin: origin, Gen: gen,
+	rec := model.Record{Kind: model.KindStart, WorkflowID: id, Type: typ, Time: now, Origin: origin, Gen: gen,
 		Parent: parent, ParentID: parentID, Payload: input, Attempt: 1}
 	switch origin {
-	case journal.OriginContinued, journal.OriginReset, journal.OriginRestart:
+	case model.OriginContinued, model.OriginReset, model.OriginRestart:
 		rec.Pred = w.ref(ident{id, gen - 1})
 	}
-	w.apply(s, journal.Op{Kind: journal.OpStart, Run: no, Rec: rec})
+	w.apply(s, model.Op{Kind: model.OpStart, Run: no, Rec: rec})
 	x := ident{id, gen}
 	w.gens[id] = gen
-	w.phys[x] = journal.RunRef{Shard: s.Index, Run: no}
+	w.phys[x] = model.RunRef{Shard: s.Index, Run: no}
 	return x
 }
 
 // add appends rec to x's journal at the next position and returns it.
-func (w *world) add(x ident, rec journal.Record) uint32 {
+func (w *world) add(x ident, rec model.Record) uint32 {
 	w.tb.Helper()
 	r := w.run(x)
 	rec.Pos = uint32(len(r.Journal))
-	w.apply(w.shard(x), journal.Op{Kind: journal.OpAppend, Run: r.No, Rec: rec})
+	w.apply(w.shard(x), model.Op{Kind: model.OpAppend, Run: r.No, Rec: rec})
 	return rec.Pos
 }
 
 func (w *world) step(x ident, name string, payload []byte) uint32 {
 	r := w.run(x)
 	pos := uint32(len(r.Journal))
-	return w.add(x, journal.Record{Kind: journal.KindStep, Name: name, Status: journal.StatusOK, Attempt: 1, Key: r.Key(pos), Payload: payload})
+	return w.add(x, model.Record{Kind: model.KindStep, Name: name, Status: model.StatusOK, Attempt: 1, Key: r.Key(pos), Payload: payload})
 }
 
 func (w *world) async(x ident, name string) uint32 {
 	ref := w.ref(x)
 	pos := uint32(len(w.run(x).Journal))
-	return w.add(x, journal.Record{Kind: journal.KindAsync, Name: name, Token: journal.Token{Gen: journal.TokenGen(w.shards[ref.Shard].StoreGen), Shard: ref.Shard, Run: ref.Run, Pos: pos}})
+	return w.add(x, model.Record{Kind: model.KindAsync, Name: name, Token: model.Token{Gen: model.TokenGen(w.shards[ref.Shard].StoreGen), Shard: ref.Shard, Run: ref.Run, Pos: pos}})
 }
 
 func (w *world) child(x ident, childID, typ string, payload []byte) string {
 	pos := uint32(len(w.run(x).Journal))
 	msg := fmt.Sprintf("%s/%d/c%d", x.id, x.gen, pos)
-	w.add(x, journal.Record{Kind: journal.KindChild, WorkflowID: childID, Type: typ, MsgID: msg, Payload: payload})
+	w.add(x, model.Record{Kind: model.KindChild, WorkflowID: childID, Type: typ, MsgID: msg, Payload: payload})
 	return msg
 }
 
 func (w *world) send(x ident, target, name string, cancel bool, payload []byte) string {
 	pos := uint32(len(w.run(x).Journal))
 	msg := fmt.Sprintf("%s/%d/s%d", x.id, x.gen, pos)
-	flags := uint32(journal.SendSignal)
+	flags := uint32(model.SendSignal)
 	if cancel {
-		flags = journal.SendCancel
+		flags = model.SendCancel
 	}
-	w.add(x, journal.Record{Kind: journal.KindSend, WorkflowID: target, Name: name, MsgID: msg, Attempt: flags, Payload: payload})
+	w.add(x, model.Record{Kind: model.KindSend, WorkflowID: target, Name: name, MsgID: msg, Attempt: flags, Payload: payload})
 	return msg
 }
 
 // update has x accept an update; caller is the zero ident for an update
 // from outside the engine.
 func (w *world) update(x ident, name, updateID string, caller ident, callerPos uint32, payload []byte) uint32 {
-	rec := journal.Record{Kind: journal.KindUpdate, Name: name, MsgID: updateID, Payload: payload}
+	rec := model.Record{Kind: model.KindUpdate, Name: name, MsgID: updateID, Payload: payload}
 	if caller.id != "" {
 		ref := w.ref(caller)
-		rec.Parent = journal.ParentRef{Shard: ref.Shard, Run: ref.Run, Pos: callerPos}
+		rec.Parent = model.ParentRef{Shard: ref.Shard, Run: ref.Run, Pos: callerPos}
 		rec.ParentID = caller.id
 	}
 	return w.add(x, rec)
 }
 
-func (w *world) finish(x ident, status journal.Status, now int64, payload []byte) {
-	w.add(x, journal.Record{Kind: journal.KindDone, Status: status, Time: now, Payload: payload})
+func (w *world) finish(x ident, status model.Status, now int64, payload []byte) {
+	w.add(x, model.Record{Kind: model.KindDone, Status: status, Time: now, Payload: payload})
 }
 
 // continueAs ends x with a continue-as-new or reset and starts its next
 // generation, naming each other.
-func (w *world) continueAs(x ident, status journal.Status, now int64, input []byte) ident {
+func (w *world) continueAs(x ident, status model.Status, now int64, input []byte) ident {
 	s := w.shard(x)
 	w.skip(s)
 	next := s.NextRun
-	w.add(x, journal.Record{Kind: journal.KindDone, Status: status, Time: now, Next: journal.RunRef{Shard: s.Index, Run: next}})
-	origin := journal.OriginContinued
-	if status == journal.StatusReset {
-		origin = journal.OriginReset
+	w.add(x, model.Record{Kind: model.KindDone, Status: status, Time: now, Next: model.RunRef{Shard: s.Index, Run: next}})
+	origin := model.OriginContinued
+	if status == model.StatusReset {
+		origin = model.OriginReset
 	}
-	return w.startAt(s, next, x.id, w.run(x).Type, origin, journal.ParentRef{}, "", input, now)
+	return w.startAt(s, next, x.id, w.run(x).Type, origin, model.ParentRef{}, "", input, now)
 }
 
-func (w *world) op(x ident, kind journal.OpKind) {
-	w.apply(w.shard(x), journal.Op{Kind: kind, Run: w.ref(x).Run})
+func (w *world) op(x ident, kind model.OpKind) {
+	w.apply(w.shard(x), model.Op{Kind: kind, Run: w.ref(x).Run})
 }
 
 // outboxIDs lists every unacknowledged message ID, sorted.
@@ -197,7 +198,7 @@ func (w *world) outboxIDs() []string {
 // receiver records it as seen and acts on it unless it had it already,
 // then (if ack) the sender drops it.
 func (w *world) deliver(id string, ack bool, now int64) {
-	var from *journal.Shard
+	var from *model.Shard
 	for _, s := range w.shards {
 		if _, ok := s.Outbox[id]; ok {
 			from = s
@@ -209,11 +210,11 @@ func (w *world) deliver(id string, ack bool, now int64) {
 	m := *from.Outbox[id]
 	recv := w.shardOf(m.Target)
 	if _, dup := recv.Seen[id]; !dup {
-		w.apply(recv, journal.Op{Kind: journal.OpSeen, MsgID: id, WorkflowID: m.Target})
+		w.apply(recv, model.Op{Kind: model.OpSeen, MsgID: id, WorkflowID: m.Target})
 		w.receive(recv, &m, now)
 	}
 	if ack {
-		w.apply(from, journal.Op{Kind: journal.OpAck, MsgID: id})
+		w.apply(from, model.Op{Kind: model.OpAck, MsgID: id})
 	}
 }
 
@@ -222,48 +223,48 @@ func (w *world) live(x ident) bool {
 		return false
 	}
 	st := w.run(x).State
-	return st == journal.StateRunning || st == journal.StateParked
+	return st == model.StateRunning || st == model.StateParked
 }
 
 // wake loads x if it is parked.
 func (w *world) wake(x ident) {
-	if w.run(x).State == journal.StateParked {
-		w.op(x, journal.OpLoad)
+	if w.run(x).State == model.StateParked {
+		w.op(x, model.OpLoad)
 	}
 }
 
-func (w *world) receive(recv *journal.Shard, m *journal.Message, now int64) {
+func (w *world) receive(recv *model.Shard, m *model.Message, now int64) {
 	switch m.Kind {
-	case journal.MsgStartChild:
+	case model.MsgStartChild:
 		if w.live(w.latest(m.Target)) {
 			return // the ID is busy: the start is refused
 		}
 		sender := w.shards[m.From.Shard].Runs[m.From.Run]
-		x := w.start(m.Target, m.Type, journal.OriginChild, m.Parent, sender.WorkflowID, m.Payload, now)
+		x := w.start(m.Target, m.Type, model.OriginChild, m.Parent, sender.WorkflowID, m.Payload, now)
 		if m.Deadline != 0 {
 			w.tb.Fatalf("test worlds give children no deadline")
 		}
 		_ = x
-	case journal.MsgChildResult:
+	case model.MsgChildResult:
 		p := recv.Runs[m.Parent.Run]
 		px := ident{p.WorkflowID, p.Gen}
 		if !w.live(px) {
 			return
 		}
 		w.wake(px)
-		w.add(px, journal.Record{Kind: journal.KindChildDone, Ref: m.Parent.Pos, Status: m.Status, Payload: m.Payload})
-	case journal.MsgSignal, journal.MsgCancel:
+		w.add(px, model.Record{Kind: model.KindChildDone, Ref: m.Parent.Pos, Status: m.Status, Payload: m.Payload})
+	case model.MsgSignal, model.MsgCancel:
 		x := w.latest(m.Target)
 		if !w.live(x) {
 			return
 		}
 		w.wake(x)
-		if m.Kind == journal.MsgSignal {
-			w.add(x, journal.Record{Kind: journal.KindSignal, Name: m.Name, MsgID: m.ID, By: m.From, Payload: m.Payload, Time: now})
+		if m.Kind == model.MsgSignal {
+			w.add(x, model.Record{Kind: model.KindSignal, Name: m.Name, MsgID: m.ID, By: m.From, Payload: m.Payload, Time: now})
 		} else {
-			w.add(x, journal.Record{Kind: journal.KindCancel, By: m.From, Payload: m.Payload, Time: now})
+			w.add(x, model.Record{Kind: model.KindCancel, By: m.From, Payload: m.Payload, Time: now})
 		}
-	case journal.MsgUpdateResult:
+	case model.MsgUpdateResult:
 		// The caller position learns the result; it holds no record of it.
 	}
 }

@@ -7,15 +7,15 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/fusee-dev/fusee/journal"
 	"github.com/fusee-dev/fusee/journal/check"
+	"github.com/fusee-dev/fusee/journal/model"
 )
 
 // logical is the oracle's view of shards: the official logical dump
 // (check.WriteLogicalDump, what `fusee dump --logical` prints) followed by
 // this package's own canon rendering, a second opinion written
 // independently. Both are free of shard counts and run numbers.
-func logical(t testing.TB, shards []*journal.Shard) []string {
+func logical(t testing.TB, shards []*model.Shard) []string {
 	t.Helper()
 	var b bytes.Buffer
 	if err := check.WriteLogicalDump(&b, shards); err != nil {
@@ -34,8 +34,8 @@ func logical(t testing.TB, shards []*journal.Shard) []string {
 // count or on run numbers: runs by identity (workflow ID, generation),
 // references as the identity of the run they name. Two directories hold
 // the same logical state exactly when their canon lines are equal.
-func canon(shards []*journal.Shard) []string {
-	id := func(shard int, run journal.RunNo) string {
+func canon(shards []*model.Shard) []string {
+	id := func(shard int, run model.RunNo) string {
 		if run == 0 {
 			return "-"
 		}
@@ -49,18 +49,18 @@ func canon(shards []*journal.Shard) []string {
 		return fmt.Sprintf("%s#%d", r.WorkflowID, r.Gen)
 	}
 	var out []string
-	rec := func(owner string, r journal.Record) string {
+	rec := func(owner string, r model.Record) string {
 		refs := fmt.Sprintf("parent=%s@%d pred=%s next=%s by=%s", id(r.Parent.Shard, r.Parent.Run), r.Parent.Pos,
 			id(r.Pred.Shard, r.Pred.Run), id(r.Next.Shard, r.Next.Run), id(r.By.Shard, r.By.Run))
 		if r.Key.WorkflowID != "" {
 			// A Ctx::key names a run by workflow ID and number.
-			sh := journal.ShardOf(r.Key.WorkflowID, len(shards))
+			sh := model.ShardOf(r.Key.WorkflowID, len(shards))
 			refs += fmt.Sprintf(" key=%s@%d", id(sh, r.Key.Run), r.Key.Pos)
 		}
 		if r.Token.Run != 0 {
 			refs += fmt.Sprintf(" token=%s@%d", id(r.Token.Shard, r.Token.Run), r.Token.Pos)
 		}
-		r.Parent, r.Pred, r.Next, r.By, r.Key, r.Token = journal.ParentRef{}, journal.RunRef{}, journal.RunRef{}, journal.RunRef{}, journal.CtxKey{}, journal.Token{}
+		r.Parent, r.Pred, r.Next, r.By, r.Key, r.Token = model.ParentRef{}, model.RunRef{}, model.RunRef{}, model.RunRef{}, model.CtxKey{}, model.Token{}
 		return fmt.Sprintf("%s %05d %s %+v %s", owner, r.Pos, r.Kind, r, refs)
 	}
 	for _, s := range shards {
@@ -69,7 +69,7 @@ func canon(shards []*journal.Shard) []string {
 			out = append(out, fmt.Sprintf("%s run type=%s state=%s status=%s started=%d finished=%d",
 				name, r.Type, r.State, r.Status, r.Started, r.Finished))
 			j := r.Journal
-			if r.State == journal.StateTombstone {
+			if r.State == model.StateTombstone {
 				if r.Journal != nil {
 					out = append(out, name+" tombstone with a journal")
 				}

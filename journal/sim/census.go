@@ -5,8 +5,9 @@ import (
 	"errors"
 
 	"github.com/cockroachdb/pebble/v2/vfs"
-
 	"github.com/fusee-dev/fusee/journal"
+	"github.com/fusee-dev/fusee/journal/model"
+	"github.com/fusee-dev/fusee/journal/store"
 )
 
 // Census counts what a set of shards holds: runs by state and status,
@@ -49,7 +50,7 @@ func newCensus() *Census {
 }
 
 // TakeCensus counts the shards' contents.
-func TakeCensus(shards []*journal.Shard) *Census {
+func TakeCensus(shards []*model.Shard) *Census {
 	c := newCensus()
 	n := len(shards)
 	for _, s := range shards {
@@ -60,7 +61,7 @@ func TakeCensus(shards []*journal.Shard) *Census {
 		}
 		for _, m := range s.Outbox {
 			c.message(m)
-			if _, ok := shards[journal.ShardOf(m.Target, n)].Seen[m.ID]; ok {
+			if _, ok := shards[model.ShardOf(m.Target, n)].Seen[m.ID]; ok {
 				c.SeenUnacked++
 			}
 		}
@@ -68,15 +69,15 @@ func TakeCensus(shards []*journal.Shard) *Census {
 	return c
 }
 
-func (c *Census) run(r *journal.Run, archive []journal.Record) {
+func (c *Census) run(r *model.Run, archive []model.Record) {
 	c.Runs++
 	c.States[r.State.String()]++
 	c.Types[r.Type]++
-	if r.State == journal.StateFinished || r.State == journal.StateTombstone {
+	if r.State == model.StateFinished || r.State == model.StateTombstone {
 		c.Statuses[r.Status.String()]++
 	}
 	j := r.Journal
-	if r.State == journal.StateTombstone {
+	if r.State == model.StateTombstone {
 		j = archive
 		c.Archived += len(j)
 	}
@@ -85,7 +86,7 @@ func (c *Census) run(r *journal.Run, archive []journal.Record) {
 	}
 }
 
-func (c *Census) message(m *journal.Message) {
+func (c *Census) message(m *model.Message) {
 	c.Messages[m.Kind.String()]++
 	if !m.From.IsZero() {
 		c.Refs[RefMsgFrom]++
@@ -100,9 +101,9 @@ func (c *Census) message(m *journal.Message) {
 // one run at a time and the IDs of the messages in flight. It counts what
 // TakeCensus counts of the recovered shards.
 func CensusOfDir(ctx context.Context, fs vfs.FS, dir string, count int) (*Census, error) {
-	headers := make([]journal.CheckpointHeader, count)
+	headers := make([]model.CheckpointHeader, count)
 	for i := range headers {
-		h, err := journal.ReadHeader(fs, dir, i, count)
+		h, err := store.ReadHeader(fs, dir, i, count)
 		if err != nil {
 			return nil, err
 		}
@@ -119,9 +120,9 @@ func CensusOfDir(ctx context.Context, fs vfs.FS, dir string, count int) (*Census
 	for i := range inFlight {
 		inFlight[i] = map[string]struct{}{}
 	}
-	each := func(fn func(i int, sr *journal.ShardReader) error) error {
+	each := func(fn func(i int, sr *store.ShardReader) error) error {
 		for i := range count {
-			sr, err := journal.OpenShardReader(fs, dir, i, count, &tails[i])
+			sr, err := store.OpenShardReader(fs, dir, i, count, &tails[i])
 			if err != nil {
 				return err
 			}
@@ -131,18 +132,18 @@ func CensusOfDir(ctx context.Context, fs vfs.FS, dir string, count int) (*Census
 		}
 		return nil
 	}
-	err = each(func(_ int, sr *journal.ShardReader) error {
-		return sr.Outbox(func(m *journal.Message) error {
+	err = each(func(_ int, sr *store.ShardReader) error {
+		return sr.Outbox(func(m *model.Message) error {
 			c.message(m)
-			inFlight[journal.ShardOf(m.Target, count)][m.ID] = struct{}{}
+			inFlight[model.ShardOf(m.Target, count)][m.ID] = struct{}{}
 			return nil
 		})
 	})
 	if err != nil {
 		return nil, err
 	}
-	err = each(func(i int, sr *journal.ShardReader) error {
-		if err := sr.Runs(ctx, func(r *journal.Run, archive []journal.Record) error {
+	err = each(func(i int, sr *store.ShardReader) error {
+		if err := sr.Runs(ctx, func(r *model.Run, archive []model.Record) error {
 			c.run(r, archive)
 			return nil
 		}); err != nil {
@@ -157,7 +158,7 @@ func CensusOfDir(ctx context.Context, fs vfs.FS, dir string, count int) (*Census
 		}); err != nil {
 			return err
 		}
-		return sr.Timers(func(journal.TimerKey) error { c.Timers++; return nil })
+		return sr.Timers(func(model.TimerKey) error { c.Timers++; return nil })
 	})
 	if err != nil {
 		return nil, err
@@ -165,10 +166,10 @@ func CensusOfDir(ctx context.Context, fs vfs.FS, dir string, count int) (*Census
 	return c, nil
 }
 
-func (c *Census) record(r *journal.Record) {
+func (c *Census) record(r *model.Record) {
 	c.Records[r.Kind.String()]++
 	switch r.Kind {
-	case journal.KindStart:
+	case model.KindStart:
 		c.Origins[r.Origin.String()]++
 		if !r.Parent.IsZero() {
 			c.Refs[RefParent]++
@@ -176,27 +177,27 @@ func (c *Census) record(r *journal.Record) {
 		if !r.Pred.IsZero() {
 			c.Refs[RefPred]++
 		}
-	case journal.KindDone:
+	case model.KindDone:
 		if !r.Next.IsZero() {
 			c.Refs[RefNext]++
 		}
-	case journal.KindCancel:
+	case model.KindCancel:
 		if !r.By.IsZero() {
 			c.Refs[RefCancelBy]++
 		}
-	case journal.KindSignal:
+	case model.KindSignal:
 		if !r.By.IsZero() {
 			c.Refs[RefSignalBy]++
 		}
-	case journal.KindStep:
+	case model.KindStep:
 		if r.Key.WorkflowID != "" {
 			c.Refs[RefKey]++
 		}
-	case journal.KindAsync:
+	case model.KindAsync:
 		if r.Token.Run != 0 {
 			c.Refs[RefToken]++
 		}
-	case journal.KindUpdate:
+	case model.KindUpdate:
 		if r.Parent.IsZero() {
 			c.Refs[RefUpdateExtern]++
 		} else {

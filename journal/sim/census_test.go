@@ -6,8 +6,8 @@ import (
 	"testing"
 
 	"github.com/cockroachdb/pebble/v2/vfs"
-
 	"github.com/fusee-dev/fusee/journal"
+	"github.com/fusee-dev/fusee/journal/model"
 )
 
 // TestGenExercisesFormat: a generated directory of 2000 runs holds every
@@ -32,16 +32,16 @@ func TestGenExercisesFormat(t *testing.T) {
 		}
 	}
 	var kinds, msgs, statuses, origins []string
-	for k := journal.KindStart; k <= journal.KindDone; k++ {
+	for k := model.KindStart; k <= model.KindDone; k++ {
 		kinds = append(kinds, k.String())
 	}
-	for k := journal.MsgStartChild; k <= journal.MsgUpdateResult; k++ {
+	for k := model.MsgStartChild; k <= model.MsgUpdateResult; k++ {
 		msgs = append(msgs, k.String())
 	}
-	for s := journal.StatusOK; s <= journal.StatusReset; s++ {
+	for s := model.StatusOK; s <= model.StatusReset; s++ {
 		statuses = append(statuses, s.String())
 	}
-	for o := journal.OriginFresh; o <= journal.OriginRestart; o++ {
+	for o := model.OriginFresh; o <= model.OriginRestart; o++ {
 		origins = append(origins, o.String())
 	}
 	need("record kind", c.Records, kinds...)
@@ -58,13 +58,13 @@ func TestGenExercisesFormat(t *testing.T) {
 		t.Errorf("timers %d, archived records %d: want some of each", c.Timers, c.Archived)
 	}
 	// Pending work of every kind a reshard must move.
-	var pending journal.Pending
+	var pending model.Pending
 	for _, s := range openState(t, dir) {
 		for _, r := range s.Runs {
-			if r.State != journal.StateRunning && r.State != journal.StateParked {
+			if r.State != model.StateRunning && r.State != model.StateParked {
 				continue
 			}
-			p := journal.PendingOf(r)
+			p := model.PendingOf(r)
 			pending.Timers = append(pending.Timers, p.Timers...)
 			pending.Waits = append(pending.Waits, p.Waits...)
 			pending.Children = append(pending.Children, p.Children...)

@@ -5,7 +5,7 @@ import (
 	"fmt"
 	"strings"
 
-	"github.com/fusee-dev/fusee/journal"
+	"github.com/fusee-dev/fusee/journal/model"
 )
 
 // Workflow code runs the way a durable engine's SDK runs it: from the top,
@@ -57,7 +57,7 @@ func runCode(t *tx, v *runView) {
 	}()
 	if c.cancelRequested() {
 		c.handleUpdates(true)
-		c.Finish(journal.StatusCancelled, []byte("cancelled"))
+		c.Finish(model.StatusCancelled, []byte("cancelled"))
 	}
 	c.handleUpdates(false)
 	script(v.typ)(c)
@@ -66,20 +66,20 @@ func runCode(t *tx, v *runView) {
 	panic(fmt.Sprintf("sim: workflow %s (%s) returned without finishing", v.wf, v.typ))
 }
 
-func isCommand(r *journal.Record) bool {
+func isCommand(r *model.Record) bool {
 	switch r.Kind {
-	case journal.KindStep, journal.KindAttempt, journal.KindWait, journal.KindValue,
-		journal.KindChild, journal.KindSend, journal.KindSearchAttr, journal.KindAsync, journal.KindDone:
+	case model.KindStep, model.KindAttempt, model.KindWait, model.KindValue,
+		model.KindChild, model.KindSend, model.KindSearchAttr, model.KindAsync, model.KindDone:
 		return true
-	case journal.KindTimer:
+	case model.KindTimer:
 		return !strings.HasPrefix(r.Name, handlerPrefix)
 	}
 	return false
 }
 
-func completes(k journal.Kind) bool {
+func completes(k model.Kind) bool {
 	switch k {
-	case journal.KindFired, journal.KindWaited, journal.KindChildDone, journal.KindUpdateDone, journal.KindAsyncDone:
+	case model.KindFired, model.KindWaited, model.KindChildDone, model.KindUpdateDone, model.KindAsyncDone:
 		return true
 	}
 	return false
@@ -103,7 +103,7 @@ func (c *ctx) index() {
 }
 
 // add appends a record the code produced.
-func (c *ctx) add(rec journal.Record) uint32 {
+func (c *ctx) add(rec model.Record) uint32 {
 	if rec.Time == 0 {
 		rec.Time = c.now
 	}
@@ -116,7 +116,7 @@ func (c *ctx) add(rec journal.Record) uint32 {
 		c.cmds = append(c.cmds, pos)
 		c.i = len(c.cmds)
 	}
-	if rec.Kind == journal.KindDone {
+	if rec.Kind == model.KindDone {
 		panic(unwindDone)
 	}
 	return pos
@@ -125,7 +125,7 @@ func (c *ctx) add(rec journal.Record) uint32 {
 // replay returns the position of the next recorded command, checking that
 // the code asks for the same command it asked for before; ok is false
 // past the journal's end.
-func (c *ctx) replay(kind journal.Kind, name string) (uint32, bool) {
+func (c *ctx) replay(kind model.Kind, name string) (uint32, bool) {
 	if c.i >= len(c.cmds) {
 		return 0, false
 	}
@@ -139,7 +139,7 @@ func (c *ctx) replay(kind journal.Kind, name string) (uint32, bool) {
 }
 
 // await returns the record that completed pos, or unwinds until it exists.
-func (c *ctx) await(pos uint32) *journal.Record {
+func (c *ctx) await(pos uint32) *model.Record {
 	if at := c.compl[pos]; at >= 0 {
 		return &c.v.j[at]
 	}
@@ -164,21 +164,21 @@ func backoff(attempt int) int64 { return 1000 << (attempt - 1) }
 // Step runs a step that fails its first `fails` attempts (each retried
 // after a backoff timer) and then ends with final; withKey records the
 // Ctx::key the step ran with.
-func (c *ctx) Step(name string, fails int, final journal.Status, withKey bool) journal.Status {
+func (c *ctx) Step(name string, fails int, final model.Status, withKey bool) model.Status {
 	for a := 1; a <= fails; a++ {
-		pos, ok := c.replay(journal.KindAttempt, name)
+		pos, ok := c.replay(model.KindAttempt, name)
 		if !ok {
-			pos = c.add(journal.Record{Kind: journal.KindAttempt, Name: name, Attempt: uint32(a),
-				Status: journal.StatusFailed, Time: c.now + backoff(a), Payload: []byte("transient")})
+			pos = c.add(model.Record{Kind: model.KindAttempt, Name: name, Attempt: uint32(a),
+				Status: model.StatusFailed, Time: c.now + backoff(a), Payload: []byte("transient")})
 		}
 		c.await(pos)
 	}
-	pos, ok := c.replay(journal.KindStep, name)
+	pos, ok := c.replay(model.KindStep, name)
 	if !ok {
-		rec := journal.Record{Kind: journal.KindStep, Name: name, Attempt: uint32(fails + 1), Status: final}
+		rec := model.Record{Kind: model.KindStep, Name: name, Attempt: uint32(fails + 1), Status: final}
 		rec.Payload = c.stepResult(name, uint32(len(c.v.j)))
 		if withKey {
-			rec.Key = journal.CtxKey{WorkflowID: c.v.wf, Run: c.v.no, Pos: uint32(len(c.v.j))}
+			rec.Key = model.CtxKey{WorkflowID: c.v.wf, Run: c.v.no, Pos: uint32(len(c.v.j))}
 		}
 		pos = c.add(rec)
 	}
@@ -192,18 +192,18 @@ func (c *ctx) stepResult(name string, pos uint32) []byte {
 
 // Sleep sets a durable timer and waits for it.
 func (c *ctx) Sleep(name string, d int64) {
-	pos, ok := c.replay(journal.KindTimer, name)
+	pos, ok := c.replay(model.KindTimer, name)
 	if !ok {
-		pos = c.add(journal.Record{Kind: journal.KindTimer, Name: name, Time: c.now + d})
+		pos = c.add(model.Record{Kind: model.KindTimer, Name: name, Time: c.now + d})
 	}
 	c.await(pos)
 }
 
 // Now records the current time.
 func (c *ctx) Now() int64 {
-	pos, ok := c.replay(journal.KindValue, "time")
+	pos, ok := c.replay(model.KindValue, "time")
 	if !ok {
-		pos = c.add(journal.Record{Kind: journal.KindValue, Name: "time", Payload: binary.BigEndian.AppendUint64(nil, uint64(c.now))})
+		pos = c.add(model.Record{Kind: model.KindValue, Name: "time", Payload: binary.BigEndian.AppendUint64(nil, uint64(c.now))})
 	}
 	return int64(binary.BigEndian.Uint64(c.v.j[pos].Payload))
 }
@@ -211,34 +211,34 @@ func (c *ctx) Now() int64 {
 // Random records a random value: a hash of (seed, workflow ID, generation,
 // position), never a draw from a shared stream.
 func (c *ctx) Random() uint64 {
-	pos, ok := c.replay(journal.KindValue, "random")
+	pos, ok := c.replay(model.KindValue, "random")
 	if !ok {
 		p := uint32(len(c.v.j))
 		x := newHasher(c.p.seed).str(c.v.wf).u64(uint64(c.v.gen)).u64(uint64(p)).str("random").sum()
-		pos = c.add(journal.Record{Kind: journal.KindValue, Name: "random", Payload: binary.BigEndian.AppendUint64(nil, x)})
+		pos = c.add(model.Record{Kind: model.KindValue, Name: "random", Payload: binary.BigEndian.AppendUint64(nil, x)})
 	}
 	return binary.BigEndian.Uint64(c.v.j[pos].Payload)
 }
 
 // SearchAttr upserts a search attribute.
 func (c *ctx) SearchAttr(name, value string) {
-	if _, ok := c.replay(journal.KindSearchAttr, name); !ok {
-		c.add(journal.Record{Kind: journal.KindSearchAttr, Name: name, Payload: []byte(value)})
+	if _, ok := c.replay(model.KindSearchAttr, name); !ok {
+		c.add(model.Record{Kind: model.KindSearchAttr, Name: name, Payload: []byte(value)})
 	}
 }
 
 // WaitSignal waits up to timeout for a signal called name and reports
 // whether one came (false: timed out).
 func (c *ctx) WaitSignal(name string, timeout int64) bool {
-	pos, ok := c.replay(journal.KindWait, name)
+	pos, ok := c.replay(model.KindWait, name)
 	if !ok {
-		pos = c.add(journal.Record{Kind: journal.KindWait, Name: name, Deadline: c.now + timeout})
+		pos = c.add(model.Record{Kind: model.KindWait, Name: name, Deadline: c.now + timeout})
 	}
 	if at := c.compl[pos]; at >= 0 {
-		return c.v.j[at].Status == journal.StatusOK
+		return c.v.j[at].Status == model.StatusOK
 	}
 	if sig := c.bufferedSignal(name); sig >= 0 {
-		c.add(journal.Record{Kind: journal.KindWaited, Ref: pos, MsgID: c.v.j[sig].MsgID, Status: journal.StatusOK})
+		c.add(model.Record{Kind: model.KindWaited, Ref: pos, MsgID: c.v.j[sig].MsgID, Status: model.StatusOK})
 		return true
 	}
 	panic(unwindBlocked)
@@ -250,12 +250,12 @@ func (c *ctx) bufferedSignal(name string) int {
 	j := c.v.j
 	for i := range j {
 		r := &j[i]
-		if r.Kind != journal.KindSignal || r.Name != name {
+		if r.Kind != model.KindSignal || r.Name != name {
 			continue
 		}
 		consumed := false
 		for k := range j {
-			if j[k].Kind == journal.KindWaited && j[k].MsgID == r.MsgID {
+			if j[k].Kind == model.KindWaited && j[k].MsgID == r.MsgID {
 				consumed = true
 				break
 			}
@@ -270,10 +270,10 @@ func (c *ctx) bufferedSignal(name string) int {
 // Child requests a child run (a start-child message) and returns the
 // position to await.
 func (c *ctx) Child(typ, id string, in params, deadline int64) uint32 {
-	pos, ok := c.replay(journal.KindChild, "")
+	pos, ok := c.replay(model.KindChild, "")
 	if !ok {
 		p := uint32(len(c.v.j))
-		rec := journal.Record{Kind: journal.KindChild, WorkflowID: id, Type: typ, MsgID: msgID(c.v.wf, c.v.gen, p), Payload: in.encode()}
+		rec := model.Record{Kind: model.KindChild, WorkflowID: id, Type: typ, MsgID: msgID(c.v.wf, c.v.gen, p), Payload: in.encode()}
 		if deadline > 0 {
 			rec.Deadline = c.now + deadline
 		}
@@ -283,22 +283,22 @@ func (c *ctx) Child(typ, id string, in params, deadline int64) uint32 {
 }
 
 // AwaitChild waits for the child requested at pos and returns its status.
-func (c *ctx) AwaitChild(pos uint32) journal.Status { return c.await(pos).Status }
+func (c *ctx) AwaitChild(pos uint32) model.Status { return c.await(pos).Status }
 
 // Signal sends a signal to another workflow's latest run.
 func (c *ctx) Signal(target, name string) {
-	c.send(target, name, journal.SendSignal, []byte("from "+c.v.wf))
+	c.send(target, name, model.SendSignal, []byte("from "+c.v.wf))
 }
 
 // CancelOther asks another workflow's latest run to cancel.
 func (c *ctx) CancelOther(target, reason string) {
-	c.send(target, "cancel", journal.SendCancel, []byte(reason))
+	c.send(target, "cancel", model.SendCancel, []byte(reason))
 }
 
 func (c *ctx) send(target, name string, flag uint32, payload []byte) {
-	if _, ok := c.replay(journal.KindSend, name); !ok {
+	if _, ok := c.replay(model.KindSend, name); !ok {
 		p := uint32(len(c.v.j))
-		c.add(journal.Record{Kind: journal.KindSend, WorkflowID: target, Name: name, Attempt: flag,
+		c.add(model.Record{Kind: model.KindSend, WorkflowID: target, Name: name, Attempt: flag,
 			MsgID: msgID(c.v.wf, c.v.gen, p), Payload: payload})
 	}
 }
@@ -308,32 +308,32 @@ func (c *ctx) send(target, name string, flag uint32, payload []byte) {
 // rebuilds the store with a new generation, so tokens handed out before it
 // no longer match.
 func (c *ctx) Async(name string) uint32 {
-	pos, ok := c.replay(journal.KindAsync, name)
+	pos, ok := c.replay(model.KindAsync, name)
 	if !ok {
 		p := uint32(len(c.v.j))
-		gen := journal.TokenGen(c.t.e.b.shards()[c.v.shard].StoreGen)
-		pos = c.add(journal.Record{Kind: journal.KindAsync, Name: name,
-			Token: journal.Token{Gen: gen, Shard: c.v.shard, Run: c.v.no, Pos: p}})
+		gen := model.TokenGen(c.t.e.b.shards()[c.v.shard].StoreGen)
+		pos = c.add(model.Record{Kind: model.KindAsync, Name: name,
+			Token: model.Token{Gen: gen, Shard: c.v.shard, Run: c.v.no, Pos: p}})
 	}
 	return pos
 }
 
 // AwaitAsync waits for the answer to the async completion at pos.
-func (c *ctx) AwaitAsync(pos uint32) journal.Status { return c.await(pos).Status }
+func (c *ctx) AwaitAsync(pos uint32) model.Status { return c.await(pos).Status }
 
 // CallUpdate sends an update to another workflow's latest run and waits up
 // to timeout for its result. The update is handed over in the same batch
 // (the caller's Wait and the target's Update commit together); a target
 // that cannot take it fails the call at once.
-func (c *ctx) CallUpdate(target, name string, timeout int64) journal.Status {
+func (c *ctx) CallUpdate(target, name string, timeout int64) model.Status {
 	wname := updateWaitPrefix + name
-	pos, ok := c.replay(journal.KindWait, wname)
+	pos, ok := c.replay(model.KindWait, wname)
 	if !ok {
 		p := uint32(len(c.v.j))
 		id := fmt.Sprintf("%s/%d/upd%d", c.v.wf, c.v.gen, p)
-		pos = c.add(journal.Record{Kind: journal.KindWait, Name: wname, MsgID: id, Deadline: c.now + timeout})
+		pos = c.add(model.Record{Kind: model.KindWait, Name: wname, MsgID: id, Deadline: c.now + timeout})
 		if !c.t.e.deliverUpdate(c.t, c.v, pos, target, name, id) {
-			c.add(journal.Record{Kind: journal.KindWaited, Ref: pos, Status: journal.StatusFailed, Payload: []byte("no such workflow")})
+			c.add(model.Record{Kind: model.KindWaited, Ref: pos, Status: model.StatusFailed, Payload: []byte("no such workflow")})
 		}
 	}
 	r := c.await(pos)
@@ -341,9 +341,9 @@ func (c *ctx) CallUpdate(target, name string, timeout int64) journal.Status {
 }
 
 // Finish ends the run.
-func (c *ctx) Finish(status journal.Status, payload []byte) {
+func (c *ctx) Finish(status model.Status, payload []byte) {
 	c.handleUpdates(true)
-	c.add(journal.Record{Kind: journal.KindDone, Status: status, Payload: payload})
+	c.add(model.Record{Kind: model.KindDone, Status: status, Payload: payload})
 }
 
 // ContinueAsNew ends the run and starts the next one of its workflow ID,
@@ -353,17 +353,17 @@ func (c *ctx) ContinueAsNew(in params) {
 	no := c.t.newRun(c.v.shard)
 	old := c.v
 	st := old.j[0]
-	nv := c.t.start(old.shard, no, journal.Record{WorkflowID: old.wf, Type: old.typ, Time: c.now,
-		Attempt: st.Attempt, Origin: journal.OriginContinued, Gen: old.gen + 1,
+	nv := c.t.start(old.shard, no, model.Record{WorkflowID: old.wf, Type: old.typ, Time: c.now,
+		Attempt: st.Attempt, Origin: model.OriginContinued, Gen: old.gen + 1,
 		Pred: old.ref(), Payload: in.encode()})
 	c.t.wake(nv)
-	c.add(journal.Record{Kind: journal.KindDone, Status: journal.StatusContinuedAsNew,
-		Next: journal.RunRef{Shard: old.shard, Run: no}, Payload: []byte("continued")})
+	c.add(model.Record{Kind: model.KindDone, Status: model.StatusContinuedAsNew,
+		Next: model.RunRef{Shard: old.shard, Run: no}, Payload: []byte("continued")})
 }
 
 func (c *ctx) cancelRequested() bool {
 	for i := range c.v.j {
-		if c.v.j[i].Kind == journal.KindCancel {
+		if c.v.j[i].Kind == model.KindCancel {
 			return true
 		}
 	}
@@ -376,17 +376,17 @@ func (c *ctx) cancelRequested() bool {
 func (c *ctx) handleUpdates(finishing bool) {
 	j := c.v.j
 	for i := 1; i < len(j); i++ {
-		if j[i].Kind != journal.KindUpdate || c.compl[i] >= 0 {
+		if j[i].Kind != model.KindUpdate || c.compl[i] >= 0 {
 			continue
 		}
 		u := c.v.j[i]
-		status := journal.StatusOK
+		status := model.StatusOK
 		if newHasher(c.p.seed).str(c.v.wf).str(u.MsgID).str("reject").sum()%10 == 0 {
-			status = journal.StatusFailed
+			status = model.StatusFailed
 		}
 		if finishing {
-			c.add(journal.Record{Kind: journal.KindUpdateDone, Ref: uint32(i), Attempt: c.updateOrdinal(uint32(i)),
-				Status: journal.StatusCancelled, Payload: []byte("workflow finished")})
+			c.add(model.Record{Kind: model.KindUpdateDone, Ref: uint32(i), Attempt: c.updateOrdinal(uint32(i)),
+				Status: model.StatusCancelled, Payload: []byte("workflow finished")})
 			j = c.v.j
 			continue
 		}
@@ -396,7 +396,7 @@ func (c *ctx) handleUpdates(finishing bool) {
 			delay = between(dh>>16, 1*minute, 30*minute) // a slow handler: the caller may give up first
 		}
 		if delay < 1000 {
-			c.add(journal.Record{Kind: journal.KindUpdateDone, Ref: uint32(i), Attempt: c.updateOrdinal(uint32(i)),
+			c.add(model.Record{Kind: model.KindUpdateDone, Ref: uint32(i), Attempt: c.updateOrdinal(uint32(i)),
 				Status: status, Payload: []byte("ok " + u.Name)})
 			j = c.v.j
 			continue
@@ -404,16 +404,16 @@ func (c *ctx) handleUpdates(finishing bool) {
 		tname := handlerPrefix + u.MsgID
 		tpos := -1
 		for k := i + 1; k < len(j); k++ {
-			if j[k].Kind == journal.KindTimer && j[k].Name == tname {
+			if j[k].Kind == model.KindTimer && j[k].Name == tname {
 				tpos = k
 				break
 			}
 		}
 		switch {
 		case tpos < 0:
-			c.add(journal.Record{Kind: journal.KindTimer, Name: tname, Time: c.now + delay})
+			c.add(model.Record{Kind: model.KindTimer, Name: tname, Time: c.now + delay})
 		case c.compl[tpos] >= 0:
-			c.add(journal.Record{Kind: journal.KindUpdateDone, Ref: uint32(i), Attempt: c.updateOrdinal(uint32(i)),
+			c.add(model.Record{Kind: model.KindUpdateDone, Ref: uint32(i), Attempt: c.updateOrdinal(uint32(i)),
 				Status: status, Payload: []byte("ok " + u.Name)})
 		}
 		j = c.v.j
@@ -425,7 +425,7 @@ func (c *ctx) handleUpdates(finishing bool) {
 func (c *ctx) updateOrdinal(pos uint32) uint32 {
 	n := uint32(0)
 	for i := uint32(0); i <= pos; i++ {
-		if c.v.j[i].Kind == journal.KindUpdate {
+		if c.v.j[i].Kind == model.KindUpdate {
 			n++
 		}
 	}

@@ -11,12 +11,12 @@ import (
 	"testing"
 
 	"github.com/cockroachdb/pebble/v2/vfs"
-
 	"github.com/fusee-dev/fusee/journal"
+	"github.com/fusee-dev/fusee/journal/model"
 )
 
 // openState recovers a closed directory read-only and returns its shards.
-func openState(t testing.TB, dir string) []*journal.Shard {
+func openState(t testing.TB, dir string) []*model.Shard {
 	t.Helper()
 	db, _, err := journal.Open(vfs.Default, dir, journal.OpenOptions{ReadOnly: true})
 	if err != nil {

@@ -7,6 +7,7 @@ import (
 	"sort"
 
 	"github.com/fusee-dev/fusee/journal"
+	"github.com/fusee-dev/fusee/journal/model"
 )
 
 // Config tunes the engine. The zero value of a field means its default.
@@ -108,7 +109,7 @@ func newEngine(b backend, cfg Config) *Engine {
 	return e
 }
 
-func (e *Engine) shardOf(wf string) int { return journal.ShardOf(wf, e.n) }
+func (e *Engine) shardOf(wf string) int { return model.ShardOf(wf, e.n) }
 
 // Now is the engine's virtual clock (ms).
 func (e *Engine) Now() int64 { return e.now }
@@ -128,13 +129,13 @@ func (e *Engine) recover() {
 	n := 0
 	for si, s := range e.b.shards() {
 		e.started += int(s.NextRun) - 1
-		err := e.b.allRuns(si, func(r *journal.Run) error {
-			if r.State == journal.StateTombstone {
+		err := e.b.allRuns(si, func(r *model.Run) error {
+			if r.State == model.StateTombstone {
 				return nil
 			}
 			for i := range r.Journal {
 				rec := &r.Journal[i]
-				if rec.Kind != journal.KindTimer && rec.Kind != journal.KindAttempt && rec.Time > now {
+				if rec.Kind != model.KindTimer && rec.Kind != model.KindAttempt && rec.Time > now {
 					now = rec.Time
 				}
 			}
@@ -408,7 +409,7 @@ func (e *Engine) checkpoint() error {
 func (e *Engine) shouldPark(v *runView, now int64) bool {
 	next := int64(-1)
 	for pos := range v.j {
-		if v.j[pos].Kind == journal.KindChild && !isClosed(v.j, uint32(pos)) {
+		if v.j[pos].Kind == model.KindChild && !isClosed(v.j, uint32(pos)) {
 			return false
 		}
 	}
@@ -419,9 +420,9 @@ func (e *Engine) shouldPark(v *runView, now int64) bool {
 		r := &v.j[pos]
 		var at int64
 		switch {
-		case (r.Kind == journal.KindTimer || r.Kind == journal.KindAttempt) && r.Time != 0:
+		case (r.Kind == model.KindTimer || r.Kind == model.KindAttempt) && r.Time != 0:
 			at = r.Time
-		case r.Kind == journal.KindWait && r.Deadline != 0:
+		case r.Kind == model.KindWait && r.Deadline != 0:
 			at = r.Deadline
 		default:
 			continue
@@ -496,9 +497,9 @@ func (e *Engine) Drive(ctx context.Context) error {
 // that would make drive loop forever or stop short.
 func (e *Engine) checkUnfinished() error {
 	for _, s := range e.b.shards() {
-		err := e.b.eachRun(s.Index, func(r *journal.Run) error {
-			if r.State == journal.StateRunning || r.State == journal.StateParked {
-				p := journal.PendingOf(r)
+		err := e.b.eachRun(s.Index, func(r *model.Run) error {
+			if r.State == model.StateRunning || r.State == model.StateParked {
+				p := model.PendingOf(r)
 				return fmt.Errorf("sim: run %s#%d (%s, shard %d run %d) is still %s with nothing due: pending %+v",
 					r.WorkflowID, r.Gen, r.Type, s.Index, r.No, r.State, p)
 			}

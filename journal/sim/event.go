@@ -4,7 +4,7 @@ import (
 	"container/heap"
 	"strings"
 
-	"github.com/fusee-dev/fusee/journal"
+	"github.com/fusee-dev/fusee/journal/model"
 )
 
 // evKind says what a scheduled event does. Its numeric order breaks ties
@@ -45,7 +45,7 @@ type event struct {
 	msg  string // message ID (evMsg)
 
 	shard int
-	run   journal.RunNo
+	run   model.RunNo
 	fresh int // evFresh: index in the workload
 }
 

@@ -13,8 +13,8 @@ import (
 	"time"
 
 	"github.com/cockroachdb/pebble/v2/vfs"
-
 	"github.com/fusee-dev/fusee/journal"
+	"github.com/fusee-dev/fusee/journal/model"
 	"github.com/fusee-dev/fusee/meta"
 )
 
@@ -354,7 +354,7 @@ func NewEngine(db *journal.DB, cfg Config) *Engine {
 // NewMemEngine returns an engine over in-memory shards (for tests of other
 // packages: a reshard's output can be driven without a directory). Ops
 // are applied with Shard.Apply; checkpoints do nothing.
-func NewMemEngine(shards []*journal.Shard, cfg Config) *Engine {
+func NewMemEngine(shards []*model.Shard, cfg Config) *Engine {
 	e := newEngine(&memBackend{sh: shards}, cfg)
 	e.recover()
 	return e
@@ -362,7 +362,7 @@ func NewMemEngine(shards []*journal.Shard, cfg Config) *Engine {
 
 // GenerateShards runs gen's workload on in-memory shards and returns them
 // as a directory would recover them (no log, no files).
-func GenerateShards(ctx context.Context, o GenOptions) ([]*journal.Shard, error) {
+func GenerateShards(ctx context.Context, o GenOptions) ([]*model.Shard, error) {
 	o, err := o.check()
 	if err != nil {
 		return nil, err

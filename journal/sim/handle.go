@@ -4,7 +4,7 @@ import (
 	"errors"
 	"fmt"
 
-	"github.com/fusee-dev/fusee/journal"
+	"github.com/fusee-dev/fusee/journal/model"
 )
 
 // ErrNoPendingAsync is returned for a completion token that names no
@@ -34,8 +34,8 @@ func (e *Engine) handle(t *tx, ev *event) bool {
 		p.rst--
 		st := v.j[0]
 		sh := v.shard
-		nv := t.start(sh, t.newRun(sh), journal.Record{WorkflowID: v.wf, Type: v.typ, Time: t.now,
-			Attempt: st.Attempt, Gen: v.gen + 1, Origin: journal.OriginRestart, Pred: v.ref(), Payload: p.encode()})
+		nv := t.start(sh, t.newRun(sh), model.Record{WorkflowID: v.wf, Type: v.typ, Time: t.now,
+			Attempt: st.Attempt, Gen: v.gen + 1, Origin: model.OriginRestart, Pred: v.ref(), Payload: p.encode()})
 		t.wake(nv)
 		return true
 	case evTombstone:
@@ -45,25 +45,25 @@ func (e *Engine) handle(t *tx, ev *event) bool {
 	v := t.run(ev.wf, ev.gen, ev.shard, ev.run)
 	switch ev.kind {
 	case evTimer:
-		if r := v.j[ev.pos]; r.Kind == journal.KindWait {
-			t.append(v, journal.Record{Kind: journal.KindWaited, Ref: ev.pos, Status: journal.StatusTimedOut, Time: t.now})
+		if r := v.j[ev.pos]; r.Kind == model.KindWait {
+			t.append(v, model.Record{Kind: model.KindWaited, Ref: ev.pos, Status: model.StatusTimedOut, Time: t.now})
 		} else {
-			t.append(v, journal.Record{Kind: journal.KindFired, Ref: ev.pos, Time: t.now})
+			t.append(v, model.Record{Kind: model.KindFired, Ref: ev.pos, Time: t.now})
 		}
 		t.wake(v)
 	case evDeadline:
-		t.append(v, journal.Record{Kind: journal.KindDone, Status: journal.StatusTimedOut, Time: t.now,
+		t.append(v, model.Record{Kind: model.KindDone, Status: model.StatusTimedOut, Time: t.now,
 			Payload: []byte("run deadline passed")})
 	case evExtSignal:
 		name := "approve"
 		if ev.pos > 0 {
 			name = v.j[ev.pos].Name
 		}
-		t.append(v, journal.Record{Kind: journal.KindSignal, Name: name, MsgID: extSignalID(v.wf, v.gen, ev.pos),
+		t.append(v, model.Record{Kind: model.KindSignal, Name: name, MsgID: extSignalID(v.wf, v.gen, ev.pos),
 			Time: t.now, Payload: []byte("from outside")})
 		t.wake(v)
 	case evExtUpdate:
-		t.append(v, journal.Record{Kind: journal.KindUpdate, Name: "query", MsgID: extUpdateID(v.wf, v.gen, ev.pos),
+		t.append(v, model.Record{Kind: model.KindUpdate, Name: "query", MsgID: extUpdateID(v.wf, v.gen, ev.pos),
 			Time: t.now, Payload: fmt.Appendf(nil, "query %d", ev.pos)})
 		t.wake(v)
 	case evAsync:
@@ -79,10 +79,10 @@ func (e *Engine) handle(t *tx, ev *event) bool {
 			}
 		}
 	case evCancel:
-		t.append(v, journal.Record{Kind: journal.KindCancel, Time: t.now, Payload: []byte("operator")})
+		t.append(v, model.Record{Kind: model.KindCancel, Time: t.now, Payload: []byte("operator")})
 		t.wake(v)
 	case evTerminate:
-		t.append(v, journal.Record{Kind: journal.KindDone, Status: journal.StatusTerminated, Time: t.now,
+		t.append(v, model.Record{Kind: model.KindDone, Status: model.StatusTerminated, Time: t.now,
 			Payload: []byte("terminated by operator")})
 	case evReset:
 		e.reset(t, v)
@@ -97,10 +97,10 @@ func (e *Engine) reset(t *tx, v *runView) {
 	p := v.params()
 	p.noReset = true
 	st := v.j[0]
-	t.append(v, journal.Record{Kind: journal.KindDone, Status: journal.StatusReset, Time: t.now,
-		Next: journal.RunRef{Shard: v.shard, Run: no}, Payload: []byte("reset by operator")})
-	nv := t.start(v.shard, no, journal.Record{WorkflowID: v.wf, Type: v.typ, Time: t.now, Attempt: st.Attempt,
-		Gen: v.gen + 1, Origin: journal.OriginReset, Pred: v.ref(), Payload: p.encode()})
+	t.append(v, model.Record{Kind: model.KindDone, Status: model.StatusReset, Time: t.now,
+		Next: model.RunRef{Shard: v.shard, Run: no}, Payload: []byte("reset by operator")})
+	nv := t.start(v.shard, no, model.Record{WorkflowID: v.wf, Type: v.typ, Time: t.now, Attempt: st.Attempt,
+		Gen: v.gen + 1, Origin: model.OriginReset, Pred: v.ref(), Payload: p.encode()})
 	t.wake(nv)
 }
 
@@ -111,7 +111,7 @@ func (e *Engine) reset(t *tx, v *runView) {
 // store generation, so it is refused even when a run now has its shard,
 // number and position.
 func (e *Engine) complete(t *tx, token string, payload []byte) error {
-	tok, err := journal.ParseToken(token)
+	tok, err := model.ParseToken(token)
 	if err != nil {
 		t.stats.rejected++
 		return err
@@ -121,7 +121,7 @@ func (e *Engine) complete(t *tx, token string, payload []byte) error {
 		t.stats.rejected++
 		return fmt.Errorf("%w: %s names shard %d of %d", ErrNoPendingAsync, token, tok.Shard, len(ss))
 	}
-	if want := journal.TokenGen(ss[tok.Shard].StoreGen); tok.Gen != want {
+	if want := model.TokenGen(ss[tok.Shard].StoreGen); tok.Gen != want {
 		t.stats.rejected++
 		return fmt.Errorf("%w: %s was handed out by store generation %d (mod 64); shard %d's store is at generation %d",
 			ErrNoPendingAsync, token, tok.Gen, tok.Shard, ss[tok.Shard].StoreGen)
@@ -133,11 +133,11 @@ func (e *Engine) complete(t *tx, token string, payload []byte) error {
 	}
 	v := t.latest(r.WorkflowID)
 	if v == nil || v.no != tok.Run || v.shard != tok.Shard || v.done() || int(tok.Pos) >= len(v.j) ||
-		v.j[tok.Pos].Kind != journal.KindAsync || v.j[tok.Pos].Token != tok || isClosed(v.j, tok.Pos) {
+		v.j[tok.Pos].Kind != model.KindAsync || v.j[tok.Pos].Token != tok || isClosed(v.j, tok.Pos) {
 		t.stats.rejected++
 		return fmt.Errorf("%w: %s", ErrNoPendingAsync, token)
 	}
-	t.append(v, journal.Record{Kind: journal.KindAsyncDone, Ref: tok.Pos, Status: journal.StatusOK, Time: t.now, Payload: payload})
+	t.append(v, model.Record{Kind: model.KindAsyncDone, Ref: tok.Pos, Status: model.StatusOK, Time: t.now, Payload: payload})
 	t.wake(v)
 	return nil
 }
@@ -198,32 +198,32 @@ func (e *Engine) deliver(t *tx, ev *event) bool {
 		t.ack(ev.shard, m.ID)
 	}
 	switch m.Kind {
-	case journal.MsgStartChild:
+	case model.MsgStartChild:
 		e.startChild(t, m)
-	case journal.MsgChildResult, journal.MsgUpdateResult:
+	case model.MsgChildResult, model.MsgUpdateResult:
 		v := t.latest(m.Target)
 		if v == nil || v.no != m.Parent.Run || v.shard != m.Parent.Shard || v.done() || int(m.Parent.Pos) >= len(v.j) {
 			break // the waiting run is gone or moved on: drop
 		}
 		pos := m.Parent.Pos
-		want, kind := journal.KindChild, journal.KindChildDone
-		if m.Kind == journal.MsgUpdateResult {
-			want, kind = journal.KindWait, journal.KindWaited
+		want, kind := model.KindChild, model.KindChildDone
+		if m.Kind == model.MsgUpdateResult {
+			want, kind = model.KindWait, model.KindWaited
 		}
 		if v.j[pos].Kind != want || isClosed(v.j, pos) {
 			break
 		}
-		t.append(v, journal.Record{Kind: kind, Ref: pos, Status: m.Status, MsgID: m.ID, Time: t.now, Payload: m.Payload})
+		t.append(v, model.Record{Kind: kind, Ref: pos, Status: m.Status, MsgID: m.ID, Time: t.now, Payload: m.Payload})
 		t.wake(v)
-	case journal.MsgSignal, journal.MsgCancel:
+	case model.MsgSignal, model.MsgCancel:
 		v := t.latest(m.Target)
 		if v == nil || v.done() {
 			break
 		}
-		if m.Kind == journal.MsgSignal {
-			t.append(v, journal.Record{Kind: journal.KindSignal, Name: m.Name, MsgID: m.ID, By: m.From, Time: t.now, Payload: m.Payload})
+		if m.Kind == model.MsgSignal {
+			t.append(v, model.Record{Kind: model.KindSignal, Name: m.Name, MsgID: m.ID, By: m.From, Time: t.now, Payload: m.Payload})
 		} else {
-			t.append(v, journal.Record{Kind: journal.KindCancel, By: m.From, Time: t.now, Payload: m.Payload})
+			t.append(v, model.Record{Kind: model.KindCancel, By: m.From, Time: t.now, Payload: m.Payload})
 		}
 		t.wake(v)
 	}
@@ -233,7 +233,7 @@ func (e *Engine) deliver(t *tx, ev *event) bool {
 // startChild starts the run a start-child message asks for. The child's
 // Start names its parent by reference (the position waiting) and by
 // workflow ID (where results are routed), both taken from the message.
-func (e *Engine) startChild(t *tx, m *journal.Message) {
+func (e *Engine) startChild(t *tx, m *model.Message) {
 	prev := t.latest(m.Target)
 	gen := uint32(1)
 	if prev != nil {
@@ -243,8 +243,8 @@ func (e *Engine) startChild(t *tx, m *journal.Message) {
 		gen = prev.gen + 1
 	}
 	sh := e.shardOf(m.Target)
-	rec := journal.Record{WorkflowID: m.Target, Type: m.Type, Time: t.now, Deadline: m.Deadline, Attempt: 1,
-		Gen: gen, Origin: journal.OriginChild, Parent: m.Parent, ParentID: m.ParentID, Payload: m.Payload}
+	rec := model.Record{WorkflowID: m.Target, Type: m.Type, Time: t.now, Deadline: m.Deadline, Attempt: 1,
+		Gen: gen, Origin: model.OriginChild, Parent: m.Parent, ParentID: m.ParentID, Payload: m.Payload}
 	t.wake(t.start(sh, t.newRun(sh), rec))
 }
 
@@ -256,8 +256,8 @@ func (e *Engine) deliverUpdate(t *tx, caller *runView, pos uint32, target, name,
 	if v == nil || v.done() || v == caller {
 		return false
 	}
-	t.append(v, journal.Record{Kind: journal.KindUpdate, Name: name, MsgID: id, Time: t.now,
-		Parent: journal.ParentRef{Shard: caller.shard, Run: caller.no, Pos: pos}, ParentID: caller.wf,
+	t.append(v, model.Record{Kind: model.KindUpdate, Name: name, MsgID: id, Time: t.now,
+		Parent: model.ParentRef{Shard: caller.shard, Run: caller.no, Pos: pos}, ParentID: caller.wf,
 		Payload: []byte(name + " from " + caller.wf)})
 	t.wake(v)
 	return true

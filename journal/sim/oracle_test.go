@@ -9,8 +9,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/fusee-dev/fusee/journal"
 	"github.com/fusee-dev/fusee/journal/check"
+	"github.com/fusee-dev/fusee/journal/model"
 )
 
 // driveBackend drives in-memory shards to completion with a fresh engine,
@@ -92,7 +92,7 @@ func TestOracle(t *testing.T) {
 // produced by testReshard, other than the generation order it scrambles
 // on purpose (the engine must not depend on it; the real reshard keeps
 // it).
-func verifyClean(t testing.TB, what string, shards []*journal.Shard) {
+func verifyClean(t testing.TB, what string, shards []*model.Shard) {
 	t.Helper()
 	var bad []string
 	for _, f := range check.Verify(check.FromShards(shards)) {
@@ -120,7 +120,7 @@ func TestOracleCatchesMisroutedDedup(t *testing.T) {
 	}
 	const n = 4
 	good := &memBackend{sh: testReshard(a.sh, n, 3), cpNow: a.cpNow}
-	bad := &memBackend{sh: testReshardSeen(a.sh, n, 3, func(wf string) int { return (journal.ShardOf(wf, n) + 1) % n }), cpNow: a.cpNow}
+	bad := &memBackend{sh: testReshardSeen(a.sh, n, 3, func(wf string) int { return (model.ShardOf(wf, n) + 1) % n }), cpNow: a.cpNow}
 	verifyClean(t, "routed by workflow", good.sh)
 	kinds := map[check.Kind]int{}
 	for _, f := range check.Verify(check.FromShards(bad.sh)) {

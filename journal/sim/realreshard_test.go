@@ -5,8 +5,8 @@ import (
 	"testing"
 
 	"github.com/cockroachdb/pebble/v2/vfs"
-
 	"github.com/fusee-dev/fusee/journal"
+	"github.com/fusee-dev/fusee/journal/model"
 	"github.com/fusee-dev/fusee/reshard"
 )
 
@@ -15,10 +15,10 @@ import (
 // checkpointed directory), reshards that to n shards with package
 // reshard, and recovers the result. The oracle compares what the engine
 // does with it against the shards never resharded.
-func realReshard(t testing.TB, old []*journal.Shard, n int) []*journal.Shard {
+func realReshard(t testing.TB, old []*model.Shard, n int) []*model.Shard {
 	t.Helper()
 	fs := vfs.NewMem()
-	cp := make([]*journal.Shard, len(old))
+	cp := make([]*model.Shard, len(old))
 	for i, s := range old {
 		c := *s
 		c.LSN = 0

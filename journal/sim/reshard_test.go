@@ -4,7 +4,7 @@ import (
 	"sort"
 
 	"github.com/fusee-dev/fusee/idcodec"
-	"github.com/fusee-dev/fusee/journal"
+	"github.com/fusee-dev/fusee/journal/model"
 )
 
 // testReshard is a deliberately simple offline reshard for the oracle: it
@@ -15,17 +15,17 @@ import (
 // workflow's shard. The real reshard renumbers as little as it
 // can; renumbering everything is the harsher test that the engine never
 // depends on run numbers.
-func testReshard(old []*journal.Shard, n int, salt uint64) []*journal.Shard {
-	return testReshardSeen(old, n, salt, func(wf string) int { return journal.ShardOf(wf, n) })
+func testReshard(old []*model.Shard, n int, salt uint64) []*model.Shard {
+	return testReshardSeen(old, n, salt, func(wf string) int { return model.ShardOf(wf, n) })
 }
 
 // testReshardSeen is testReshard with the new shard of each dedup entry
 // chosen by seenShard from its receiving workflow ID (a test of the oracle
 // misroutes them on purpose).
-func testReshardSeen(old []*journal.Shard, n int, salt uint64, seenShard func(wf string) int) []*journal.Shard {
+func testReshardSeen(old []*model.Shard, n int, salt uint64, seenShard func(wf string) int) []*model.Shard {
 	type key struct {
 		shard int
-		run   journal.RunNo
+		run   model.RunNo
 	}
 	var all []key
 	for _, s := range old {
@@ -49,46 +49,46 @@ func testReshardSeen(old []*journal.Shard, n int, salt uint64, seenShard func(wf
 	for _, s := range old {
 		gen = max(gen, s.StoreGen+1)
 	}
-	shards := make([]*journal.Shard, n)
+	shards := make([]*model.Shard, n)
 	for i := range shards {
-		shards[i] = journal.NewShard(i, n)
+		shards[i] = model.NewShard(i, n)
 		shards[i].StoreGen = gen
 	}
-	moved := map[key]journal.RunRef{}
+	moved := map[key]model.RunRef{}
 	for _, k := range all {
 		r := old[k.shard].Runs[k.run]
-		ns := journal.ShardOf(r.WorkflowID, n)
+		ns := model.ShardOf(r.WorkflowID, n)
 		no := shards[ns].NextRun
 		shards[ns].NextRun++
-		moved[k] = journal.RunRef{Shard: ns, Run: no}
+		moved[k] = model.RunRef{Shard: ns, Run: no}
 	}
-	ref := func(r journal.RunRef) journal.RunRef {
+	ref := func(r model.RunRef) model.RunRef {
 		if r.IsZero() {
 			return r
 		}
 		return moved[key{r.Shard, r.Run}]
 	}
-	parent := func(p journal.ParentRef) journal.ParentRef {
+	parent := func(p model.ParentRef) model.ParentRef {
 		if p.IsZero() {
 			return p
 		}
 		m := moved[key{p.Shard, p.Run}]
-		return journal.ParentRef{Shard: m.Shard, Run: m.Run, Pos: p.Pos}
+		return model.ParentRef{Shard: m.Shard, Run: m.Run, Pos: p.Pos}
 	}
-	rewrite := func(j []journal.Record) []journal.Record {
+	rewrite := func(j []model.Record) []model.Record {
 		if j == nil {
 			return nil
 		}
-		out := make([]journal.Record, len(j))
+		out := make([]model.Record, len(j))
 		for i, r := range j {
 			r.Parent, r.Pred, r.Next, r.By = parent(r.Parent), ref(r.Pred), ref(r.Next), ref(r.By)
 			if r.Key.WorkflowID != "" {
-				m := moved[key{journal.ShardOf(r.Key.WorkflowID, len(old)), r.Key.Run}]
+				m := moved[key{model.ShardOf(r.Key.WorkflowID, len(old)), r.Key.Run}]
 				r.Key.Run = m.Run
 			}
 			if r.Token.Run != 0 {
 				m := moved[key{r.Token.Shard, r.Token.Run}]
-				r.Token = journal.Token{Gen: journal.TokenGen(gen), Shard: m.Shard, Run: m.Run, Pos: r.Token.Pos}
+				r.Token = model.Token{Gen: model.TokenGen(gen), Shard: m.Shard, Run: m.Run, Pos: r.Token.Pos}
 			}
 			out[i] = r
 		}

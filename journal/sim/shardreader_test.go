@@ -5,34 +5,35 @@ import (
 	"testing"
 
 	"github.com/cockroachdb/pebble/v2/vfs"
-
 	"github.com/fusee-dev/fusee/journal"
+	"github.com/fusee-dev/fusee/journal/model"
+	"github.com/fusee-dev/fusee/journal/store"
 )
 
 // streamedShard reads shard i of a closed directory with a ShardReader
 // into a *journal.Shard.
-func streamedShard(t *testing.T, fs vfs.FS, dir string, i, n int, tail *journal.ShardTail) *journal.Shard {
+func streamedShard(t *testing.T, fs vfs.FS, dir string, i, n int, tail *store.ShardTail) *model.Shard {
 	t.Helper()
-	sr, err := journal.OpenShardReader(fs, dir, i, n, tail)
+	sr, err := store.OpenShardReader(fs, dir, i, n, tail)
 	if err != nil {
 		t.Fatalf("shard %d: %v", i, err)
 	}
 	defer sr.Close()
-	s := journal.NewShard(i, n)
+	s := model.NewShard(i, n)
 	h := sr.Header()
 	s.LSN, s.NextRun, s.NextSeq = h.LSN, h.NextRun, h.NextSeq
 	errs := []error{
-		sr.Runs(context.Background(), func(r *journal.Run, archive []journal.Record) error {
+		sr.Runs(context.Background(), func(r *model.Run, archive []model.Record) error {
 			s.Runs[r.No] = r
 			if archive != nil {
 				s.Archive[r.No] = archive
 			}
 			return nil
 		}),
-		sr.Outbox(func(m *journal.Message) error { s.Outbox[m.ID] = m; return nil }),
+		sr.Outbox(func(m *model.Message) error { s.Outbox[m.ID] = m; return nil }),
 		sr.Seen(func(id, wf string) error { s.Seen[id] = wf; return nil }),
-		sr.Index(func(id string, no journal.RunNo) error { s.ByID[id] = no; return nil }),
-		sr.Timers(func(k journal.TimerKey) error { s.Timers[k] = struct{}{}; return nil }),
+		sr.Index(func(id string, no model.RunNo) error { s.ByID[id] = no; return nil }),
+		sr.Timers(func(k model.TimerKey) error { s.Timers[k] = struct{}{}; return nil }),
 		sr.Close(),
 	}
 	for _, err := range errs {
@@ -53,9 +54,9 @@ func TestShardReaderOnGeneratedDir(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	hdrs := make([]journal.CheckpointHeader, n)
+	hdrs := make([]model.CheckpointHeader, n)
 	for i := range hdrs {
-		if hdrs[i], err = journal.ReadHeader(fs, "/d", i, n); err != nil {
+		if hdrs[i], err = store.ReadHeader(fs, "/d", i, n); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -69,7 +70,7 @@ func TestShardReaderOnGeneratedDir(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if d := journal.DiffShards(streamedShard(t, fs, "/d", i, n, &tails[i]), want); d != "" {
+		if d := model.DiffShards(streamedShard(t, fs, "/d", i, n, &tails[i]), want); d != "" {
 			t.Fatalf("shard %d: streamed vs RecoverShard:\n%s", i, d)
 		}
 		entries += len(tails[i].Entries)

@@ -9,8 +9,8 @@ import (
 
 	"github.com/cockroachdb/pebble/v2"
 	"github.com/cockroachdb/pebble/v2/vfs"
-
-	"github.com/fusee-dev/fusee/journal"
+	"github.com/fusee-dev/fusee/journal/model"
+	"github.com/fusee-dev/fusee/journal/store"
 )
 
 // evQueue is the engine's queue of pending events in bounded memory: a
@@ -119,7 +119,7 @@ func (q *evQueue) pop() event {
 // scratch is the engine's scratch store, outside the data directory
 // (journal.OpenScratchStore: no log), removed when the engine is done.
 type scratch struct {
-	db  *journal.ScratchStore
+	db  *store.ScratchStore
 	dir string
 	fs  vfs.FS
 }
@@ -129,7 +129,7 @@ func openScratch(fs vfs.FS, dir string) (*scratch, error) {
 	if _, err := fs.Stat(dir); err == nil {
 		return nil, fmt.Errorf("event scratch store %s already exists: remove it (a sim engine left it when it was killed)", dir)
 	}
-	db, err := journal.OpenScratchStore(fs, dir, 4<<20, 1<<20)
+	db, err := store.OpenScratchStore(fs, dir, 4<<20, 1<<20)
 	if err != nil {
 		return nil, err
 	}
@@ -257,7 +257,7 @@ func decodeSpilled(at int64, v []byte) (event, error) {
 	v = v[1:]
 	ev.msg = str()
 	ev.shard = int(uv())
-	ev.run = journal.RunNo(uv())
+	ev.run = model.RunNo(uv())
 	ev.fresh = int(uv())
 	if v == nil || len(v) != 0 {
 		return ev, bad

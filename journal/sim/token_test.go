@@ -5,7 +5,7 @@ import (
 	"errors"
 	"testing"
 
-	"github.com/fusee-dev/fusee/journal"
+	"github.com/fusee-dev/fusee/journal/model"
 )
 
 // TestCompleteByToken: the outside world answers an async completion by its
@@ -16,15 +16,15 @@ import (
 func TestCompleteByToken(t *testing.T) {
 	_, b := genMem(t, GenOptions{Shards: 4, Runs: 400, Seed: 11})
 	e := reopenMem(b, Config{})
-	var pending, answered *journal.Record
+	var pending, answered *model.Record
 	for _, s := range b.sh {
 		for _, r := range s.SortedRuns() {
 			for i := range r.Journal {
 				rec := &r.Journal[i]
-				if rec.Kind != journal.KindAsync {
+				if rec.Kind != model.KindAsync {
 					continue
 				}
-				live := r.State == journal.StateRunning || r.State == journal.StateParked
+				live := r.State == model.StateRunning || r.State == model.StateParked
 				if live && !isClosed(r.Journal, rec.Pos) && pending == nil {
 					pending = rec
 				}
@@ -38,16 +38,16 @@ func TestCompleteByToken(t *testing.T) {
 		t.Fatal("the workload has no pending or no answered async completion")
 	}
 	tok := pending.Token
-	if want := journal.TokenGen(b.sh[tok.Shard].StoreGen); tok.Gen != want || want != 1 {
+	if want := model.TokenGen(b.sh[tok.Shard].StoreGen); tok.Gen != want || want != 1 {
 		t.Fatalf("token %s has store generation %d, its shard mints %d (want 1: a new directory)", tok, tok.Gen, want)
 	}
 	before := logical(t, b.sh)
 	for _, bad := range []string{
 		answered.Token.String(), // answered already
-		journal.Token{Shard: tok.Shard, Run: tok.Run, Pos: tok.Pos + 1}.String(),                      // not an async position
-		journal.Token{Shard: tok.Shard, Run: journal.MaxRunNo, Pos: tok.Pos}.String(),                 // no such run
-		journal.Token{Shard: 1000, Run: tok.Run, Pos: tok.Pos}.String(),                               // no such shard
-		journal.Token{Gen: (tok.Gen + 1) % 64, Shard: tok.Shard, Run: tok.Run, Pos: tok.Pos}.String(), // another store generation
+		model.Token{Shard: tok.Shard, Run: tok.Run, Pos: tok.Pos + 1}.String(),                      // not an async position
+		model.Token{Shard: tok.Shard, Run: model.MaxRunNo, Pos: tok.Pos}.String(),                   // no such run
+		model.Token{Shard: 1000, Run: tok.Run, Pos: tok.Pos}.String(),                               // no such shard
+		model.Token{Gen: (tok.Gen + 1) % 64, Shard: tok.Shard, Run: tok.Run, Pos: tok.Pos}.String(), // another store generation
 	} {
 		if err := e.Complete(bad, nil); !errors.Is(err, ErrNoPendingAsync) {
 			t.Errorf("Complete(%s) = %v, want ErrNoPendingAsync", bad, err)

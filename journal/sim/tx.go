@@ -4,6 +4,7 @@ import (
 	"fmt"
 
 	"github.com/fusee-dev/fusee/journal"
+	"github.com/fusee-dev/fusee/journal/model"
 )
 
 // A tx is one event's work: the log entries it adds and the runs it looks
@@ -52,12 +53,12 @@ const (
 // appended. Its journal never aliases the committed one's spare capacity.
 type runView struct {
 	shard    int
-	no       journal.RunNo
+	no       model.RunNo
 	wf       string
 	gen      uint32
 	typ      string
-	j        []journal.Record
-	state    journal.RunState
+	j        []model.Record
+	state    model.RunState
 	finished int64
 	base     int  // journal length when the view was taken; 0 for a run this tx started
 	fresh    bool // started by this tx
@@ -66,15 +67,15 @@ type runView struct {
 	p        *params
 }
 
-func viewOf(shard int, r *journal.Run) *runView {
+func viewOf(shard int, r *model.Run) *runView {
 	return &runView{shard: shard, no: r.No, wf: r.WorkflowID, gen: r.Gen, typ: r.Type,
 		j: r.Journal[:len(r.Journal):len(r.Journal)], state: r.State, finished: r.Finished,
 		base: len(r.Journal)}
 }
 
-func (v *runView) ref() journal.RunRef { return journal.RunRef{Shard: v.shard, Run: v.no} }
+func (v *runView) ref() model.RunRef { return model.RunRef{Shard: v.shard, Run: v.no} }
 func (v *runView) done() bool {
-	return v.state == journal.StateFinished || v.state == journal.StateTombstone
+	return v.state == model.StateFinished || v.state == model.StateTombstone
 }
 func (v *runView) params() params {
 	if v.p == nil {
@@ -123,7 +124,7 @@ func (t *tx) latest(wf string) *runView {
 
 // run returns the run (shard, no) if it is workflow wf's generation gen,
 // claiming wf; nil otherwise.
-func (t *tx) run(wf string, gen uint32, shard int, no journal.RunNo) *runView {
+func (t *tx) run(wf string, gen uint32, shard int, no model.RunNo) *runView {
 	if v := t.latest(wf); v != nil && v.no == no && v.shard == shard {
 		if v.gen != gen {
 			return nil
@@ -175,27 +176,27 @@ func (t *tx) ended(wf string, gen uint32, shard int, no journal.RunNo) *runView 
 
 // append adds rec to v's journal (loading a parked run first) and returns
 // its position.
-func (t *tx) append(v *runView, rec journal.Record) uint32 {
-	if v.state == journal.StateParked {
-		t.ops = append(t.ops, journal.ShardOp{Shard: v.shard, Op: journal.Op{Kind: journal.OpLoad, Run: v.no}})
-		v.state = journal.StateRunning
+func (t *tx) append(v *runView, rec model.Record) uint32 {
+	if v.state == model.StateParked {
+		t.ops = append(t.ops, journal.ShardOp{Shard: v.shard, Op: model.Op{Kind: model.OpLoad, Run: v.no}})
+		v.state = model.StateRunning
 	}
-	if v.state != journal.StateRunning {
+	if v.state != model.StateRunning {
 		panic(fmt.Sprintf("sim: append %s to %s#%d, which is %s", rec.Kind, v.wf, v.gen, v.state))
 	}
 	rec.Pos = uint32(len(v.j))
-	t.ops = append(t.ops, journal.ShardOp{Shard: v.shard, Op: journal.Op{Kind: journal.OpAppend, Run: v.no, Rec: rec}})
+	t.ops = append(t.ops, journal.ShardOp{Shard: v.shard, Op: model.Op{Kind: model.OpAppend, Run: v.no, Rec: rec}})
 	v.j = append(v.j, rec)
 	v.touched = true
 	t.appended = true
-	if rec.Kind == journal.KindDone {
-		v.state, v.finished = journal.StateFinished, rec.Time
+	if rec.Kind == model.KindDone {
+		v.state, v.finished = model.StateFinished, rec.Time
 	}
 	return rec.Pos
 }
 
 // newRun takes the next run number of a shard for a run this tx starts.
-func (t *tx) newRun(shard int) journal.RunNo {
+func (t *tx) newRun(shard int) model.RunNo {
 	e := t.e
 	total := 0
 	for _, n := range t.alloc {
@@ -204,18 +205,18 @@ func (t *tx) newRun(shard int) journal.RunNo {
 	if e.cap > 0 && e.started+e.batchStarted+total >= e.cap {
 		panic(abortCap)
 	}
-	no := e.b.shards()[shard].NextRun + journal.RunNo(e.pendingNext[shard]+t.alloc[shard])
+	no := e.b.shards()[shard].NextRun + model.RunNo(e.pendingNext[shard]+t.alloc[shard])
 	t.alloc[shard]++
 	return no
 }
 
 // start begins run no (from newRun) with the Start record rec.
-func (t *tx) start(shard int, no journal.RunNo, rec journal.Record) *runView {
-	rec.Kind, rec.Pos = journal.KindStart, 0
+func (t *tx) start(shard int, no model.RunNo, rec model.Record) *runView {
+	rec.Kind, rec.Pos = model.KindStart, 0
 	t.claim(rec.WorkflowID)
-	t.ops = append(t.ops, journal.ShardOp{Shard: shard, Op: journal.Op{Kind: journal.OpStart, Run: no, Rec: rec}})
+	t.ops = append(t.ops, journal.ShardOp{Shard: shard, Op: model.Op{Kind: model.OpStart, Run: no, Rec: rec}})
 	v := &runView{shard: shard, no: no, wf: rec.WorkflowID, gen: rec.Gen, typ: rec.Type,
-		j: []journal.Record{rec}, state: journal.StateRunning, fresh: true, touched: true}
+		j: []model.Record{rec}, state: model.StateRunning, fresh: true, touched: true}
 	t.appended = true
 	t.claims[rec.WorkflowID] = v
 	t.views = append(t.views, v)
@@ -223,19 +224,19 @@ func (t *tx) start(shard int, no journal.RunNo, rec journal.Record) *runView {
 }
 
 func (t *tx) tombstone(v *runView) {
-	t.ops = append(t.ops, journal.ShardOp{Shard: v.shard, Op: journal.Op{Kind: journal.OpTombstone, Run: v.no}})
-	v.state = journal.StateTombstone
+	t.ops = append(t.ops, journal.ShardOp{Shard: v.shard, Op: model.Op{Kind: model.OpTombstone, Run: v.no}})
+	v.state = model.StateTombstone
 	v.touched = true
 }
 
 // seen records, on the receiver's shard, that message id was delivered
 // to workflow wf (its target): the dedup entry belongs with wf.
 func (t *tx) seen(shard int, id, wf string) {
-	t.ops = append(t.ops, journal.ShardOp{Shard: shard, Op: journal.Op{Kind: journal.OpSeen, MsgID: id, WorkflowID: wf}})
+	t.ops = append(t.ops, journal.ShardOp{Shard: shard, Op: model.Op{Kind: model.OpSeen, MsgID: id, WorkflowID: wf}})
 }
 
 func (t *tx) ack(shard int, id string) {
-	t.ops = append(t.ops, journal.ShardOp{Shard: shard, Op: journal.Op{Kind: journal.OpAck, MsgID: id}})
+	t.ops = append(t.ops, journal.ShardOp{Shard: shard, Op: model.Op{Kind: model.OpAck, MsgID: id}})
 }
 
 // wake queues v's workflow code to run before the tx ends.
@@ -253,14 +254,14 @@ func (t *tx) settle() {
 		v := t.queue[0]
 		t.queue = t.queue[1:]
 		v.queued = false
-		if v.state == journal.StateRunning || v.state == journal.StateParked {
+		if v.state == model.StateRunning || v.state == model.StateParked {
 			runCode(t, v)
 		}
 	}
 	for _, v := range t.views {
-		if v.touched && v.state == journal.StateRunning && t.e.shouldPark(v, t.now) {
-			t.ops = append(t.ops, journal.ShardOp{Shard: v.shard, Op: journal.Op{Kind: journal.OpPark, Run: v.no}})
-			v.state = journal.StateParked
+		if v.touched && v.state == model.StateRunning && t.e.shouldPark(v, t.now) {
+			t.ops = append(t.ops, journal.ShardOp{Shard: v.shard, Op: model.Op{Kind: model.OpPark, Run: v.no}})
+			v.state = model.StateParked
 		}
 	}
 }

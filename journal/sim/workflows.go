@@ -3,7 +3,7 @@ package sim
 import (
 	"fmt"
 
-	"github.com/fusee-dev/fusee/journal"
+	"github.com/fusee-dev/fusee/journal/model"
 )
 
 // The workflow types. Together they write every record kind, send every
@@ -22,8 +22,8 @@ const (
 )
 
 const (
-	ok     = journal.StatusOK
-	failed = journal.StatusFailed
+	ok     = model.StatusOK
+	failed = model.StatusFailed
 )
 
 func script(typ string) func(*ctx) {
@@ -69,7 +69,7 @@ func (c *ctx) childParams() params { return params{seed: c.p.seed, idx: c.p.idx,
 // one ("" if none): the target of its signals, cancels and updates.
 func (c *ctx) nearest(typ string) string { return nearestOfType(c.p.seed, c.p.idx, typ) }
 
-func statusOr(okay bool) journal.Status {
+func statusOr(okay bool) model.Status {
 	if okay {
 		return ok
 	}

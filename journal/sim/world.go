@@ -4,7 +4,7 @@ import (
 	"fmt"
 	"strings"
 
-	"github.com/fusee-dev/fusee/journal"
+	"github.com/fusee-dev/fusee/journal/model"
 )
 
 // The scripted outside world: clients that start workflows (gen only),
@@ -68,7 +68,7 @@ func shortShare(finishedFrac float64) float64 {
 
 // freshStart is the Start record of workload entry i, started at now.
 // Short workflows finish within minutes; long ones wait for hours.
-func freshStart(seed uint64, i int, finishedFrac float64, now int64) journal.Record {
+func freshStart(seed uint64, i int, finishedFrac float64, now int64) model.Record {
 	typ := freshType(seed, i)
 	wf := freshID(seed, i)
 	h := func(label string) uint64 { return newHasher(seed).str(wf).str(label).sum() }
@@ -84,8 +84,8 @@ func freshStart(seed uint64, i int, finishedFrac float64, now int64) journal.Rec
 			p.rst = 1
 		}
 	}
-	rec := journal.Record{Kind: journal.KindStart, WorkflowID: wf, Type: typ, Time: now,
-		Attempt: 1 + uint32(h("version")%2), Gen: 1, Origin: journal.OriginFresh, Payload: p.encode()}
+	rec := model.Record{Kind: model.KindStart, WorkflowID: wf, Type: typ, Time: now,
+		Attempt: 1 + uint32(h("version")%2), Gen: 1, Origin: model.OriginFresh, Payload: p.encode()}
 	if typ == "sleeper" && h("deadline")%3 == 0 {
 		rec.Deadline = now + sleeperNap(p, wf, 1)/2
 	}
@@ -115,7 +115,7 @@ const (
 
 func operatorAction(p params, v *runView) (int, int64) {
 	st := &v.j[0]
-	if st.Origin == journal.OriginChild {
+	if st.Origin == model.OriginChild {
 		return opNone, 0
 	}
 	h := newHasher(p.seed).str(v.wf).u64(uint64(v.gen)).str("operator").sum()
@@ -150,25 +150,25 @@ func operatorAction(p params, v *runView) (int, int64) {
 
 // sentMessage returns the outbox message the record at pos sent, if any:
 // its ID (built the way Apply builds it), its target and kind.
-func sentMessage(j []journal.Record, pos int) (id, target string, kind journal.MsgKind, ok bool) {
+func sentMessage(j []model.Record, pos int) (id, target string, kind model.MsgKind, ok bool) {
 	r := &j[pos]
 	switch r.Kind {
-	case journal.KindChild:
-		return r.MsgID, r.WorkflowID, journal.MsgStartChild, true
-	case journal.KindSend:
-		if r.Attempt == journal.SendCancel {
-			return r.MsgID, r.WorkflowID, journal.MsgCancel, true
+	case model.KindChild:
+		return r.MsgID, r.WorkflowID, model.MsgStartChild, true
+	case model.KindSend:
+		if r.Attempt == model.SendCancel {
+			return r.MsgID, r.WorkflowID, model.MsgCancel, true
 		}
-		return r.MsgID, r.WorkflowID, journal.MsgSignal, true
-	case journal.KindDone:
+		return r.MsgID, r.WorkflowID, model.MsgSignal, true
+	case model.KindDone:
 		if st := &j[0]; !st.Parent.IsZero() {
-			return fmt.Sprintf("%s/%d/r", st.WorkflowID, st.Gen), st.ParentID, journal.MsgChildResult, true
+			return fmt.Sprintf("%s/%d/r", st.WorkflowID, st.Gen), st.ParentID, model.MsgChildResult, true
 		}
-	case journal.KindUpdateDone:
+	case model.KindUpdateDone:
 		if int(r.Ref) < len(j) {
 			if u := &j[r.Ref]; !u.Parent.IsZero() {
 				st := &j[0]
-				return fmt.Sprintf("%s/%d/u%d", st.WorkflowID, st.Gen, r.Ref), u.ParentID, journal.MsgUpdateResult, true
+				return fmt.Sprintf("%s/%d/u%d", st.WorkflowID, st.Gen, r.Ref), u.ParentID, model.MsgUpdateResult, true
 			}
 		}
 	}
@@ -179,10 +179,10 @@ func sentMessage(j []journal.Record, pos int) (id, target string, kind journal.M
 // at the next round, some take seconds, a few (more often signals,
 // cancels and update results, which take a slower path) half an hour. It
 // depends on the message ID alone.
-func latency(id string, kind journal.MsgKind) int64 {
+func latency(id string, kind model.MsgKind) int64 {
 	h := newHasher(0x1a7e).str(id).sum()
 	slow := 8
-	if kind == journal.MsgSignal || kind == journal.MsgCancel || kind == journal.MsgUpdateResult {
+	if kind == model.MsgSignal || kind == model.MsgCancel || kind == model.MsgUpdateResult {
 		slow = 40
 	}
 	switch x := pick(h, 100); {
@@ -204,7 +204,7 @@ func redelivery(id string) int64 {
 func lostAck(id string) bool { return newHasher(0x5eed).str(id).sum()%8 == 0 }
 
 // msgEvent is the delivery of message id sent by a run of shard at sent.
-func msgEvent(id, target string, kind journal.MsgKind, shard int, sent int64) event {
+func msgEvent(id, target string, kind model.MsgKind, shard int, sent int64) event {
 	return event{at: sent + latency(id, kind), wf: target, kind: evMsg, msg: id, shard: shard}
 }
 
@@ -265,11 +265,11 @@ func (e *Engine) derive(v *runView, from int, msgs bool, push func(event)) {
 			}
 		}
 		switch r.Kind {
-		case journal.KindTimer, journal.KindAttempt:
+		case model.KindTimer, model.KindAttempt:
 			if r.Time != 0 {
 				push(mk(evTimer, r.Time, upos))
 			}
-		case journal.KindWait:
+		case model.KindWait:
 			if r.Deadline != 0 {
 				push(mk(evTimer, r.Deadline, upos))
 			}
@@ -286,16 +286,16 @@ func (e *Engine) derive(v *runView, from int, msgs bool, push func(event)) {
 			case h("answer", upos)%3 == 0:
 				push(mk(evExtSignal, r.Time+1+between(h("answer-at", upos), 0, span), upos))
 			}
-		case journal.KindAsync:
+		case model.KindAsync:
 			var lo, hi int64 = 1 * second, 30 * second
 			if p.long {
 				lo, hi = 1*hour, 5*hour
 			}
 			push(mk(evAsync, r.Time+between(h("answer", upos), lo, hi), upos))
-		case journal.KindDone:
+		case model.KindDone:
 			push(mk(evTombstone, r.Time+e.cfg.Retention, upos))
-			if p.rst > 0 && v.j[0].Origin != journal.OriginChild &&
-				(r.Status == journal.StatusOK || r.Status == journal.StatusFailed) {
+			if p.rst > 0 && v.j[0].Origin != model.OriginChild &&
+				(r.Status == model.StatusOK || r.Status == model.StatusFailed) {
 				push(mk(evRestart, r.Time+between(h("restart", upos), 1*minute, 10*minute), upos))
 			}
 		}
@@ -322,43 +322,43 @@ func (e *Engine) valid(ev *event) bool {
 	if r == nil || r.WorkflowID != ev.wf || r.Gen != ev.gen {
 		return false
 	}
-	live := r.State == journal.StateRunning || r.State == journal.StateParked
+	live := r.State == model.StateRunning || r.State == model.StateParked
 	switch ev.kind {
 	case evTimer:
 		return live && timerOpen(r.Journal, ev.pos)
 	case evDeadline, evCancel, evTerminate, evReset:
 		return live
 	case evExtSignal:
-		return live && !hasRecord(r.Journal, journal.KindSignal, extSignalID(ev.wf, ev.gen, ev.pos))
+		return live && !hasRecord(r.Journal, model.KindSignal, extSignalID(ev.wf, ev.gen, ev.pos))
 	case evExtUpdate:
-		return live && !hasRecord(r.Journal, journal.KindUpdate, extUpdateID(ev.wf, ev.gen, ev.pos))
+		return live && !hasRecord(r.Journal, model.KindUpdate, extUpdateID(ev.wf, ev.gen, ev.pos))
 	case evAsync:
-		return live && int(ev.pos) < len(r.Journal) && r.Journal[ev.pos].Kind == journal.KindAsync &&
+		return live && int(ev.pos) < len(r.Journal) && r.Journal[ev.pos].Kind == model.KindAsync &&
 			!isClosed(r.Journal, ev.pos)
 	case evRestart:
 		latest, _ := ss[ev.shard].LatestNo(ev.wf)
-		return (r.State == journal.StateFinished || r.State == journal.StateTombstone) && latest == r.No
+		return (r.State == model.StateFinished || r.State == model.StateTombstone) && latest == r.No
 	case evTombstone:
-		return r.State == journal.StateFinished
+		return r.State == model.StateFinished
 	}
 	return false
 }
 
-func timerOpen(j []journal.Record, pos uint32) bool {
+func timerOpen(j []model.Record, pos uint32) bool {
 	if int(pos) >= len(j) {
 		return false
 	}
 	r := &j[pos]
 	switch {
-	case (r.Kind == journal.KindTimer || r.Kind == journal.KindAttempt) && r.Time != 0:
-	case r.Kind == journal.KindWait && r.Deadline != 0:
+	case (r.Kind == model.KindTimer || r.Kind == model.KindAttempt) && r.Time != 0:
+	case r.Kind == model.KindWait && r.Deadline != 0:
 	default:
 		return false
 	}
 	return !isClosed(j, pos)
 }
 
-func isClosed(j []journal.Record, pos uint32) bool {
+func isClosed(j []model.Record, pos uint32) bool {
 	for i := int(pos) + 1; i < len(j); i++ {
 		if completes(j[i].Kind) && j[i].Ref == pos {
 			return true
@@ -367,7 +367,7 @@ func isClosed(j []journal.Record, pos uint32) bool {
 	return false
 }
 
-func hasRecord(j []journal.Record, kind journal.Kind, msgID string) bool {
+func hasRecord(j []model.Record, kind model.Kind, msgID string) bool {
 	for i := range j {
 		if j[i].Kind == kind && j[i].MsgID == msgID {
 			return true

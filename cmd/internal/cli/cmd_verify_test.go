@@ -9,8 +9,8 @@ import (
 	"testing"
 
 	"github.com/cockroachdb/pebble/v2/vfs"
-
 	"github.com/fusee-dev/fusee/journal"
+	"github.com/fusee-dev/fusee/journal/model"
 )
 
 // makeDataDir writes a small data directory with n shards: a parent that
@@ -25,43 +25,43 @@ func makeDataDir(t *testing.T, n int) string {
 		t.Fatal(err)
 	}
 	defer db.Close()
-	next := map[int]journal.RunNo{}
+	next := map[int]model.RunNo{}
 	commit := func(ops ...journal.ShardOp) {
 		t.Helper()
 		if err := db.Commit(ops); err != nil {
 			t.Fatal(err)
 		}
 	}
-	start := func(id string, rec journal.Record) journal.RunRef {
-		s := journal.ShardOf(id, n)
+	start := func(id string, rec model.Record) model.RunRef {
+		s := model.ShardOf(id, n)
 		if next[s] == 0 {
 			next[s] = 1
 		}
 		no := next[s]
 		next[s]++
-		rec.Kind, rec.WorkflowID, rec.Gen = journal.KindStart, id, 1
-		commit(journal.ShardOp{Shard: s, Op: journal.Op{Kind: journal.OpStart, Run: no, Rec: rec}})
-		return journal.RunRef{Shard: s, Run: no}
+		rec.Kind, rec.WorkflowID, rec.Gen = model.KindStart, id, 1
+		commit(journal.ShardOp{Shard: s, Op: model.Op{Kind: model.OpStart, Run: no, Rec: rec}})
+		return model.RunRef{Shard: s, Run: no}
 	}
-	add := func(ref journal.RunRef, rec journal.Record) {
-		commit(journal.ShardOp{Shard: ref.Shard, Op: journal.Op{Kind: journal.OpAppend, Run: ref.Run, Rec: rec}})
+	add := func(ref model.RunRef, rec model.Record) {
+		commit(journal.ShardOp{Shard: ref.Shard, Op: model.Op{Kind: model.OpAppend, Run: ref.Run, Rec: rec}})
 	}
-	p := start("parent", journal.Record{Type: "P", Time: 10})
-	add(p, journal.Record{Kind: journal.KindChild, Pos: 1, WorkflowID: "kid", Type: "K", MsgID: "parent/1/c1"})
-	commit(journal.ShardOp{Shard: journal.ShardOf("kid", n), Op: journal.Op{Kind: journal.OpSeen, MsgID: "parent/1/c1", WorkflowID: "kid"}})
-	k := start("kid", journal.Record{Type: "K", Time: 11, Origin: journal.OriginChild,
-		Parent: journal.ParentRef{Shard: p.Shard, Run: p.Run, Pos: 1}, ParentID: "parent"})
-	commit(journal.ShardOp{Shard: p.Shard, Op: journal.Op{Kind: journal.OpAck, MsgID: "parent/1/c1"}})
+	p := start("parent", model.Record{Type: "P", Time: 10})
+	add(p, model.Record{Kind: model.KindChild, Pos: 1, WorkflowID: "kid", Type: "K", MsgID: "parent/1/c1"})
+	commit(journal.ShardOp{Shard: model.ShardOf("kid", n), Op: model.Op{Kind: model.OpSeen, MsgID: "parent/1/c1", WorkflowID: "kid"}})
+	k := start("kid", model.Record{Type: "K", Time: 11, Origin: model.OriginChild,
+		Parent: model.ParentRef{Shard: p.Shard, Run: p.Run, Pos: 1}, ParentID: "parent"})
+	commit(journal.ShardOp{Shard: p.Shard, Op: model.Op{Kind: model.OpAck, MsgID: "parent/1/c1"}})
 	if err := db.Checkpoint(); err != nil {
 		t.Fatal(err)
 	}
-	add(k, journal.Record{Kind: journal.KindTimer, Pos: 1, Name: "nap", Time: 500})
-	add(k, journal.Record{Kind: journal.KindFired, Pos: 2, Ref: 1, Time: 500})
-	add(k, journal.Record{Kind: journal.KindDone, Pos: 3, Status: journal.StatusOK, Time: 501})
-	add(p, journal.Record{Kind: journal.KindSend, Pos: 2, WorkflowID: "elsewhere", Name: "ping", MsgID: "parent/1/s2"})
-	o := start("old", journal.Record{Type: "O", Time: 5})
-	add(o, journal.Record{Kind: journal.KindDone, Pos: 1, Status: journal.StatusFailed, Time: 6})
-	commit(journal.ShardOp{Shard: o.Shard, Op: journal.Op{Kind: journal.OpTombstone, Run: o.Run}})
+	add(k, model.Record{Kind: model.KindTimer, Pos: 1, Name: "nap", Time: 500})
+	add(k, model.Record{Kind: model.KindFired, Pos: 2, Ref: 1, Time: 500})
+	add(k, model.Record{Kind: model.KindDone, Pos: 3, Status: model.StatusOK, Time: 501})
+	add(p, model.Record{Kind: model.KindSend, Pos: 2, WorkflowID: "elsewhere", Name: "ping", MsgID: "parent/1/s2"})
+	o := start("old", model.Record{Type: "O", Time: 5})
+	add(o, model.Record{Kind: model.KindDone, Pos: 1, Status: model.StatusFailed, Time: 6})
+	commit(journal.ShardOp{Shard: o.Shard, Op: model.Op{Kind: model.OpTombstone, Run: o.Run}})
 	return dir
 }
 

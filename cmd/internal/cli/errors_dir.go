@@ -11,8 +11,8 @@ import (
 	"strings"
 
 	"github.com/cockroachdb/pebble/v2/vfs"
-
-	"github.com/fusee-dev/fusee/journal"
+	"github.com/fusee-dev/fusee/journal/model"
+	"github.com/fusee-dev/fusee/journal/store"
 	"github.com/fusee-dev/fusee/journal/wal"
 	"github.com/fusee-dev/fusee/meta"
 )
@@ -98,7 +98,7 @@ func explainLayout(fs vfs.FS, dir string, shards int, err error) *dirProblem {
 	if k := len(present); contiguous && k != shards && k <= meta.MaxShards {
 		// The stores agree among themselves on k shards: the likely
 		// culprit is fusee.meta, not the stores.
-		if _, herr := journal.ReadHeader(fs, dir, 0, k); herr == nil {
+		if _, herr := store.ReadHeader(fs, dir, 0, k); herr == nil {
 			return &dirProblem{
 				what: fmt.Sprintf("%s says shards=%d, but %s holds %d shard stores (%s to %s) whose checkpoints say %d shards",
 					fs.PathJoin(dir, meta.FileName), shards, dir, k, shardDirName(0), shardDirName(k-1), k),
@@ -109,7 +109,7 @@ func explainLayout(fs vfs.FS, dir string, shards int, err error) *dirProblem {
 	var missing []string
 	for i := range shards {
 		if _, found := slices.BinarySearch(present, i); !found {
-			missing = append(missing, journal.StoreDir(fs, dir, i))
+			missing = append(missing, store.StoreDir(fs, dir, i))
 		}
 	}
 	if len(missing) > 0 {
@@ -136,7 +136,7 @@ func storesOnDisk(fs vfs.FS, dir string) []int {
 		if err != nil || len(name) != 4 || n < 0 {
 			continue
 		}
-		files, _ := fs.List(journal.StoreDir(fs, dir, n))
+		files, _ := fs.List(store.StoreDir(fs, dir, n))
 		if slices.ContainsFunc(files, func(f string) bool { return strings.HasPrefix(f, "MANIFEST-") }) {
 			out = append(out, n)
 		}
@@ -159,11 +159,11 @@ func explainCause(err error) error {
 	var (
 		nb  *wal.NoBatchError
 		wc  *wal.CorruptError
-		sc  *journal.StoreCorruptionError
-		so  *journal.StoreOpenError
-		se  *journal.StoreError
-		le  *journal.LogError
-		sve *journal.StoreVersionError
+		sc  *store.StoreCorruptionError
+		so  *store.StoreOpenError
+		se  *store.StoreError
+		le  *store.LogError
+		sve *model.StoreVersionError
 	)
 	switch {
 	case errors.As(err, &nb) && nb.CutShort():
@@ -194,7 +194,7 @@ func explainCause(err error) error {
 	return err
 }
 
-func explainStoreOpen(so *journal.StoreOpenError, err error) error {
+func explainStoreOpen(so *store.StoreOpenError, err error) error {
 	msg := so.Err.Error()
 	if m := pebbleSizeMismatch.FindStringSubmatch(msg); m != nil {
 		return &dirProblem{what: fmt.Sprintf("shard store %s is damaged: its file %s is %s bytes, but the store's MANIFEST says %s (cut short or replaced)",

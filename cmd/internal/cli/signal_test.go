@@ -7,6 +7,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -33,13 +34,22 @@ func TestRingCommandsStopOnSignals(t *testing.T) {
 			if err := unix.Flock(int(lock.Fd()), unix.LOCK_EX); err != nil {
 				t.Fatal(err)
 			}
-			cmd := fuseeProcess("ring", "open-epoch", path, "--slots", "0-3=b")
-			var stderr bytes.Buffer
+			cmd := fuseeProcess("ring", "open-epoch", path, "--slots", "0-3=b", "--lock-timeout", "2m")
+			var stderr lockedBuffer
+			waiting := make(chan struct{})
+			stderr.await("waiting for "+path, waiting)
 			cmd.Stderr = &stderr
 			if err := cmd.Start(); err != nil {
 				t.Fatal(err)
 			}
-			time.Sleep(500 * time.Millisecond) // it is waiting for the lock (up to --lock-timeout, 5 s)
+			// Signal only once it says it waits for the lock: its signal
+			// handling is in place by then, however loaded the machine.
+			select {
+			case <-waiting:
+			case <-time.After(time.Minute):
+				_ = cmd.Process.Kill()
+				t.Fatalf("it never said it was waiting for the lock; stderr:\n%s", stderr.String())
+			}
 			start := time.Now()
 			if err := cmd.Process.Signal(sig); err != nil {
 				t.Fatal(err)
@@ -63,6 +73,34 @@ func TestRingCommandsStopOnSignals(t *testing.T) {
 			}
 		})
 	}
+}
+
+// lockedBuffer collects a child's stderr, and closes a channel once a
+// given text has appeared in it.
+type lockedBuffer struct {
+	mu   sync.Mutex
+	buf  bytes.Buffer
+	text string
+	seen chan struct{}
+}
+
+func (b *lockedBuffer) await(text string, seen chan struct{}) { b.text, b.seen = text, seen }
+
+func (b *lockedBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	n, err := b.buf.Write(p)
+	if b.seen != nil && strings.Contains(b.buf.String(), b.text) {
+		close(b.seen)
+		b.seen = nil
+	}
+	return n, err
+}
+
+func (b *lockedBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
 }
 
 // fuseeProcess runs this test binary as fusee (see TestMain).

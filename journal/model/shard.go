@@ -1,4 +1,4 @@
-package journal
+package model
 
 import (
 	"fmt"
@@ -157,10 +157,11 @@ type Shard struct {
 	// changed tracks what Apply changed since the store last reflected
 	// this state (nil: not tracked). It is bookkeeping, not state: compare
 	// shards with DiffShards, not reflect.DeepEqual.
-	changed *changes
+	Changed *Changes
 	// back is the store an evicting DB reads dropped state back from
-	// (nil: everything is in memory). See evict.go.
-	back *backing
+	// (nil: everything is in memory). See backing.go.
+	back    Backing
+	backErr error // the first error reading from back (LoadErr)
 }
 
 // TimerKey is one pending durable timer: a timer record, a retry of a
@@ -189,9 +190,9 @@ func (s *Shard) Latest(workflowID string) *Run {
 	return nil
 }
 
-// deriveIndex is the ID index that runs imply: each workflow ID mapped to
+// DeriveIndex is the ID index that runs imply: each workflow ID mapped to
 // its newest run (Run.NewerThan).
-func deriveIndex(runs map[RunNo]*Run) map[string]RunNo {
+func DeriveIndex(runs map[RunNo]*Run) map[string]RunNo {
 	ids := map[string]RunNo{}
 	newest := map[string]*Run{}
 	for no, r := range runs {
@@ -207,13 +208,13 @@ func deriveIndex(runs map[RunNo]*Run) map[string]RunNo {
 // runs builds the new shards' index with it.
 func (s *Shard) RebuildIndex() {
 	old := s.ByID
-	s.ByID = deriveIndex(s.Runs)
-	if c := s.changed; c != nil {
+	s.ByID = DeriveIndex(s.Runs)
+	if c := s.Changed; c != nil {
 		for id := range old {
-			c.ids[id] = struct{}{}
+			c.IDs[id] = struct{}{}
 		}
 		for id := range s.ByID {
-			c.ids[id] = struct{}{}
+			c.IDs[id] = struct{}{}
 		}
 	}
 }

@@ -1,4 +1,4 @@
-package journal
+package store
 
 import (
 	"errors"
@@ -21,7 +21,7 @@ import (
 // the call that failed or on one of pebble's own.
 //
 // The engine's stores use quietLogger, whose Fatalf panics with a
-// storeFatal that recoverStoreFatal turns back into an error. The stores
+// storeFatal that RecoverStoreFatal turns back into an error. The stores
 // reshard builds beside the data and throws away (scratch stores, the new
 // stores while StoreWriter fills them) use a fatalTrap instead, which
 // never panics: a failure pebble reports on its own is kept, the store's
@@ -95,13 +95,13 @@ func (t *fatalTrap) install(o *pebble.Options) {
 }
 
 // openTrappedStore creates the store at path for StoreWriter, as
-// openStore does, with trap as its logger and no write-ahead log: the
+// OpenStore does, with trap as its logger and no write-ahead log: the
 // store is only ever written by ingesting tables, and pebble panics when
-// closing a write-ahead log fails (db.go, rotateWAL), which a Flush does.
+// closing a write-ahead log fails (package journal's db.go, rotateWAL), which a Flush does.
 // The engine opens the finished store with a log of its own.
 func openTrappedStore(fs vfs.FS, path string, trap *fatalTrap) (_ *pebble.DB, err error) {
-	defer recoverStoreFatal(path, &err)
-	o := storeOptions(fs, nil, false, true)
+	defer RecoverStoreFatal(path, &err)
+	o := StoreOptions(fs, nil, false, true)
 	o.DisableWAL = true
 	trap.install(o)
 	db, err := pebble.Open(path, o)
@@ -111,7 +111,7 @@ func openTrappedStore(fs vfs.FS, path string, trap *fatalTrap) (_ *pebble.DB, er
 		}
 	}
 	if err != nil {
-		return nil, storeError(path, "creating", err)
+		return nil, WrapStoreError(path, "creating", err)
 	}
 	return db, nil
 }

@@ -1,4 +1,4 @@
-package journal
+package model
 
 import (
 	"encoding/binary"
@@ -169,8 +169,8 @@ func DecodeRunEntry(p []byte) (RunEntry, error) {
 	return r, d.finish()
 }
 
-// entryOf is the run entry of r.
-func entryOf(r *Run) RunEntry {
+// EntryOf is the run entry of r.
+func EntryOf(r *Run) RunEntry {
 	return RunEntry{State: r.State, Renumbered: r.Renumbered, Gen: r.Gen, Status: r.Status,
 		Started: r.Started, Finished: r.Finished, Records: uint32(len(r.Journal)),
 		WorkflowID: r.WorkflowID, Type: r.Type}
@@ -279,8 +279,8 @@ func DecodeSeenValue(p []byte) (string, error) {
 	return wf, nil
 }
 
-// encodeRunNo is the value of an "I" key.
-func encodeRunNo(no RunNo) []byte { return binary.BigEndian.AppendUint64(nil, uint64(no)) }
+// EncodeRunNo is the value of an "I" key.
+func EncodeRunNo(no RunNo) []byte { return binary.BigEndian.AppendUint64(nil, uint64(no)) }
 
 // DecodeIndexValue decodes the value of an "I" key.
 func DecodeIndexValue(p []byte) (RunNo, error) {

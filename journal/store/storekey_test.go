@@ -1,17 +1,19 @@
-package journal
+package store
 
 import (
 	"bytes"
+	"cmp"
 	"testing"
 
+	"github.com/fusee-dev/fusee/journal/model"
 	"github.com/fusee-dev/fusee/journal/wal"
 	"pgregory.net/rapid"
 )
 
-func genTimerKey(t *rapid.T, label string) TimerKey {
-	return TimerKey{
+func genTimerKey(t *rapid.T, label string) model.TimerKey {
+	return model.TimerKey{
 		At:  rapid.Int64().Draw(t, label+"at"),
-		Run: RunNo(rapid.Uint64Range(1, uint64(MaxRunNo)).Draw(t, label+"run")),
+		Run: model.RunNo(rapid.Uint64Range(1, uint64(model.MaxRunNo)).Draw(t, label+"run")),
 		Pos: rapid.Uint32().Draw(t, label+"pos"),
 	}
 }
@@ -22,7 +24,7 @@ func genTimerKey(t *rapid.T, label string) TimerKey {
 func TestStoreKeyOrder(t *testing.T) {
 	rapid.Check(t, func(t *rapid.T) {
 		a, b := genTimerKey(t, "a"), genTimerKey(t, "b")
-		if got, want := bytes.Compare(TimerKeyBytes(a), TimerKeyBytes(b)), compareTimers(a, b); got != want {
+		if got, want := bytes.Compare(TimerKeyBytes(a), TimerKeyBytes(b)), model.CompareTimers(a, b); got != want {
 			t.Fatalf("timer keys %+v, %+v compare %d, want %d", a, b, got, want)
 		}
 		k, err := ParseStoreKey(TimerKeyBytes(a))
@@ -31,9 +33,9 @@ func TestStoreKeyOrder(t *testing.T) {
 		}
 		ra, rb := a.Run, b.Run
 		pa, pb := a.Pos, b.Pos
-		want := cmpInt(ra, rb)
+		want := cmp.Compare(ra, rb)
 		if want == 0 {
-			want = cmpInt(pa, pb)
+			want = cmp.Compare(pa, pb)
 		}
 		if got := bytes.Compare(RecordKey(ra, pa), RecordKey(rb, pb)); got != want {
 			t.Fatalf("record keys (%d,%d), (%d,%d) compare %d, want %d", ra, pa, rb, pb, got, want)
@@ -61,7 +63,7 @@ func TestStoreKeyOrder(t *testing.T) {
 
 func TestParseStoreKeyRefuses(t *testing.T) {
 	for _, key := range [][]byte{nil, []byte("H1"), []byte("I"), []byte("O123"), RunKey(0), append(RunKey(1), 0),
-		ArchiveKey(MaxRunNo + 1), []byte("Tshort"), []byte("x")} {
+		ArchiveKey(model.MaxRunNo + 1), []byte("Tshort"), []byte("x")} {
 		if k, err := ParseStoreKey(key); err == nil {
 			t.Errorf("ParseStoreKey(%q) = %+v, want an error", key, k)
 		}
@@ -72,57 +74,55 @@ func TestParseStoreKeyRefuses(t *testing.T) {
 // encoded, and refuses every truncation and trailing bytes.
 func TestStoreValuesRoundTrip(t *testing.T) {
 	rapid.Check(t, func(t *rapid.T) {
-		h := CheckpointHeader{Version: StoreVersion, Shard: rapid.IntRange(0, 1023).Draw(t, "shard"),
+		h := model.CheckpointHeader{Version: model.StoreVersion, Shard: rapid.IntRange(0, 1023).Draw(t, "shard"),
 			Count: rapid.IntRange(1, 1024).Draw(t, "count"), LSN: rapid.Uint64().Draw(t, "lsn"),
-			NextRun: RunNo(rapid.Uint64Range(1, uint64(MaxRunNo)).Draw(t, "next")), NextSeq: rapid.Uint64().Draw(t, "seq"),
+			NextRun: model.RunNo(rapid.Uint64Range(1, uint64(model.MaxRunNo)).Draw(t, "next")), NextSeq: rapid.Uint64().Draw(t, "seq"),
 			Log: wal.Position{Segment: rapid.Uint64().Draw(t, "seg"), Offset: rapid.Int64().Draw(t, "off")},
 			Now: rapid.Int64().Draw(t, "now"), Created: rapid.Int64().Draw(t, "created"),
 			Gen: rapid.Uint64().Draw(t, "gen"), Seq: rapid.Uint64().Draw(t, "cseq")}
-		checkRoundTrip(t, "header", EncodeHeader(nil, &h), func(p []byte) (any, error) { v, err := DecodeHeader(p); return v, err }, h)
+		checkRoundTrip(t, "header", model.EncodeHeader(nil, &h), func(p []byte) (any, error) { v, err := model.DecodeHeader(p); return v, err }, h)
 
-		e := RunEntry{State: RunState(rapid.IntRange(1, 4).Draw(t, "state")), Renumbered: rapid.Bool().Draw(t, "ren"),
-			Gen: rapid.Uint32().Draw(t, "rgen"), Status: Status(rapid.IntRange(0, 7).Draw(t, "status")),
+		e := model.RunEntry{State: model.RunState(rapid.IntRange(1, 4).Draw(t, "state")), Renumbered: rapid.Bool().Draw(t, "ren"),
+			Gen: rapid.Uint32().Draw(t, "rgen"), Status: model.Status(rapid.IntRange(0, 7).Draw(t, "status")),
 			Started: rapid.Int64().Draw(t, "started"), Finished: rapid.Int64().Draw(t, "finished"),
 			Records: rapid.Uint32().Draw(t, "records"), WorkflowID: rapid.String().Draw(t, "wf"), Type: rapid.String().Draw(t, "type")}
-		checkRoundTrip(t, "run entry", EncodeRunEntry(nil, &e), func(p []byte) (any, error) { v, err := DecodeRunEntry(p); return v, err }, e)
+		checkRoundTrip(t, "run entry", model.EncodeRunEntry(nil, &e), func(p []byte) (any, error) { v, err := model.DecodeRunEntry(p); return v, err }, e)
 
-		m := Message{ID: rapid.String().Draw(t, "id"), Kind: MsgKind(rapid.IntRange(1, 5).Draw(t, "kind")), Seq: 9,
-			From: RunRef{Shard: 3, Run: 4}, Target: rapid.String().Draw(t, "target"),
-			Parent:   ParentRef{Shard: 1, Run: RunNo(rapid.Uint64Range(0, 99).Draw(t, "prun")), Pos: 7},
+		m := model.Message{ID: rapid.String().Draw(t, "id"), Kind: model.MsgKind(rapid.IntRange(1, 5).Draw(t, "kind")), Seq: 9,
+			From: model.RunRef{Shard: 3, Run: 4}, Target: rapid.String().Draw(t, "target"),
+			Parent:   model.ParentRef{Shard: 1, Run: model.RunNo(rapid.Uint64Range(0, 99).Draw(t, "prun")), Pos: 7},
 			ParentID: rapid.String().Draw(t, "parentID"), Type: "t", Name: rapid.String().Draw(t, "name"),
-			Status: StatusFailed, Deadline: rapid.Int64().Draw(t, "dl"), Sent: rapid.Int64().Draw(t, "sent")}
+			Status: model.StatusFailed, Deadline: rapid.Int64().Draw(t, "dl"), Sent: rapid.Int64().Draw(t, "sent")}
 		if p := rapid.SliceOfN(rapid.Byte(), 1, 10).Draw(t, "payload"); rapid.Bool().Draw(t, "hasPayload") {
 			m.Payload = p
 		}
-		checkRoundTrip(t, "message", EncodeMessage(nil, &m), func(p []byte) (any, error) {
-			v, err := DecodeMessage(p, 9)
+		checkRoundTrip(t, "message", model.EncodeMessage(nil, &m), func(p []byte) (any, error) {
+			v, err := model.DecodeMessage(p, 9)
 			if err != nil {
 				return nil, err
 			}
-			return string(EncodeMessage(nil, v)), nil
-		}, string(EncodeMessage(nil, &m)))
+			return string(model.EncodeMessage(nil, v)), nil
+		}, string(model.EncodeMessage(nil, &m)))
 
 		wf := rapid.StringN(1, 30, -1).Draw(t, "seen")
-		checkRoundTrip(t, "seen", EncodeSeenValue(nil, wf), func(p []byte) (any, error) { return DecodeSeenValue(p) }, wf)
+		checkRoundTrip(t, "seen", model.EncodeSeenValue(nil, wf), func(p []byte) (any, error) { return model.DecodeSeenValue(p) }, wf)
 
-		recs := []Record{{Kind: KindStart, WorkflowID: "w", Gen: 1}, {Kind: KindStep, Pos: 1, Payload: []byte("x")}}
-		checkRoundTrip(t, "history", EncodeHistory(nil, recs), func(p []byte) (any, error) {
-			v, err := DecodeHistory(p)
+		recs := []model.Record{{Kind: model.KindStart, WorkflowID: "w", Gen: 1}, {Kind: model.KindStep, Pos: 1, Payload: []byte("x")}}
+		checkRoundTrip(t, "history", model.EncodeHistory(nil, recs), func(p []byte) (any, error) {
+			v, err := model.DecodeHistory(p)
 			if err != nil {
 				return nil, err
 			}
-			var d differ
-			d.journal("h", v, recs)
-			return d.String(), nil
-		}, "")
+			return string(model.EncodeHistory(nil, v)), nil
+		}, string(model.EncodeHistory(nil, recs)))
 	})
 }
 
 // An empty seen value (the layout before dedup entries named their
 // workflow) and a seen value naming no workflow are refused.
 func TestSeenValueRefusesEmpty(t *testing.T) {
-	for _, p := range [][]byte{nil, EncodeSeenValue(nil, "")} {
-		if wf, err := DecodeSeenValue(p); err == nil {
+	for _, p := range [][]byte{nil, model.EncodeSeenValue(nil, "")} {
+		if wf, err := model.DecodeSeenValue(p); err == nil {
 			t.Errorf("DecodeSeenValue(%q) = %q, want an error", p, wf)
 		}
 	}

@@ -1,4 +1,4 @@
-package journal
+package model
 
 // Pending is what a run still waits for, derived from its journal.
 type Pending struct {

@@ -1,4 +1,4 @@
-package journal
+package model
 
 // This file is the one place that knows which fields of a Record and of a
 // Message name a run. A reshard moves and renumbers runs, so it must

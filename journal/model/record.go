@@ -1,4 +1,4 @@
-package journal
+package model
 
 import (
 	"encoding/binary"

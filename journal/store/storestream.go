@@ -1,4 +1,4 @@
-package journal
+package store
 
 import (
 	"context"
@@ -10,6 +10,7 @@ import (
 	"github.com/cockroachdb/pebble/v2/objstorage/objstorageprovider"
 	"github.com/cockroachdb/pebble/v2/sstable"
 	"github.com/cockroachdb/pebble/v2/vfs"
+	"github.com/fusee-dev/fusee/journal/model"
 	"github.com/fusee-dev/fusee/meta"
 )
 
@@ -61,7 +62,7 @@ func NewStoreWriter(fs vfs.FS, dir string) (*StoreWriter, error) {
 		_ = fs.RemoveAll(tmp)
 		return nil, err
 	}
-	o := storeOptions(fs, nil, false, true)
+	o := StoreOptions(fs, nil, false, true)
 	o.EnsureDefaults()
 	return &StoreWriter{fs: fs, dir: dir, tmp: tmp, db: db, trap: trap, lanes: map[byte]*storeLane{},
 		wopts: o.MakeWriterOptions(6, db.FormatMajorVersion().MaxTableFormat())}, nil
@@ -128,7 +129,7 @@ func (sw *StoreWriter) Finish() (err error) {
 	}
 	sw.closed = true
 	defer func() { _ = sw.fs.RemoveAll(sw.tmp) }()
-	defer recoverStoreFatal(sw.dir, &err)
+	defer RecoverStoreFatal(sw.dir, &err)
 	for _, l := range sw.lanes {
 		if cerr := sw.closeTable(l); err == nil {
 			err = cerr
@@ -177,16 +178,16 @@ func describeKey(k []byte) string {
 // AppendRunKeys calls fn with the store keys of run r in key order: its
 // run entry, then its records by position. Key and value are only valid
 // during the call.
-func AppendRunKeys(r *Run, fn func(key, value []byte) error) error {
-	e := entryOf(r)
+func AppendRunKeys(r *model.Run, fn func(key, value []byte) error) error {
+	e := model.EntryOf(r)
 	kb := appendBE64Key(nil, KeyRun, uint64(r.No))
-	if err := fn(kb, EncodeRunEntry(nil, &e)); err != nil {
+	if err := fn(kb, model.EncodeRunEntry(nil, &e)); err != nil {
 		return err
 	}
 	var vb []byte
 	for pos := range r.Journal {
 		kb = binary.BigEndian.AppendUint32(appendBE64Key(kb[:0], KeyRun, uint64(r.No)), uint32(pos))
-		vb = EncodeRecord(vb[:0], &r.Journal[pos])
+		vb = model.EncodeRecord(vb[:0], &r.Journal[pos])
 		if err := fn(kb, vb); err != nil {
 			return err
 		}
@@ -195,14 +196,10 @@ func AppendRunKeys(r *Run, fn func(key, value []byte) error) error {
 }
 
 // EncodeIndexValue is the value of an ID index ("I") key.
-func EncodeIndexValue(no RunNo) []byte { return encodeRunNo(no) }
+func EncodeIndexValue(no model.RunNo) []byte { return model.EncodeRunNo(no) }
 
 // HeaderKey is the store key of the checkpoint header.
 func HeaderKey() []byte { return append([]byte(nil), headerKey...) }
-
-// PendingTimers lists the timers of run r that have not fired or been
-// satisfied (none once it finished): what the store's "T" keys hold for it.
-func PendingTimers(r *Run) []TimerKey { return pendingTimers(r) }
 
 // OpenScratchStore creates a pebble store at path for temporary sorted
 // data (a reshard's plan and run map, its external sort of new store
@@ -211,9 +208,9 @@ func PendingTimers(r *Run) []TimerKey { return pendingTimers(r) }
 // fatalTrap as its logger, so pebble's failures, on any goroutine, come
 // back as errors (ScratchStore.Failed).
 func OpenScratchStore(fs vfs.FS, path string, memtableBytes, cacheBytes int) (_ *ScratchStore, err error) {
-	defer recoverStoreFatal(path, &err)
+	defer RecoverStoreFatal(path, &err)
 	trap := &fatalTrap{}
-	o := storeOptions(fs, pebble.NewCache(int64(max(cacheBytes, 1<<20))), false, true)
+	o := StoreOptions(fs, pebble.NewCache(int64(max(cacheBytes, 1<<20))), false, true)
 	trap.install(o)
 	o.DisableWAL = true
 	o.MemTableSize = uint64(max(memtableBytes, 1<<20))

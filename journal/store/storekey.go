@@ -1,8 +1,10 @@
-package journal
+package store
 
 import (
 	"encoding/binary"
 	"fmt"
+
+	"github.com/fusee-dev/fusee/journal/model"
 )
 
 // Store keys. Every key of a shard store starts with one ASCII letter that
@@ -34,12 +36,12 @@ const (
 // StoreKey is a parsed store key. Which fields are set depends on Kind.
 type StoreKey struct {
 	Kind     byte
-	Run      RunNo  // A, R, T
-	Pos      uint32 // R (with IsRecord), T
-	IsRecord bool   // R: a journal record, not the run entry
-	Seq      uint64 // O
-	At       int64  // T
-	ID       string // I: workflow ID; S: message ID
+	Run      model.RunNo // A, R, T
+	Pos      uint32      // R (with IsRecord), T
+	IsRecord bool        // R: a journal record, not the run entry
+	Seq      uint64      // O
+	At       int64       // T
+	ID       string      // I: workflow ID; S: message ID
 }
 
 func (k StoreKey) String() string {
@@ -69,7 +71,7 @@ func (k StoreKey) String() string {
 var headerKey = []byte{KeyHeader}
 
 // ArchiveKey is the key of run no's archived history.
-func ArchiveKey(no RunNo) []byte { return be64Key(KeyArchive, uint64(no)) }
+func ArchiveKey(no model.RunNo) []byte { return be64Key(KeyArchive, uint64(no)) }
 
 // IndexKey is the ID-index key of a workflow ID.
 func IndexKey(workflowID string) []byte { return append([]byte{KeyIndex}, workflowID...) }
@@ -78,10 +80,10 @@ func IndexKey(workflowID string) []byte { return append([]byte{KeyIndex}, workfl
 func OutboxKey(seq uint64) []byte { return be64Key(KeyOutbox, seq) }
 
 // RunKey is the key of run no's entry.
-func RunKey(no RunNo) []byte { return be64Key(KeyRun, uint64(no)) }
+func RunKey(no model.RunNo) []byte { return be64Key(KeyRun, uint64(no)) }
 
 // RecordKey is the key of journal record pos of run no.
-func RecordKey(no RunNo, pos uint32) []byte {
+func RecordKey(no model.RunNo, pos uint32) []byte {
 	return binary.BigEndian.AppendUint32(RunKey(no), pos)
 }
 
@@ -90,7 +92,7 @@ func SeenKey(msgID string) []byte { return append([]byte{KeySeen}, msgID...) }
 
 // TimerKeyBytes is the store key of a pending timer. The fire time's sign
 // bit is flipped so that negative times sort before positive ones.
-func TimerKeyBytes(k TimerKey) []byte { return appendTimerKey(make([]byte, 0, 21), k) }
+func TimerKeyBytes(k model.TimerKey) []byte { return appendTimerKey(make([]byte, 0, 21), k) }
 
 func be64Key(kind byte, v uint64) []byte { return appendBE64Key(make([]byte, 0, 21), kind, v) }
 
@@ -98,7 +100,7 @@ func appendBE64Key(dst []byte, kind byte, v uint64) []byte {
 	return binary.BigEndian.AppendUint64(append(dst, kind), v)
 }
 
-func appendTimerKey(dst []byte, k TimerKey) []byte {
+func appendTimerKey(dst []byte, k model.TimerKey) []byte {
 	dst = appendBE64Key(dst, KeyTimer, uint64(k.At)^1<<63)
 	dst = binary.BigEndian.AppendUint64(dst, uint64(k.Run))
 	return binary.BigEndian.AppendUint32(dst, k.Pos)
@@ -132,13 +134,13 @@ func ParseStoreKey(key []byte) (StoreKey, error) {
 		if k.Kind == KeyOutbox {
 			k.Seq = v
 		} else {
-			k.Run = RunNo(v)
+			k.Run = model.RunNo(v)
 		}
 	case KeyRun:
 		if len(rest) != 8 && len(rest) != 12 {
 			return bad()
 		}
-		k.Run = RunNo(binary.BigEndian.Uint64(rest))
+		k.Run = model.RunNo(binary.BigEndian.Uint64(rest))
 		if len(rest) == 12 {
 			k.IsRecord = true
 			k.Pos = binary.BigEndian.Uint32(rest[8:])
@@ -148,13 +150,13 @@ func ParseStoreKey(key []byte) (StoreKey, error) {
 			return bad()
 		}
 		k.At = int64(binary.BigEndian.Uint64(rest) ^ 1<<63)
-		k.Run = RunNo(binary.BigEndian.Uint64(rest[8:]))
+		k.Run = model.RunNo(binary.BigEndian.Uint64(rest[8:]))
 		k.Pos = binary.BigEndian.Uint32(rest[16:])
 	default:
 		return StoreKey{}, fmt.Errorf("store key %q: unknown kind %q", key, k.Kind)
 	}
-	if (k.Kind == KeyArchive || k.Kind == KeyRun || k.Kind == KeyTimer) && (k.Run == 0 || k.Run > MaxRunNo) {
-		return StoreKey{}, fmt.Errorf("store key %q: run number %d out of range 1..%d", key, k.Run, MaxRunNo)
+	if (k.Kind == KeyArchive || k.Kind == KeyRun || k.Kind == KeyTimer) && (k.Run == 0 || k.Run > model.MaxRunNo) {
+		return StoreKey{}, fmt.Errorf("store key %q: run number %d out of range 1..%d", key, k.Run, model.MaxRunNo)
 	}
 	return k, nil
 }

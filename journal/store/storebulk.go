@@ -1,4 +1,4 @@
-package journal
+package store
 
 import (
 	"context"
@@ -14,6 +14,7 @@ import (
 	"github.com/cockroachdb/pebble/v2/objstorage/objstorageprovider"
 	"github.com/cockroachdb/pebble/v2/sstable"
 	"github.com/cockroachdb/pebble/v2/vfs"
+	"github.com/fusee-dev/fusee/journal/model"
 	"github.com/fusee-dev/fusee/meta"
 )
 
@@ -26,19 +27,19 @@ type keyPart func(fn func(key, value []byte) error) error
 // ranges that can be written independently (into separate sstables, in
 // parallel): the small kinds before the runs, the runs in up to runParts
 // ranges of run numbers, the kinds after.
-func storeParts(s *Shard, hdr *CheckpointHeader, runParts int) []keyPart {
+func storeParts(s *model.Shard, hdr *model.CheckpointHeader, runParts int) []keyPart {
 	runs := s.SortedRuns()
 	parts := []keyPart{func(fn func(k, v []byte) error) error {
 		var kb, vb []byte
 		// "A": archives by run number.
 		for _, no := range slices.Sorted(maps.Keys(s.Archive)) {
 			kb = appendBE64Key(kb[:0], KeyArchive, uint64(no))
-			if err := fn(kb, EncodeHistory(vb[:0], s.Archive[no])); err != nil {
+			if err := fn(kb, model.EncodeHistory(vb[:0], s.Archive[no])); err != nil {
 				return err
 			}
 		}
 		// "H": the header.
-		if err := fn(headerKey, EncodeHeader(vb[:0], hdr)); err != nil {
+		if err := fn(headerKey, model.EncodeHeader(vb[:0], hdr)); err != nil {
 			return err
 		}
 		// "I": the ID index by workflow ID (byte order, as Go compares strings).
@@ -52,7 +53,7 @@ func storeParts(s *Shard, hdr *CheckpointHeader, runParts int) []keyPart {
 		// "O": the outbox by sequence number.
 		for _, m := range s.SortedOutbox() {
 			kb = appendBE64Key(kb[:0], KeyOutbox, m.Seq)
-			if err := fn(kb, EncodeMessage(vb[:0], m)); err != nil {
+			if err := fn(kb, model.EncodeMessage(vb[:0], m)); err != nil {
 				return err
 			}
 		}
@@ -65,14 +66,14 @@ func storeParts(s *Shard, hdr *CheckpointHeader, runParts int) []keyPart {
 		parts = append(parts, func(fn func(k, v []byte) error) error {
 			var kb, vb []byte
 			for _, r := range chunk {
-				e := entryOf(r)
+				e := model.EntryOf(r)
 				kb = appendBE64Key(kb[:0], KeyRun, uint64(r.No))
-				if err := fn(kb, EncodeRunEntry(vb[:0], &e)); err != nil {
+				if err := fn(kb, model.EncodeRunEntry(vb[:0], &e)); err != nil {
 					return err
 				}
 				for pos := range r.Journal {
 					kb = binary.BigEndian.AppendUint32(appendBE64Key(kb[:0], KeyRun, uint64(r.No)), uint32(pos))
-					vb = EncodeRecord(vb[:0], &r.Journal[pos])
+					vb = model.EncodeRecord(vb[:0], &r.Journal[pos])
 					if err := fn(kb, vb); err != nil {
 						return err
 					}
@@ -86,12 +87,12 @@ func storeParts(s *Shard, hdr *CheckpointHeader, runParts int) []keyPart {
 		// "S": received message IDs, with the workflow each went to.
 		for _, id := range slices.Sorted(maps.Keys(s.Seen)) {
 			kb = append(append(kb[:0], KeySeen), id...)
-			if err := fn(kb, EncodeSeenValue(vb[:0], s.Seen[id])); err != nil {
+			if err := fn(kb, model.EncodeSeenValue(vb[:0], s.Seen[id])); err != nil {
 				return err
 			}
 		}
 		// "T": timers by fire time, run, position.
-		for _, k := range slices.SortedFunc(maps.Keys(s.Timers), compareTimers) {
+		for _, k := range slices.SortedFunc(maps.Keys(s.Timers), model.CompareTimers) {
 			kb = appendTimerKey(kb[:0], k)
 			if err := fn(kb, nil); err != nil {
 				return err
@@ -102,9 +103,9 @@ func storeParts(s *Shard, hdr *CheckpointHeader, runParts int) []keyPart {
 	return parts
 }
 
-// eachStoreKey calls fn with every key of the store that reflects s under
+// EachStoreKey calls fn with every key of the store that reflects s under
 // header hdr, in ascending key order.
-func eachStoreKey(s *Shard, hdr *CheckpointHeader, fn func(key, value []byte) error) error {
+func EachStoreKey(s *model.Shard, hdr *model.CheckpointHeader, fn func(key, value []byte) error) error {
 	for _, part := range storeParts(s, hdr, 1) {
 		if err := part(fn); err != nil {
 			return err
@@ -113,10 +114,10 @@ func eachStoreKey(s *Shard, hdr *CheckpointHeader, fn func(key, value []byte) er
 	return nil
 }
 
-// headerFor fills the counters of hdr from s, the store generation
+// HeaderFor fills the counters of hdr from s, the store generation
 // included: a store's header gen is always its shard's StoreGen.
-func headerFor(s *Shard, hdr CheckpointHeader) CheckpointHeader {
-	hdr.Version = StoreVersion
+func HeaderFor(s *model.Shard, hdr model.CheckpointHeader) model.CheckpointHeader {
+	hdr.Version = model.StoreVersion
 	hdr.Shard, hdr.Count = s.Index, s.Count
 	hdr.LSN, hdr.NextRun, hdr.NextSeq = s.LSN, s.NextRun, s.NextSeq
 	hdr.Gen = s.StoreGen
@@ -143,13 +144,13 @@ const bulkTableSize = 64 << 20
 //
 // On failure dir may hold a partial store; the caller removes it (it was
 // building beside the directory anyway).
-func WriteShardStore(fs vfs.FS, dir string, s *Shard, hdr CheckpointHeader) error {
+func WriteShardStore(fs vfs.FS, dir string, s *model.Shard, hdr model.CheckpointHeader) error {
 	if s.StoreGen == 0 || (hdr.Gen != 0 && hdr.Gen != s.StoreGen) {
 		return fmt.Errorf("writing shard store %s: store generation %d for a shard of store generation %d (0 is no generation)",
 			dir, hdr.Gen, s.StoreGen)
 	}
-	hdr = headerFor(s, hdr)
-	if ids := deriveIndex(s.Runs); !maps.Equal(ids, s.ByID) {
+	hdr = HeaderFor(s, hdr)
+	if ids := model.DeriveIndex(s.Runs); !maps.Equal(ids, s.ByID) {
 		// The store would not load: its index must be the one the runs imply.
 		return fmt.Errorf("writing shard store %s: the shard's ID index differs from its runs' highest generations: %s",
 			dir, firstIDDiff(s.ByID, ids))
@@ -166,7 +167,7 @@ func WriteShardStore(fs vfs.FS, dir string, s *Shard, hdr CheckpointHeader) erro
 	}
 	defer func() { _ = fs.RemoveAll(tmp) }()
 
-	db, err := openStore(fs, dir, nil, false, true)
+	db, err := OpenStore(fs, dir, nil, false, true)
 	if err != nil {
 		return err
 	}
@@ -194,8 +195,8 @@ func WriteShardStore(fs vfs.FS, dir string, s *Shard, hdr CheckpointHeader) erro
 // GOMAXPROCS goroutines, each range into its own tables, a new table every
 // bulkTableSize bytes; the tables do not overlap, so one ingest places
 // them all in the last level.
-func writeTables(fs vfs.FS, tmp string, db *pebble.DB, s *Shard, hdr *CheckpointHeader) ([]string, error) {
-	o := storeOptions(fs, nil, false, true)
+func writeTables(fs vfs.FS, tmp string, db *pebble.DB, s *model.Shard, hdr *model.CheckpointHeader) ([]string, error) {
+	o := StoreOptions(fs, nil, false, true)
 	o.EnsureDefaults()
 	wopts := o.MakeWriterOptions(6, db.FormatMajorVersion().MaxTableFormat())
 	workers := runtime.GOMAXPROCS(0)

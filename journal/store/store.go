@@ -1,4 +1,4 @@
-package journal
+package store
 
 import (
 	"errors"
@@ -10,6 +10,7 @@ import (
 
 	"github.com/cockroachdb/pebble/v2"
 	"github.com/cockroachdb/pebble/v2/vfs"
+	"github.com/fusee-dev/fusee/journal/model"
 	"github.com/fusee-dev/fusee/meta"
 )
 
@@ -33,7 +34,7 @@ func (e *StoreError) Error() string {
 	if e.Key != "" {
 		where += ": key " + e.Key
 	}
-	var ve *StoreVersionError
+	var ve *model.StoreVersionError
 	if errors.As(e.Err, &ve) {
 		return fmt.Sprintf("shard store %s: %v", where, e.Err) // not damage: the message says what to do
 	}
@@ -100,10 +101,10 @@ func corruptionMessage(err error) string {
 
 func (e *StoreCorruptionError) Unwrap() error { return e.Err }
 
-// storeError wraps an error pebble returned while doing what (opening,
+// WrapStoreError wraps an error pebble returned while doing what (opening,
 // reading) for the store at path: on-disk corruption becomes a
 // *StoreCorruptionError naming the file, anything else is wrapped as is.
-func storeError(path, what string, err error) error {
+func WrapStoreError(path, what string, err error) error {
 	if err == nil {
 		return nil
 	}
@@ -128,10 +129,10 @@ func storeError(path, what string, err error) error {
 // reach the caller as errors.
 //
 // Fatalf is what pebble calls when it cannot go on. It panics with a
-// storeFatal, which the store code in this package (openStore, loadShard:
-// see recoverStoreFatal) turns back into an error for the caller; pebble
+// storeFatal, which the store code in this package (OpenStore, LoadShard:
+// see RecoverStoreFatal) turns back into an error for the caller; pebble
 // calls it only from the goroutine doing the operation that failed. With
-// storeOptions' event listener, on-disk corruption found by a read is not
+// StoreOptions' event listener, on-disk corruption found by a read is not
 // fatal in the first place: the read returns an error.
 type quietLogger struct{}
 
@@ -144,12 +145,12 @@ func (quietLogger) Fatalf(f string, args ...any) {
 // storeFatal is the value quietLogger.Fatalf panics with.
 type storeFatal struct{ err error }
 
-// recoverStoreFatal, deferred by a function that calls into pebble for the
+// RecoverStoreFatal, deferred by a function that calls into pebble for the
 // store at path, turns a storeFatal panic into *errp, and so a panic of
 // pebble's own whose value is a file system error (a failed directory
 // fsync: see fatal.go). A Fatalf caused by the file system failing is
 // that failure, not damage. Any other panic goes on.
-func recoverStoreFatal(path string, errp *error) {
+func RecoverStoreFatal(path string, errp *error) {
 	r := recover()
 	if r == nil {
 		return
@@ -174,9 +175,9 @@ func recoverStoreFatal(path string, errp *error) {
 // ratcheted), so that a read-only open writes nothing.
 const storeFormat = pebble.FormatNewest
 
-// storeOptions are the pebble options of a shard store. cache is shared by
+// StoreOptions are the pebble options of a shard store. cache is shared by
 // every store of a directory (nil: each store gets a small one).
-func storeOptions(fs vfs.FS, cache *pebble.Cache, readOnly, create bool) *pebble.Options {
+func StoreOptions(fs vfs.FS, cache *pebble.Cache, readOnly, create bool) *pebble.Options {
 	o := &pebble.Options{
 		// Through meta.FS, pebble's LOCK is a flock(2) lock, which an
 		// existing LOCK needs no write access for (a read-only open).
@@ -197,7 +198,7 @@ func storeOptions(fs vfs.FS, cache *pebble.Cache, readOnly, create bool) *pebble
 	}
 	// Pebble's default for DataCorruption is Logger.Fatalf. A read that
 	// finds corruption returns an error as well, which reaches the caller
-	// as a *StoreCorruptionError (storeError), so the event itself needs
+	// as a *StoreCorruptionError (WrapStoreError), so the event itself needs
 	// no handling; background errors are not fatal either.
 	o.EventListener = &pebble.EventListener{
 		DataCorruption:  func(pebble.DataCorruptionInfo) {},
@@ -206,38 +207,38 @@ func storeOptions(fs vfs.FS, cache *pebble.Cache, readOnly, create bool) *pebble
 	return o
 }
 
-// openStore opens (or, with create, creates) the pebble store at path.
+// OpenStore opens (or, with create, creates) the pebble store at path.
 // Corruption is a *StoreCorruptionError.
-func openStore(fs vfs.FS, path string, cache *pebble.Cache, readOnly, create bool) (_ *pebble.DB, err error) {
-	return openStoreWith(path, storeOptions(fs, cache, readOnly, create), create)
+func OpenStore(fs vfs.FS, path string, cache *pebble.Cache, readOnly, create bool) (_ *pebble.DB, err error) {
+	return OpenStoreWith(path, StoreOptions(fs, cache, readOnly, create), create)
 }
 
-// openStoreWith is openStore with the options given.
-func openStoreWith(path string, o *pebble.Options, create bool) (_ *pebble.DB, err error) {
-	defer recoverStoreFatal(path, &err)
+// OpenStoreWith is OpenStore with the options given.
+func OpenStoreWith(path string, o *pebble.Options, create bool) (_ *pebble.DB, err error) {
+	defer RecoverStoreFatal(path, &err)
 	db, err := pebble.Open(path, o)
 	if err != nil {
 		if !create && errors.Is(err, pebble.ErrDBDoesNotExist) {
 			return nil, fmt.Errorf("shard store %s is missing: the directory is incomplete; restore it from a backup: %w", path, err)
 		}
-		return nil, storeError(path, "opening", err)
+		return nil, WrapStoreError(path, "opening", err)
 	}
 	return db, nil
 }
 
-// loadShard reads a whole shard store into memory: the checkpoint header
+// LoadShard reads a whole shard store into memory: the checkpoint header
 // and the state it describes. It checks that the store agrees with itself:
 // every run's records are all there, the derived ID index and timers match
 // what the journals say, numbers are below the header's counters. A store
 // whose files are corrupt is a *StoreCorruptionError, never a panic.
-func loadShard(db *pebble.DB, path string, index, count int) (_ *Shard, _ CheckpointHeader, err error) {
-	defer recoverStoreFatal(path, &err)
-	s := NewShard(index, count)
-	var hdr CheckpointHeader
+func LoadShard(db *pebble.DB, path string, index, count int) (_ *model.Shard, _ model.CheckpointHeader, err error) {
+	defer RecoverStoreFatal(path, &err)
+	s := model.NewShard(index, count)
+	var hdr model.CheckpointHeader
 	haveHeader := false
-	storedIDs := map[string]RunNo{}
-	storedTimers := map[TimerKey]struct{}{}
-	var cur *Run // the run whose records follow
+	storedIDs := map[string]model.RunNo{}
+	storedTimers := map[model.TimerKey]struct{}{}
+	var cur *model.Run // the run whose records follow
 	var curWant uint32
 
 	fail := func(key []byte, err error) error {
@@ -260,7 +261,7 @@ func loadShard(db *pebble.DB, path string, index, count int) (_ *Shard, _ Checkp
 
 	it, err := db.NewIter(nil)
 	if err != nil {
-		return nil, hdr, storeError(path, "reading", err)
+		return nil, hdr, WrapStoreError(path, "reading", err)
 	}
 	for ok := it.First(); ok; ok = it.Next() {
 		key, val := it.Key(), it.Value()
@@ -282,10 +283,10 @@ func loadShard(db *pebble.DB, path string, index, count int) (_ *Shard, _ Checkp
 	}
 	if err := it.Error(); err != nil {
 		it.Close()
-		return nil, hdr, storeError(path, "reading", err)
+		return nil, hdr, WrapStoreError(path, "reading", err)
 	}
 	if err := it.Close(); err != nil {
-		return nil, hdr, storeError(path, "reading", err)
+		return nil, hdr, WrapStoreError(path, "reading", err)
 	}
 	if err := endRun(); err != nil {
 		return nil, hdr, err
@@ -300,29 +301,29 @@ func loadShard(db *pebble.DB, path string, index, count int) (_ *Shard, _ Checkp
 }
 
 // loadKey adds one store key to the shard being loaded.
-func loadKey(s *Shard, k StoreKey, val []byte, hdr *CheckpointHeader, haveHeader *bool,
-	ids map[string]RunNo, timers map[TimerKey]struct{}, cur **Run, curWant *uint32) error {
+func loadKey(s *model.Shard, k StoreKey, val []byte, hdr *model.CheckpointHeader, haveHeader *bool,
+	ids map[string]model.RunNo, timers map[model.TimerKey]struct{}, cur **model.Run, curWant *uint32) error {
 	switch k.Kind {
 	case KeyHeader:
-		h, err := DecodeHeader(val)
+		h, err := model.DecodeHeader(val)
 		if err != nil {
 			return err
 		}
 		*hdr, *haveHeader = h, true
 	case KeyArchive:
-		recs, err := DecodeHistory(val)
+		recs, err := model.DecodeHistory(val)
 		if err != nil {
 			return err
 		}
 		s.Archive[k.Run] = recs
 	case KeyIndex:
-		no, err := DecodeIndexValue(val)
+		no, err := model.DecodeIndexValue(val)
 		if err != nil {
 			return err
 		}
 		ids[k.ID] = no
 	case KeyOutbox:
-		m, err := DecodeMessage(val, k.Seq)
+		m, err := model.DecodeMessage(val, k.Seq)
 		if err != nil {
 			return err
 		}
@@ -331,7 +332,7 @@ func loadKey(s *Shard, k StoreKey, val []byte, hdr *CheckpointHeader, haveHeader
 		}
 		s.Outbox[m.ID] = m
 	case KeySeen:
-		wf, err := DecodeSeenValue(val)
+		wf, err := model.DecodeSeenValue(val)
 		if err != nil {
 			return err
 		}
@@ -340,32 +341,32 @@ func loadKey(s *Shard, k StoreKey, val []byte, hdr *CheckpointHeader, haveHeader
 		if len(val) != 0 {
 			return fmt.Errorf("timer value of %d bytes, want none", len(val))
 		}
-		timers[TimerKey{At: k.At, Run: k.Run, Pos: k.Pos}] = struct{}{}
+		timers[model.TimerKey{At: k.At, Run: k.Run, Pos: k.Pos}] = struct{}{}
 	case KeyRun:
-		return loadRunKey(s, k, val, cur, curWant)
+		return LoadRunKey(s, k, val, cur, curWant)
 	}
 	return nil
 }
 
-func loadRunKey(s *Shard, k StoreKey, val []byte, cur **Run, curWant *uint32) error {
-	if k.Run == NoSuchRun {
-		return fmt.Errorf("a run numbered %d, the number reserved for references to no run", NoSuchRun)
+func LoadRunKey(s *model.Shard, k StoreKey, val []byte, cur **model.Run, curWant *uint32) error {
+	if k.Run == model.NoSuchRun {
+		return fmt.Errorf("a run numbered %d, the number reserved for references to no run", model.NoSuchRun)
 	}
 	if !k.IsRecord {
-		e, err := DecodeRunEntry(val)
+		e, err := model.DecodeRunEntry(val)
 		if err != nil {
 			return err
 		}
 		if e.WorkflowID == "" {
 			return errors.New("run entry without a workflow ID")
 		}
-		if (e.State == StateTombstone) != (e.Records == 0) {
+		if (e.State == model.StateTombstone) != (e.Records == 0) {
 			return fmt.Errorf("a %s run with %d journal records", e.State, e.Records)
 		}
-		r := &Run{No: k.Run, WorkflowID: e.WorkflowID, Gen: e.Gen, Type: e.Type, State: e.State,
+		r := &model.Run{No: k.Run, WorkflowID: e.WorkflowID, Gen: e.Gen, Type: e.Type, State: e.State,
 			Status: e.Status, Started: e.Started, Finished: e.Finished, Renumbered: e.Renumbered}
 		if e.Records > 0 {
-			r.Journal = make([]Record, 0, e.Records)
+			r.Journal = make([]model.Record, 0, e.Records)
 		}
 		s.Runs[k.Run] = r
 		*cur, *curWant = r, e.Records
@@ -378,7 +379,7 @@ func loadRunKey(s *Shard, k StoreKey, val []byte, cur **Run, curWant *uint32) er
 	if int(k.Pos) != len(r.Journal) || k.Pos >= *curWant {
 		return fmt.Errorf("journal record at position %d, want position %d of %d", k.Pos, len(r.Journal), *curWant)
 	}
-	rec, err := DecodeRecord(val)
+	rec, err := model.DecodeRecord(val)
 	if err != nil {
 		return err
 	}
@@ -391,8 +392,8 @@ func loadRunKey(s *Shard, k StoreKey, val []byte, cur **Run, curWant *uint32) er
 
 // checkLoaded checks a loaded shard against its header and rebuilds the
 // derived indexes, refusing a store whose stored copies differ.
-func checkLoaded(s *Shard, hdr *CheckpointHeader, index, count int, ids map[string]RunNo, timers map[TimerKey]struct{}) error {
-	if err := checkHeader(hdr, index, count); err != nil {
+func checkLoaded(s *model.Shard, hdr *model.CheckpointHeader, index, count int, ids map[string]model.RunNo, timers map[model.TimerKey]struct{}) error {
+	if err := CheckHeader(hdr, index, count); err != nil {
 		return err
 	}
 	s.LSN, s.NextRun, s.NextSeq, s.StoreGen = hdr.LSN, hdr.NextRun, hdr.NextSeq, hdr.Gen
@@ -400,17 +401,17 @@ func checkLoaded(s *Shard, hdr *CheckpointHeader, index, count int, ids map[stri
 		if no >= s.NextRun {
 			return fmt.Errorf("run %d is not below the header's next run number %d", no, s.NextRun)
 		}
-		if r.State == StateTombstone {
+		if r.State == model.StateTombstone {
 			if _, ok := s.Archive[no]; !ok {
 				return fmt.Errorf("tombstoned run %d has no archived history", no)
 			}
-		} else if st := r.Start(); st == nil || st.Kind != KindStart || st.WorkflowID != r.WorkflowID {
+		} else if st := r.Start(); st == nil || st.Kind != model.KindStart || st.WorkflowID != r.WorkflowID {
 			return fmt.Errorf("run %d's journal does not begin with its start record", no)
 		}
 	}
-	s.ByID = deriveIndex(s.Runs)
+	s.ByID = model.DeriveIndex(s.Runs)
 	for no := range s.Archive {
-		if r, ok := s.Runs[no]; !ok || r.State != StateTombstone {
+		if r, ok := s.Runs[no]; !ok || r.State != model.StateTombstone {
 			return fmt.Errorf("archived history of run %d, which is not a tombstone", no)
 		}
 	}
@@ -430,7 +431,7 @@ func checkLoaded(s *Shard, hdr *CheckpointHeader, index, count int, ids map[stri
 	return nil
 }
 
-func firstIDDiff(stored, derived map[string]RunNo) string {
+func firstIDDiff(stored, derived map[string]model.RunNo) string {
 	ids := slices.Sorted(maps.Keys(stored))
 	for id := range derived {
 		if _, ok := stored[id]; !ok {
@@ -448,29 +449,29 @@ func firstIDDiff(stored, derived map[string]RunNo) string {
 	return "?"
 }
 
-// writeChanges adds to b every key the shard changed since its store last
+// WriteChanges adds to b every key the shard changed since its store last
 // reflected it, then the new header. Committing b (synced) is the
 // checkpoint. Keys go into the batch in a fixed order (by kind, then key),
 // never in map order: the batch's bytes (pebble's WAL) and the sequence
 // numbers its keys get (pebble's tables) then depend only on the state,
 // so the same history writes the same store files.
-func writeChanges(b *pebble.Batch, s *Shard, hdr *CheckpointHeader) error {
-	c := s.changed
+func WriteChanges(b *pebble.Batch, s *model.Shard, hdr *model.CheckpointHeader) error {
+	c := s.Changed
 	if c == nil {
 		return errors.New("shard has no change tracking")
 	}
 	var buf []byte
-	for _, no := range slices.Sorted(maps.Keys(c.runs)) {
-		from := c.runs[no]
+	for _, no := range slices.Sorted(maps.Keys(c.Runs)) {
+		from := c.Runs[no]
 		r, ok := s.Runs[no]
 		if !ok {
 			return fmt.Errorf("changed run %d is gone", no)
 		}
-		e := entryOf(r)
-		if err := b.Set(RunKey(no), EncodeRunEntry(buf[:0], &e), nil); err != nil {
+		e := model.EntryOf(r)
+		if err := b.Set(RunKey(no), model.EncodeRunEntry(buf[:0], &e), nil); err != nil {
 			return err
 		}
-		if r.State == StateTombstone {
+		if r.State == model.StateTombstone {
 			// The store holds the records below from (the first position
 			// changed since it last reflected the run): delete each. Point
 			// deletions, not a range deletion: a range tombstone in a
@@ -484,16 +485,16 @@ func writeChanges(b *pebble.Batch, s *Shard, hdr *CheckpointHeader) error {
 			continue
 		}
 		for pos := int(from); pos < len(r.Journal); pos++ {
-			buf = EncodeRecord(buf[:0], &r.Journal[pos])
+			buf = model.EncodeRecord(buf[:0], &r.Journal[pos])
 			if err := b.Set(RecordKey(no, uint32(pos)), buf, nil); err != nil {
 				return err
 			}
 		}
 	}
-	for _, id := range slices.Sorted(maps.Keys(c.ids)) {
+	for _, id := range slices.Sorted(maps.Keys(c.IDs)) {
 		var err error
 		if no, ok := s.ByID[id]; ok {
-			err = b.Set(IndexKey(id), encodeRunNo(no), nil)
+			err = b.Set(IndexKey(id), model.EncodeRunNo(no), nil)
 		} else {
 			err = b.Delete(IndexKey(id), nil)
 		}
@@ -501,7 +502,7 @@ func writeChanges(b *pebble.Batch, s *Shard, hdr *CheckpointHeader) error {
 			return err
 		}
 	}
-	for _, k := range slices.SortedFunc(maps.Keys(c.timers), compareTimers) {
+	for _, k := range slices.SortedFunc(maps.Keys(c.Timers), model.CompareTimers) {
 		var err error
 		if _, ok := s.Timers[k]; ok {
 			err = b.Set(TimerKeyBytes(k), nil, nil)
@@ -512,11 +513,11 @@ func writeChanges(b *pebble.Batch, s *Shard, hdr *CheckpointHeader) error {
 			return err
 		}
 	}
-	for _, seq := range slices.Sorted(maps.Keys(c.outbox)) {
-		id := c.outbox[seq]
+	for _, seq := range slices.Sorted(maps.Keys(c.Outbox)) {
+		id := c.Outbox[seq]
 		var err error
 		if m, ok := s.Outbox[id]; ok && m.Seq == seq {
-			err = b.Set(OutboxKey(seq), EncodeMessage(buf[:0], m), nil)
+			err = b.Set(OutboxKey(seq), model.EncodeMessage(buf[:0], m), nil)
 		} else {
 			err = b.Delete(OutboxKey(seq), nil)
 		}
@@ -524,15 +525,15 @@ func writeChanges(b *pebble.Batch, s *Shard, hdr *CheckpointHeader) error {
 			return err
 		}
 	}
-	for _, id := range slices.Sorted(maps.Keys(c.seen)) {
-		if err := b.Set(SeenKey(id), EncodeSeenValue(buf[:0], s.Seen[id]), nil); err != nil {
+	for _, id := range slices.Sorted(maps.Keys(c.Seen)) {
+		if err := b.Set(SeenKey(id), model.EncodeSeenValue(buf[:0], s.Seen[id]), nil); err != nil {
 			return err
 		}
 	}
-	for _, no := range slices.Sorted(maps.Keys(c.archive)) {
-		if err := b.Set(ArchiveKey(no), EncodeHistory(buf[:0], s.Archive[no]), nil); err != nil {
+	for _, no := range slices.Sorted(maps.Keys(c.Archive)) {
+		if err := b.Set(ArchiveKey(no), model.EncodeHistory(buf[:0], s.Archive[no]), nil); err != nil {
 			return err
 		}
 	}
-	return b.Set(headerKey, EncodeHeader(nil, hdr), nil)
+	return b.Set(headerKey, model.EncodeHeader(nil, hdr), nil)
 }

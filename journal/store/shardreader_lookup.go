@@ -1,4 +1,4 @@
-package journal
+package store
 
 import (
 	"bytes"
@@ -6,14 +6,15 @@ import (
 	"sync"
 
 	"github.com/cockroachdb/pebble/v2"
+	"github.com/fusee-dev/fusee/journal/model"
 )
 
 // lookupCursor is what one caller of ShardReader.Run works with: a run
 // iterator kept open between lookups (a seek on it is cheaper than a new
-// iterator) and loadRunKey's target.
+// iterator) and LoadRunKey's target.
 type lookupCursor struct {
 	it      *pebble.Iterator
-	scratch *Shard
+	scratch *model.Shard
 }
 
 // lookupPool holds the cursors not in use: as many as there were callers
@@ -36,9 +37,9 @@ func (sr *ShardReader) takeCursor() (*lookupCursor, error) {
 	p.mu.Unlock()
 	it, err := sr.store.NewIter(&pebble.IterOptions{LowerBound: []byte{KeyRun}, UpperBound: []byte{KeyRun + 1}})
 	if err != nil {
-		return nil, storeError(sr.path, "reading", err)
+		return nil, WrapStoreError(sr.path, "reading", err)
 	}
-	return &lookupCursor{it: it, scratch: &Shard{Runs: map[RunNo]*Run{}}}, nil
+	return &lookupCursor{it: it, scratch: &model.Shard{Runs: map[model.RunNo]*model.Run{}}}, nil
 }
 
 func (p *lookupPool) put(c *lookupCursor) {
@@ -65,7 +66,7 @@ func (p *lookupPool) close() error {
 func (sr *ShardReader) seekExact(c *lookupCursor, key []byte) ([]byte, bool, error) {
 	if !c.it.SeekGE(key) {
 		if err := c.it.Error(); err != nil {
-			return nil, false, storeError(sr.path, "reading", err)
+			return nil, false, WrapStoreError(sr.path, "reading", err)
 		}
 		return nil, false, nil
 	}
@@ -74,7 +75,7 @@ func (sr *ShardReader) seekExact(c *lookupCursor, key []byte) ([]byte, bool, err
 	}
 	val, err := c.it.ValueAndErr()
 	if err != nil {
-		return nil, false, storeError(sr.path, "reading", err)
+		return nil, false, WrapStoreError(sr.path, "reading", err)
 	}
 	return val, true, nil
 }
@@ -82,15 +83,15 @@ func (sr *ShardReader) seekExact(c *lookupCursor, key []byte) ([]byte, bool, err
 // storedEntry reads run no's entry from the store (not the overlay) on a
 // cursor: a seek on an open iterator, cheaper than a Get, which builds
 // one; a record of the same run read next is usually in the same block.
-func (sr *ShardReader) storedEntry(c *lookupCursor, no RunNo) (RunEntry, bool, error) {
+func (sr *ShardReader) storedEntry(c *lookupCursor, no model.RunNo) (model.RunEntry, bool, error) {
 	key := RunKey(no)
 	val, ok, err := sr.seekExact(c, key)
 	if !ok || err != nil {
-		return RunEntry{}, false, err
+		return model.RunEntry{}, false, err
 	}
-	e, err := DecodeRunEntry(val)
+	e, err := model.DecodeRunEntry(val)
 	if err != nil {
-		return RunEntry{}, false, sr.keyError(key, err)
+		return model.RunEntry{}, false, sr.keyError(key, err)
 	}
 	return e, true, nil
 }

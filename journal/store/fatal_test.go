@@ -1,4 +1,4 @@
-package journal
+package store
 
 import (
 	"errors"
@@ -14,12 +14,12 @@ import (
 func TestFatalFromFileSystem(t *testing.T) {
 	sync := &iofs.PathError{Op: "sync", Path: "/s/MANIFEST-000001", Err: syscall.EIO}
 	viaFatalf := func() (err error) {
-		defer recoverStoreFatal("/s", &err)
+		defer RecoverStoreFatal("/s", &err)
 		quietLogger{}.Fatalf("MANIFEST sync failed: %v", sync)
 		return nil
 	}
 	viaPanic := func() (err error) {
-		defer recoverStoreFatal("/s", &err)
+		defer RecoverStoreFatal("/s", &err)
 		panic(sync)
 	}
 	for name, f := range map[string]func() error{"Fatalf": viaFatalf, "panic": viaPanic} {
@@ -35,4 +35,27 @@ func TestFatalFromFileSystem(t *testing.T) {
 	if err := trap.Err(); !errors.Is(err, syscall.EIO) || !strings.Contains(err.Error(), "pebble: MANIFEST sync failed") {
 		t.Errorf("trap: %v, want the first failure", err)
 	}
+}
+
+// Only pebble's Fatalf is turned into an error; other panics go on.
+func TestRecoverStoreFatal(t *testing.T) {
+	f := func() (err error) {
+		defer RecoverStoreFatal("/s", &err)
+		quietLogger{}.Fatalf("boom %d", 1)
+		return nil
+	}
+	var ce *StoreCorruptionError
+	if err := f(); !errors.As(err, &ce) || ce.Path != "/s" || !strings.Contains(err.Error(), "pebble: boom 1") {
+		t.Fatalf("Fatalf: %v", err)
+	}
+	defer func() {
+		if r := recover(); r != "other" {
+			t.Fatalf("recovered %v, want the other panic", r)
+		}
+	}()
+	func() {
+		var err error
+		defer RecoverStoreFatal("/s", &err)
+		panic("other")
+	}()
 }

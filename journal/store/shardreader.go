@@ -1,4 +1,4 @@
-package journal
+package store
 
 import (
 	"bytes"
@@ -11,6 +11,7 @@ import (
 
 	"github.com/cockroachdb/pebble/v2"
 	"github.com/cockroachdb/pebble/v2/vfs"
+	"github.com/fusee-dev/fusee/journal/model"
 )
 
 // Streamed recovery, part two: a ShardReader gives the state RecoverShard
@@ -48,12 +49,12 @@ import (
 type ShardReader struct {
 	path    string
 	store   *pebble.DB
-	stored  CheckpointHeader // the store's checkpoint header
-	overlay *Shard           // what the tail changed, after the tail
-	touched map[RunNo]bool   // runs the tail names: streamed from the overlay
-	msgGone map[string]bool  // message IDs the tail acked or sent: the store's copies are gone
-	scratch *Shard           // loadRunKey's target while decoding one run
-	lookups lookupPool       // Run's iterators, kept between calls
+	stored  model.CheckpointHeader // the store's checkpoint header
+	overlay *model.Shard           // what the tail changed, after the tail
+	touched map[model.RunNo]bool   // runs the tail names: streamed from the overlay
+	msgGone map[string]bool        // message IDs the tail acked or sent: the store's copies are gone
+	scratch *model.Shard           // LoadRunKey's target while decoding one run
+	lookups lookupPool             // Run's iterators, kept between calls
 }
 
 // OpenShardReader opens shard's store in dir (a directory of count shards)
@@ -78,11 +79,11 @@ func OpenShardReaderCache(fs vfs.FS, dir string, shard, count int, tail *ShardTa
 		return nil, fmt.Errorf("reading shard %d of %s: no log tail for it", shard, dir)
 	}
 	path := StoreDir(fs, dir, shard)
-	store, err := openStore(fs, path, cache, true, false)
+	store, err := OpenStore(fs, path, cache, true, false)
 	if err != nil {
 		return nil, err
 	}
-	sr := &ShardReader{path: path, store: store, scratch: &Shard{Runs: map[RunNo]*Run{}}}
+	sr := &ShardReader{path: path, store: store, scratch: &model.Shard{Runs: map[model.RunNo]*model.Run{}}}
 	if err := sr.open(tail, count); err != nil {
 		store.Close()
 		return nil, err
@@ -91,7 +92,7 @@ func OpenShardReaderCache(fs vfs.FS, dir string, shard, count int, tail *ShardTa
 }
 
 func (sr *ShardReader) open(tail *ShardTail, count int) (err error) {
-	defer recoverStoreFatal(sr.path, &err)
+	defer RecoverStoreFatal(sr.path, &err)
 	if err := sr.checkKeyKinds(); err != nil {
 		return err
 	}
@@ -103,7 +104,7 @@ func (sr *ShardReader) open(tail *ShardTail, count int) (err error) {
 		return fmt.Errorf("reading shard store %s: its checkpoint is at LSN %d, the log tail given follows LSN %d", sr.path, hdr.LSN, tail.CheckpointLSN)
 	}
 	sr.stored = hdr
-	o := NewShard(hdr.Shard, hdr.Count)
+	o := model.NewShard(hdr.Shard, hdr.Count)
 	o.LSN, o.NextRun, o.NextSeq = hdr.LSN, hdr.NextRun, hdr.NextSeq
 	sr.overlay = o
 	if err := sr.preload(tail); err != nil {
@@ -129,17 +130,17 @@ func (sr *ShardReader) open(tail *ShardTail, count int) (err error) {
 // store (see the comment at the top of this file).
 func (sr *ShardReader) preload(tail *ShardTail) error {
 	o := sr.overlay
-	sr.touched, sr.msgGone = map[RunNo]bool{}, map[string]bool{}
+	sr.touched, sr.msgGone = map[model.RunNo]bool{}, map[string]bool{}
 	started := map[string]bool{}
 	for i := range tail.Entries {
 		op := &tail.Entries[i].Op
 		switch op.Kind {
-		case OpStart, OpAppend, OpPark, OpLoad, OpTombstone:
+		case model.OpStart, model.OpAppend, model.OpPark, model.OpLoad, model.OpTombstone:
 			sr.touched[op.Run] = true
-			if op.Kind == OpStart {
+			if op.Kind == model.OpStart {
 				started[op.Rec.WorkflowID] = true
 			}
-		case OpAck:
+		case model.OpAck:
 			sr.msgGone[op.MsgID] = true
 		}
 	}
@@ -177,7 +178,7 @@ func (sr *ShardReader) preload(tail *ShardTail) error {
 		}
 	}
 	if len(sr.msgGone) > 0 {
-		err := sr.storedOutbox(func(key []byte, m *Message) error {
+		err := sr.storedOutbox(func(key []byte, m *model.Message) error {
 			if !sr.msgGone[m.ID] {
 				return nil
 			}
@@ -198,19 +199,19 @@ func (sr *ShardReader) preload(tail *ShardTail) error {
 // loadRun reads run no from the store by key: with its journal, or (for
 // the index rule's comparison) its entry alone. It returns nil if the
 // store has no such run.
-func (sr *ShardReader) loadRun(no RunNo, journal bool) (*Run, error) {
+func (sr *ShardReader) loadRun(no model.RunNo, journal bool) (*model.Run, error) {
 	if !journal {
 		val, closer, err := sr.store.Get(RunKey(no))
 		if errors.Is(err, pebble.ErrNotFound) {
 			return nil, nil
 		}
 		if err != nil {
-			return nil, storeError(sr.path, "reading", err)
+			return nil, WrapStoreError(sr.path, "reading", err)
 		}
 		defer closer.Close()
-		var cur *Run
+		var cur *model.Run
 		var want uint32
-		if err := loadRunKey(sr.scratch, StoreKey{Kind: KeyRun, Run: no}, val, &cur, &want); err != nil {
+		if err := LoadRunKey(sr.scratch, StoreKey{Kind: KeyRun, Run: no}, val, &cur, &want); err != nil {
 			return nil, sr.keyError(RunKey(no), err)
 		}
 		delete(sr.scratch.Runs, no)
@@ -219,23 +220,23 @@ func (sr *ShardReader) loadRun(no RunNo, journal bool) (*Run, error) {
 	}
 	it, err := sr.store.NewIter(&pebble.IterOptions{LowerBound: RunKey(no), UpperBound: RunKey(no + 1)})
 	if err != nil {
-		return nil, storeError(sr.path, "reading", err)
+		return nil, WrapStoreError(sr.path, "reading", err)
 	}
-	var r *Run
+	var r *model.Run
 	if it.First() {
 		r, err = sr.readRun(it, sr.scratch)
 		if err == nil {
 			err = sr.checkStoredRun(r)
 		}
 	}
-	return r, closeIter(sr.path, it, err)
+	return r, CloseIter(sr.path, it, err)
 }
 
 // readRun decodes the run whose entry is the iterator's current key and
 // its journal records, which follow it, and leaves the iterator just past
-// them. scratch is loadRunKey's target.
-func (sr *ShardReader) readRun(it *pebble.Iterator, scratch *Shard) (*Run, error) {
-	var cur *Run
+// them. scratch is LoadRunKey's target.
+func (sr *ShardReader) readRun(it *pebble.Iterator, scratch *model.Shard) (*model.Run, error) {
+	var cur *model.Run
 	var want uint32
 	for ok := true; ok; ok = it.Next() {
 		key := it.Key()
@@ -246,12 +247,12 @@ func (sr *ShardReader) readRun(it *pebble.Iterator, scratch *Shard) (*Run, error
 		if cur != nil && !k.IsRecord {
 			break // the next run's entry
 		}
-		if err := loadRunKey(scratch, k, it.Value(), &cur, &want); err != nil {
+		if err := LoadRunKey(scratch, k, it.Value(), &cur, &want); err != nil {
 			return nil, sr.keyError(key, err)
 		}
 	}
 	if err := it.Error(); err != nil {
-		return nil, storeError(sr.path, "reading", err)
+		return nil, WrapStoreError(sr.path, "reading", err)
 	}
 	delete(scratch.Runs, cur.No)
 	if uint32(len(cur.Journal)) != want {
@@ -262,12 +263,12 @@ func (sr *ShardReader) readRun(it *pebble.Iterator, scratch *Shard) (*Run, error
 
 // checkStoredRun checks what loading a store checks of one run that does
 // not need the rest of the store.
-func (sr *ShardReader) checkStoredRun(r *Run) error {
+func (sr *ShardReader) checkStoredRun(r *model.Run) error {
 	if r.No >= sr.stored.NextRun {
 		return sr.keyError(RunKey(r.No), fmt.Errorf("run %d is not below the header's next run number %d", r.No, sr.stored.NextRun))
 	}
-	if r.State != StateTombstone {
-		if st := r.Start(); st == nil || st.Kind != KindStart || st.WorkflowID != r.WorkflowID {
+	if r.State != model.StateTombstone {
+		if st := r.Start(); st == nil || st.Kind != model.KindStart || st.WorkflowID != r.WorkflowID {
 			return sr.keyError(RunKey(r.No), fmt.Errorf("run %d's journal does not begin with its start record", r.No))
 		}
 	}
@@ -275,17 +276,17 @@ func (sr *ShardReader) checkStoredRun(r *Run) error {
 }
 
 // indexEntry reads the ID-index entry of a workflow ID.
-func (sr *ShardReader) indexEntry(id string) (RunNo, bool, error) {
+func (sr *ShardReader) indexEntry(id string) (model.RunNo, bool, error) {
 	key := IndexKey(id)
 	val, closer, err := sr.store.Get(key)
 	if errors.Is(err, pebble.ErrNotFound) {
 		return 0, false, nil
 	}
 	if err != nil {
-		return 0, false, storeError(sr.path, "reading", err)
+		return 0, false, WrapStoreError(sr.path, "reading", err)
 	}
 	defer closer.Close()
-	no, err := DecodeIndexValue(val)
+	no, err := model.DecodeIndexValue(val)
 	if err != nil {
 		return 0, false, sr.keyError(key, err)
 	}
@@ -306,7 +307,7 @@ var keyKindGaps = [][2][]byte{
 func (sr *ShardReader) checkKeyKinds() error {
 	it, err := sr.store.NewIter(nil)
 	if err != nil {
-		return storeError(sr.path, "reading", err)
+		return WrapStoreError(sr.path, "reading", err)
 	}
 	for _, gap := range keyKindGaps {
 		ok := it.First()
@@ -324,10 +325,10 @@ func (sr *ShardReader) checkKeyKinds() error {
 	}
 	if err == nil {
 		if ierr := it.Error(); ierr != nil {
-			err = storeError(sr.path, "reading", ierr)
+			err = WrapStoreError(sr.path, "reading", ierr)
 		}
 	}
-	return closeIter(sr.path, it, err)
+	return CloseIter(sr.path, it, err)
 }
 
 // keyError is a *StoreError for key (nil: the store as a whole).
@@ -342,10 +343,10 @@ func (sr *ShardReader) keyError(key []byte, err error) error {
 	return &StoreError{Path: sr.path, Key: ks, Err: err}
 }
 
-// closeIter closes it and returns err, or the error closing it.
-func closeIter(path string, it *pebble.Iterator, err error) error {
+// CloseIter closes it and returns err, or the error closing it.
+func CloseIter(path string, it *pebble.Iterator, err error) error {
 	if cerr := it.Close(); err == nil && cerr != nil {
-		err = storeError(path, "reading", cerr)
+		err = WrapStoreError(path, "reading", cerr)
 	}
 	return err
 }
@@ -355,7 +356,7 @@ func closeIter(path string, it *pebble.Iterator, err error) error {
 func (sr *ShardReader) scan(kind byte, fn func(key, val []byte, k StoreKey) error) error {
 	it, err := sr.store.NewIter(&pebble.IterOptions{LowerBound: []byte{kind}, UpperBound: []byte{kind + 1}})
 	if err != nil {
-		return storeError(sr.path, "reading", err)
+		return WrapStoreError(sr.path, "reading", err)
 	}
 	for ok := it.First(); ok && err == nil; ok = it.Next() {
 		k, perr := ParseStoreKey(it.Key())
@@ -367,17 +368,17 @@ func (sr *ShardReader) scan(kind byte, fn func(key, val []byte, k StoreKey) erro
 	}
 	if err == nil {
 		if ierr := it.Error(); ierr != nil {
-			err = storeError(sr.path, "reading", ierr)
+			err = WrapStoreError(sr.path, "reading", ierr)
 		}
 	}
-	return closeIter(sr.path, it, err)
+	return CloseIter(sr.path, it, err)
 }
 
 // storedOutbox calls fn for each of the store's outbox messages in seq
 // order, checking that it decodes and is below the header's next seq.
-func (sr *ShardReader) storedOutbox(fn func(key []byte, m *Message) error) error {
+func (sr *ShardReader) storedOutbox(fn func(key []byte, m *model.Message) error) error {
 	return sr.scan(KeyOutbox, func(key, val []byte, k StoreKey) error {
-		m, err := DecodeMessage(val, k.Seq)
+		m, err := model.DecodeMessage(val, k.Seq)
 		if err != nil {
 			return sr.keyError(key, err)
 		}
@@ -388,9 +389,12 @@ func (sr *ShardReader) storedOutbox(fn func(key []byte, m *Message) error) error
 	})
 }
 
+// StoredHeader is the store's checkpoint header, before the tail.
+func (sr *ShardReader) StoredHeader() model.CheckpointHeader { return sr.stored }
+
 // Header is the shard's checkpoint header as recovery would leave it: the
 // LSN, next run and next seq after the tail, the rest as the store has it.
-func (sr *ShardReader) Header() CheckpointHeader {
+func (sr *ShardReader) Header() model.CheckpointHeader {
 	h, o := sr.stored, sr.overlay
 	h.LSN, h.NextRun, h.NextSeq = o.LSN, o.NextRun, o.NextSeq
 	return h
@@ -405,28 +409,80 @@ func (sr *ShardReader) Header() CheckpointHeader {
 // with an archive and no records, no archive without a tombstone). Runs
 // checks ctx between runs and returns ctx.Err() when it is done; an error
 // from fn is returned as is.
-func (sr *ShardReader) Runs(ctx context.Context, fn func(r *Run, archive []Record) error) (err error) {
-	defer recoverStoreFatal(sr.path, &err)
+func (sr *ShardReader) Runs(ctx context.Context, fn func(r *model.Run, archive []model.Record) error) (err error) {
+	return eachRun(ctx, sr, runSource[decodedRun]{
+		overlay: func(r *model.Run, archive []model.Record) (decodedRun, error) { return decodedRun{r, archive}, nil },
+		stored: func(it *pebble.Iterator, _ StoreKey, arch *archiveCursor) (decodedRun, error) {
+			r, err := sr.readRun(it, sr.scratch)
+			if err != nil {
+				return decodedRun{}, err
+			}
+			if err := sr.checkStoredRun(r); err != nil {
+				return decodedRun{}, err
+			}
+			archive, err := arch.take(r.No, r.State == model.StateTombstone)
+			if err != nil {
+				return decodedRun{}, err
+			}
+			return decodedRun{r, archive}, nil
+		},
+		skipArchive: func(arch *archiveCursor, no model.RunNo, tombstone bool) error {
+			_, err := arch.take(no, tombstone)
+			return err
+		},
+	}, func(d decodedRun) error { return fn(d.run, d.archive) })
+}
+
+// decodedRun is a run as Runs hands it out: decoded, with its archive.
+type decodedRun struct {
+	run     *model.Run
+	archive []model.Record
+}
+
+// runSource is how eachRun gets each run in the form its caller hands
+// out: decoded (Runs) or as the store's bytes (RawRuns, rawrun.go).
+type runSource[R any] struct {
+	// overlay converts a run of the overlay, with its archive.
+	overlay func(r *model.Run, archive []model.Record) (R, error)
+	// stored reads and checks the stored run whose entry is the
+	// iterator's current key k, and its archive through arch, leaving the
+	// iterator past the run.
+	stored func(it *pebble.Iterator, k StoreKey, arch *archiveCursor) (R, error)
+	// skipArchive consumes (and checks) the stored archive of a run the
+	// overlay has.
+	skipArchive func(arch *archiveCursor, no model.RunNo, tombstone bool) error
+}
+
+// eachRun is Runs and RawRuns: the runs of the overlay and of the store
+// merged in run number order, each store run the overlay has skipped (its
+// archive still consumed), every run handed to fn in src's form after a
+// check of ctx.
+func eachRun[R any](ctx context.Context, sr *ShardReader, src runSource[R], fn func(R) error) (err error) {
+	defer RecoverStoreFatal(sr.path, &err)
 	o := sr.overlay
-	var mine []RunNo // the overlay's runs, in order
+	var mine []model.RunNo // the overlay's runs, in order
 	for no := range sr.touched {
 		if _, ok := o.Runs[no]; ok {
 			mine = append(mine, no)
 		}
 	}
 	slices.Sort(mine)
-	emit := func(r *Run, archive []Record) error {
+	emit := func(r R) error {
 		if err := ctx.Err(); err != nil {
 			return err
 		}
-		return fn(r, archive)
+		return fn(r)
 	}
 	// emitMine emits the overlay's runs below no (all of them: 0).
-	emitMine := func(below RunNo) error {
+	emitMine := func(below model.RunNo) error {
 		for len(mine) > 0 && (below == 0 || mine[0] < below) {
 			r := o.Runs[mine[0]]
 			mine = mine[1:]
-			if err := emit(r, o.Archive[r.No]); err != nil {
+			v, err := src.overlay(r, o.Archive[r.No])
+			if err != nil {
+				return err
+			}
+			if err := emit(v); err != nil {
 				return err
 			}
 		}
@@ -436,12 +492,12 @@ func (sr *ShardReader) Runs(ctx context.Context, fn func(r *Run, archive []Recor
 	if err != nil {
 		return err
 	}
-	defer func() { err = closeIter(sr.path, arch.it, err) }()
+	defer func() { err = CloseIter(sr.path, arch.it, err) }()
 	it, err := sr.store.NewIter(&pebble.IterOptions{LowerBound: []byte{KeyRun}, UpperBound: []byte{KeyRun + 1}})
 	if err != nil {
-		return storeError(sr.path, "reading", err)
+		return WrapStoreError(sr.path, "reading", err)
 	}
-	defer func() { err = closeIter(sr.path, it, err) }()
+	defer func() { err = CloseIter(sr.path, it, err) }()
 	for ok := it.First(); ok; {
 		k, err := ParseStoreKey(it.Key())
 		if err != nil {
@@ -456,34 +512,27 @@ func (sr *ShardReader) Runs(ctx context.Context, fn func(r *Run, archive []Recor
 			if k.Run >= sr.stored.NextRun {
 				return sr.keyError(it.Key(), fmt.Errorf("run %d is not below the header's next run number %d", k.Run, sr.stored.NextRun))
 			}
-			e, err := DecodeRunEntry(it.Value())
+			e, err := model.DecodeRunEntry(it.Value())
 			if err != nil {
 				return sr.keyError(it.Key(), err)
 			}
-			if _, err := arch.take(k.Run, e.State == StateTombstone); err != nil {
+			if err := src.skipArchive(arch, k.Run, e.State == model.StateTombstone); err != nil {
 				return err
 			}
 			ok = it.SeekGE(RunKey(k.Run + 1))
 			continue
 		}
-		r, err := sr.readRun(it, sr.scratch)
+		v, err := src.stored(it, k, arch)
 		if err != nil {
 			return err
 		}
 		ok = it.Valid()
-		if err := sr.checkStoredRun(r); err != nil {
-			return err
-		}
-		archive, err := arch.take(r.No, r.State == StateTombstone)
-		if err != nil {
-			return err
-		}
-		if err := emit(r, archive); err != nil {
+		if err := emit(v); err != nil {
 			return err
 		}
 	}
 	if err := it.Error(); err != nil {
-		return storeError(sr.path, "reading", err)
+		return WrapStoreError(sr.path, "reading", err)
 	}
 	if err := arch.finish(); err != nil {
 		return err
@@ -502,7 +551,7 @@ type archiveCursor struct {
 func (sr *ShardReader) newArchiveCursor() (*archiveCursor, error) {
 	it, err := sr.store.NewIter(&pebble.IterOptions{LowerBound: []byte{KeyArchive}, UpperBound: []byte{KeyArchive + 1}})
 	if err != nil {
-		return nil, storeError(sr.path, "reading", err)
+		return nil, WrapStoreError(sr.path, "reading", err)
 	}
 	return &archiveCursor{sr: sr, it: it, ok: it.First()}, nil
 }
@@ -510,7 +559,7 @@ func (sr *ShardReader) newArchiveCursor() (*archiveCursor, error) {
 // take returns the archive of stored run no, which must exist exactly
 // when the run is a tombstone, after checking that no archive before it
 // is left over.
-func (c *archiveCursor) take(no RunNo, tombstone bool) ([]Record, error) {
+func (c *archiveCursor) take(no model.RunNo, tombstone bool) ([]model.Record, error) {
 	if c.ok {
 		key := c.it.Key()
 		k, err := ParseStoreKey(key)
@@ -521,7 +570,7 @@ func (c *archiveCursor) take(no RunNo, tombstone bool) ([]Record, error) {
 			return nil, c.sr.keyError(key, fmt.Errorf("archived history of run %d, which is not a tombstone", k.Run))
 		}
 		if k.Run == no {
-			recs, err := DecodeHistory(c.it.Value())
+			recs, err := model.DecodeHistory(c.it.Value())
 			if err != nil {
 				return nil, c.sr.keyError(key, err)
 			}
@@ -530,7 +579,7 @@ func (c *archiveCursor) take(no RunNo, tombstone bool) ([]Record, error) {
 		}
 	}
 	if err := c.it.Error(); err != nil {
-		return nil, storeError(c.sr.path, "reading", err)
+		return nil, WrapStoreError(c.sr.path, "reading", err)
 	}
 	if tombstone {
 		return nil, c.sr.keyError(RunKey(no), fmt.Errorf("tombstoned run %d has no archived history", no))
@@ -549,7 +598,7 @@ func (c *archiveCursor) finish() error {
 		return c.sr.keyError(key, fmt.Errorf("archived history of run %d, which is not a tombstone", k.Run))
 	}
 	if err := c.it.Error(); err != nil {
-		return storeError(c.sr.path, "reading", err)
+		return WrapStoreError(c.sr.path, "reading", err)
 	}
 	return nil
 }
@@ -558,9 +607,9 @@ func (c *archiveCursor) finish() error {
 // seq: the store's, but those the tail acknowledged or sent again, then
 // those the tail sent. fn must not modify m. An error from fn is returned
 // as is.
-func (sr *ShardReader) Outbox(fn func(m *Message) error) (err error) {
-	defer recoverStoreFatal(sr.path, &err)
-	err = sr.storedOutbox(func(_ []byte, m *Message) error {
+func (sr *ShardReader) Outbox(fn func(m *model.Message) error) (err error) {
+	defer RecoverStoreFatal(sr.path, &err)
+	err = sr.storedOutbox(func(_ []byte, m *model.Message) error {
 		if sr.msgGone[m.ID] {
 			return nil
 		}
@@ -581,12 +630,12 @@ func (sr *ShardReader) Outbox(fn func(m *Message) error) (err error) {
 // ID order: the store's merged with those the tail added. An error from fn
 // is returned as is.
 func (sr *ShardReader) Seen(fn func(msgID, workflowID string) error) (err error) {
-	defer recoverStoreFatal(sr.path, &err)
+	defer RecoverStoreFatal(sr.path, &err)
 	seen := sr.overlay.Seen
 	m := merger[string]{keys: slices.Sorted(maps.Keys(seen)), cmp: strings.Compare,
 		emit: func(id string) error { return fn(id, seen[id]) }}
 	err = sr.scan(KeySeen, func(key, val []byte, k StoreKey) error {
-		wf, err := DecodeSeenValue(val)
+		wf, err := model.DecodeSeenValue(val)
 		if err != nil {
 			return sr.keyError(key, err)
 		}
@@ -606,13 +655,13 @@ func (sr *ShardReader) Seen(fn func(msgID, workflowID string) error) (err error)
 // tail names, the entry Shard.Apply left (so the index rule is Apply's).
 // The stored entries are not checked against the runs (loading a whole
 // store does that). An error from fn is returned as is.
-func (sr *ShardReader) Index(fn func(workflowID string, no RunNo) error) (err error) {
-	defer recoverStoreFatal(sr.path, &err)
+func (sr *ShardReader) Index(fn func(workflowID string, no model.RunNo) error) (err error) {
+	defer RecoverStoreFatal(sr.path, &err)
 	ids := sr.overlay.ByID
 	m := merger[string]{keys: slices.Sorted(maps.Keys(ids)), cmp: strings.Compare,
 		emit: func(id string) error { return fn(id, ids[id]) }}
 	err = sr.scan(KeyIndex, func(key, val []byte, k StoreKey) error {
-		no, err := DecodeIndexValue(val)
+		no, err := model.DecodeIndexValue(val)
 		if err != nil {
 			return sr.keyError(key, err)
 		}
@@ -632,14 +681,14 @@ func (sr *ShardReader) Index(fn func(workflowID string, no RunNo) error) (err er
 // runs the tail changed, which come from the overlay. The stored timers
 // are not checked against the journals (loading a whole store does that).
 // An error from fn is returned as is.
-func (sr *ShardReader) Timers(fn func(TimerKey) error) (err error) {
-	defer recoverStoreFatal(sr.path, &err)
-	m := merger[TimerKey]{keys: slices.SortedFunc(maps.Keys(sr.overlay.Timers), compareTimers), cmp: compareTimers, emit: fn}
+func (sr *ShardReader) Timers(fn func(model.TimerKey) error) (err error) {
+	defer RecoverStoreFatal(sr.path, &err)
+	m := merger[model.TimerKey]{keys: slices.SortedFunc(maps.Keys(sr.overlay.Timers), model.CompareTimers), cmp: model.CompareTimers, emit: fn}
 	err = sr.scan(KeyTimer, func(key, val []byte, k StoreKey) error {
 		if len(val) != 0 {
 			return sr.keyError(key, fmt.Errorf("timer value of %d bytes, want none", len(val)))
 		}
-		t := TimerKey{At: k.At, Run: k.Run, Pos: k.Pos}
+		t := model.TimerKey{At: k.At, Run: k.Run, Pos: k.Pos}
 		if mine, err := m.upTo(t); mine || err != nil || sr.touched[t.Run] {
 			return err
 		}
@@ -709,21 +758,21 @@ func (sr *ShardReader) Close() error {
 // iterator visits each run's entry key and seeks past its records. It is
 // for a pass that needs only who each run is (reshard's plan); Runs reads
 // and checks everything.
-func (sr *ShardReader) RunEntries(ctx context.Context, fn func(no RunNo, e RunEntry) error) (err error) {
-	defer recoverStoreFatal(sr.path, &err)
+func (sr *ShardReader) RunEntries(ctx context.Context, fn func(no model.RunNo, e model.RunEntry) error) (err error) {
+	defer RecoverStoreFatal(sr.path, &err)
 	o := sr.overlay
-	var mine []RunNo
+	var mine []model.RunNo
 	for no := range sr.touched {
 		if _, ok := o.Runs[no]; ok {
 			mine = append(mine, no)
 		}
 	}
 	slices.Sort(mine)
-	emitMine := func(below RunNo) error {
+	emitMine := func(below model.RunNo) error {
 		for len(mine) > 0 && (below == 0 || mine[0] < below) {
 			r := o.Runs[mine[0]]
 			mine = mine[1:]
-			if err := fn(r.No, entryOf(r)); err != nil {
+			if err := fn(r.No, model.EntryOf(r)); err != nil {
 				return err
 			}
 		}
@@ -731,9 +780,9 @@ func (sr *ShardReader) RunEntries(ctx context.Context, fn func(no RunNo, e RunEn
 	}
 	it, err := sr.store.NewIter(&pebble.IterOptions{LowerBound: []byte{KeyRun}, UpperBound: []byte{KeyRun + 1}})
 	if err != nil {
-		return storeError(sr.path, "reading", err)
+		return WrapStoreError(sr.path, "reading", err)
 	}
-	defer func() { err = closeIter(sr.path, it, err) }()
+	defer func() { err = CloseIter(sr.path, it, err) }()
 	n := 0
 	for ok := it.First(); ok; {
 		k, err := ParseStoreKey(it.Key())
@@ -752,7 +801,7 @@ func (sr *ShardReader) RunEntries(ctx context.Context, fn func(no RunNo, e RunEn
 			return err
 		}
 		if !sr.touched[k.Run] {
-			e, err := DecodeRunEntry(it.Value())
+			e, err := model.DecodeRunEntry(it.Value())
 			if err != nil {
 				return sr.keyError(it.Key(), err)
 			}
@@ -760,13 +809,13 @@ func (sr *ShardReader) RunEntries(ctx context.Context, fn func(no RunNo, e RunEn
 				return err
 			}
 		}
-		if k.Run >= MaxRunNo {
+		if k.Run >= model.MaxRunNo {
 			break
 		}
 		ok = it.SeekGE(RunKey(k.Run + 1)) // past the run's records
 	}
 	if err := it.Error(); err != nil {
-		return storeError(sr.path, "reading", err)
+		return WrapStoreError(sr.path, "reading", err)
 	}
 	return emitMine(0)
 }
@@ -778,14 +827,14 @@ func (sr *ShardReader) RunEntries(ctx context.Context, fn func(no RunNo, e RunEn
 // checked or rendered); it keeps its iterators open between calls, one
 // per concurrent caller, closed by Close. The run is checked as Runs
 // checks it.
-func (sr *ShardReader) Run(no RunNo) (r *Run, history []Record, ok bool, err error) {
-	defer recoverStoreFatal(sr.path, &err)
+func (sr *ShardReader) Run(no model.RunNo) (r *model.Run, history []model.Record, ok bool, err error) {
+	defer RecoverStoreFatal(sr.path, &err)
 	if sr.touched[no] {
 		r, ok := sr.overlay.Runs[no]
 		if !ok {
 			return nil, nil, false, nil
 		}
-		if r.State == StateTombstone {
+		if r.State == model.StateTombstone {
 			return r, sr.overlay.Archive[no], true, nil
 		}
 		return r, r.Journal, true, nil
@@ -797,7 +846,7 @@ func (sr *ShardReader) Run(no RunNo) (r *Run, history []Record, ok bool, err err
 	defer sr.lookups.put(c)
 	if !c.it.SeekGE(RunKey(no)) {
 		if err := c.it.Error(); err != nil {
-			return nil, nil, false, storeError(sr.path, "reading", err)
+			return nil, nil, false, WrapStoreError(sr.path, "reading", err)
 		}
 		return nil, nil, false, nil
 	}
@@ -810,7 +859,7 @@ func (sr *ShardReader) Run(no RunNo) (r *Run, history []Record, ok bool, err err
 	if err := sr.checkStoredRun(r); err != nil {
 		return nil, nil, false, err
 	}
-	if r.State != StateTombstone {
+	if r.State != model.StateTombstone {
 		return r, r.Journal, true, nil
 	}
 	key := ArchiveKey(no)
@@ -819,10 +868,10 @@ func (sr *ShardReader) Run(no RunNo) (r *Run, history []Record, ok bool, err err
 		return nil, nil, false, sr.keyError(RunKey(no), fmt.Errorf("tombstoned run %d has no archived history", no))
 	}
 	if err != nil {
-		return nil, nil, false, storeError(sr.path, "reading", err)
+		return nil, nil, false, WrapStoreError(sr.path, "reading", err)
 	}
 	defer closer.Close()
-	if history, err = DecodeHistory(val); err != nil {
+	if history, err = model.DecodeHistory(val); err != nil {
 		return nil, nil, false, sr.keyError(key, err)
 	}
 	return r, history, true, nil
@@ -830,18 +879,18 @@ func (sr *ShardReader) Run(no RunNo) (r *Run, history []Record, ok bool, err err
 
 // Entry reads the entry of run no as recovery would leave it, without
 // its journal: who the run is. ok is false when the shard has no such run.
-func (sr *ShardReader) Entry(no RunNo) (e RunEntry, ok bool, err error) {
-	defer recoverStoreFatal(sr.path, &err)
+func (sr *ShardReader) Entry(no model.RunNo) (e model.RunEntry, ok bool, err error) {
+	defer RecoverStoreFatal(sr.path, &err)
 	if sr.touched[no] {
 		r, ok := sr.overlay.Runs[no]
 		if !ok {
-			return RunEntry{}, false, nil
+			return model.RunEntry{}, false, nil
 		}
-		return entryOf(r), true, nil
+		return model.EntryOf(r), true, nil
 	}
 	c, err := sr.takeCursor()
 	if err != nil {
-		return RunEntry{}, false, err
+		return model.RunEntry{}, false, err
 	}
 	defer sr.lookups.put(c)
 	return sr.storedEntry(c, no)
@@ -855,32 +904,32 @@ func (sr *ShardReader) StoreBytes() uint64 { return sr.store.Metrics().DiskSpace
 // leave them, without reading the rest of the journal. n is the history's
 // length; rec is nil when pos is not below it. ok is false when the shard
 // has no such run.
-func (sr *ShardReader) Record(no RunNo, pos uint32) (e RunEntry, rec *Record, n int, ok bool, err error) {
-	defer recoverStoreFatal(sr.path, &err)
+func (sr *ShardReader) Record(no model.RunNo, pos uint32) (e model.RunEntry, rec *model.Record, n int, ok bool, err error) {
+	defer RecoverStoreFatal(sr.path, &err)
 	if sr.touched[no] {
 		r, ok := sr.overlay.Runs[no]
 		if !ok {
-			return RunEntry{}, nil, 0, false, nil
+			return model.RunEntry{}, nil, 0, false, nil
 		}
 		h := r.Journal
-		if r.State == StateTombstone {
+		if r.State == model.StateTombstone {
 			h = sr.overlay.Archive[no]
 		}
 		if int(pos) < len(h) {
 			c := h[pos]
 			rec = &c
 		}
-		return entryOf(r), rec, len(h), true, nil
+		return model.EntryOf(r), rec, len(h), true, nil
 	}
 	c, err := sr.takeCursor()
 	if err != nil {
-		return RunEntry{}, nil, 0, false, err
+		return model.RunEntry{}, nil, 0, false, err
 	}
 	defer sr.lookups.put(c)
 	if e, ok, err = sr.storedEntry(c, no); !ok || err != nil {
 		return e, nil, 0, ok, err
 	}
-	if e.State != StateTombstone {
+	if e.State != model.StateTombstone {
 		n = int(e.Records)
 		if int(pos) >= n {
 			return e, nil, n, true, nil
@@ -893,7 +942,7 @@ func (sr *ShardReader) Record(no RunNo, pos uint32) (e RunEntry, rec *Record, n 
 		if !found {
 			return e, nil, 0, false, sr.keyError(key, fmt.Errorf("run %d's entry implies this key, the store does not have it", no))
 		}
-		r, err := DecodeRecord(val)
+		r, err := model.DecodeRecord(val)
 		if err != nil {
 			return e, nil, 0, false, sr.keyError(key, err)
 		}
@@ -901,7 +950,7 @@ func (sr *ShardReader) Record(no RunNo, pos uint32) (e RunEntry, rec *Record, n 
 	}
 	key := ArchiveKey(no)
 	decode := func(val []byte) error {
-		h, err := DecodeHistory(val)
+		h, err := model.DecodeHistory(val)
 		if int(pos) < len(h) {
 			rec = &h[pos]
 		}
@@ -913,7 +962,7 @@ func (sr *ShardReader) Record(no RunNo, pos uint32) (e RunEntry, rec *Record, n 
 		return e, nil, 0, false, sr.keyError(key, fmt.Errorf("run %d's entry implies this key, the store does not have it", no))
 	}
 	if err != nil {
-		return e, nil, 0, false, storeError(sr.path, "reading", err)
+		return e, nil, 0, false, WrapStoreError(sr.path, "reading", err)
 	}
 	defer closer.Close()
 	if err := decode(val); err != nil {

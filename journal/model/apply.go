@@ -1,4 +1,4 @@
-package journal
+package model
 
 import "fmt"
 
@@ -244,7 +244,7 @@ func (s *Shard) regenerate(r *Run, rec *Record) {
 				Sent: rec.Time, Payload: rec.Payload})
 		}
 	case KindDone:
-		for _, k := range pendingTimers(r) {
+		for _, k := range PendingTimers(r) {
 			s.deleteTimer(k)
 		}
 		r.State, r.Status, r.Finished = StateFinished, rec.Status, rec.Time
@@ -281,9 +281,9 @@ func timerOf(r *Run, pos uint32) (TimerKey, bool) {
 	return TimerKey{}, false
 }
 
-// pendingTimers lists the run's timers that have not fired or been
+// PendingTimers lists the run's timers that have not fired or been
 // satisfied.
-func pendingTimers(r *Run) []TimerKey {
+func PendingTimers(r *Run) []TimerKey {
 	done := map[uint32]bool{}
 	for i := range r.Journal {
 		if rec := &r.Journal[i]; rec.Kind == KindFired || rec.Kind == KindWaited {
@@ -308,16 +308,16 @@ func (s *Shard) RebuildTimers() {
 	old := s.Timers
 	s.Timers = map[TimerKey]struct{}{}
 	for _, r := range s.Runs {
-		for _, k := range pendingTimers(r) {
+		for _, k := range PendingTimers(r) {
 			s.Timers[k] = struct{}{}
 		}
 	}
-	if c := s.changed; c != nil {
+	if c := s.Changed; c != nil {
 		for k := range old {
-			c.timers[k] = struct{}{}
+			c.Timers[k] = struct{}{}
 		}
 		for k := range s.Timers {
-			c.timers[k] = struct{}{}
+			c.Timers[k] = struct{}{}
 		}
 	}
 }

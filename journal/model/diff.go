@@ -1,4 +1,4 @@
-package journal
+package model
 
 import (
 	"bytes"
@@ -92,8 +92,8 @@ func (d *differ) shard(a, b *Shard) {
 }
 
 func (d *differ) run(a, b *Run) {
-	if entryOf(a) != entryOf(b) || a.No != b.No {
-		d.add("run %d: %+v vs %+v", a.No, entryOf(a), entryOf(b))
+	if EntryOf(a) != EntryOf(b) || a.No != b.No {
+		d.add("run %d: %+v vs %+v", a.No, EntryOf(a), EntryOf(b))
 	}
 	if (a.Journal == nil) != (b.Journal == nil) {
 		d.add("run %d: journal nil %v vs %v", a.No, a.Journal == nil, b.Journal == nil)
@@ -145,14 +145,14 @@ func compareKeys[K comparable](x, y K) int {
 	switch xv := any(x).(type) {
 	case TimerKey:
 		yv := any(y).(TimerKey)
-		return compareTimers(xv, yv)
+		return CompareTimers(xv, yv)
 	case string:
 		return strings.Compare(xv, any(y).(string))
 	}
 	return strings.Compare(fmt.Sprintf("%020v", x), fmt.Sprintf("%020v", y))
 }
 
-func compareTimers(a, b TimerKey) int {
+func CompareTimers(a, b TimerKey) int {
 	switch {
 	case a.At != b.At:
 		return cmpInt(a.At, b.At)

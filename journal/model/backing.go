@@ -1,0 +1,121 @@
+package model
+
+// Eviction, the model's side: a shard whose directory evicts (the
+// journal package's DB.SetEvict) has a Backing, and after a checkpoint it
+// drops what its store holds (Evict). The accessors below read a dropped
+// run, ID index entry or dedup entry back through the Backing the first
+// time it is needed. The model does no I/O itself: the Backing, which the
+// directory layer implements over the shard's store, does.
+
+// Backing is where an evicting shard reads back what it dropped. Each
+// read returns what the store holds, or an error naming the store and
+// key; absent is not an error.
+type Backing interface {
+	// ReadRun reads run no with its journal (nil: no such run).
+	ReadRun(no RunNo) (*Run, error)
+	// ReadIndex reads the ID index entry of workflowID.
+	ReadIndex(workflowID string) (RunNo, bool, error)
+	// ReadSeen reads the receiver dedup entry of msgID: the workflow ID
+	// the message was delivered to.
+	ReadSeen(msgID string) (string, bool, error)
+	// AddID and AddSeen note a workflow ID put in the ID index and a
+	// message ID put in the dedup set in memory (the key filters of
+	// reads that would miss).
+	AddID(workflowID string)
+	AddSeen(msgID string)
+}
+
+// SetBacking gives the shard the store it reads evicted state back from.
+func (s *Shard) SetBacking(b Backing) { s.back = b }
+
+// Backing is the shard's Backing (nil: everything is in memory).
+func (s *Shard) Backing() Backing { return s.back }
+
+func (s *Shard) fail(err error) {
+	if s.backErr == nil {
+		s.backErr = err
+	}
+}
+
+// Run returns run no (nil: no such run), reading it back from the store
+// if it was evicted.
+func (s *Shard) Run(no RunNo) *Run {
+	if r, ok := s.Runs[no]; ok || s.back == nil {
+		return r
+	}
+	r, err := s.back.ReadRun(no)
+	if err != nil {
+		s.fail(err)
+		return nil
+	}
+	if r != nil {
+		s.Runs[no] = r
+	}
+	return r
+}
+
+// LatestNo is the ID index entry of a workflow ID: its newest run.
+func (s *Shard) LatestNo(workflowID string) (RunNo, bool) {
+	if no, ok := s.ByID[workflowID]; ok || s.back == nil {
+		return no, ok
+	}
+	no, ok, err := s.back.ReadIndex(workflowID)
+	if err != nil {
+		s.fail(err)
+		return 0, false
+	}
+	if ok {
+		s.ByID[workflowID] = no // a cache entry, not a change
+	}
+	return no, ok
+}
+
+// SeenBy reports whether message msgID was received here and, if so, the
+// workflow ID it was delivered to.
+func (s *Shard) SeenBy(msgID string) (string, bool) {
+	if wf, ok := s.Seen[msgID]; ok || s.back == nil {
+		return wf, ok
+	}
+	wf, ok, err := s.back.ReadSeen(msgID)
+	if err != nil {
+		s.fail(err)
+		return "", false
+	}
+	return wf, ok
+}
+
+// LoadErr is the first error reading evicted state back from the store
+// (nil: none). A shard that failed to read treats what it could not read
+// as missing, so the DB refuses every Commit and Checkpoint after it.
+func (s *Shard) LoadErr() error { return s.backErr }
+
+// Resident is how many runs the shard holds in memory.
+func (s *Shard) Resident() int { return len(s.Runs) }
+
+// Evict drops what the store holds from memory. The shard must have no
+// pending changes (its store reflects all of it).
+func (s *Shard) Evict(keep int) {
+	// Running runs were touched since the last checkpoint and wait for
+	// something due within minutes: keeping up to keep of them (and
+	// their index entries) saves reading them straight back. Which ones
+	// are kept changes only what is read from the store, never a result.
+	kept := 0
+	for no, r := range s.Runs {
+		if r.State == StateRunning && kept < keep {
+			kept++
+			continue
+		}
+		delete(s.Runs, no)
+	}
+	if kept == 0 {
+		clear(s.ByID)
+	}
+	for id, no := range s.ByID {
+		if _, ok := s.Runs[no]; !ok {
+			delete(s.ByID, id)
+		}
+	}
+	clear(s.Seen)
+	clear(s.Archive)
+	clear(s.Timers)
+}

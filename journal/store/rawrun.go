@@ -1,0 +1,188 @@
+package store
+
+import (
+	"context"
+	"encoding/binary"
+	"fmt"
+
+	"github.com/cockroachdb/pebble/v2"
+	"github.com/fusee-dev/fusee/journal/model"
+)
+
+// Raw runs: a store's runs with their records as encoded bytes, for a
+// rewrite that copies what it does not change (reshard). The records are
+// checked by ScanRecord (package journal/model, rawrecord.go), not decoded.
+
+// AppendRunKey appends the key of run no's entry to dst.
+func AppendRunKey(dst []byte, no model.RunNo) []byte { return appendBE64Key(dst, KeyRun, uint64(no)) }
+
+// AppendRecordKey appends the key of journal record pos of run no to dst.
+func AppendRecordKey(dst []byte, no model.RunNo, pos uint32) []byte {
+	return binary.BigEndian.AppendUint32(appendBE64Key(dst, KeyRun, uint64(no)), pos)
+}
+
+// RawRun is a run as its store holds it: its entry decoded, its records
+// and archive as encoded bytes (checked, not decoded).
+type RawRun struct {
+	No      model.RunNo
+	Entry   model.RunEntry
+	Records [][]byte           // the encoded records, by position
+	Heads   []model.RecordHead // ScanRecord of each record
+	Archive []byte             // a tombstone's encoded archived history (nil otherwise)
+}
+
+// rawOf encodes a run of the overlay (and its archive) as a RawRun.
+func rawOf(r *model.Run, archive []model.Record) (*RawRun, error) {
+	rr := &RawRun{No: r.No, Entry: model.EntryOf(r)}
+	var buf []byte
+	ends := make([]int, len(r.Journal))
+	for i := range r.Journal {
+		buf = model.EncodeRecord(buf, &r.Journal[i])
+		ends[i] = len(buf)
+	}
+	rr.Records = make([][]byte, len(r.Journal))
+	rr.Heads = make([]model.RecordHead, len(r.Journal))
+	start := 0
+	for i, end := range ends {
+		rr.Records[i] = buf[start:end:end]
+		h, err := model.ScanRecord(rr.Records[i])
+		if err != nil {
+			return nil, fmt.Errorf("run %d record %d: %w", r.No, i, err)
+		}
+		rr.Heads[i] = h
+		start = end
+	}
+	if archive != nil {
+		rr.Archive = model.EncodeHistory(nil, archive)
+	}
+	return rr, nil
+}
+
+// RawRuns is Runs with each run as a RawRun: the same runs in the same
+// order with the same checks, but records are scanned (ScanRecord), not
+// decoded. A RawRun belongs to fn: the reader does not reuse it.
+func (sr *ShardReader) RawRuns(ctx context.Context, fn func(r *RawRun) error) (err error) {
+	return eachRun(ctx, sr, runSource[*RawRun]{
+		overlay: rawOf,
+		stored: func(it *pebble.Iterator, k StoreKey, arch *archiveCursor) (*RawRun, error) {
+			rr, err := sr.readRawRun(it, k)
+			if err != nil {
+				return nil, err
+			}
+			if rr.Archive, err = arch.takeRaw(rr.No, rr.Entry.State == model.StateTombstone); err != nil {
+				return nil, err
+			}
+			return rr, nil
+		},
+		skipArchive: func(arch *archiveCursor, no model.RunNo, tombstone bool) error {
+			_, err := arch.takeRaw(no, tombstone)
+			return err
+		},
+	}, fn)
+}
+
+// readRawRun reads the run whose entry is the iterator's current key (k)
+// and its records, checked as readRun and checkStoredRun check them, and
+// leaves the iterator just past them. The bytes are copied into one
+// buffer of the run's own.
+func (sr *ShardReader) readRawRun(it *pebble.Iterator, k StoreKey) (*RawRun, error) {
+	key := it.Key()
+	if k.IsRecord {
+		return nil, sr.keyError(key, fmt.Errorf("a journal record without its run entry"))
+	}
+	if k.Run == model.NoSuchRun {
+		return nil, sr.keyError(key, fmt.Errorf("a run numbered %d, the number reserved for references to no run", model.NoSuchRun))
+	}
+	e, err := model.DecodeRunEntry(it.Value())
+	if err != nil {
+		return nil, sr.keyError(key, err)
+	}
+	if e.WorkflowID == "" {
+		return nil, sr.keyError(key, fmt.Errorf("run entry without a workflow ID"))
+	}
+	if (e.State == model.StateTombstone) != (e.Records == 0) {
+		return nil, sr.keyError(key, fmt.Errorf("a %s run with %d journal records", e.State, e.Records))
+	}
+	if k.Run >= sr.stored.NextRun {
+		return nil, sr.keyError(key, fmt.Errorf("run %d is not below the header's next run number %d", k.Run, sr.stored.NextRun))
+	}
+	rr := &RawRun{No: k.Run, Entry: e}
+	var buf []byte
+	var ends []int
+	for it.Next() {
+		key := it.Key()
+		rk, err := ParseStoreKey(key)
+		if err != nil {
+			return nil, sr.keyError(nil, err)
+		}
+		if !rk.IsRecord {
+			break // the next run's entry
+		}
+		if rk.Run != k.Run {
+			return nil, sr.keyError(key, fmt.Errorf("a journal record without its run entry"))
+		}
+		if int(rk.Pos) != len(ends) || rk.Pos >= e.Records {
+			return nil, sr.keyError(key, fmt.Errorf("journal record at position %d, want position %d of %d", rk.Pos, len(ends), e.Records))
+		}
+		val := it.Value()
+		h, err := model.ScanRecord(val)
+		if err != nil {
+			return nil, sr.keyError(key, err)
+		}
+		if h.Pos != rk.Pos {
+			return nil, sr.keyError(key, fmt.Errorf("record says position %d", h.Pos))
+		}
+		buf = append(buf, val...)
+		ends = append(ends, len(buf))
+		rr.Heads = append(rr.Heads, h)
+	}
+	if err := it.Error(); err != nil {
+		return nil, WrapStoreError(sr.path, "reading", err)
+	}
+	if uint32(len(ends)) != e.Records {
+		return nil, sr.keyError(RunKey(k.Run), fmt.Errorf("the run entry says %d journal records, the store has %d", e.Records, len(ends)))
+	}
+	rr.Records = make([][]byte, len(ends))
+	start := 0
+	for i, end := range ends {
+		rr.Records[i] = buf[start:end:end]
+		start = end
+	}
+	if e.State != model.StateTombstone {
+		if st := &rr.Heads[0]; st.Kind != model.KindStart || string(st.WorkflowID(rr.Records[0])) != e.WorkflowID {
+			return nil, sr.keyError(RunKey(k.Run), fmt.Errorf("run %d's journal does not begin with its start record", k.Run))
+		}
+	}
+	return rr, nil
+}
+
+// takeRaw is take with the archive's bytes (a copy), checked by
+// EachHistoryRecord.
+func (c *archiveCursor) takeRaw(no model.RunNo, tombstone bool) ([]byte, error) {
+	if c.ok {
+		key := c.it.Key()
+		k, err := ParseStoreKey(key)
+		if err != nil {
+			return nil, c.sr.keyError(nil, err)
+		}
+		if k.Run < no || (k.Run == no && !tombstone) {
+			return nil, c.sr.keyError(key, fmt.Errorf("archived history of run %d, which is not a tombstone", k.Run))
+		}
+		if k.Run == no {
+			val := c.it.Value()
+			if err := model.EachHistoryRecord(val, func([]byte, *model.RecordHead) error { return nil }); err != nil {
+				return nil, c.sr.keyError(key, err)
+			}
+			p := append([]byte(nil), val...)
+			c.ok = c.it.Next()
+			return p, nil
+		}
+	}
+	if err := c.it.Error(); err != nil {
+		return nil, WrapStoreError(c.sr.path, "reading", err)
+	}
+	if tombstone {
+		return nil, c.sr.keyError(RunKey(no), fmt.Errorf("tombstoned run %d has no archived history", no))
+	}
+	return nil, nil
+}
