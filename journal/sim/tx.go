@@ -154,7 +154,7 @@ func (t *tx) run(wf string, gen uint32, shard int, no model.RunNo) *runView {
 // latest run, which costs an ID index read from the store once the shard
 // evicted it. A tombstone touches no other run of wf and appends nothing,
 // so its view need not be the one t.latest would share.
-func (t *tx) ended(wf string, gen uint32, shard int, no journal.RunNo) *runView {
+func (t *tx) ended(wf string, gen uint32, shard int, no model.RunNo) *runView {
 	t.claim(wf)
 	for _, v := range t.views {
 		if v.wf == wf && v.no == no && v.shard == shard {
