@@ -16,22 +16,44 @@ import (
 // are misses), and fewer, larger L0 compactions. The files they leave are
 // ordinary pebble stores, read with the ordinary options.
 
-// Sizes of a directory being built: a block cache large enough for the
-// index and filter blocks of a few million runs, and memtables sharing
+// Sizes of a directory being built: a block cache for the index, filter
+// and recently read data blocks of the read-backs, and memtables sharing
 // buildMemtables (each 2 to 32 MiB), so that a store flushes seldom and
 // L0 compacts in larger steps.
+//
+// Pebble reserves every memtable it allocates (the mutable one, those
+// waiting to be flushed and the one it keeps for reuse) out of the block
+// cache, so the cache is made larger by what the memtables may reserve:
+// with a cache of buildCacheSize alone, the memtables' reservations left
+// it no room and every block read missed (measured at 300k runs: 1.1M
+// misses, no hit; with the reservation added, 89% hits). 64 MiB of blocks
+// did as well as 128 MiB at 300k runs (40.4 and 40.5 s of CPU, 701 and
+// 694 MiB peak RSS), and keeps gen's peak further from a GiB.
 const (
-	buildCacheSize = 128 << 20
+	buildCacheSize = 64 << 20
 	buildMemtables = 128 << 20
 	buildL0Compact = 16
 	buildBloomBits = 10
 )
 
+// buildMemTableSize is the memtable size of each store of a directory of
+// shards shards being built.
+func buildMemTableSize(shards int) uint64 {
+	return uint64(min(max(buildMemtables/shards, 2<<20), 32<<20))
+}
+
+// buildCacheTotal is the cache created for a directory of shards shards
+// being built: buildCacheSize for blocks plus two memtables per store
+// (the mutable one and the one kept for reuse).
+func buildCacheTotal(shards int) int64 {
+	return buildCacheSize + 2*int64(shards)*int64(buildMemTableSize(shards))
+}
+
 // tuneForBuild changes a store's options for a directory of shards
 // shards being built.
 func tuneForBuild(o *pebble.Options, shards int) {
 	o.DisableWAL = true
-	o.MemTableSize = uint64(min(max(buildMemtables/shards, 2<<20), 32<<20))
+	o.MemTableSize = buildMemTableSize(shards)
 	o.L0CompactionThreshold = buildL0Compact
 	o.L0CompactionFileThreshold = 4 * buildL0Compact
 	o.L0StopWritesThreshold = 8 * buildL0Compact

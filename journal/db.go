@@ -224,7 +224,7 @@ func CreateFrom(fs vfs.FS, dir string, shards []*model.Shard, opts CreateOptions
 func (db *DB) openStores(n int) error {
 	size := int64(cacheSize)
 	if db.build {
-		size = buildCacheSize
+		size = buildCacheTotal(n)
 	}
 	db.cache = pebble.NewCache(size)
 	db.Shards = make([]*model.Shard, n)

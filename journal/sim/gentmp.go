@@ -45,6 +45,26 @@ func RemoveStaleGenTemps(fs vfs.FS, dir string) ([]string, error) {
 	var removed []string
 	for _, name := range names {
 		path := fs.PathJoin(parent, name)
+		if tmp, ok := strings.CutSuffix(path, scratchSuffix); ok {
+			// A scratch store whose gen directory is gone (the gen was
+			// killed while its directory was being removed, or by an
+			// older build that left it): a running gen always has its
+			// directory, and one with its directory is removed with it.
+			if target, ok := GenTemp(tmp); !ok || fs.PathBase(target) != base {
+				continue
+			}
+			if _, err := fs.Stat(tmp); err == nil {
+				continue
+			}
+			if _, err := fs.Stat(path); err != nil {
+				continue // removed with its directory above
+			}
+			if err := fs.RemoveAll(path); err != nil {
+				return removed, fmt.Errorf("removing stale gen scratch store %s: %w; remove it by hand", path, err)
+			}
+			removed = append(removed, path)
+			continue
+		}
 		if target, ok := GenTemp(path); !ok || fs.PathBase(target) != base {
 			continue
 		}
@@ -58,8 +78,13 @@ func RemoveStaleGenTemps(fs vfs.FS, dir string) ([]string, error) {
 		if err != nil {
 			return removed, fmt.Errorf("stale gen directory %s: %w; remove it by hand", path, err)
 		}
-		rmErr := fs.RemoveAll(path) // under the lock, so no gen starts writing it meanwhile
-		_ = lock.Unlock()           // its file is gone with the directory; this only closes it
+		// Under the lock, so no gen starts writing either meanwhile: the
+		// directory and its scratch store (<path>.events), if any.
+		rmErr := fs.RemoveAll(path + scratchSuffix)
+		if rmErr == nil {
+			rmErr = fs.RemoveAll(path)
+		}
+		_ = lock.Unlock() // its file is gone with the directory; this only closes it
 		if rmErr != nil {
 			return removed, fmt.Errorf("removing stale gen directory %s: %w; remove it by hand", path, rmErr)
 		}

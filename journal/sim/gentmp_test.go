@@ -3,6 +3,7 @@ package sim
 import (
 	"os"
 	"path/filepath"
+	"sort"
 	"testing"
 
 	"github.com/cockroachdb/pebble/v2/vfs"
@@ -36,7 +37,8 @@ func TestRemoveStaleGenTemps(t *testing.T) {
 	running := dir + genTmpInfix + "00112233445566bb"
 	other := filepath.Join(parent, "other"+genTmpInfix+"00112233445566cc")
 	notOurs := dir + genTmpInfix + "notours"
-	for _, d := range []string{stale, running, other, notOurs} {
+	orphan := dir + genTmpInfix + "00112233445566dd" + scratchSuffix // its directory is gone
+	for _, d := range []string{stale, running, other, notOurs, stale + scratchSuffix, running + scratchSuffix, orphan} {
 		if err := os.MkdirAll(filepath.Join(d, "shards"), 0o755); err != nil {
 			t.Fatal(err)
 		}
@@ -46,16 +48,19 @@ func TestRemoveStaleGenTemps(t *testing.T) {
 		t.Fatal(err)
 	}
 	removed, err := RemoveStaleGenTemps(vfs.Default, dir)
-	if err != nil || len(removed) != 1 || removed[0] != stale {
-		t.Fatalf("removed %v, %v; want only %s", removed, err, stale)
+	sort.Strings(removed)
+	if err != nil || len(removed) != 2 || removed[0] != stale || removed[1] != orphan {
+		t.Fatalf("removed %v, %v; want only %s and %s", removed, err, stale, orphan)
 	}
-	for _, d := range []string{running, other, notOurs} {
+	for _, d := range []string{running, other, notOurs, running + scratchSuffix} {
 		if _, err := os.Stat(d); err != nil {
 			t.Errorf("%s: %v", d, err)
 		}
 	}
-	if _, err := os.Stat(stale); !os.IsNotExist(err) {
-		t.Errorf("%s still there: %v", stale, err)
+	for _, d := range []string{stale, stale + scratchSuffix, orphan} {
+		if _, err := os.Stat(d); !os.IsNotExist(err) {
+			t.Errorf("%s still there: %v", d, err)
+		}
 	}
 	if err := lock.Unlock(); err != nil {
 		t.Fatal(err)

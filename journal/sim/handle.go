@@ -39,7 +39,7 @@ func (e *Engine) handle(t *tx, ev *event) bool {
 		t.wake(nv)
 		return true
 	case evTombstone:
-		t.tombstone(t.run(ev.wf, ev.gen, ev.shard, ev.run))
+		t.tombstone(t.ended(ev.wf, ev.gen, ev.shard, ev.run))
 		return true
 	}
 	v := t.run(ev.wf, ev.gen, ev.shard, ev.run)

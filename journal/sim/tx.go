@@ -149,6 +149,31 @@ func (t *tx) run(wf string, gen uint32, shard int, no model.RunNo) *runView {
 	return v
 }
 
+// ended is run for a finished run (shard, no) of workflow wf's generation
+// gen that the tx only tombstones: it claims wf but does not look up wf's
+// latest run, which costs an ID index read from the store once the shard
+// evicted it. A tombstone touches no other run of wf and appends nothing,
+// so its view need not be the one t.latest would share.
+func (t *tx) ended(wf string, gen uint32, shard int, no model.RunNo) *runView {
+	t.claim(wf)
+	for _, v := range t.views {
+		if v.wf == wf && v.no == no && v.shard == shard {
+			return v
+		}
+	}
+	ss := t.e.b.shards()
+	if shard < 0 || shard >= len(ss) {
+		return nil
+	}
+	r := ss[shard].Run(no)
+	if r == nil || r.WorkflowID != wf || r.Gen != gen {
+		return nil
+	}
+	v := viewOf(shard, r)
+	t.views = append(t.views, v)
+	return v
+}
+
 // append adds rec to v's journal (loading a parked run first) and returns
 // its position.
 func (t *tx) append(v *runView, rec model.Record) uint32 {
