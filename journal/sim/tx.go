@@ -131,22 +131,7 @@ func (t *tx) run(wf string, gen uint32, shard int, no model.RunNo) *runView {
 		}
 		return v
 	}
-	for _, v := range t.views {
-		if v.wf == wf && v.no == no && v.shard == shard {
-			return v
-		}
-	}
-	ss := t.e.b.shards()
-	if shard < 0 || shard >= len(ss) {
-		return nil
-	}
-	r := ss[shard].Run(no)
-	if r == nil || r.WorkflowID != wf || r.Gen != gen {
-		return nil
-	}
-	v := viewOf(shard, r)
-	t.views = append(t.views, v)
-	return v
+	return t.viewAt(wf, gen, shard, no)
 }
 
 // ended is run for a finished run (shard, no) of workflow wf's generation
@@ -156,6 +141,12 @@ func (t *tx) run(wf string, gen uint32, shard int, no model.RunNo) *runView {
 // so its view need not be the one t.latest would share.
 func (t *tx) ended(wf string, gen uint32, shard int, no model.RunNo) *runView {
 	t.claim(wf)
+	return t.viewAt(wf, gen, shard, no)
+}
+
+// viewAt is the tx's view of run (shard, no) if it is workflow wf's
+// generation gen, reading it from its shard the first time; nil otherwise.
+func (t *tx) viewAt(wf string, gen uint32, shard int, no model.RunNo) *runView {
 	for _, v := range t.views {
 		if v.wf == wf && v.no == no && v.shard == shard {
 			return v
