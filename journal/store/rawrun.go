@@ -159,30 +159,13 @@ func (sr *ShardReader) readRawRun(it *pebble.Iterator, k StoreKey) (*RawRun, err
 // takeRaw is take with the archive's bytes (a copy), checked by
 // EachHistoryRecord.
 func (c *archiveCursor) takeRaw(no model.RunNo, tombstone bool) ([]byte, error) {
-	if c.ok {
-		key := c.it.Key()
-		k, err := ParseStoreKey(key)
-		if err != nil {
-			return nil, c.sr.keyError(nil, err)
+	var p []byte
+	err := c.takeWith(no, tombstone, func(val []byte) error {
+		if err := model.EachHistoryRecord(val, func([]byte, *model.RecordHead) error { return nil }); err != nil {
+			return err
 		}
-		if k.Run < no || (k.Run == no && !tombstone) {
-			return nil, c.sr.keyError(key, fmt.Errorf("archived history of run %d, which is not a tombstone", k.Run))
-		}
-		if k.Run == no {
-			val := c.it.Value()
-			if err := model.EachHistoryRecord(val, func([]byte, *model.RecordHead) error { return nil }); err != nil {
-				return nil, c.sr.keyError(key, err)
-			}
-			p := append([]byte(nil), val...)
-			c.ok = c.it.Next()
-			return p, nil
-		}
-	}
-	if err := c.it.Error(); err != nil {
-		return nil, WrapStoreError(c.sr.path, "reading", err)
-	}
-	if tombstone {
-		return nil, c.sr.keyError(RunKey(no), fmt.Errorf("tombstoned run %d has no archived history", no))
-	}
-	return nil, nil
+		p = append([]byte(nil), val...)
+		return nil
+	})
+	return p, err
 }

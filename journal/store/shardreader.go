@@ -556,35 +556,45 @@ func (sr *ShardReader) newArchiveCursor() (*archiveCursor, error) {
 	return &archiveCursor{sr: sr, it: it, ok: it.First()}, nil
 }
 
-// take returns the archive of stored run no, which must exist exactly
-// when the run is a tombstone, after checking that no archive before it
-// is left over.
+// take returns the archive of stored run no, decoded; see takeWith.
 func (c *archiveCursor) take(no model.RunNo, tombstone bool) ([]model.Record, error) {
+	var recs []model.Record
+	err := c.takeWith(no, tombstone, func(val []byte) (err error) {
+		recs, err = model.DecodeHistory(val)
+		return err
+	})
+	return recs, err
+}
+
+// takeWith calls read with the archive of stored run no (the value is
+// valid only during the call), which must exist exactly when the run is
+// a tombstone, after checking that no archive before it is left over;
+// read is not called when the run has no archive.
+func (c *archiveCursor) takeWith(no model.RunNo, tombstone bool, read func(val []byte) error) error {
 	if c.ok {
 		key := c.it.Key()
 		k, err := ParseStoreKey(key)
 		if err != nil {
-			return nil, c.sr.keyError(nil, err)
+			return c.sr.keyError(nil, err)
 		}
 		if k.Run < no || (k.Run == no && !tombstone) {
-			return nil, c.sr.keyError(key, fmt.Errorf("archived history of run %d, which is not a tombstone", k.Run))
+			return c.sr.keyError(key, fmt.Errorf("archived history of run %d, which is not a tombstone", k.Run))
 		}
 		if k.Run == no {
-			recs, err := model.DecodeHistory(c.it.Value())
-			if err != nil {
-				return nil, c.sr.keyError(key, err)
+			if err := read(c.it.Value()); err != nil {
+				return c.sr.keyError(key, err)
 			}
 			c.ok = c.it.Next()
-			return recs, nil
+			return nil
 		}
 	}
 	if err := c.it.Error(); err != nil {
-		return nil, WrapStoreError(c.sr.path, "reading", err)
+		return WrapStoreError(c.sr.path, "reading", err)
 	}
 	if tombstone {
-		return nil, c.sr.keyError(RunKey(no), fmt.Errorf("tombstoned run %d has no archived history", no))
+		return c.sr.keyError(RunKey(no), fmt.Errorf("tombstoned run %d has no archived history", no))
 	}
-	return nil, nil
+	return nil
 }
 
 // finish refuses an archive after the last run.
