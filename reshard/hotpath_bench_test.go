@@ -243,7 +243,7 @@ func BenchmarkPlan(b *testing.B) {
 }
 
 // BenchmarkRecordScan is what the byte-copy path does to every record
-// instead of decoding it: check it field by field (journal.ScanRecord).
+// instead of decoding it: check it field by field (model.ScanRecord).
 func BenchmarkRecordScan(b *testing.B) {
 	_, _, _, enc := hotData(b)
 	b.SetBytes(encodedBytes(enc))

@@ -7,7 +7,7 @@ import (
 	"github.com/fusee-dev/fusee/journal/store"
 )
 
-// The byte-copy rewrite: a run is read as a journal.RawRun (records
+// The byte-copy rewrite: a run is read as a store.RawRun (records
 // checked, not decoded), and only the records whose presence mask shows a
 // run reference (parent, pred, next, by, key, token: about a fifth of
 // them) are decoded, rewritten and encoded again; every other record,

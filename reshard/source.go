@@ -13,7 +13,7 @@ import (
 // A shardSource streams one shard's recovered state: what the engine's own
 // recovery (checkpoint, store, log tail and the outputs the tail
 // regenerates) says the shard holds, read-only, without ticking anything,
-// one run at a time. journal.ShardReader is the implementation.
+// one run at a time. store.ShardReader is the implementation.
 type shardSource interface {
 	Header() model.CheckpointHeader
 	// Runs calls fn for every run in ascending number; archive is the

@@ -8,7 +8,7 @@
 // The checks read shards as streams, never a whole directory at once: a
 // directory on disk through OpenDir (store.ShardReader per shard: the
 // store in key order with its log tail as an overlay, read-only), a state
-// built in memory through State (FromShards, Load), whose *journal.Shard
+// built in memory through State (FromShards, Load), whose *model.Shard
 // values tests mutate to plant damage. Each shard's runs pass once; the
 // per-run checks are made as they pass; what needs more than one run goes
 // through store.SpillMap sorts and joins bounded by Options.Memory
@@ -43,7 +43,7 @@
 //
 // A reference is dangling when it names a shard that exists and a run
 // number that shard has handed out (below its NextRun) but no longer
-// holds, or when its run number is journal.NoSuchRun, the number a reshard
+// holds, or when its run number is model.NoSuchRun, the number a reshard
 // writes into a reference whose run it found gone; NoSuchRun is never
 // looked up, whatever shard the reference names. A reference to a run number the shard never handed out, or to a
 // shard that does not exist, is an error: no sequence of engine steps

@@ -57,7 +57,7 @@ func WriteLogicalDump(w io.Writer, shards []*model.Shard) error {
 // token's text form ("tk" + 24 hex digits), generation included.
 // Payloads are JSON strings when they
 // are UTF-8 ("payload"), base64 otherwise ("payload_b64"). Record fields
-// keep the names of journal.Record in snake case; statuses, origins and
+// keep the names of model.Record in snake case; statuses, origins and
 // kinds are their String forms.
 //
 // The logical dump of a state does not depend on its shard count or run

@@ -14,7 +14,7 @@ const (
 	badShard             // no such shard
 	unissued             // the shard never handed that number out
 	dangling             // handed out, no longer held
-	noSuchRun            // journal.NoSuchRun: a reshard found the run gone
+	noSuchRun            // model.NoSuchRun: a reshard found the run gone
 )
 
 // history is a run's records: its journal, or its archive once it is a

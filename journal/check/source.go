@@ -16,7 +16,7 @@ import (
 
 // The checks read every shard as streams (source), never as a whole: a
 // directory on disk through store.ShardReader (storeSource), a state
-// built in memory through its *journal.Shard (memSource). What needs more
+// built in memory through its *model.Shard (memSource). What needs more
 // than one run at a time (references, sorts, joins by message ID or
 // workflow ID) goes through spill maps (store.SpillMap) bounded by
 // Options.Memory and lookups on the sources: verify's in key order

@@ -1,7 +1,7 @@
 // Package sim is a deterministic simulated durable-workflow engine. There
 // is no real engine in this repository, so sim plays one: it drives
 // workflow runs on a virtual clock and writes our data-directory format
-// the way an engine would — every change a journal.Op committed through
+// the way an engine would — every change a model.Op committed through
 // journal.DB.Commit, checkpoints through journal.DB.Checkpoint — so that
 // `fusee gen` can make realistic directories and `fusee sim drive` can
 // run one to completion after it was moved, checked or resharded.

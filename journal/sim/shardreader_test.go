@@ -11,7 +11,7 @@ import (
 )
 
 // streamedShard reads shard i of a closed directory with a ShardReader
-// into a *journal.Shard.
+// into a *model.Shard.
 func streamedShard(t *testing.T, fs vfs.FS, dir string, i, n int, tail *store.ShardTail) *model.Shard {
 	t.Helper()
 	sr, err := store.OpenShardReader(fs, dir, i, n, tail)
