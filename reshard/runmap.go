@@ -1,6 +1,7 @@
 package reshard
 
 import (
+	"cmp"
 	"encoding/binary"
 	"errors"
 	"hash/maphash"
@@ -144,30 +145,12 @@ func (c *runMap) assign(p *plan) error {
 		na, nb := c.old[a].nos[pos[a]], c.old[b].nos[pos[b]]
 		return na < nb || na == nb && a < b
 	}
-	down := func(k int) {
-		for {
-			l := 2*k + 1
-			if l >= len(h) {
-				return
-			}
-			if r := l + 1; r < len(h) && less(h[r], h[l]) {
-				l = r
-			}
-			if !less(h[l], h[k]) {
-				return
-			}
-			h[k], h[l] = h[l], h[k]
-			k = l
-		}
-	}
 	for i := range c.old {
 		if len(c.old[i].nos) > 0 {
 			h = append(h, i)
 		}
 	}
-	for k := len(h)/2 - 1; k >= 0; k-- {
-		down(k)
-	}
+	heapInit(h, less)
 	stamp := make([]uint64, newN) // the number best[j] is for, plus one
 	best := make([]int, newN)     // index in group of new shard j's winner
 	type member struct{ shard, k int }
@@ -184,7 +167,7 @@ func (c *runMap) assign(p *plan) error {
 				h[0] = h[len(h)-1]
 				h = h[:len(h)-1]
 			}
-			down(0)
+			siftDown(h, 0, less)
 		}
 		// group is in old-shard order.
 		for g, m := range group {
@@ -228,9 +211,9 @@ func (c *runMap) assign(p *plan) error {
 		case a.j != b.j:
 			return int(a.j) - int(b.j)
 		case a.gen != b.gen:
-			return cmpU32(a.gen, b.gen)
+			return cmp.Compare(a.gen, b.gen)
 		case a.no != b.no:
-			return cmpU32(a.no, b.no)
+			return cmp.Compare(a.no, b.no)
 		}
 		return int(a.shard) - int(b.shard)
 	})
@@ -258,13 +241,6 @@ func (c *runMap) assign(p *plan) error {
 		p.nextRun[j] = max(p.nextRun[j], p.maxUsed+model.RunNo(len(c.lNo[j]))+1)
 	}
 	return nil
-}
-
-func cmpU32(a, b uint32) int {
-	if a < b {
-		return -1
-	}
-	return 1
 }
 
 // find returns the index of no in the ascending nos: a direct index when

@@ -345,26 +345,8 @@ func (s *runSorter) merge(j int, fn func(k, v []byte) error) error {
 		}
 	}
 	// A heap of cursors by their current key.
-	less := func(a, b int) bool { return bytes.Compare(cursors[a].key, cursors[b].key) < 0 }
-	down := func(k int) {
-		for {
-			l := 2*k + 1
-			if l >= len(cursors) {
-				return
-			}
-			if r := l + 1; r < len(cursors) && less(r, l) {
-				l = r
-			}
-			if !less(l, k) {
-				return
-			}
-			cursors[k], cursors[l] = cursors[l], cursors[k]
-			k = l
-		}
-	}
-	for k := len(cursors)/2 - 1; k >= 0; k-- {
-		down(k)
-	}
+	less := func(a, b *chunkCursor) bool { return bytes.Compare(a.key, b.key) < 0 }
+	heapInit(cursors, less)
 	for len(cursors) > 0 {
 		cur := cursors[0]
 		if err := eachPair(cur.item, fn); err != nil {
@@ -378,7 +360,7 @@ func (s *runSorter) merge(j int, fn func(k, v []byte) error) error {
 			cursors[0] = cursors[len(cursors)-1]
 			cursors = cursors[:len(cursors)-1]
 		}
-		down(0)
+		siftDown(cursors, 0, less)
 	}
 	return nil
 }
