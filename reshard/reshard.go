@@ -52,11 +52,6 @@ type Options struct {
 	// KeepOld keeps the old layout as reshard.kept instead of deleting
 	// it, so that Undo can restore it.
 	KeepOld bool
-	// LimitHeap sets the Go runtime's soft memory limit from Memory while
-	// the reshard runs (limitHeap): the command does; a caller sharing
-	// its process with other work (tests running many at once) may not
-	// want a process-wide limit.
-	LimitHeap bool
 }
 
 // CountError is a shard count outside 1..meta.MaxShards.
@@ -220,9 +215,6 @@ func Reshard(ctx context.Context, fs vfs.FS, dir string, opts Options) (*Report,
 // only in what they read and in that switching state.
 func (r *resharder) rebuild(ctx context.Context, d *metaDir) (*Report, error) {
 	fs, dir, opts, rep := r.fs, r.dir, r.opts, r.rep
-	if opts.LimitHeap {
-		defer limitHeap(r.budget)()
-	}
 	newDir := fs.PathJoin(dir, NewDirName)
 	oldBytes, err := treeSize(fs, dir, NewDirName, OldDirName)
 	if err != nil {

@@ -230,9 +230,9 @@ func genGC() func() {
 		return func() {}
 	}
 	gc := debug.SetGCPercent(400)
-	limit := debug.SetMemoryLimit(genHeapLimit)
+	restore := lowerHeapLimit(genHeapLimit)
 	return func() {
 		debug.SetGCPercent(gc)
-		debug.SetMemoryLimit(limit)
+		restore()
 	}
 }
