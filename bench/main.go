@@ -15,14 +15,25 @@
 //     not timed);
 //   - dry-run: `fusee reshard <copy> <new> --dry-run`.
 //
+// With -readers (the default) it also times, on each case's source
+// directory and alternating in the same way, the commands an operator runs
+// before and after: `fusee inspect`, `fusee verify` and `fusee dump
+// --logical` (output to /dev/null), and says how many runs each reads per
+// wall minute. With -gen it times `fusee gen` itself, into a fresh
+// directory every round. With -src an existing directory is used for
+// every case instead of a generated one (its shard count must be each
+// case's old count): this is how a 10M-run directory made once, over an
+// hour or two, is measured.
+//
 // Every command runs under /usr/bin/time -v for its peak RSS. The
 // generated directories are cached under $FUSEE_BENCH_CACHE (default
 // ~/.cache/fusee-bench), keyed by shard count, runs and seed: delete it
 // after a change to the on-disk format. The binaries are built from this
 // checkout into the cache on every run.
 //
-// bench owns nothing in the repository's packages: it only runs the
-// built binaries, and must never be imported.
+// bench owns nothing in the repository's packages: it runs the built
+// binaries (reading only a directory's fusee.meta through package meta),
+// and must never be imported.
 package main
 
 import (
@@ -39,6 +50,9 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/cockroachdb/pebble/v2/vfs"
+	"github.com/fusee-dev/fusee/meta"
 )
 
 type sample struct {
@@ -57,16 +71,19 @@ type measure struct {
 }
 
 type caseResult struct {
-	Case             string              `json:"case"`
-	Runs             int                 `json:"runs"`
-	OldShards        int                 `json:"old_shards"`
-	NewShards        int                 `json:"new_shards"`
-	Bytes            int64               `json:"bytes"`
-	Commands         map[string]*measure `json:"commands"`
-	ReshardOverFloor float64             `json:"reshard_over_floor"`
-	ReshardOverCopy  float64             `json:"reshard_over_copy"`
-	FloorOverCopy    float64             `json:"floor_over_copy"`
-	ReshardOverDry   float64             `json:"reshard_over_dry_run"`
+	Case      string              `json:"case"`
+	Runs      int                 `json:"runs"`
+	OldShards int                 `json:"old_shards"`
+	NewShards int                 `json:"new_shards"`
+	Bytes     int64               `json:"bytes"`
+	Commands  map[string]*measure `json:"commands"`
+	// Runs read per wall minute by each reading command (and made per
+	// wall minute by gen), from its median.
+	RunsPerMinute    map[string]float64 `json:"runs_per_minute,omitempty"`
+	ReshardOverFloor float64            `json:"reshard_over_floor"`
+	ReshardOverCopy  float64            `json:"reshard_over_copy"`
+	FloorOverCopy    float64            `json:"floor_over_copy"`
+	ReshardOverDry   float64            `json:"reshard_over_dry_run"`
 	// The same ratios of CPU time (user + system): on a machine shared
 	// with other work, wall time stretches with the load, CPU time much
 	// less.
@@ -89,9 +106,28 @@ type result struct {
 	Pairs   int          `json:"pairs"`
 	Seed    int          `json:"seed"`
 	Cases   []caseResult `json:"cases"`
+	Gen     *genResult   `json:"gen,omitempty"`
 }
 
-var commandOrder = []string{"copy", "floor", "reshard", "dry-run"}
+// genResult is `fusee gen` timed from nothing to a closed directory.
+type genResult struct {
+	Runs          int      `json:"runs"`
+	Shards        int      `json:"shards"`
+	Gen           *measure `json:"gen"`
+	RunsPerMinute float64  `json:"runs_per_minute"`
+}
+
+var (
+	commandOrder = []string{"copy", "floor", "reshard", "dry-run"}
+	readerOrder  = []string{"inspect", "verify", "dump"}
+)
+
+type options struct {
+	runs, pairs, seed int
+	cases, jsonOut    string
+	src               string // an existing directory for every case
+	readers, gen      bool
+}
 
 func main() {
 	runs := flag.Int("runs", 100000, "runs in each generated directory")
@@ -99,14 +135,19 @@ func main() {
 	cases := flag.String("cases", "8:3,8:16,7:12", "comma-separated old:new shard counts")
 	seed := flag.Int("seed", 1, "gen seed")
 	jsonOut := flag.String("json", "", "also write the JSON result to `FILE`")
+	src := flag.String("src", "", "use the existing directory `DIR` (made with -runs runs) for every case instead of generating one")
+	readers := flag.Bool("readers", true, "also time inspect, verify and dump --logical on each source directory")
+	gen := flag.Bool("gen", false, "also time fusee gen of -runs runs into a fresh directory, every round")
 	flag.Parse()
-	if err := run(*runs, *pairs, *cases, *seed, *jsonOut); err != nil {
+	opt := options{runs: *runs, pairs: *pairs, seed: *seed, cases: *cases, jsonOut: *jsonOut, src: *src, readers: *readers, gen: *gen}
+	if err := run(opt); err != nil {
 		fmt.Fprintln(os.Stderr, "bench:", err)
 		os.Exit(1)
 	}
 }
 
-func run(runs, pairs int, cases string, seed int, jsonOut string) error {
+func run(opt options) error {
+	runs, pairs, seed := opt.runs, opt.pairs, opt.seed
 	if _, err := os.Stat("/usr/bin/time"); err != nil {
 		return fmt.Errorf("needs /usr/bin/time (GNU time, for peak RSS): %w", err)
 	}
@@ -130,7 +171,8 @@ func run(runs, pairs int, cases string, seed int, jsonOut string) error {
 		return fmt.Errorf("building the rewrite floor: %w", err)
 	}
 	res := result{Machine: describe(cache), Pairs: pairs, Seed: seed}
-	for _, c := range strings.Split(cases, ",") {
+	readSrc := map[string]bool{}
+	for _, c := range strings.Split(opt.cases, ",") {
 		oldN, newN, ok := strings.Cut(c, ":")
 		o, err1 := strconv.Atoi(oldN)
 		n, err2 := strconv.Atoi(newN)
@@ -138,7 +180,14 @@ func run(runs, pairs int, cases string, seed int, jsonOut string) error {
 			return fmt.Errorf("-cases %q: want old:new pairs such as 8:3", c)
 		}
 		src := filepath.Join(cache, fmt.Sprintf("src-%d-shards-%d-runs-seed-%d", o, runs, seed))
-		if _, err := os.Stat(src); err != nil {
+		if opt.src != "" {
+			src = opt.src
+			if got, err := shardCount(src); err != nil {
+				return err
+			} else if got != o {
+				return fmt.Errorf("-cases %q: %s has %d shards, not %d", c, src, got, o)
+			}
+		} else if _, err := os.Stat(src); err != nil {
 			fmt.Fprintf(os.Stderr, "generating %s\n", src)
 			if err := sh(fusee, "gen", src, "--shards", strconv.Itoa(o), "--runs", strconv.Itoa(runs), "--seed", strconv.Itoa(seed)); err != nil {
 				return err
@@ -150,7 +199,15 @@ func run(runs, pairs int, cases string, seed int, jsonOut string) error {
 		}
 		cr := caseResult{Case: fmt.Sprintf("%d->%d", o, n), Runs: runs, OldShards: o, NewShards: n, Bytes: size,
 			Commands: map[string]*measure{}}
-		for _, name := range commandOrder {
+		// The reading commands depend only on the source directory: they
+		// are timed with the first case that reads it.
+		names := slices.Clone(commandOrder)
+		if opt.readers && !readSrc[src] {
+			readSrc[src] = true
+			names = append(names, readerOrder...)
+			cr.RunsPerMinute = map[string]float64{}
+		}
+		for _, name := range names {
 			cr.Commands[name] = &measure{}
 		}
 		work, copyDst, floorOut := filepath.Join(cache, "work"), filepath.Join(cache, "copy"), filepath.Join(cache, "floor")
@@ -160,9 +217,12 @@ func run(runs, pairs int, cases string, seed int, jsonOut string) error {
 				"floor":   {floorBin, "-test.run", "^$", "-test.bench", "^BenchmarkRewriteFloor$", "-test.benchtime", "1x"},
 				"reshard": {fusee, "reshard", work, strconv.Itoa(n)},
 				"dry-run": {fusee, "reshard", work, strconv.Itoa(n), "--dry-run", "--scratch", cache},
+				"inspect": {fusee, "inspect", src},
+				"verify":  {fusee, "verify", src, "--scratch", cache},
+				"dump":    {fusee, "dump", src, "--logical", "--scratch", cache},
 			}
 			env := []string{"FUSEE_BENCH_DIR=" + src, "FUSEE_BENCH_OUT=" + floorOut}
-			for _, name := range commandOrder {
+			for _, name := range names {
 				for _, d := range []string{copyDst, floorOut} {
 					if err := os.RemoveAll(d); err != nil {
 						return err
@@ -194,7 +254,19 @@ func run(runs, pairs int, cases string, seed int, jsonOut string) error {
 		cr.ReshardOverDry = cm["reshard"].MedianSeconds / cm["dry-run"].MedianSeconds
 		cr.CPUReshardOverFloor = cm["reshard"].MedianCPU / cm["floor"].MedianCPU
 		cr.CPUReshardOverDry = cm["reshard"].MedianCPU / cm["dry-run"].MedianCPU
+		if cr.RunsPerMinute != nil {
+			for _, name := range readerOrder {
+				cr.RunsPerMinute[name] = float64(runs) / cm[name].MedianSeconds * 60
+			}
+		}
 		res.Cases = append(res.Cases, cr)
+	}
+	if opt.gen {
+		g, err := timeGen(fusee, cache, opt)
+		if err != nil {
+			return err
+		}
+		res.Gen = g
 	}
 	printTable(res)
 	data, err := json.MarshalIndent(res, "", "  ")
@@ -203,8 +275,8 @@ func run(runs, pairs int, cases string, seed int, jsonOut string) error {
 	}
 	data = append(data, '\n')
 	os.Stdout.Write(data)
-	if jsonOut != "" {
-		return os.WriteFile(jsonOut, data, 0o644)
+	if opt.jsonOut != "" {
+		return os.WriteFile(opt.jsonOut, data, 0o644)
 	}
 	return nil
 }
@@ -239,7 +311,58 @@ func printTable(res result) {
 		fmt.Printf("%-6s wall: reshard/floor %.2fx  reshard/copy %.1fx  floor/copy %.1fx  reshard/dry-run %.2fx\n",
 			c.Case, c.ReshardOverFloor, c.ReshardOverCopy, c.FloorOverCopy, c.ReshardOverDry)
 		fmt.Printf("%-6s CPU:  reshard/floor %.2fx  reshard/dry-run %.2fx\n", c.Case, c.CPUReshardOverFloor, c.CPUReshardOverDry)
+		for _, name := range readerOrder {
+			if m, ok := c.Commands[name]; ok {
+				fmt.Printf("%-6s %8d %8.1f %-8s %9.3f %8.1f %8.2f %9.1f  %.2fM runs/min\n", c.Case, c.Runs, float64(c.Bytes)/1e6, name,
+					m.MedianSeconds, m.MBPerSecond, m.MedianCPU, m.MaxRSSMiB, c.RunsPerMinute[name]/1e6)
+			}
+		}
 	}
+	if g := res.Gen; g != nil {
+		fmt.Printf("%-6s %8d %8s %-8s %9.3f %8s %8.2f %9.1f  %.2fM runs/min (%d shards)\n", "gen", g.Runs, "", "gen",
+			g.Gen.MedianSeconds, "", g.Gen.MedianCPU, g.Gen.MaxRSSMiB, g.RunsPerMinute/1e6, g.Shards)
+	}
+}
+
+// timeGen times `fusee gen` of opt.runs runs, with the first case's old
+// shard count, into a fresh directory every round.
+func timeGen(fusee, cache string, opt options) (*genResult, error) {
+	oldN, _, _ := strings.Cut(strings.Split(opt.cases, ",")[0], ":")
+	shards, err := strconv.Atoi(oldN)
+	if err != nil {
+		return nil, fmt.Errorf("-cases %q: want old:new pairs such as 8:3", opt.cases)
+	}
+	g := &genResult{Runs: opt.runs, Shards: shards, Gen: &measure{}}
+	dst := filepath.Join(cache, "gen-work")
+	argv := []string{fusee, "gen", dst, "--shards", oldN, "--runs", strconv.Itoa(opt.runs), "--seed", strconv.Itoa(opt.seed)}
+	for round := range opt.pairs {
+		if err := os.RemoveAll(dst); err != nil {
+			return nil, err
+		}
+		s, err := timed(argv, nil)
+		if err != nil {
+			return nil, fmt.Errorf("gen, round %d: %w", round+1, err)
+		}
+		g.Gen.Samples = append(g.Gen.Samples, s)
+		fmt.Fprintf(os.Stderr, "gen round %d %7.3f s (CPU %6.2f s) %6.1f MiB\n", round+1, s.Seconds, s.CPUSeconds, float64(s.RSSKiB)/1024)
+	}
+	size, err := dirSize(dst)
+	if err != nil {
+		return nil, err
+	}
+	_ = os.RemoveAll(dst)
+	g.Gen.summarize(size)
+	g.RunsPerMinute = float64(opt.runs) / g.Gen.MedianSeconds * 60
+	return g, nil
+}
+
+// shardCount reads the shard count from dir's fusee.meta.
+func shardCount(dir string) (int, error) {
+	m, err := meta.Read(vfs.Default, dir)
+	if err != nil {
+		return 0, fmt.Errorf("-src: %w", err)
+	}
+	return m.Shards, nil
 }
 
 var (
