@@ -80,9 +80,6 @@ func NewMinter(p *Placement, r io.Reader, now func() time.Time) *Minter {
 // Repoint swaps the placement new mints use.
 func (m *Minter) Repoint(p *Placement) { m.current.Store(p) }
 
-// Placement returns the snapshot mints currently use.
-func (m *Minter) Placement() *Placement { return m.current.Load() }
-
 // NewULID returns a fresh ulid; ulids made within one millisecond still sort
 // in the order they were made.
 func (m *Minter) NewULID() (string, error) {

@@ -84,14 +84,8 @@ func (w *WriterV2) Append(entries [][]byte) (uint64, Position, error) {
 	return first, pos, nil
 }
 
-// NextLSN is the LSN the next entry will get.
-func (w *WriterV2) NextLSN() uint64 { return w.next }
-
 // Rotate closes the current segment and starts the next one.
 func (w *WriterV2) Rotate() error { return w.log.rotate() }
-
-// Sync makes every batch appended so far durable (NoSync mode).
-func (w *WriterV2) Sync() error { return w.log.sync() }
 
 // Close syncs what is buffered and closes the current segment.
 func (w *WriterV2) Close() error { return w.log.close() }
