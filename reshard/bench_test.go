@@ -158,6 +158,7 @@ func copyStore(from, to string) error {
 	if err != nil {
 		return err
 	}
+	sw.NoReadBack = true // the floor writes and ingests, nothing more
 	it, err := db.NewIter(nil)
 	if err != nil {
 		sw.Abort()

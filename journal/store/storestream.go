@@ -25,12 +25,18 @@ import (
 // caller that streams (reshard); the caller is responsible for the keys
 // being a valid store.
 type StoreWriter struct {
+	// NoReadBack leaves out checkTable, the read of every finished table
+	// before it is ingested. Only the benchmark of the bare rewrite (the
+	// floor reshard is measured against) sets it.
+	NoReadBack bool
+
 	fs     vfs.FS
 	dir    string
 	tmp    string
 	db     *pebble.DB
 	trap   *fatalTrap
 	wopts  sstable.WriterOptions
+	ropts  sstable.ReaderOptions
 	lanes  map[byte]*storeLane
 	paths  []string
 	keys   int64
@@ -65,7 +71,7 @@ func NewStoreWriter(fs vfs.FS, dir string) (*StoreWriter, error) {
 	o := StoreOptions(fs, nil, false, true)
 	o.EnsureDefaults()
 	return &StoreWriter{fs: fs, dir: dir, tmp: tmp, db: db, trap: trap, lanes: map[byte]*storeLane{},
-		wopts: o.MakeWriterOptions(6, db.FormatMajorVersion().MaxTableFormat())}, nil
+		wopts: o.MakeWriterOptions(6, db.FormatMajorVersion().MaxTableFormat()), ropts: o.MakeReaderOptions()}, nil
 }
 
 // Add appends one key; keys of one kind (first byte) must come in
@@ -135,6 +141,12 @@ func (sw *StoreWriter) Finish() (err error) {
 			err = cerr
 		}
 	}
+	for _, path := range sw.paths {
+		if err != nil || sw.NoReadBack {
+			break
+		}
+		err = sw.checkTable(path)
+	}
 	if err == nil && len(sw.paths) > 0 {
 		// Ingest syncs the tables, the MANIFEST and the directory. Nothing
 		// is in the memtable (no WAL either): there is nothing to flush,
@@ -151,6 +163,35 @@ func (sw *StoreWriter) Finish() (err error) {
 		return fmt.Errorf("writing shard store %s: %w", sw.dir, err)
 	}
 	return meta.SyncDir(sw.fs, sw.fs.PathDir(sw.dir))
+}
+
+// checkTable reads a finished table back from the filesystem and checks
+// every block's checksum, so that a table written or stored wrong is found
+// before it is ingested, not when the engine first reads that block. The
+// file was just written, so the reads come mostly from the page cache.
+func (sw *StoreWriter) checkTable(path string) error {
+	f, err := sw.fs.Open(path)
+	if err != nil {
+		return err
+	}
+	readable, err := objstorageprovider.NewFileReadable(f, sw.fs, objstorageprovider.NewReadaheadConfig(), path)
+	if err != nil {
+		_ = f.Close()
+		return err
+	}
+	r, err := sstable.NewReader(context.Background(), readable, sw.ropts)
+	if err != nil {
+		_ = readable.Close()
+		return fmt.Errorf("reading back %s: %w", path, err)
+	}
+	err = r.ValidateBlockChecksums()
+	if cerr := r.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return fmt.Errorf("reading back %s: %w", path, err)
+	}
+	return nil
 }
 
 // Abort stops a write that will not be finished and releases the store.
