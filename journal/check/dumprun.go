@@ -55,10 +55,11 @@ const (
 )
 
 // template is lines rendered with holes (see above). Its encoding, the
-// value a spill map holds: uvarint fills, uvarint holes, each hole
-// (uvarint offset into the body, kind byte, and for holeKey: count byte,
-// uvarint gen, uvarint pos, uvarint run number, the workflow ID as
-// appendStr), then the body.
+// value a spill map holds, is the body followed by its holes and the
+// holes' length (4 bytes), so that encoding does not copy the body: the
+// holes are uvarint fills, uvarint holes, each hole (uvarint offset into
+// the body, kind byte, and for holeKey: count byte, uvarint gen, uvarint
+// pos, uvarint run number, the workflow ID as appendStr).
 type template struct {
 	body   []byte
 	holes  []tmplHole
@@ -104,10 +105,14 @@ func (t *template) mark(at int) {
 	t.marked++
 }
 
-func (t *template) encode(b []byte) ([]byte, error) {
+// encode appends the holes to the body and returns the template's
+// encoding (it shares the body's array: valid until the next reset).
+func (t *template) encode() ([]byte, error) {
 	if t.marked != len(t.holes) {
 		return nil, errors.New("check: a dump template's holes do not match its references")
 	}
+	b := t.body
+	n := len(b)
 	b = binary.AppendUvarint(b, uint64(t.fills))
 	b = binary.AppendUvarint(b, uint64(len(t.holes)))
 	for _, h := range t.holes {
@@ -121,7 +126,22 @@ func (t *template) encode(b []byte) ([]byte, error) {
 			b = appendStr(b, h.wf)
 		}
 	}
-	return append(b, t.body...), nil
+	b = appendU32(b, uint32(len(b)-n))
+	t.body = b
+	return b, nil
+}
+
+// splitTemplate returns a template's body and holes (see template).
+func splitTemplate(v []byte) (body []byte, holes joinDecoder, err error) {
+	if len(v) < 4 {
+		return nil, holes, errDamagedTemplate
+	}
+	n := int(binary.BigEndian.Uint32(v[len(v)-4:]))
+	if n > len(v)-4 {
+		return nil, holes, errDamagedTemplate
+	}
+	end := len(v) - 4 - n
+	return v[:end], joinDecoder{b: v[end : len(v)-4]}, nil
 }
 
 // Kinds of reference put into the join by the dump (the first byte of
@@ -170,7 +190,9 @@ func (w *view) dump(ctx context.Context, out io.Writer, phys bool) (err error) {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
-	sp, err := newSpills(w.opts, 7)
+	// The lines map holds the rendered dump: 4 of 10 shares of the budget
+	// (the larger its memtable, the fewer tables the final merge reads).
+	sp, err := newSpills(w.opts, 10)
 	if err != nil {
 		return err
 	}
@@ -179,7 +201,7 @@ func (w *view) dump(ctx context.Context, out io.Writer, phys bool) (err error) {
 			err = cerr
 		}
 	}()
-	sh := &dumpShared{lines: sp.new("lines"), msgs: sp.new("msgs"), timers: sp.new("timers"), seen: sp.new("seen"),
+	sh := &dumpShared{lines: sp.newShares("lines", 4), msgs: sp.new("msgs"), timers: sp.new("timers"), seen: sp.new("seen"),
 		odd: sp.new("odd"), join: &refJoin{w: w, m: sp.new("refs")}}
 	bw := bufio.NewWriterSize(out, 256<<10)
 	if phys {
@@ -290,11 +312,10 @@ func (d *dumper) shard(ctx context.Context, slot int) error {
 		if d.err != nil {
 			return d.err
 		}
-		v, err := d.tm.encode(d.val[:0])
+		v, err := d.tm.encode()
 		if err != nil {
 			return err
 		}
-		d.val = v
 		k = append(k, 0)
 		sh.mu.Lock()
 		defer sh.mu.Unlock()
@@ -361,11 +382,10 @@ func (d *dumper) shard(ctx context.Context, slot int) error {
 		if d.err != nil {
 			return d.err
 		}
-		v, err := d.tm.encode(d.val[:0])
+		v, err := d.tm.encode()
 		if err != nil {
 			return err
 		}
-		d.val = v
 		sh.mu.Lock()
 		defer sh.mu.Unlock()
 		return sh.msgs.Put(append(d.k, 0), v)
@@ -703,7 +723,10 @@ func (wr *tmplWriter) walk(m *store.SpillMap, keyLen func(k []byte) int, other f
 				return err
 			}
 		}
-		dec := joinDecoder{b: v}
+		_, dec, err := splitTemplate(v)
+		if err != nil {
+			return err
+		}
 		need := int(dec.uvarint())
 		if dec.bad {
 			return errDamagedTemplate
@@ -725,61 +748,59 @@ func (wr *tmplWriter) walk(m *store.SpillMap, keyLen func(k []byte) int, other f
 
 // write writes template v with its fills.
 func (wr *tmplWriter) write(v []byte, fills [][]byte) error {
-	dec := joinDecoder{b: v}
+	body, dec, err := splitTemplate(v)
+	if err != nil {
+		return err
+	}
 	dec.uvarint()
 	n := int(dec.uvarint())
-	type spot struct {
-		at   int
-		kind byte
-		text string
-	}
-	var spots [8]spot
-	holes := spots[:0]
+	prev, fill := 0, 0
+	out := wr.out
+	b := wr.buf[:0]
 	for range n {
-		h := spot{at: int(dec.uvarint()), kind: dec.byte()}
-		if h.kind == holeKey {
+		at, kind := int(dec.uvarint()), dec.byte()
+		if dec.bad || at < prev || at > len(body) {
+			return errDamagedTemplate
+		}
+		if _, err := out.Write(body[prev:at]); err != nil {
+			return err
+		}
+		prev = at
+		switch kind {
+		case holeFill:
+			if fill >= len(fills) {
+				return errDamagedTemplate
+			}
+			b = fills[fill]
+			fill++
+		case holeLatest:
+			b = jsonTrueField(wr.buf[:0], "latest", wr.latest)
+			wr.buf = b
+		case holeKey:
 			count := int(dec.byte())
 			gen := uint32(dec.uvarint())
 			pos := uint32(dec.uvarint())
 			no := model.RunNo(dec.uvarint())
 			wf := dec.str()
+			if dec.bad {
+				return errDamagedTemplate
+			}
 			var err error
 			if count, gen, err = wr.sh.oddRuns(wf, no, count, gen); err != nil {
 				return err
 			}
-			h.text = keyText(wf, gen, pos, count)
-		}
-		holes = append(holes, h)
-	}
-	if dec.bad {
-		return errDamagedTemplate
-	}
-	body := dec.b
-	b := wr.buf[:0]
-	prev, fill := 0, 0
-	for _, h := range holes {
-		if h.at < prev || h.at > len(body) {
-			return errDamagedTemplate
-		}
-		b = append(b, body[prev:h.at]...)
-		prev = h.at
-		switch h.kind {
-		case holeFill:
-			if fill >= len(fills) {
-				return errDamagedTemplate
-			}
-			b = append(b, fills[fill]...)
-			fill++
-		case holeLatest:
-			b = jsonTrueField(b, "latest", wr.latest)
-		case holeKey:
-			b = jsonStr(b, h.text)
+			b = jsonStr(wr.buf[:0], keyText(wf, gen, pos, count))
+			wr.buf = b
 		default:
 			return errDamagedTemplate
 		}
+		if _, err := out.Write(b); err != nil {
+			return err
+		}
 	}
-	b = append(b, body[prev:]...)
-	wr.buf = b
-	_, err := wr.out.Write(b)
+	if dec.bad || len(dec.b) != 0 {
+		return errDamagedTemplate
+	}
+	_, err = out.Write(body[prev:])
 	return err
 }
