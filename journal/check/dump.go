@@ -254,7 +254,7 @@ func strIf[T fmt.Stringer](v T, zero bool) string {
 // keyRef), rendered into d.tm: its references are worked out in the
 // order they are written (Parent to Token), as the template's holes are.
 func (d *dumper) recLine(slot int, key model.RunNo, r *model.Run, cur bool, index uint32, rec *model.Record, archived bool) recLine {
-	line := recLine{T: "rec", Run: name(r), Pos: index, Kind: rec.Kind.String(), Archived: archived,
+	line := recLine{T: "rec", Run: d.curName, Pos: index, Kind: rec.Kind.String(), Archived: archived,
 		Time: rec.Time, Deadline: rec.Deadline, Ref: rec.Ref, WorkflowID: rec.WorkflowID, Type: rec.Type,
 		Name: rec.Name, MsgID: rec.MsgID, Attempt: rec.Attempt, Gen: rec.Gen, ParentID: rec.ParentID,
 		Status: strIf(rec.Status, rec.Status == model.StatusNone),

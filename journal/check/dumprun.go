@@ -52,6 +52,7 @@ const (
 	holeFill   byte = iota // the text the join puts beside the template, in hole order
 	holeLatest             // `,"latest":true` when the ID index names the run
 	holeKey                // a Ctx::key known on the spot, unless the odd runs say otherwise
+	holeRec                // a record line's start, `{"t":"rec","run":"<name>"`, the same for every record of a run
 )
 
 // template is lines rendered with holes (see above). Its encoding, the
@@ -175,15 +176,17 @@ type dumper struct {
 	phys bool
 	sh   *dumpShared
 	tm   template
-	slot int    // the shard being rendered
+	slot int // the shard being rendered
 	// the run being rendered (nil: a message), stored under curKey
-	curRun *model.Run
-	curKey model.RunNo
-	dest   byte   // the map the template goes into (intoLines, intoMsgs)
-	k      []byte // the template's key
-	err    error  // the first error putting a reference into the join
-	val  []byte
-	jkey []byte
+	curRun  *model.Run
+	curKey  model.RunNo
+	curName string
+	prefix  []byte // its record lines' start (holeRec)
+	dest    byte   // the map the template goes into (intoLines, intoMsgs)
+	k       []byte // the template's key
+	err     error  // the first error putting a reference into the join
+	val     []byte
+	jkey    []byte
 }
 
 func (w *view) dump(ctx context.Context, out io.Writer, phys bool) (err error) {
@@ -298,7 +301,8 @@ func (d *dumper) shard(ctx context.Context, slot int) error {
 		k = appendU64(k, uint64(key))
 		d.k = k
 		cur := home && key == r.No && model.ShardOf(r.WorkflowID, n) == info.Index
-		d.curRun, d.curKey, d.dest = r, key, intoLines
+		d.curRun, d.curKey, d.dest, d.curName = r, key, intoLines, name(r)
+		d.prefix = recPrefix(d.prefix[:0], d.curName)
 		d.tm.reset()
 		line := d.runLine(slot, r, false)
 		line.tm, line.latestHole = &d.tm, true
@@ -306,8 +310,21 @@ func (d *dumper) shard(ctx context.Context, slot int) error {
 		d.tm.body = line.appendJSON(d.tm.body)
 		archived := r.State == model.StateTombstone
 		for i := range h {
+			// The line is rendered whole, then its start cut out and
+			// marked by a hole: it is a fifth of the dump's bytes.
+			start, first := len(d.tm.body), len(d.tm.holes)
+			d.tm.add(tmplHole{kind: holeRec})
+			d.tm.mark(start)
 			line := d.recLine(slot, key, r, cur, uint32(i), &h[i], archived)
 			d.tm.body = line.appendJSON(d.tm.body)
+			if !bytes.HasPrefix(d.tm.body[start:], d.prefix) {
+				return errors.New("check: a record line does not start as its run's do")
+			}
+			p := len(d.prefix)
+			d.tm.body = append(d.tm.body[:start], d.tm.body[start+p:]...)
+			for j := first + 1; j < len(d.tm.holes); j++ {
+				d.tm.holes[j].at -= p
+			}
 		}
 		if d.err != nil {
 			return d.err
@@ -433,6 +450,11 @@ func (sh *dumpShared) oddRuns(wf string, no model.RunNo, count int, gen uint32) 
 		gen = binary.BigEndian.Uint32(v[4:])
 	}
 	return count + int(binary.BigEndian.Uint32(v)), gen, nil
+}
+
+// recPrefix appends the start of the record lines of the run named nm.
+func recPrefix(b []byte, nm string) []byte {
+	return jsonStr(append(b, `{"t":"rec","run":`...), nm)
 }
 
 func keyText(wf string, gen uint32, pos uint32, count int) string {
@@ -624,13 +646,14 @@ type tmplWriter struct {
 	w       *view
 	written int // runs written (progress)
 
-	key   []byte   // the template held while its fills are read
-	tmpl  []byte   // its value
-	fills [][]byte // the fills read so far
+	key    []byte   // the template held while its fills are read
+	tmpl   []byte   // its value
+	fills  [][]byte // the fills read so far
 	need   int
 	latest bool // the held template's latest hole is filled
 	buf    []byte
-	fbuf  [][]byte // fill buffers for reuse
+	prefix []byte   // a run's record line start (holeRec)
+	fbuf   [][]byte // fill buffers for reuse
 }
 
 var errDamagedTemplate = errors.New("check: a damaged dump template")
@@ -709,7 +732,7 @@ func (wr *tmplWriter) walk(m *store.SpillMap, keyLen func(k []byte) int, other f
 			wr.fills = wr.fbuf[:i+1]
 			if len(wr.fills) == wr.need {
 				wr.need = 0
-				return wr.write(wr.tmpl, wr.fills)
+				return wr.write(wr.key, wr.tmpl, wr.fills)
 			}
 			return nil
 		}
@@ -733,7 +756,7 @@ func (wr *tmplWriter) walk(m *store.SpillMap, keyLen func(k []byte) int, other f
 		}
 		wr.latest = latest
 		if need == 0 {
-			return wr.write(v, nil)
+			return wr.write(k[:n], v, nil)
 		}
 		wr.need, wr.fills = need, wr.fills[:0]
 		wr.key = append(wr.key[:0], k[:n]...)
@@ -746,8 +769,8 @@ func (wr *tmplWriter) walk(m *store.SpillMap, keyLen func(k []byte) int, other f
 	return err
 }
 
-// write writes template v with its fills.
-func (wr *tmplWriter) write(v []byte, fills [][]byte) error {
+// write writes template v, whose key is k, with its fills.
+func (wr *tmplWriter) write(k, v []byte, fills [][]byte) error {
 	body, dec, err := splitTemplate(v)
 	if err != nil {
 		return err
@@ -756,6 +779,7 @@ func (wr *tmplWriter) write(v []byte, fills [][]byte) error {
 	n := int(dec.uvarint())
 	prev, fill := 0, 0
 	out := wr.out
+	var prefix []byte // of the record lines (holeRec), once one is met
 	b := wr.buf[:0]
 	for range n {
 		at, kind := int(dec.uvarint()), dec.byte()
@@ -776,6 +800,16 @@ func (wr *tmplWriter) write(v []byte, fills [][]byte) error {
 		case holeLatest:
 			b = jsonTrueField(wr.buf[:0], "latest", wr.latest)
 			wr.buf = b
+		case holeRec:
+			if prefix == nil {
+				wf, rest, err := cutStr(k)
+				if err != nil || len(rest) < 5 {
+					return errDamagedTemplate
+				}
+				wr.prefix = recPrefix(wr.prefix[:0], wf+"#"+strconv.FormatUint(uint64(binary.BigEndian.Uint32(rest[1:])), 10))
+				prefix = wr.prefix
+			}
+			b = prefix
 		case holeKey:
 			count := int(dec.byte())
 			gen := uint32(dec.uvarint())
