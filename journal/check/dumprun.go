@@ -193,9 +193,7 @@ func (w *view) dump(ctx context.Context, out io.Writer, phys bool) (err error) {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
-	// The lines map holds the rendered dump: 4 of 10 shares of the budget
-	// (the larger its memtable, the fewer tables the final merge reads).
-	sp, err := newSpills(w.opts, 10)
+	sp, err := newSpills(w.opts, 7)
 	if err != nil {
 		return err
 	}
@@ -204,7 +202,7 @@ func (w *view) dump(ctx context.Context, out io.Writer, phys bool) (err error) {
 			err = cerr
 		}
 	}()
-	sh := &dumpShared{lines: sp.newShares("lines", 4), msgs: sp.new("msgs"), timers: sp.new("timers"), seen: sp.new("seen"),
+	sh := &dumpShared{lines: sp.new("lines"), msgs: sp.new("msgs"), timers: sp.new("timers"), seen: sp.new("seen"),
 		odd: sp.new("odd"), join: &refJoin{w: w, m: sp.new("refs")}}
 	bw := bufio.NewWriterSize(out, 256<<10)
 	if phys {

@@ -86,12 +86,8 @@ func newSpills(opts Options, n int) (*spills, error) {
 	return &spills{dir: dir, done: done, share: max(opts.budget()/int64(2*n), 1)}, nil
 }
 
-func (s *spills) new(name string) *store.SpillMap { return s.newShares(name, 1) }
-
-// newShares is new for a map that holds k shares of the budget: n in
-// newSpills counts shares, not maps.
-func (s *spills) newShares(name string, k int) *store.SpillMap {
-	m := store.NewSpillMap(vfs.Default, filepath.Join(s.dir, fmt.Sprintf("%s-%d", name, s.made)), s.share*int64(k))
+func (s *spills) new(name string) *store.SpillMap {
+	m := store.NewSpillMap(vfs.Default, filepath.Join(s.dir, fmt.Sprintf("%s-%d", name, s.made)), s.share)
 	s.made++
 	s.maps = append(s.maps, m)
 	return m
