@@ -91,7 +91,7 @@ type verifyShared struct {
 	mu     sync.Mutex // over findings, cross, sp, fseq and passed
 	fseq   uint64     // keeps finding keys unique
 	refs   *refJoin
-	passed int    // runs checked by all the shards' goroutines (progress)
+	passed int // runs checked by all the shards' goroutines (progress)
 }
 
 // ranOne counts a checked run across the shards' goroutines and tells
