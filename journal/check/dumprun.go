@@ -778,8 +778,8 @@ func (wr *tmplWriter) write(k, v []byte, fills [][]byte) error {
 	prev, fill := 0, 0
 	out := wr.out
 	var prefix []byte // of the record lines (holeRec), once one is met
-	b := wr.buf[:0]
 	for range n {
+		var b []byte
 		at, kind := int(dec.uvarint()), dec.byte()
 		if dec.bad || at < prev || at > len(body) {
 			return errDamagedTemplate
