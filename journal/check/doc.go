@@ -13,14 +13,14 @@
 // per-run checks are made as they pass; what needs more than one run goes
 // through store.SpillMap sorts and joins bounded by Options.Memory
 // (source.go, keys.go; verify.go, verify_join.go and dump.go say what each
-// joins): verify reads the runs references name in key order, shard by
-// shard, after every shard has passed; dump still resolves references by
-// point lookups on the shard they name. Memory is
+// joins): both read the runs references name in key order, shard by
+// shard, after every shard has passed (refJoin, verify_join.go); dump
+// renders each run as it passes into a template sorted into the dump's
+// order by a spill map, with holes the join fills (dumprun.go). Memory is
 // therefore the budget plus the shards' store readers, whatever the
-// number of runs. Both use every core (up to four): verify checks shards
-// on several goroutines at once, dump looks up and renders batches of
-// runs on several, and both keep their output in one order whichever
-// goroutine finishes first (parallel.go).
+// number of runs. Both use every core (up to four): each checks or
+// renders shards on several goroutines at once, and both keep their
+// output in one order whichever goroutine finishes first (parallel.go).
 //
 // # Verify
 //

@@ -1,7 +1,6 @@
 package check
 
 import (
-	"bufio"
 	"bytes"
 	"context"
 	"encoding/binary"
@@ -81,155 +80,6 @@ func (d *Dir) WriteDump(ctx context.Context, w io.Writer, opts DumpOptions) erro
 	return d.view(opts.Options).dump(ctx, w, opts.Physical)
 }
 
-// How the dump streams. A first pass over every shard's run entries and ID
-// index puts one small key per run into a spill map sorted by workflow ID
-// and generation (with the shard's index entries for the ID before its
-// runs, which say which run is the latest); runs whose identity a
-// Ctx::key value cannot be resolved through by its home shard (on another
-// shard, stored under another number) go into a second map. Timers,
-// messages and dedup entries are rendered into spill maps keyed by their
-// place in the order. Then the runs are read back in order by point
-// lookups, each written with its records, and the other maps after them.
-// References are resolved by point lookups on the shard they name.
-
-type dumper struct {
-	w    *view
-	phys bool
-	err  error // the first lookup error; lines rendered after it are discarded
-	odd  *store.SpillMap
-	odds int // entries put into odd: none in a healthy directory
-	runs int // runs collected (progress)
-	// cur is the run being written when it is the one its home shard
-	// answers for under its own number: a Ctx::key naming it (as a step's
-	// own key does) resolves without a lookup.
-	cur  *model.Run
-	line []byte // a line rendered for a spill map
-	key  []byte
-}
-
-func (w *view) dump(ctx context.Context, out io.Writer, phys bool) (err error) {
-	if err := ctx.Err(); err != nil {
-		return err
-	}
-	sp, err := newSpills(w.opts, 5)
-	if err != nil {
-		return err
-	}
-	defer func() {
-		if cerr := sp.close(); err == nil {
-			err = cerr
-		}
-	}()
-	d := &dumper{w: w, phys: phys, odd: sp.new("odd")}
-	order, timers, msgs, seen := sp.new("order"), sp.new("timers"), sp.new("msgs"), sp.new("seen")
-	if err := d.collect(ctx, order); err != nil {
-		return err
-	}
-	if err := d.collectOthers(ctx, timers, msgs, seen); err != nil {
-		return err
-	}
-	bw := bufio.NewWriterSize(out, 256<<10)
-	if phys {
-		for _, s := range w.srcs {
-			if s == nil {
-				continue
-			}
-			i := s.info()
-			l := shardLine{T: "shard", Phys: &shardPhys{Shard: i.Index, Count: i.Count, LSN: i.LSN,
-				NextRun: uint64(i.NextRun), NextSeq: i.NextSeq, StoreGen: i.StoreGen}}
-			if _, err := bw.Write(l.appendJSON(nil)); err != nil {
-				return err
-			}
-		}
-	}
-	if err := d.writeRuns(ctx, bw, order); err != nil {
-		return err
-	}
-	d.w.progressEnd(PhaseWrite, d.runs)
-	if err := sp.drop(order); err != nil {
-		return err
-	}
-	for _, m := range []*store.SpillMap{timers, msgs} {
-		err := m.Each(nil, func(_, v []byte) error {
-			_, err := bw.Write(v)
-			return err
-		})
-		if err != nil {
-			return err
-		}
-		if err := ctx.Err(); err != nil {
-			return err
-		}
-	}
-	if err := d.writeSeen(bw, seen); err != nil {
-		return err
-	}
-	return bw.Flush()
-}
-
-// collect fills order (see above) and d.odd.
-func (d *dumper) collect(ctx context.Context, order *store.SpillMap) error {
-	n := len(d.w.srcs)
-	for slot, s := range d.w.srcs {
-		if s == nil {
-			continue
-		}
-		info := d.w.infos[slot]
-		home := d.w.byIndex[info.Index] == slot
-		err := s.entries(ctx, func(key model.RunNo, r *model.Run) error {
-			k := appendStr(d.key[:0], r.WorkflowID)
-			k = append(k, 1)
-			k = appendU32(k, r.Gen)
-			k = appendI64(k, int64(info.Index))
-			k = appendU64(k, uint64(r.No))
-			k = appendU32(k, uint32(slot))
-			k = appendU64(k, uint64(key))
-			d.key = k
-			d.runs++
-			d.w.progress(PhaseSort, d.runs, 0)
-			if err := order.Put(k, nil); err != nil {
-				return err
-			}
-			if !home || key != r.No || model.ShardOf(r.WorkflowID, n) != info.Index {
-				return d.addOdd(r)
-			}
-			return nil
-		})
-		if err != nil {
-			return err
-		}
-		err = s.index(func(id string, no model.RunNo) error {
-			k := appendStr(d.key[:0], id)
-			k = append(k, 0)
-			k = appendU32(k, uint32(slot))
-			d.key = k
-			return order.Put(k, appendU64(nil, uint64(no)))
-		})
-		if err != nil {
-			return err
-		}
-	}
-	d.w.progressEnd(PhaseSort, d.runs)
-	return nil
-}
-
-// addOdd counts a run that its home shard does not answer for under its
-// (workflow ID, number) identity: the value is the count and the first
-// one's generation.
-func (d *dumper) addOdd(r *model.Run) error {
-	k := appendU64(appendStr(nil, r.WorkflowID), uint64(r.No))
-	v, ok, err := d.odd.Get(k)
-	if err != nil {
-		return err
-	}
-	if !ok {
-		d.odds++
-		return d.odd.Put(k, appendU32(appendU32(nil, 1), r.Gen))
-	}
-	n := binary.BigEndian.Uint32(v)
-	return d.odd.Put(k, appendU32(appendU32(nil, n+1), binary.BigEndian.Uint32(v[4:])))
-}
-
 // name is a run's invariant identity.
 func name(r *model.Run) string { return r.WorkflowID + "#" + strconv.FormatUint(uint64(r.Gen), 10) }
 
@@ -237,168 +87,22 @@ func at(n string, pos uint32) string { return n + "@" + strconv.FormatUint(uint6
 
 const danglingRef = "dangling"
 
-func (d *dumper) fail(err error) {
-	if d.err == nil {
-		d.err = err
-	}
-}
-
-func (d *dumper) runRef(ref model.RunRef) string {
-	if ref.IsZero() {
-		return ""
-	}
-	t, res, err := d.w.lookup(ref.Shard, ref.Run, -1)
-	if err != nil {
-		d.fail(err)
-	}
-	if res == resolved && t.r != nil {
-		return name(t.r)
-	}
-	return danglingRef
-}
-
-func (d *dumper) posRef(shard int, no model.RunNo, pos uint32) string {
-	if no == 0 {
-		return ""
-	}
-	if s := d.runRef(model.RunRef{Shard: shard, Run: no}); s != danglingRef {
-		return at(s, pos)
-	}
-	return danglingRef
-}
-
-// keyRef renders a Ctx::key value: the one run anywhere with its workflow
-// ID and number, found on the ID's home shard or among the odd runs.
-func (d *dumper) keyRef(k model.CtxKey) string {
-	if k.WorkflowID == "" {
-		return ""
-	}
-	count, gen := 0, uint32(0)
-	if c := d.cur; c != nil && c.WorkflowID == k.WorkflowID && c.No == k.Run {
-		count, gen = 1, c.Gen
-	} else if slot, ok := d.w.byIndex[model.ShardOf(k.WorkflowID, len(d.w.srcs))]; ok {
-		r, found, err := d.w.srcs[slot].entry(k.Run)
-		if err != nil {
-			d.fail(err)
-		}
-		if found && r.WorkflowID == k.WorkflowID && r.No == k.Run {
-			count, gen = 1, r.Gen
-		}
-	}
-	var v []byte
-	ok := false
-	if d.odds > 0 {
-		var err error
-		if v, ok, err = d.odd.Get(appendU64(appendStr(nil, k.WorkflowID), uint64(k.Run))); err != nil {
-			d.fail(err)
-		}
-	}
-	if ok {
-		if count == 0 {
-			gen = binary.BigEndian.Uint32(v[4:])
-		}
-		count += int(binary.BigEndian.Uint32(v))
-	}
-	if count == 1 {
-		return at(k.WorkflowID+"#"+strconv.FormatUint(uint64(gen), 10), k.Pos)
-	}
-	return danglingRef
-}
-
-// render encodes line as the dump writes it, for a spill map.
-func (d *dumper) render(line interface{ appendJSON([]byte) []byte }) ([]byte, error) {
-	d.line = line.appendJSON(d.line[:0])
-	return d.line, d.err
-}
-
-// collectOthers renders the timer and message lines into their maps, and
-// puts each dedup entry into seen.
-func (d *dumper) collectOthers(ctx context.Context, timers, msgs, seen *store.SpillMap) error {
-	var seq uint64 // keeps keys unique
-	for slot, s := range d.w.srcs {
-		if s == nil {
-			continue
-		}
-		if err := ctx.Err(); err != nil {
-			return err
-		}
-		index := d.w.infos[slot].Index
-		err := s.timers(func(k model.TimerKey) error {
-			run := danglingRef
-			r, ok, err := s.entry(k.Run)
-			if err != nil {
-				return err
-			}
-			if ok {
-				run = name(r)
-			}
-			l := timerLine{T: "timer", Run: run, Pos: k.Pos, At: k.At}
-			key := appendI64(appendU32(appendStr(nil, run), k.Pos), k.At)
-			if d.phys {
-				l.Phys = &refsPhys{Shard: index, No: uint64(k.Run)}
-				key = appendI64(key, int64(index))
-			}
-			seq++
-			key = appendU64(appendU64(key, uint64(k.Run)), seq)
-			v, err := d.render(&l)
-			if err != nil {
-				return err
-			}
-			return timers.Put(key, v)
-		})
-		if err != nil {
-			return err
-		}
-		err = s.outbox(func(id string, m *model.Message) error {
-			l := msgLine{T: "msg", ID: m.ID, Kind: m.Kind.String(), From: d.runRef(m.From), Target: m.Target,
-				Parent: d.posRef(m.Parent.Shard, m.Parent.Run, m.Parent.Pos), ParentID: m.ParentID, Type: m.Type, Name: m.Name,
-				Status: strIf(m.Status, m.Status == model.StatusNone), Deadline: m.Deadline, Sent: m.Sent}
-			if l.From == "" {
-				l.From = danglingRef
-			}
-			l.Payload, l.PayloadB64 = payload(m.Payload)
-			if d.phys {
-				l.Phys = &refsPhys{Shard: index, Seq: m.Seq, From: m.From.String()}
-				if !m.Parent.IsZero() {
-					l.Phys.Parent = m.Parent.String()
-				}
-			}
-			v, err := d.render(&l)
-			if err != nil {
-				return err
-			}
-			seq++
-			return msgs.Put(appendU64(appendI64(appendStr(nil, id), int64(index)), seq), v)
-		})
-		if err != nil {
-			return err
-		}
-		err = s.seen(func(id, wf string) error {
-			return seen.Put(appendU32(appendI64(appendStr(appendStr(nil, id), wf), int64(index)), uint32(slot)), nil)
-		})
-		if err != nil {
-			return err
-		}
-	}
-	return nil
-}
-
 // writeSeen writes the dedup lines: one per message ID and receiving
 // workflow, whichever shards hold it (Verify reports an entry on a shard
 // its workflow does not belong on).
-func (d *dumper) writeSeen(out io.Writer, seen *store.SpillMap) error {
-	var cur []byte
+func writeSeen(out io.Writer, seen *store.SpillMap, phys bool) error {
+	var cur, line []byte
 	var l seenLine
 	var shards []int
 	flush := func() error {
 		if cur == nil {
 			return nil
 		}
-		if d.phys {
+		if phys {
 			l.Phys = &seenPhys{Shards: shards}
 		}
-		d.line = l.appendJSON(d.line[:0])
-		_, err := out.Write(d.line)
+		line = l.appendJSON(line[:0])
+		_, err := out.Write(line)
 		return err
 	}
 	err := seen.Each(nil, func(k, _ []byte) error {
@@ -456,6 +160,10 @@ type runLine struct {
 	Finished   int64    `json:"finished,omitempty"`
 	Latest     bool     `json:"latest,omitempty"`
 	Phys       *runPhys `json:"phys,omitempty"`
+	// tm is the template the line is rendered into, with a hole for
+	// latest when latestHole is set (dumprun.go).
+	tm         *template
+	latestHole bool
 }
 
 type runPhys struct {
@@ -507,6 +215,7 @@ type recLine struct {
 	// index (a damaged journal); normally absent.
 	RecPos *uint32   `json:"rec_pos,omitempty"`
 	Phys   *refsPhys `json:"phys,omitempty"`
+	tm     *template // a reference that is holeMark becomes a hole in it
 }
 
 // refsPhys holds a record's or message's references as stored.
@@ -541,8 +250,11 @@ func strIf[T fmt.Stringer](v T, zero bool) string {
 	return v.String()
 }
 
-func (d *dumper) recLine(slot int, r *model.Run, index uint32, rec *model.Record, archived bool) recLine {
-	line := recLine{T: "rec", Run: name(r), Pos: index, Kind: rec.Kind.String(), Archived: archived,
+// recLine is record index of run r (stored in slot under key; cur: see
+// keyRef), rendered into d.tm: its references are worked out in the
+// order they are written (Parent to Token), as the template's holes are.
+func (d *dumper) recLine(slot int, key model.RunNo, r *model.Run, cur bool, index uint32, rec *model.Record, archived bool) recLine {
+	line := recLine{T: "rec", Run: d.curName, Pos: index, Kind: rec.Kind.String(), Archived: archived,
 		Time: rec.Time, Deadline: rec.Deadline, Ref: rec.Ref, WorkflowID: rec.WorkflowID, Type: rec.Type,
 		Name: rec.Name, MsgID: rec.MsgID, Attempt: rec.Attempt, Gen: rec.Gen, ParentID: rec.ParentID,
 		Status: strIf(rec.Status, rec.Status == model.StatusNone),
@@ -551,8 +263,9 @@ func (d *dumper) recLine(slot int, r *model.Run, index uint32, rec *model.Record
 		Pred:   d.runRef(rec.Pred),
 		Next:   d.runRef(rec.Next),
 		By:     d.runRef(rec.By),
-		Key:    d.keyRef(rec.Key),
+		Key:    d.keyRef(rec.Key, key, r, cur),
 		Token:  d.posRef(rec.Token.Shard, rec.Token.Run, rec.Token.Pos),
+		tm:     &d.tm,
 	}
 	if rec.Pos != index {
 		p := rec.Pos
@@ -608,6 +321,7 @@ type msgLine struct {
 	Payload    *string   `json:"payload,omitempty"`
 	PayloadB64 []byte    `json:"payload_b64,omitempty"`
 	Phys       *refsPhys `json:"phys,omitempty"`
+	tm         *template // a reference that is holeMark becomes a hole in it
 }
 
 type seenLine struct {

@@ -65,6 +65,18 @@ func jsonStrField(b []byte, name, v string, omitEmpty bool) []byte {
 	return jsonStr(jsonField(b, name), v)
 }
 
+// jsonRefField is jsonStrField for a reference: when v is holeMark and
+// the line is rendered into a template, only the member name is written
+// and the template marks where the resolved reference goes.
+func jsonRefField(b []byte, name, v string, omitEmpty bool, tm *template) []byte {
+	if tm != nil && v == holeMark {
+		b = jsonField(b, name)
+		tm.mark(len(b))
+		return b
+	}
+	return jsonStrField(b, name, v, omitEmpty)
+}
+
 func jsonIntField(b []byte, name string, v int64, omitEmpty bool) []byte {
 	if omitEmpty && v == 0 {
 		return b
@@ -131,7 +143,11 @@ func (l *runLine) appendJSON(b []byte) []byte {
 	b = jsonStrField(b, "status", l.Status, true)
 	b = jsonIntField(b, "started", l.Started, true)
 	b = jsonIntField(b, "finished", l.Finished, true)
-	b = jsonTrueField(b, "latest", l.Latest)
+	if l.tm != nil && l.latestHole {
+		l.tm.mark(len(b))
+	} else {
+		b = jsonTrueField(b, "latest", l.Latest)
+	}
 	if p := l.Phys; p != nil {
 		b = strconv.AppendInt(append(b, `,"phys":{"shard":`...), int64(p.Shard), 10)
 		b = jsonUintField(b, "no", p.No, false)
@@ -158,13 +174,13 @@ func (l *recLine) appendJSON(b []byte) []byte {
 	b = jsonUintField(b, "attempt", uint64(l.Attempt), true)
 	b = jsonStrField(b, "origin", l.Origin, true)
 	b = jsonUintField(b, "gen", uint64(l.Gen), true)
-	b = jsonStrField(b, "parent", l.Parent, true)
+	b = jsonRefField(b, "parent", l.Parent, true, l.tm)
 	b = jsonStrField(b, "parent_id", l.ParentID, true)
-	b = jsonStrField(b, "pred", l.Pred, true)
-	b = jsonStrField(b, "next", l.Next, true)
-	b = jsonStrField(b, "by", l.By, true)
-	b = jsonStrField(b, "key", l.Key, true)
-	b = jsonStrField(b, "token", l.Token, true)
+	b = jsonRefField(b, "pred", l.Pred, true, l.tm)
+	b = jsonRefField(b, "next", l.Next, true, l.tm)
+	b = jsonRefField(b, "by", l.By, true, l.tm)
+	b = jsonRefField(b, "key", l.Key, true, l.tm)
+	b = jsonRefField(b, "token", l.Token, true, l.tm)
 	b = jsonPayload(b, l.Payload, l.PayloadB64)
 	if l.RecPos != nil {
 		b = strconv.AppendUint(jsonField(b, "rec_pos"), uint64(*l.RecPos), 10)
@@ -204,9 +220,9 @@ func (l *msgLine) appendJSON(b []byte) []byte {
 	b = jsonStart(b, l.T)
 	b = jsonStrField(b, "id", l.ID, false)
 	b = jsonStrField(b, "kind", l.Kind, false)
-	b = jsonStrField(b, "from", l.From, false)
+	b = jsonRefField(b, "from", l.From, false, l.tm)
 	b = jsonStrField(b, "target", l.Target, false)
-	b = jsonStrField(b, "parent", l.Parent, true)
+	b = jsonRefField(b, "parent", l.Parent, true, l.tm)
 	b = jsonStrField(b, "parent_id", l.ParentID, true)
 	b = jsonStrField(b, "type", l.Type, true)
 	b = jsonStrField(b, "name", l.Name, true)

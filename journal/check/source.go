@@ -19,8 +19,8 @@ import (
 // built in memory through its *model.Shard (memSource). What needs more
 // than one run at a time (references, sorts, joins by message ID or
 // workflow ID) goes through spill maps (store.SpillMap) bounded by
-// Options.Memory and lookups on the sources: verify's in key order
-// (verify_join.go), dump's as each reference is rendered.
+// Options.Memory and lookups on the sources, in key order, once every
+// shard has passed (refJoin, verify_join.go: verify's and dump's alike).
 
 // shardInfo is a shard's header as recovery leaves it.
 type shardInfo struct {

@@ -88,11 +88,10 @@ type verifier struct {
 
 // verifyShared is what the verifiers of one Verify share.
 type verifyShared struct {
-	mu     sync.Mutex // over findings, cross, refs, sp, fseq, rseq and passed
+	mu     sync.Mutex // over findings, cross, sp, fseq and passed
 	fseq   uint64     // keeps finding keys unique
-	refs   *store.SpillMap
-	rseq   uint64 // keeps reference join keys unique
-	passed int    // runs checked by all the shards' goroutines (progress)
+	refs   *refJoin
+	passed int // runs checked by all the shards' goroutines (progress)
 }
 
 // ranOne counts a checked run across the shards' goroutines and tells
@@ -139,7 +138,7 @@ func (w *view) verify(ctx context.Context, fn func(Finding) error) (runs int, er
 			err = cerr
 		}
 	}()
-	v := &verifier{ctx: ctx, w: w, sp: sp, findings: sp.new("findings"), cross: sp.new("msgids"), shared: &verifyShared{refs: sp.new("refs")}}
+	v := &verifier{ctx: ctx, w: w, sp: sp, findings: sp.new("findings"), cross: sp.new("msgids"), shared: &verifyShared{refs: &refJoin{w: w, m: sp.new("refs")}}}
 	v.directory()
 	produce := func(emit func(int) error) error {
 		for slot, src := range w.srcs {

@@ -1,10 +1,13 @@
 package check
 
 import (
+	"context"
 	"encoding/binary"
 	"errors"
+	"sync"
 
 	"github.com/fusee-dev/fusee/journal/model"
+	"github.com/fusee-dev/fusee/journal/store"
 )
 
 // How verify resolves references. A reference names a run of any shard,
@@ -102,16 +105,8 @@ func (v *verifier) deferSender(s *sh, id string, from model.RunRef, unproduced b
 }
 
 func (v *verifier) deferRef(slot int, no model.RunNo, pos int, val []byte) {
-	k := appendU32(v.key[:0], uint32(slot))
-	k = appendU64(k, uint64(no))
-	k = appendI64(k, int64(pos))
-	v.shared.mu.Lock()
-	v.shared.rseq++
-	k = appendU64(k, v.shared.rseq)
-	err := v.shared.refs.Put(k, val)
-	v.shared.mu.Unlock()
-	v.key = k
-	if err != nil {
+	var err error
+	if v.key, err = v.shared.refs.add(v.key, slot, no, pos, val); err != nil {
 		v.fail(err)
 	}
 }
@@ -137,14 +132,57 @@ func (v *verifier) landed(s *sh, r *model.Run, rec *model.Record, c refCheck, t 
 	}
 }
 
-// joinRefs reads each shard's part of the join in key order and finishes
-// every check deferred there, shards on several goroutines at once.
+// joinRefs finishes every check deferred into the join (refJoin.resolve).
 func (v *verifier) joinRefs() error {
-	if err := v.shared.refs.Settle(); err != nil {
+	return v.shared.refs.resolve(v.ctx, func() func(target, resolution, []byte) error {
+		sv := v.forShard()
+		return func(t target, res resolution, val []byte) error {
+			if err := sv.finishRef(t, res, val); err != nil {
+				return err
+			}
+			return sv.err
+		}
+	})
+}
+
+// refJoin is the sorted join of references verify and dump share: each
+// reference is put in (add) keyed by what it needs read, the target's
+// slot, run number and record position, with a value the caller decodes
+// again; resolve then reads each target slot's part in key order, one
+// lookup per run and position however many refer to it, and hands each
+// value with what was read to the caller's finisher. Safe for concurrent
+// add; resolve runs once every add is done.
+type refJoin struct {
+	w   *view
+	mu  sync.Mutex // over m and seq
+	m   *store.SpillMap
+	seq uint64 // keeps keys unique
+}
+
+// add puts val into the join for run no (record pos, -1: none) of the
+// source in slot. key is scratch space, returned for reuse.
+func (j *refJoin) add(key []byte, slot int, no model.RunNo, pos int, val []byte) ([]byte, error) {
+	k := appendU32(key[:0], uint32(slot))
+	k = appendU64(k, uint64(no))
+	k = appendI64(k, int64(pos))
+	j.mu.Lock()
+	j.seq++
+	k = appendU64(k, j.seq)
+	err := j.m.Put(k, val)
+	j.mu.Unlock()
+	return k, err
+}
+
+// resolve reads each slot's part of the join in key order, slots on
+// several goroutines at once (workers()); each goroutine gets a finisher
+// from newFinisher and calls it with every value and what its lookup
+// found. The first error a finisher returns ends the join.
+func (j *refJoin) resolve(ctx context.Context, newFinisher func() func(target, resolution, []byte) error) error {
+	if err := j.m.Settle(); err != nil {
 		return err
 	}
 	produce := func(emit func(int) error) error {
-		for slot, src := range v.w.srcs {
+		for slot, src := range j.w.srcs {
 			if src == nil {
 				continue
 			}
@@ -155,26 +193,21 @@ func (v *verifier) joinRefs() error {
 		return nil
 	}
 	work := func(_ int, slot int) (struct{}, error) {
-		sv := v.forShard()
-		if err := sv.joinShard(slot); err != nil {
-			return struct{}{}, err
-		}
-		return struct{}{}, sv.err
+		return struct{}{}, j.resolveSlot(ctx, slot, newFinisher())
 	}
 	return inOrder(workers(), produce, work, func(struct{}) error { return nil })
 }
 
-// joinShard finishes the checks deferred on the runs of slot: one read
-// per run and position, in key order.
-func (v *verifier) joinShard(slot int) error {
+// resolveSlot is resolve for the part of the join on slot.
+func (j *refJoin) resolveSlot(ctx context.Context, slot int, finish func(target, resolution, []byte) error) error {
 	var t target
 	var res resolution
 	var have bool
 	var last []byte // the slot, run and position last read
 	n := 0
-	return v.shared.refs.Each(appendU32(nil, uint32(slot)), func(k, val []byte) error {
+	return j.m.Each(appendU32(nil, uint32(slot)), func(k, val []byte) error {
 		if n++; n%checkEvery == 0 {
-			if err := v.ctx.Err(); err != nil {
+			if err := ctx.Err(); err != nil {
 				return err
 			}
 		}
@@ -185,15 +218,12 @@ func (v *verifier) joinShard(slot int) error {
 			no := model.RunNo(binary.BigEndian.Uint64(k[4:]))
 			pos := int(int64(binary.BigEndian.Uint64(k[12:]) ^ (1 << 63)))
 			var err error
-			if t, res, err = v.w.lookupSlot(slot, no, pos); err != nil {
+			if t, res, err = j.w.lookupSlot(slot, no, pos); err != nil {
 				return err
 			}
 			have, last = true, append(last[:0], k[:20]...)
 		}
-		if err := v.finishRef(t, res, val); err != nil {
-			return err
-		}
-		return v.err
+		return finish(t, res, val)
 	})
 }
 

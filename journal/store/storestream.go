@@ -254,6 +254,7 @@ func OpenScratchStore(fs vfs.FS, path string, memtableBytes, cacheBytes int) (_ 
 	o := StoreOptions(fs, pebble.NewCache(int64(max(cacheBytes, 1<<20))), false, true)
 	trap.install(o)
 	o.DisableWAL = true
+	o.FS = noSyncFS{o.FS} // nothing in it outlives the process
 	o.MemTableSize = uint64(max(memtableBytes, 1<<20))
 	// Point lookups (a run map) probe every flushed table, all in L0: a
 	// bloom filter per table answers most misses without reading a block,
