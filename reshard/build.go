@@ -472,6 +472,7 @@ func (r *resharder) checkNew(ctx context.Context, p *plan, newDir string) (*dige
 		if err != nil {
 			return nil, fmt.Errorf("opening new shard %d: %w", j, err)
 		}
+		r.progress("check", int64(j+1), int64(r.newN))
 	}
 	if readBackCheck {
 		back, err := r.readBack(ctx, p, newDir)
