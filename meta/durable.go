@@ -1,7 +1,9 @@
 package meta
 
 import (
+	"bufio"
 	"fmt"
+	"io"
 	"math/rand/v2"
 	"strconv"
 
@@ -45,9 +47,20 @@ var testHookBeforeRename func(tmpPath string) error
 // rename never crosses filesystems and one fsync of the directory covers
 // both names.
 func ReplaceFile(fs vfs.FS, path string, data []byte) error {
+	return ReplaceFileWith(fs, path, func(w io.Writer) error {
+		_, err := w.Write(data)
+		return err
+	})
+}
+
+// ReplaceFileWith is ReplaceFile for content too large to hold in memory:
+// write streams it (through a buffer) into the temporary file, with the
+// same atomicity and durability; an error from write aborts the replace
+// and leaves the old file.
+func ReplaceFileWith(fs vfs.FS, path string, write func(io.Writer) error) error {
 	dir := fs.PathDir(path)
 	tmp := fs.PathJoin(dir, "."+fs.PathBase(path)+".tmp"+strconv.FormatUint(rand.Uint64(), 36))
-	if err := writeSynced(fs, tmp, data); err != nil {
+	if err := writeSynced(fs, tmp, write); err != nil {
 		_ = fs.Remove(tmp)
 		return fmt.Errorf("writing %s: %w", path, err)
 	}
@@ -67,13 +80,18 @@ func ReplaceFile(fs vfs.FS, path string, data []byte) error {
 	return nil
 }
 
-// writeSynced creates the file name holding data and fsyncs it.
-func writeSynced(fs vfs.FS, name string, data []byte) error {
+// writeSynced creates the file name holding what write writes and fsyncs
+// it.
+func writeSynced(fs vfs.FS, name string, write func(io.Writer) error) error {
 	f, err := fs.Create(name, vfs.WriteCategoryUnspecified)
 	if err != nil {
 		return err
 	}
-	_, err = f.Write(data)
+	bw := bufio.NewWriterSize(f, 64<<10)
+	err = write(bw)
+	if err == nil {
+		err = bw.Flush()
+	}
 	if err == nil {
 		err = f.Sync()
 	}

@@ -113,13 +113,31 @@ func (r *resharder) build(ctx context.Context, p *plan, newDir string, rep *Repo
 		return m.ID, ok, err
 	}}
 	rep.NewShardBytes = make([]int64, r.newN)
+	// The new shards' digests, computed from what their store writers get
+	// (streamdigest.go).
+	var checks []*streamDigest
+	if !dry {
+		checks = make([]*streamDigest, r.newN)
+		for j := range checks {
+			checks[j] = newStreamDigest(p, newDigest, j)
+		}
+	}
 	put := func(shard int, key, value []byte) error {
 		rep.Counts.BytesWritten += int64(len(key) + len(value))
 		rep.NewShardBytes[shard] += int64(len(key) + len(value))
 		if dry {
 			return nil
 		}
+		if corruptWrite != nil {
+			var keep bool
+			if value, keep = corruptWrite(shard, key, value); !keep {
+				return nil
+			}
+		}
 		if direct {
+			if err := checks[shard].add(key, value); err != nil {
+				return err
+			}
 			return writers[shard].Add(key, value)
 		}
 		return sorter.Put(shard, key, value)
@@ -272,7 +290,7 @@ func (r *resharder) build(ctx context.Context, p *plan, newDir string, rep *Repo
 		if err := sorter.Settle(); err != nil {
 			return nil, err
 		}
-		err := parallel(ctx, r.newN, func(j int) error { return r.writeStore(sorter, newDir, j) },
+		err := parallel(ctx, r.newN, func(j int) error { return r.writeStore(sorter, newDir, j, checks[j]) },
 			func(done int) { r.progress("write", int64(done), int64(r.newN)) })
 		if err != nil {
 			return nil, err
@@ -285,6 +303,12 @@ func (r *resharder) build(ctx context.Context, p *plan, newDir string, rep *Repo
 		return nil, err
 	}
 	rep.Spilled = rep.Spilled || sorter.Spilled()
+	for _, c := range checks {
+		if err := c.finish(); err != nil {
+			return nil, err
+		}
+		newDigest.merge(c.d)
+	}
 	return oldDigest, nil
 }
 
@@ -319,8 +343,9 @@ func (r *resharder) createLog(newDir string) (wal.Position, error) {
 }
 
 // writeStore writes new shard j's store from the sorted keys of its
-// prefix. Several run at once: sorter takes no Put meanwhile.
-func (r *resharder) writeStore(sorter *runSorter, newDir string, j int) error {
+// prefix, each one digested by check on its way. Several run at once:
+// sorter takes no Put meanwhile.
+func (r *resharder) writeStore(sorter *runSorter, newDir string, j int, check *streamDigest) error {
 	if err := r.fs.MkdirAll(store.ShardDir(r.fs, newDir, j), 0o755); err != nil {
 		return err
 	}
@@ -328,7 +353,12 @@ func (r *resharder) writeStore(sorter *runSorter, newDir string, j int) error {
 	if err != nil {
 		return err
 	}
-	err = sorter.Each(j, sw.Add)
+	err = sorter.Each(j, func(k, v []byte) error {
+		if err := check.add(k, v); err != nil {
+			return err
+		}
+		return sw.Add(k, v)
+	})
 	if err != nil {
 		sw.Abort()
 		return err
@@ -424,10 +454,49 @@ func readAhead(ctx context.Context, src shardSource, look, fn func(*store.RawRun
 	return err
 }
 
+// checkNew returns the new shards' digest, computed as they were written
+// (streamdigest.go), after opening every new shard the way the engine
+// opens it (its store, its header, the new log): a store that does not
+// open stops the reshard here. With readBackCheck set (tests), every new
+// shard is also read back whole and its digest must equal the stream's.
+func (r *resharder) checkNew(ctx context.Context, p *plan, newDir string) (*digest, error) {
+	tails, err := logTails(ctx, r.fs, newDir, r.newN)
+	if err != nil {
+		return nil, fmt.Errorf("opening the new shards: %w", err)
+	}
+	for j := range r.newN {
+		src, err := openSource(r.fs, newDir, j, r.newN, tails)
+		if err == nil {
+			err = src.Close()
+		}
+		if err != nil {
+			return nil, fmt.Errorf("opening new shard %d: %w", j, err)
+		}
+		r.progress("check", int64(j+1), int64(r.newN))
+	}
+	if readBackCheck {
+		back, err := r.readBack(ctx, p, newDir)
+		if err != nil {
+			return nil, err
+		}
+		if diff := r.newDigest.diff(back); diff != "" {
+			return nil, fmt.Errorf("internal error: the new shards read back differ from what was written to them: %s", diff)
+		}
+	}
+	return r.newDigest, nil
+}
+
+// corruptWrite, when set (tests), may change or drop (keep false) each
+// key's value the rewrite hands over, as a bug in the rewrite would.
+var corruptWrite func(shard int, key, value []byte) (_ []byte, keep bool)
+
+// readBackCheck makes checkNew read every new shard back as well (tests).
+var readBackCheck = false
+
 // readBack reads every new shard the way the engine will, and computes
-// its digest, which must equal the old directory's.
+// its digest.
 func (r *resharder) readBack(ctx context.Context, p *plan, newDir string) (*digest, error) {
-	d := r.newDigest
+	d := &digest{seeds: r.newDigest.seeds, counts: map[string]int64{}}
 	tails, err := logTails(ctx, r.fs, newDir, r.newN)
 	if err != nil {
 		return nil, fmt.Errorf("reading back the new shards: %w", err)

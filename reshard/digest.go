@@ -133,13 +133,21 @@ func (c *canon) run(d *digest, shard int, r *model.Run, archive []model.Record) 
 	d.add("run:"+r.State.String(), c.b)
 	d.counts["record"] += int64(len(r.Journal))
 	if archive != nil {
-		c.b = append(c.b[:0], r.WorkflowID...)
-		c.b = binary.AppendUvarint(c.b, uint64(r.Gen))
+		c.archiveOf(shard, r.No)
 		for _, rec := range archive {
 			c.record(shard, rec)
 		}
 		d.add("archive", c.b)
 	}
+}
+
+// archiveOf begins an archive's canonical bytes: the identity of the run
+// it belongs to (run no of shard), which binds it to its run whether or
+// not the run's entry has been seen (a store's archive keys sort before
+// its run keys, and the new stores are checked as they are written).
+func (c *canon) archiveOf(shard int, no model.RunNo) {
+	c.b = c.b[:0]
+	c.ref(0, model.RunRef{Shard: shard, Run: no})
 }
 
 func (c *canon) message(d *digest, m model.Message) {

@@ -181,8 +181,7 @@ func (c *canon) rawRun(d *digest, shard int, r *store.RawRun) {
 	d.add(runKind(e.State), c.b)
 	d.counts["record"] += int64(len(r.Records))
 	if r.Archive != nil {
-		c.b = append(c.b[:0], e.WorkflowID...)
-		c.b = binary.AppendUvarint(c.b, uint64(e.Gen))
+		c.archiveOf(shard, r.No)
 		err := model.EachHistoryRecord(r.Archive, func(rec []byte, h *model.RecordHead) error {
 			c.rawRecord(shard, rec, h)
 			return nil

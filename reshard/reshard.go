@@ -300,7 +300,7 @@ func (r *resharder) rebuild(ctx context.Context, d *metaDir) (*Report, error) {
 	r.phase("rewrite", start)
 
 	start = time.Now()
-	newDigest, err := r.readBack(ctx, p, newDir)
+	newDigest, err := r.checkNew(ctx, p, newDir)
 	if err != nil {
 		return abandon(err)
 	}

@@ -2,7 +2,6 @@ package cli
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
@@ -198,11 +197,8 @@ func runReshard(ctx context.Context, ios *IO, opts reshardOptions, dir string, s
 		return err
 	}
 	if opts.report != "" {
-		data, err := json.MarshalIndent(rep, "", "  ")
-		if err != nil {
-			return err
-		}
-		if err := meta.ReplaceFile(vfs.Default, opts.report, append(data, '\n')); err != nil {
+		// Streamed (the lists grow with the directory), atomically.
+		if err := meta.ReplaceFileWith(vfs.Default, opts.report, rep.WriteJSON); err != nil {
 			return fmt.Errorf("writing the report to %s (the reshard itself is %s): %w", opts.report, rep.Outcome, err)
 		}
 	}
@@ -210,7 +206,7 @@ func runReshard(ctx context.Context, ios *IO, opts reshardOptions, dir string, s
 		return err
 	}
 	if opts.json {
-		return ios.printJSON(rep)
+		return rep.WriteJSON(ios.Out) // streamed: see Report.WriteJSON
 	}
 	if err := printReshardReport(ios, rep); err != nil {
 		return err

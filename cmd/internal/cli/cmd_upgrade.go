@@ -97,7 +97,7 @@ func runUpgrade(ctx context.Context, ios *IO, opts upgradeOptions, dir string) e
 		return err
 	}
 	if opts.json {
-		return ios.printJSON(rep)
+		return rep.WriteJSON(ios.Out) // streamed: see Report.WriteJSON
 	}
 	return printUpgradeReport(ios, rep)
 }

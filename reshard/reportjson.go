@@ -1,0 +1,92 @@
+package reshard
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"io"
+)
+
+// WriteJSON writes the report as indented JSON (two spaces) and a
+// newline: byte for byte what json.MarshalIndent(rep, "", "  ") followed
+// by a newline gives (and so what an Encoder with SetIndent("", "  ")
+// writes), the schema and field order unchanged. The two lists that grow
+// with the directory (renumbered_unfinished, token_changes) are encoded
+// an element at a time straight to w, through a small buffer, instead of
+// the whole document being built in memory first: at 1M runs that
+// document is tens of MB, and marshalling and indenting it took about
+// three times that.
+func (rep *Report) WriteJSON(w io.Writer) error {
+	// The report without its lists: small. A list that is there renders
+	// as [] (a nil one as null, as MarshalIndent renders it) and is
+	// found by its key at the start of a line, which no string value can
+	// hold (the encoder escapes newlines and quotes).
+	shell := *rep
+	if shell.Renumbered != nil {
+		shell.Renumbered = []RenumberedRun{}
+	}
+	if shell.Tokens != nil {
+		shell.Tokens = []TokenChange{}
+	}
+	head, err := json.MarshalIndent(&shell, "", "  ")
+	if err != nil {
+		return err
+	}
+	bw := bufio.NewWriterSize(w, 64<<10)
+	rest, err := streamList(bw, head, "renumbered_unfinished", rep.Renumbered)
+	if err != nil {
+		return err
+	}
+	if rest, err = streamList(bw, rest, "token_changes", rep.Tokens); err != nil {
+		return err
+	}
+	if _, err := bw.Write(rest); err != nil {
+		return err
+	}
+	if err := bw.WriteByte('\n'); err != nil {
+		return err
+	}
+	return bw.Flush()
+}
+
+// streamList writes doc up to the empty list under key (a field of the
+// top-level object), then list's elements indented as MarshalIndent
+// indents them there, and returns the rest of doc after the list's
+// opening bracket. A nil or empty list is left as doc has it.
+func streamList[T any](bw *bufio.Writer, doc []byte, key string, list []T) ([]byte, error) {
+	if len(list) == 0 {
+		return doc, nil
+	}
+	mark := []byte("\n  \"" + key + "\": [")
+	at := bytes.Index(doc, mark)
+	if at < 0 || !bytes.HasPrefix(doc[at+len(mark):], []byte("]")) {
+		return nil, fmt.Errorf("report JSON: no empty %q list to fill (the report's fields changed?)", key)
+	}
+	if _, err := bw.Write(doc[:at+len(mark)]); err != nil {
+		return nil, err
+	}
+	var one, ind bytes.Buffer
+	enc := json.NewEncoder(&one) // escapes as Marshal does; reuses one
+	for i := range list {
+		one.Reset()
+		if err := enc.Encode(&list[i]); err != nil {
+			return nil, err
+		}
+		ind.Reset()
+		if i > 0 {
+			ind.WriteByte(',')
+		}
+		ind.WriteString("\n    ")
+		if err := json.Indent(&ind, bytes.TrimSuffix(one.Bytes(), []byte("\n")), "    ", "  "); err != nil {
+			return nil, err
+		}
+		if _, err := bw.Write(ind.Bytes()); err != nil {
+			return nil, err
+		}
+	}
+	if _, err := bw.WriteString("\n  "); err != nil {
+		return nil, err
+	}
+	return doc[at+len(mark):], nil
+}

@@ -1,0 +1,184 @@
+package reshard
+
+import (
+	"encoding/binary"
+	"fmt"
+
+	"github.com/fusee-dev/fusee/journal/model"
+	"github.com/fusee-dev/fusee/journal/store"
+)
+
+// A streamDigest computes a new shard's digest (digest.go) from the keys
+// and values handed to its store writer, in the order they are handed
+// over, instead of reading the written store back: every item is decoded
+// from those bytes (entries, records, messages, dedup, index and timer
+// keys) with the checks the store reader applies to a run (record
+// positions in sequence, as many records as the entry says, a journal
+// that begins with its start record, run numbers and outbox sequence
+// numbers below the header's), and its references are resolved through
+// the plan's reverse map by new number, independently of the rewrite
+// that made them. The items are the ones the read-back produced, in the
+// same canonical form, so the digests are equal exactly when the read-back
+// ones would be (a test computes both over random workloads). What it does
+// not do is read the sstables: docs/reshard.md §6 says what that leaves.
+type streamDigest struct {
+	c     canon
+	d     *digest
+	shard int // the new shard
+	// The run whose records are arriving (run.no 0: none).
+	run struct {
+		no      model.RunNo
+		e       model.RunEntry
+		records uint32 // how many arrived
+	}
+	header         bool
+	nextRun        model.RunNo
+	nextSeq        uint64
+	maxRun, maxSeq uint64
+}
+
+func newStreamDigest(p *plan, d *digest, shard int) *streamDigest {
+	s := &streamDigest{d: &digest{seeds: d.seeds, counts: map[string]int64{}}, shard: shard}
+	s.c.id = func(ref model.RunRef) (uint64, bool, error) { return p.identityAt(ref.Shard, ref.Run) }
+	return s
+}
+
+func (s *streamDigest) fail(key []byte, format string, args ...any) error {
+	return fmt.Errorf("internal error: checking new shard %d as it is written, key %q: %s; nothing was changed (reshard.new is removed): please report this",
+		s.shard, key, fmt.Sprintf(format, args...))
+}
+
+// add digests one key and value, as the store writer gets them.
+func (s *streamDigest) add(key, val []byte) error {
+	k, err := store.ParseStoreKey(key)
+	if err != nil {
+		return s.fail(key, "%v", err)
+	}
+	if k.Kind == store.KeyRun && k.IsRecord {
+		return s.record(key, val, k)
+	}
+	if err := s.endRun(key); err != nil {
+		return err
+	}
+	c, d := &s.c, s.d
+	switch k.Kind {
+	case store.KeyHeader:
+		h, err := model.DecodeHeader(val)
+		if err != nil {
+			return s.fail(key, "%v", err)
+		}
+		s.header, s.nextRun, s.nextSeq = true, h.NextRun, h.NextSeq
+	case store.KeyRun:
+		e, err := model.DecodeRunEntry(val)
+		if err != nil {
+			return s.fail(key, "%v", err)
+		}
+		if e.WorkflowID == "" || (e.State == model.StateTombstone) != (e.Records == 0) {
+			return s.fail(key, "a %s run entry of %q with %d records", e.State, e.WorkflowID, e.Records)
+		}
+		s.run.no, s.run.e, s.run.records = k.Run, e, 0
+		s.maxRun = max(s.maxRun, uint64(k.Run))
+		c.b = c.b[:0]
+		c.b = binary.AppendUvarint(c.b, uint64(len(e.WorkflowID)))
+		c.b = append(c.b, e.WorkflowID...)
+		c.b = binary.AppendUvarint(c.b, uint64(e.Gen))
+		c.b = append(c.b, byte(e.State), byte(e.Status))
+		c.b = binary.AppendVarint(c.b, e.Started)
+		c.b = binary.AppendVarint(c.b, e.Finished)
+		c.b = append(c.b, e.Type...)
+		c.b = binary.AppendUvarint(c.b, uint64(e.Records))
+	case store.KeyArchive:
+		c.archiveOf(s.shard, k.Run)
+		err := model.EachHistoryRecord(val, func(rec []byte, h *model.RecordHead) error {
+			c.rawRecord(s.shard, rec, h)
+			return nil
+		})
+		if err != nil {
+			return s.fail(key, "%v", err)
+		}
+		d.add("archive", c.b)
+	case store.KeyOutbox:
+		m, err := model.DecodeMessage(val, k.Seq)
+		if err != nil {
+			return s.fail(key, "%v", err)
+		}
+		s.maxSeq = max(s.maxSeq, m.Seq)
+		c.message(d, *m)
+	case store.KeySeen:
+		wf, err := model.DecodeSeenValue(val)
+		if err != nil {
+			return s.fail(key, "%v", err)
+		}
+		c.seen(d, k.ID, wf)
+	case store.KeyTimer:
+		if len(val) != 0 {
+			return s.fail(key, "a timer value of %d bytes", len(val))
+		}
+		c.timer(d, model.TimerKey{At: k.At, Run: k.Run, Pos: k.Pos}, s.shard)
+	case store.KeyIndex:
+		no, err := model.DecodeIndexValue(val)
+		if err != nil {
+			return s.fail(key, "%v", err)
+		}
+		c.index(d, k.ID, model.RunRef{Shard: s.shard, Run: no})
+	}
+	return c.err
+}
+
+// record adds journal record k.Pos of the run whose entry came last.
+func (s *streamDigest) record(key, val []byte, k store.StoreKey) error {
+	r := &s.run
+	if r.no == 0 || k.Run != r.no {
+		return s.fail(key, "a journal record without its run entry")
+	}
+	if k.Pos != r.records || k.Pos >= r.e.Records {
+		return s.fail(key, "journal record at position %d, want position %d of %d", k.Pos, r.records, r.e.Records)
+	}
+	h, err := model.ScanRecord(val)
+	if err != nil {
+		return s.fail(key, "%v", err)
+	}
+	if h.Pos != k.Pos {
+		return s.fail(key, "the record says position %d", h.Pos)
+	}
+	if k.Pos == 0 && (h.Kind != model.KindStart || string(h.WorkflowID(val)) != r.e.WorkflowID) {
+		return s.fail(key, "run %d's journal does not begin with its start record", r.no)
+	}
+	r.records++
+	s.c.rawRecord(s.shard, val, &h)
+	return s.c.err
+}
+
+// endRun adds the run whose records were arriving, if any, once a key
+// that is not one of its records comes.
+func (s *streamDigest) endRun(key []byte) error {
+	r := &s.run
+	if r.no == 0 {
+		return nil
+	}
+	if r.records != r.e.Records {
+		return s.fail(key, "run %d's entry says %d journal records, %d were written", r.no, r.e.Records, r.records)
+	}
+	s.d.add(runKind(r.e.State), s.c.b)
+	s.d.counts["record"] += int64(r.records)
+	r.no = 0
+	return nil
+}
+
+// finish ends the stream: the last run is added, and the run and outbox
+// numbers are checked against the header's.
+func (s *streamDigest) finish() error {
+	end := []byte("(the end)")
+	if err := s.endRun(end); err != nil {
+		return err
+	}
+	switch {
+	case !s.header:
+		return s.fail(end, "no header was written")
+	case s.maxRun >= uint64(s.nextRun):
+		return s.fail(end, "run %d is not below the header's next run number %d", s.maxRun, s.nextRun)
+	case s.maxSeq >= s.nextSeq:
+		return s.fail(end, "outbox message %d is not below the header's next seq %d", s.maxSeq, s.nextSeq)
+	}
+	return nil
+}
