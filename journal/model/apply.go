@@ -155,12 +155,11 @@ func (s *Shard) Apply(op *Op) error {
 // the checkpoint is the same as if the run had been read back whole and
 // archived in memory.
 func (s *Shard) tombstoneStored(op *Op) error {
-	e, ok, err := s.back.ReadEntry(op.Run)
-	if err != nil {
-		s.fail(err)
-		return err
-	}
+	e, ok := s.Head(op.Run) // the entry the engine's check just read, cached
 	if !ok {
+		if err := s.LoadErr(); err != nil {
+			return err
+		}
 		return fmt.Errorf("%s of run %d: no such run on shard %d", op.Kind, op.Run, s.Index)
 	}
 	if e.State != StateFinished {
