@@ -1,7 +1,6 @@
 package journal
 
 import (
-	"bytes"
 	"errors"
 	"fmt"
 
@@ -95,35 +94,6 @@ func (b *backing) ReadEntry(no model.RunNo) (model.RunEntry, bool, error) {
 		return e, false, &store.StoreError{Path: b.path, Key: store.StoreKey{Kind: store.KeyRun, Run: no}.String(), Err: err}
 	}
 	return e, true, nil
-}
-
-// ReadEntries reads the entries of runs nos (model.Backing) with one
-// iterator, seeking forward: runs close together share its blocks.
-func (b *backing) ReadEntries(nos []model.RunNo, fn func(no model.RunNo, e model.RunEntry)) (err error) {
-	if len(nos) == 0 {
-		return nil
-	}
-	defer store.RecoverStoreFatal(b.path, &err)
-	it, err := b.st.NewIter(&pebble.IterOptions{LowerBound: store.RunKey(nos[0]), UpperBound: store.RunKey(nos[len(nos)-1] + 1)})
-	if err != nil {
-		return store.WrapStoreError(b.path, "reading", err)
-	}
-	var key []byte
-	for _, no := range nos {
-		key = store.AppendRunKey(key[:0], no)
-		if !it.SeekGE(key) || !bytes.Equal(it.Key(), key) {
-			continue
-		}
-		e, derr := model.DecodeRunEntry(it.Value())
-		if derr != nil {
-			return store.CloseIter(b.path, it, &store.StoreError{Path: b.path, Key: store.StoreKey{Kind: store.KeyRun, Run: no}.String(), Err: derr})
-		}
-		fn(no, e)
-	}
-	if err := it.Error(); err != nil {
-		return store.CloseIter(b.path, it, store.WrapStoreError(b.path, "reading", err))
-	}
-	return store.CloseIter(b.path, it, nil)
 }
 
 // ReadRun reads run no and its journal from the store (nil: none).

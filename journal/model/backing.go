@@ -15,9 +15,6 @@ type Backing interface {
 	ReadRun(no RunNo) (*Run, error)
 	// ReadEntry reads run no's entry alone, without its journal.
 	ReadEntry(no RunNo) (RunEntry, bool, error)
-	// ReadEntries calls fn with the entry of each run of nos (sorted,
-	// without repeats) the store has, in one forward pass.
-	ReadEntries(nos []RunNo, fn func(no RunNo, e RunEntry)) error
 	// ReadIndex reads the ID index entry of workflowID.
 	ReadIndex(workflowID string) (RunNo, bool, error)
 	// ReadSeen reads the receiver dedup entry of msgID: the workflow ID
@@ -86,34 +83,6 @@ func (s *Shard) Head(no RunNo) (_ RunEntry, ok bool) {
 		s.heads[no] = e
 	}
 	return e, ok
-}
-
-// PrefetchHeads reads the entries of the evicted runs among nos (sorted,
-// without repeats) in one forward pass over the store, for Head to find:
-// cheaper than one read each when they are close together, as the runs
-// whose retention ends in one round are.
-func (s *Shard) PrefetchHeads(nos []RunNo) {
-	if s.back == nil {
-		return
-	}
-	want := nos[:0:0]
-	for _, no := range nos {
-		if _, ok := s.Runs[no]; ok {
-			continue
-		}
-		if _, ok := s.heads[no]; !ok {
-			want = append(want, no)
-		}
-	}
-	if len(want) < 2 {
-		return // Head reads one as cheaply
-	}
-	if s.heads == nil {
-		s.heads = map[RunNo]RunEntry{}
-	}
-	if err := s.back.ReadEntries(want, func(no RunNo, e RunEntry) { s.heads[no] = e }); err != nil {
-		s.fail(err)
-	}
 }
 
 // LatestNo is the ID index entry of a workflow ID: its newest run.

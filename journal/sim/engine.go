@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"slices"
 	"sort"
 
 	"github.com/fusee-dev/fusee/journal"
@@ -268,9 +267,7 @@ func (e *Engine) round() (int, error) {
 	e.stats.Rounds++
 	e.appended = false
 	done := 0
-	due := e.due()
-	e.prefetchTombstones(due)
-	for _, ev := range due {
+	for _, ev := range e.due() {
 		ok, err := e.try(ev)
 		if err != nil {
 			return done, err
@@ -280,27 +277,6 @@ func (e *Engine) round() (int, error) {
 		}
 	}
 	return done, e.flush()
-}
-
-// prefetchTombstones reads the entries of the runs whose retention ends
-// in this round, each shard's in one forward pass (model.Shard.Head then
-// finds them): the runs that finished together a retention ago have
-// numbers close together. It reads only; what it reads changes nothing.
-func (e *Engine) prefetchTombstones(due []event) {
-	var per map[int][]model.RunNo
-	for i := range due {
-		if ev := &due[i]; ev.kind == evTombstone && ev.shard >= 0 && ev.shard < e.n {
-			if per == nil {
-				per = map[int][]model.RunNo{}
-			}
-			per[ev.shard] = append(per[ev.shard], ev.run)
-		}
-	}
-	ss := e.b.shards()
-	for sh, nos := range per {
-		slices.Sort(nos)
-		ss[sh].PrefetchHeads(slices.Compact(nos))
-	}
 }
 
 // try runs one event in a tx and accepts it into the batch.
