@@ -390,11 +390,12 @@ func (db *DB) Checkpoint() error {
 
 // checkpointShard writes shard i's changes and header hdr in one synced
 // batch.
-func (db *DB) checkpointShard(i int, hdr *model.CheckpointHeader) error {
+func (db *DB) checkpointShard(i int, hdr *model.CheckpointHeader) (err error) {
+	defer store.RecoverStoreFatal(store.StoreDir(db.FS, db.Dir, i), &err)
 	s := db.Shards[i]
 	b := db.stores[i].NewBatch()
 	defer b.Close()
-	if err := store.WriteChanges(b, s, hdr); err != nil {
+	if err := store.WriteChanges(b, db.stores[i], s, hdr); err != nil {
 		return fmt.Errorf("shard %d: %w", i, err)
 	}
 	opt := pebble.Sync

@@ -83,6 +83,19 @@ func (b *backing) getErr(key []byte) (_ []byte, err error) {
 	return val, closer.Close()
 }
 
+// ReadEntry reads run no's entry alone (model.Backing).
+func (b *backing) ReadEntry(no model.RunNo) (model.RunEntry, bool, error) {
+	val, err := b.getErr(store.RunKey(no))
+	if err != nil || val == nil {
+		return model.RunEntry{}, false, err
+	}
+	e, err := model.DecodeRunEntry(val)
+	if err != nil {
+		return e, false, &store.StoreError{Path: b.path, Key: store.StoreKey{Kind: store.KeyRun, Run: no}.String(), Err: err}
+	}
+	return e, true, nil
+}
+
 // ReadRun reads run no and its journal from the store (nil: none).
 func (b *backing) ReadRun(no model.RunNo) (r *model.Run, err error) {
 	defer store.RecoverStoreFatal(b.path, &err)

@@ -88,7 +88,7 @@ func incrementalDump(t *rapid.T, fs vfs.FS, s *model.Shard, hdr model.Checkpoint
 	saved := s.Changed
 	markAllChanged(s)
 	b := st.NewBatch()
-	if err := store.WriteChanges(b, s, &hdr); err != nil {
+	if err := store.WriteChanges(b, nil, s, &hdr); err != nil {
 		t.Fatal(err)
 	}
 	if err := b.Commit(pebble.Sync); err != nil {
@@ -150,7 +150,7 @@ func TestCheckpointBatchIsDeterministic(t *testing.T) {
 	var first []byte
 	for i := range 5 {
 		b := st.NewBatch()
-		if err := store.WriteChanges(b, s, &hdr); err != nil {
+		if err := store.WriteChanges(b, nil, s, &hdr); err != nil {
 			t.Fatal(err)
 		}
 		if i == 0 {

@@ -127,6 +127,9 @@ func (s *Shard) Apply(op *Op) error {
 		}
 		s.addSeen(op.MsgID, op.WorkflowID)
 	case OpTombstone:
+		if _, resident := s.Runs[op.Run]; !resident && s.back != nil && s.Changed != nil {
+			return s.tombstoneStored(op)
+		}
 		r, err := s.run(op)
 		if err != nil {
 			return err
@@ -142,6 +145,32 @@ func (s *Shard) Apply(op *Op) error {
 	default:
 		return fmt.Errorf("unknown log entry kind %d", op.Kind)
 	}
+	return nil
+}
+
+// tombstoneStored is OpTombstone of a run an evicting shard dropped: it
+// reads the run's entry alone, not its journal, and leaves the move of
+// the journal into the archive to the checkpoint, which reads the
+// records the store holds in one pass (Changes.Stored). The state after
+// the checkpoint is the same as if the run had been read back whole and
+// archived in memory.
+func (s *Shard) tombstoneStored(op *Op) error {
+	e, ok := s.Head(op.Run) // the entry the engine's check just read, cached
+	if !ok {
+		if err := s.LoadErr(); err != nil {
+			return err
+		}
+		return fmt.Errorf("%s of run %d: no such run on shard %d", op.Kind, op.Run, s.Index)
+	}
+	if e.State != StateFinished {
+		return fmt.Errorf("tombstone of run %d: run is %s, want finished", op.Run, e.State)
+	}
+	s.Runs[op.Run] = &Run{No: op.Run, WorkflowID: e.WorkflowID, Gen: e.Gen, Type: e.Type, State: StateTombstone,
+		Status: e.Status, Started: e.Started, Finished: e.Finished, Renumbered: e.Renumbered}
+	delete(s.heads, op.Run)
+	s.touchRun(op.Run, e.Records)
+	s.touchArchive(op.Run)
+	s.Changed.Stored[op.Run] = e.Records
 	return nil
 }
 

@@ -13,6 +13,8 @@ package model
 type Backing interface {
 	// ReadRun reads run no with its journal (nil: no such run).
 	ReadRun(no RunNo) (*Run, error)
+	// ReadEntry reads run no's entry alone, without its journal.
+	ReadEntry(no RunNo) (RunEntry, bool, error)
 	// ReadIndex reads the ID index entry of workflowID.
 	ReadIndex(workflowID string) (RunNo, bool, error)
 	// ReadSeen reads the receiver dedup entry of msgID: the workflow ID
@@ -52,6 +54,35 @@ func (s *Shard) Run(no RunNo) *Run {
 		s.Runs[no] = r
 	}
 	return r
+}
+
+// Head is run no's entry (identity, state, times, journal length): the
+// resident run's, or else the store's entry read alone, without the
+// journal (Run would read it all). ok is false for no such run.
+func (s *Shard) Head(no RunNo) (_ RunEntry, ok bool) {
+	if r, ok := s.Runs[no]; ok || s.back == nil {
+		if !ok {
+			return RunEntry{}, false
+		}
+		return EntryOf(r), true
+	}
+	if e, ok := s.heads[no]; ok {
+		return e, true
+	}
+	e, ok, err := s.back.ReadEntry(no)
+	if err != nil {
+		s.fail(err)
+		return RunEntry{}, false
+	}
+	if ok {
+		if s.heads == nil {
+			s.heads = map[RunNo]RunEntry{}
+		}
+		// A cache entry: a run that changes is resident first (Run reads
+		// it back), and Head looks there before here.
+		s.heads[no] = e
+	}
+	return e, ok
 }
 
 // LatestNo is the ID index entry of a workflow ID: its newest run.
@@ -116,6 +147,7 @@ func (s *Shard) Evict(keep int) {
 		}
 	}
 	clear(s.Seen)
+	clear(s.heads)
 	clear(s.Archive)
 	clear(s.Timers)
 }

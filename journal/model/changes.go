@@ -15,12 +15,18 @@ type Changes struct {
 	Outbox  map[uint64]string     // outbox seq -> message ID, added or acked
 	Seen    map[string]struct{}   // message IDs received
 	Archive map[RunNo]struct{}    // runs archived (tombstoned)
+	// Stored maps the runs of Archive whose history the store holds and
+	// memory does not (a run tombstoned while evicted: Shard.Archive has
+	// no entry for it) to their journal length: the checkpoint moves
+	// those records into the archive key itself.
+	Stored map[RunNo]uint32
 }
 
 func NewChanges() *Changes {
 	return &Changes{
 		Runs: map[RunNo]uint32{}, IDs: map[string]struct{}{}, Timers: map[TimerKey]struct{}{},
 		Outbox: map[uint64]string{}, Seen: map[string]struct{}{}, Archive: map[RunNo]struct{}{},
+		Stored: map[RunNo]uint32{},
 	}
 }
 

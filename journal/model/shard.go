@@ -162,6 +162,8 @@ type Shard struct {
 	// (nil: everything is in memory). See backing.go.
 	back    Backing
 	backErr error // the first error reading from back (LoadErr)
+	// heads caches the entries Head read from back (cleared by Evict).
+	heads map[RunNo]RunEntry
 }
 
 // TimerKey is one pending durable timer: a timer record, a retry of a

@@ -222,14 +222,13 @@ func DecodeMessage(p []byte, seq uint64) (*Message, error) {
 // EncodeHistory appends the encoding of an archived history (a record
 // count, then each record length-prefixed) to dst.
 func EncodeHistory(dst []byte, recs []Record) []byte {
-	e := enc{b: dst}
-	e.uv(uint64(len(recs)))
+	dst = AppendHistoryLen(dst, len(recs))
 	var scratch []byte
 	for i := range recs {
 		scratch = EncodeRecord(scratch[:0], &recs[i])
-		e.bytes(scratch)
+		dst = AppendHistoryRecord(dst, scratch)
 	}
-	return e.b
+	return dst
 }
 
 // DecodeHistory decodes an archived history.

@@ -66,6 +66,7 @@ type GenOptions struct {
 	Config   Config
 	Progress func(Progress) // called at each checkpoint (nil: not)
 	spillAt  int            // tests: Engine.spillAt
+	noEvict  bool           // tests: keep every run in memory (no eviction)
 }
 
 // DefaultFinishedFrac is GenOptions.FinishedFrac's default.
@@ -220,7 +221,9 @@ func generateInto(ctx context.Context, fs vfs.FS, tmp string, o GenOptions) (*En
 	e.scratch, err = openScratch(fs, tmp+scratchSuffix)
 	if err == nil {
 		e.recover()
-		e.b.evict(e.cfg.MaxResident / 2)
+		if !o.noEvict {
+			e.b.evict(e.cfg.MaxResident / 2)
+		}
 		err = e.generate(ctx, o)
 		db.SetNow(e.now)
 	}

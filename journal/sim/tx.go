@@ -137,11 +137,30 @@ func (t *tx) run(wf string, gen uint32, shard int, no model.RunNo) *runView {
 // ended is run for a finished run (shard, no) of workflow wf's generation
 // gen that the tx only tombstones: it claims wf but does not look up wf's
 // latest run, which costs an ID index read from the store once the shard
-// evicted it. A tombstone touches no other run of wf and appends nothing,
-// so its view need not be the one t.latest would share.
+// evicted it, nor the run's journal (the shard reads its entry alone if
+// it was evicted, and the checkpoint archives the journal the store
+// holds). A tombstone touches no other run of wf and appends nothing, so
+// its view need not be the one t.latest would share; it has no journal
+// (j nil, base the journal's length: derive finds nothing new in it).
 func (t *tx) ended(wf string, gen uint32, shard int, no model.RunNo) *runView {
 	t.claim(wf)
-	return t.viewAt(wf, gen, shard, no)
+	for _, v := range t.views {
+		if v.wf == wf && v.no == no && v.shard == shard {
+			return v
+		}
+	}
+	ss := t.e.b.shards()
+	if shard < 0 || shard >= len(ss) {
+		return nil
+	}
+	h, ok := ss[shard].Head(no)
+	if !ok || h.WorkflowID != wf || h.Gen != gen {
+		return nil
+	}
+	v := &runView{shard: shard, no: no, wf: wf, gen: gen, typ: h.Type, state: h.State, finished: h.Finished,
+		base: int(h.Records)}
+	t.views = append(t.views, v)
+	return v
 }
 
 // viewAt is the tx's view of run (shard, no) if it is workflow wf's

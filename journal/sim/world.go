@@ -318,6 +318,12 @@ func (e *Engine) valid(ev *event) bool {
 	if ev.shard < 0 || ev.shard >= len(ss) {
 		return false
 	}
+	if ev.kind == evTombstone {
+		// The run's entry is enough: an evicted finished run is not read
+		// back whole to be archived (model.Shard.Head).
+		h, ok := ss[ev.shard].Head(ev.run)
+		return ok && h.WorkflowID == ev.wf && h.Gen == ev.gen && h.State == model.StateFinished
+	}
 	r := ss[ev.shard].Run(ev.run)
 	if r == nil || r.WorkflowID != ev.wf || r.Gen != ev.gen {
 		return false
@@ -338,8 +344,6 @@ func (e *Engine) valid(ev *event) bool {
 	case evRestart:
 		latest, _ := ss[ev.shard].LatestNo(ev.wf)
 		return (r.State == model.StateFinished || r.State == model.StateTombstone) && latest == r.No
-	case evTombstone:
-		return r.State == model.StateFinished
 	}
 	return false
 }

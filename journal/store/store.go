@@ -1,6 +1,7 @@
 package store
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 	"maps"
@@ -454,8 +455,11 @@ func firstIDDiff(stored, derived map[string]model.RunNo) string {
 // checkpoint. Keys go into the batch in a fixed order (by kind, then key),
 // never in map order: the batch's bytes (pebble's WAL) and the sequence
 // numbers its keys get (pebble's tables) then depend only on the state,
-// so the same history writes the same store files.
-func WriteChanges(b *pebble.Batch, s *model.Shard, hdr *model.CheckpointHeader) error {
+// so the same history writes the same store files. src is the store as
+// it is before b: the histories of runs tombstoned while evicted
+// (model.Changes.Stored) are read from it, record values copied as
+// bytes, which gives the bytes EncodeHistory gives for them decoded.
+func WriteChanges(b *pebble.Batch, src pebble.Reader, s *model.Shard, hdr *model.CheckpointHeader) error {
 	c := s.Changed
 	if c == nil {
 		return errors.New("shard has no change tracking")
@@ -530,10 +534,76 @@ func WriteChanges(b *pebble.Batch, s *model.Shard, hdr *model.CheckpointHeader) 
 			return err
 		}
 	}
+	var stored storedHistories
+	defer stored.close()
 	for _, no := range slices.Sorted(maps.Keys(c.Archive)) {
-		if err := b.Set(ArchiveKey(no), model.EncodeHistory(buf[:0], s.Archive[no]), nil); err != nil {
+		var v []byte
+		if n, ok := c.Stored[no]; ok {
+			var err error
+			if v, err = stored.history(src, buf[:0], no, n); err != nil {
+				return err
+			}
+		} else {
+			v = model.EncodeHistory(buf[:0], s.Archive[no])
+		}
+		if err := b.Set(ArchiveKey(no), v, nil); err != nil {
 			return err
 		}
+		buf = v
+	}
+	if err := stored.close(); err != nil {
+		return err
 	}
 	return b.Set(headerKey, model.EncodeHeader(nil, hdr), nil)
+}
+
+// storedHistories builds the archived histories of the runs a shard
+// tombstoned while they were evicted (model.Changes.Stored) from the
+// journal records the store holds, copied as bytes, in one pass: one
+// iterator for the whole checkpoint, seeking forward run by run in
+// number order.
+type storedHistories struct {
+	it  *pebble.Iterator
+	key []byte
+}
+
+// history appends to dst the archived history of run no, whose n journal
+// records src holds.
+func (h *storedHistories) history(src pebble.Reader, dst []byte, no model.RunNo, n uint32) ([]byte, error) {
+	if src == nil {
+		return nil, fmt.Errorf("archiving run %d: no store to read its %d journal records from", no, n)
+	}
+	if h.it == nil {
+		it, err := src.NewIter(&pebble.IterOptions{LowerBound: []byte{KeyRun}, UpperBound: []byte{KeyRun + 1}})
+		if err != nil {
+			return nil, err
+		}
+		h.it = it
+	}
+	dst = model.AppendHistoryLen(dst, int(n))
+	h.key = AppendRecordKey(h.key[:0], no, 0)
+	ok := h.it.SeekGE(h.key)
+	for pos := range n {
+		h.key = AppendRecordKey(h.key[:0], no, pos)
+		if !ok || !bytes.Equal(h.it.Key(), h.key) {
+			if err := h.it.Error(); err != nil {
+				return nil, err
+			}
+			return nil, fmt.Errorf("archiving run %d: the store lacks its journal record %s (the run entry says %d records)",
+				no, StoreKey{Kind: KeyRun, Run: no, Pos: pos, IsRecord: true}, n)
+		}
+		dst = model.AppendHistoryRecord(dst, h.it.Value())
+		ok = h.it.Next()
+	}
+	return dst, nil
+}
+
+// close closes the iterator (once; later calls return nil).
+func (h *storedHistories) close() error {
+	if h.it == nil {
+		return nil
+	}
+	err := h.it.Close()
+	h.it = nil
+	return err
 }
