@@ -118,15 +118,8 @@ func (c *canon) run(d *digest, shard int, r *model.Run, archive []model.Record) 
 	if d == nil {
 		return // a dry run checks nothing against it
 	}
-	c.b = c.b[:0]
-	c.b = binary.AppendUvarint(c.b, uint64(len(r.WorkflowID)))
-	c.b = append(c.b, r.WorkflowID...)
-	c.b = binary.AppendUvarint(c.b, uint64(r.Gen))
-	c.b = append(c.b, byte(r.State), byte(r.Status))
-	c.b = binary.AppendVarint(c.b, r.Started)
-	c.b = binary.AppendVarint(c.b, r.Finished)
-	c.b = append(c.b, r.Type...)
-	c.b = binary.AppendUvarint(c.b, uint64(len(r.Journal)))
+	e := model.EntryOf(r)
+	c.runItem(&e, len(r.Journal))
 	for _, rec := range r.Journal {
 		c.record(shard, rec)
 	}
@@ -139,6 +132,22 @@ func (c *canon) run(d *digest, shard int, r *model.Run, archive []model.Record) 
 		}
 		d.add("archive", c.b)
 	}
+}
+
+// runItem begins a run's canonical bytes: its entry without the run
+// number, the renumbered flag or the store's own record count (records is
+// the length of the journal that follows). The one encoding of a run for
+// the old digest, from decoded or raw runs, and for the new one.
+func (c *canon) runItem(e *model.RunEntry, records int) {
+	c.b = c.b[:0]
+	c.b = binary.AppendUvarint(c.b, uint64(len(e.WorkflowID)))
+	c.b = append(c.b, e.WorkflowID...)
+	c.b = binary.AppendUvarint(c.b, uint64(e.Gen))
+	c.b = append(c.b, byte(e.State), byte(e.Status))
+	c.b = binary.AppendVarint(c.b, e.Started)
+	c.b = binary.AppendVarint(c.b, e.Finished)
+	c.b = append(c.b, e.Type...)
+	c.b = binary.AppendUvarint(c.b, uint64(records))
 }
 
 // archiveOf begins an archive's canonical bytes: the identity of the run

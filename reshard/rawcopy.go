@@ -166,15 +166,7 @@ func (c *canon) rawRun(d *digest, shard int, r *store.RawRun) {
 		return // a dry run checks nothing against it
 	}
 	e := &r.Entry
-	c.b = c.b[:0]
-	c.b = binary.AppendUvarint(c.b, uint64(len(e.WorkflowID)))
-	c.b = append(c.b, e.WorkflowID...)
-	c.b = binary.AppendUvarint(c.b, uint64(e.Gen))
-	c.b = append(c.b, byte(e.State), byte(e.Status))
-	c.b = binary.AppendVarint(c.b, e.Started)
-	c.b = binary.AppendVarint(c.b, e.Finished)
-	c.b = append(c.b, e.Type...)
-	c.b = binary.AppendUvarint(c.b, uint64(len(r.Records)))
+	c.runItem(e, len(r.Records))
 	for k, rec := range r.Records {
 		c.rawRecord(shard, rec, &r.Heads[k])
 	}

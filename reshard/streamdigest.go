@@ -1,7 +1,6 @@
 package reshard
 
 import (
-	"encoding/binary"
 	"fmt"
 
 	"github.com/fusee-dev/fusee/journal/model"
@@ -78,15 +77,7 @@ func (s *streamDigest) add(key, val []byte) error {
 		}
 		s.run.no, s.run.e, s.run.records = k.Run, e, 0
 		s.maxRun = max(s.maxRun, uint64(k.Run))
-		c.b = c.b[:0]
-		c.b = binary.AppendUvarint(c.b, uint64(len(e.WorkflowID)))
-		c.b = append(c.b, e.WorkflowID...)
-		c.b = binary.AppendUvarint(c.b, uint64(e.Gen))
-		c.b = append(c.b, byte(e.State), byte(e.Status))
-		c.b = binary.AppendVarint(c.b, e.Started)
-		c.b = binary.AppendVarint(c.b, e.Finished)
-		c.b = append(c.b, e.Type...)
-		c.b = binary.AppendUvarint(c.b, uint64(e.Records))
+		c.runItem(&e, int(e.Records))
 	case store.KeyArchive:
 		c.archiveOf(s.shard, k.Run)
 		err := model.EachHistoryRecord(val, func(rec []byte, h *model.RecordHead) error {

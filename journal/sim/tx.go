@@ -144,16 +144,10 @@ func (t *tx) run(wf string, gen uint32, shard int, no model.RunNo) *runView {
 // (j nil, base the journal's length: derive finds nothing new in it).
 func (t *tx) ended(wf string, gen uint32, shard int, no model.RunNo) *runView {
 	t.claim(wf)
-	for _, v := range t.views {
-		if v.wf == wf && v.no == no && v.shard == shard {
-			return v
-		}
+	if v, ok := t.cached(wf, shard, no); v != nil || !ok {
+		return v
 	}
-	ss := t.e.b.shards()
-	if shard < 0 || shard >= len(ss) {
-		return nil
-	}
-	h, ok := ss[shard].Head(no)
+	h, ok := t.e.b.shards()[shard].Head(no)
 	if !ok || h.WorkflowID != wf || h.Gen != gen {
 		return nil
 	}
@@ -163,19 +157,24 @@ func (t *tx) ended(wf string, gen uint32, shard int, no model.RunNo) *runView {
 	return v
 }
 
+// cached is the tx's view of run (shard, no) of wf if it has one, and
+// whether shard is a shard at all (so whether the run can be read).
+func (t *tx) cached(wf string, shard int, no model.RunNo) (*runView, bool) {
+	for _, v := range t.views {
+		if v.wf == wf && v.no == no && v.shard == shard {
+			return v, true
+		}
+	}
+	return nil, shard >= 0 && shard < len(t.e.b.shards())
+}
+
 // viewAt is the tx's view of run (shard, no) if it is workflow wf's
 // generation gen, reading it from its shard the first time; nil otherwise.
 func (t *tx) viewAt(wf string, gen uint32, shard int, no model.RunNo) *runView {
-	for _, v := range t.views {
-		if v.wf == wf && v.no == no && v.shard == shard {
-			return v
-		}
+	if v, ok := t.cached(wf, shard, no); v != nil || !ok {
+		return v
 	}
-	ss := t.e.b.shards()
-	if shard < 0 || shard >= len(ss) {
-		return nil
-	}
-	r := ss[shard].Run(no)
+	r := t.e.b.shards()[shard].Run(no)
 	if r == nil || r.WorkflowID != wf || r.Gen != gen {
 		return nil
 	}
