@@ -17,6 +17,12 @@ import (
 // the heap before.
 func reshardPeakHeap(t *testing.T, dir string, n int, opts reshard.Options) uint64 {
 	t.Helper()
+	return peakHeapDuring(time.Millisecond, func() { doReshard(t, dir, n, opts) })
+}
+
+// peakHeapDuring runs fn and returns the largest heap (live and unswept
+// objects) sampled every interval meanwhile, above the heap before.
+func peakHeapDuring(every time.Duration, fn func()) uint64 {
 	sample := []metrics.Sample{{Name: "/memory/classes/heap/objects:bytes"}}
 	read := func() uint64 { metrics.Read(sample); return sample[0].Value.Uint64() }
 	runtime.GC()
@@ -25,7 +31,7 @@ func reshardPeakHeap(t *testing.T, dir string, n int, opts reshard.Options) uint
 	stop, done := make(chan struct{}), make(chan struct{})
 	go func() {
 		defer close(done)
-		tick := time.NewTicker(time.Millisecond)
+		tick := time.NewTicker(every)
 		defer tick.Stop()
 		for {
 			if v := read(); v > peak.Load() {
@@ -38,7 +44,7 @@ func reshardPeakHeap(t *testing.T, dir string, n int, opts reshard.Options) uint
 			}
 		}
 	}()
-	doReshard(t, dir, n, opts)
+	fn()
 	close(stop)
 	<-done
 	return max(peak.Load(), base) - base

@@ -8,9 +8,7 @@ import (
 	"path/filepath"
 	"runtime"
 	"runtime/debug"
-	"runtime/metrics"
 	"strconv"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -128,31 +126,7 @@ func bigReport(n int) *reshard.Report {
 
 // writePeakHeap is the largest heap (above the heap before) sampled
 // while write runs.
-func writePeakHeap(write func()) uint64 {
-	sample := []metrics.Sample{{Name: "/memory/classes/heap/objects:bytes"}}
-	read := func() uint64 { metrics.Read(sample); return sample[0].Value.Uint64() }
-	runtime.GC()
-	base := read()
-	var peak atomic.Uint64
-	stop, done := make(chan struct{}), make(chan struct{})
-	go func() {
-		defer close(done)
-		for {
-			if v := read(); v > peak.Load() {
-				peak.Store(v)
-			}
-			select {
-			case <-stop:
-				return
-			case <-time.After(100 * time.Microsecond):
-			}
-		}
-	}()
-	write()
-	close(stop)
-	<-done
-	return max(peak.Load(), base) - base
-}
+func writePeakHeap(write func()) uint64 { return peakHeapDuring(100*time.Microsecond, write) }
 
 // TestWriteJSONStaysFlat: writing the --json report of 10,000 and of
 // 100,000 renumbered runs and token changes takes about the same extra
