@@ -10,7 +10,6 @@ import (
 	"bytes"
 	"context"
 	"fmt"
-	"hash/maphash"
 	"os"
 	"path/filepath"
 	"slices"
@@ -149,13 +148,9 @@ func BenchmarkDigestRun(b *testing.B) {
 	for _, r := range runs {
 		ids[model.RunRef{Shard: model.ShardOf(r.WorkflowID, hotShards), Run: r.No}] = r
 	}
-	seed := maphash.MakeSeed()
 	c := &canon{id: func(ref model.RunRef) (uint64, bool, error) {
-		r, ok := ids[ref]
-		if !ok {
-			return 0, false, nil
-		}
-		return identity(seed, r.WorkflowID, r.Gen), true, nil
+		_, ok := ids[ref]
+		return runKey(ref.Shard, ref.Run), ok, nil
 	}}
 	d, _ := newDigestPair()
 	b.SetBytes(encodedBytes(enc))
@@ -302,10 +297,10 @@ func BenchmarkRawRewrite(b *testing.B) {
 func BenchmarkDigestRawRun(b *testing.B) {
 	_, runs, _, enc := hotData(b)
 	raws := hotRaw(b, runs)
-	seed := maphash.MakeSeed()
 	ids := map[model.RunRef]uint64{}
 	for _, r := range runs {
-		ids[model.RunRef{Shard: model.ShardOf(r.WorkflowID, hotShards), Run: r.No}] = identity(seed, r.WorkflowID, r.Gen)
+		s := model.ShardOf(r.WorkflowID, hotShards)
+		ids[model.RunRef{Shard: s, Run: r.No}] = runKey(s, r.No)
 	}
 	c := &canon{id: func(ref model.RunRef) (uint64, bool, error) { id, ok := ids[ref]; return id, ok, nil }}
 	d, _ := newDigestPair()

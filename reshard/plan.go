@@ -5,7 +5,6 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
-	"hash/maphash"
 
 	"github.com/fusee-dev/fusee/journal/model"
 )
@@ -110,16 +109,16 @@ type plan struct {
 	storeGen             uint64 // the old stores' generation (the highest)
 	now                  int64
 	created              int64
-	runs                 *spillMap // run map: old (shard, number) -> mapped
-	rev                  *spillMap // reverse: new (shard, number) -> old (shard, number)
+	runs                 *spillMap // run map: old (shard, number) -> mapped (the plan file reads it)
+	rev                  *spillMap // reverse: new (shard, number) -> old (shard, number); closed once paged
 	nextRun              []model.RunNo
 	shardRuns            []int64
 	renumbered           int64
 	moved                int64
 	byState              map[model.RunState]int64
 	unfinishedRenumbered []RenumberedRun
-	idSeed               maphash.Seed
-	compact              *runMap // nil: the spill maps runs and rev answer
+	compact              *runMap      // the run map when it fits the budget
+	paged                *pagedRunMap // else: runs and rev frozen (runmapfile.go)
 }
 
 // makePlan runs pass 1 over every old shard and assigns every run its new
@@ -154,14 +153,29 @@ func (r *resharder) makePlan(ctx context.Context) (*plan, error) {
 	if err != nil {
 		return nil, err
 	}
-	return r.assignSpilled(p, keys)
+	if p, err = r.assignSpilled(p, keys); err != nil {
+		return nil, err
+	}
+	// The rewrite looks runs up from a paged copy of the run map and its
+	// reverse (runmapfile.go), with the two maps' shares of the budget
+	// for its cache; the run map stays for the plan file.
+	if err := r.fs.MkdirAll(r.scratch, 0o755); err != nil {
+		return nil, err
+	}
+	if p.paged, err = freezeRunMap(r.fs, r.fs.PathJoin(r.scratch, "runmap"), p, runPageSize, 2*max(r.budget/mapShare, 1)); err != nil {
+		return nil, err
+	}
+	if err := p.rev.Close(); err != nil {
+		return nil, err
+	}
+	return p, nil
 }
 
 // passOne reads every old shard's run entries into the compact map c, or
 // (c nil) as plan keys into keys, and returns the plan's counts so far.
 func (r *resharder) passOne(ctx context.Context, c *runMap, keys *spillMap) (*plan, error) {
 	p := &plan{oldN: r.oldN, newN: r.newN, byState: map[model.RunState]int64{},
-		nextRun: make([]model.RunNo, r.newN), shardRuns: make([]int64, r.newN), idSeed: maphash.MakeSeed()}
+		nextRun: make([]model.RunNo, r.newN), shardRuns: make([]int64, r.newN)}
 	for i := range r.oldN {
 		src, err := openSource(r.fs, r.dir, i, r.oldN, r.tails)
 		if err != nil {
@@ -285,13 +299,7 @@ func (p *plan) lookup(shard int, no model.RunNo) (mapped, bool, error) {
 		m, ok := p.compact.lookup(shard, no)
 		return m, ok, nil
 	}
-	v, ok, err := p.runs.Get(runMapKey(shard, no))
-	if err != nil || !ok {
-		return mapped{}, false, err
-	}
-	m := decodeMapped(v)
-	m.ID = identity(p.idSeed, m.WorkflowID, m.Gen)
-	return m, true, nil
+	return p.paged.lookup(shard, no)
 }
 
 // identityAt is the identity of the run now at new (shard, no).
@@ -300,12 +308,7 @@ func (p *plan) identityAt(shard int, no model.RunNo) (uint64, bool, error) {
 		id, ok := p.compact.identityAt(shard, no)
 		return id, ok, nil
 	}
-	v, ok, err := p.rev.Get(runMapKey(shard, no))
-	if err != nil || !ok {
-		return 0, ok, err
-	}
-	m, ok, err := p.lookup(int(binary.BigEndian.Uint16(v)), model.RunNo(binary.BigEndian.Uint64(v[2:])))
-	return m.ID, ok, err
+	return p.paged.identityAt(shard, no)
 }
 
 // A lookupCache remembers the last few lookups of one user of the plan
@@ -338,6 +341,9 @@ func (c *lookupCache) lookup(shard int, no model.RunNo) (mapped, bool, error) {
 }
 
 func (p *plan) Close() {
+	if p.paged != nil {
+		_ = p.paged.Close()
+	}
 	if p.runs != nil {
 		p.runs.Close()
 	}

@@ -2,9 +2,7 @@ package reshard
 
 import (
 	"cmp"
-	"encoding/binary"
 	"errors"
-	"hash/maphash"
 	"math"
 	"slices"
 
@@ -29,14 +27,14 @@ import (
 // and the losers' list); a lookup is a binary search, or a direct index
 // when the shard's numbers are dense. Run numbers must fit 32 bits here
 // (10M runs use 24): a directory whose numbers do not, or whose runs do
-// not fit the map's share of the budget, goes through the spill maps,
-// which give the same answers.
+// not fit the map's share of the budget, is planned through the spill
+// maps and looked up in the paged run map (runmapfile.go), which give the
+// same answers.
 //
-// The identity of a run (the digests' name for it, §6) is here its old
-// (shard, number) packed by runKey: unique per run, the same whether it is
-// reached by its old number (forward) or its new one (back), which is all
-// the digests need; the spill maps use identity's hash of the workflow ID
-// and generation instead. Only one kind is used in one reshard.
+// The identity of a run (the digests' name for it, §6) is its old
+// (shard, number) packed by runKey, in both maps: unique per run, the
+// same whether it is reached by its old number (forward) or its new one
+// (back), which is all the digests need.
 
 // compactEntryBytes is what a run costs the compact map at its peak
 // (while the plan is made): 10 bytes forward, 6 back, 4 for the
@@ -293,16 +291,3 @@ func (c *runMap) identityAt(shard int, no model.RunNo) (uint64, bool) {
 // runKey packs a (shard, number) pair: numbers are below 2^48, shards
 // below 2^10.
 func runKey(shard int, no model.RunNo) uint64 { return uint64(shard)<<48 | uint64(no) }
-
-// identity is the hash that stands for a run's identity (workflow ID and
-// generation) in the digests when the spill maps hold the run map: the
-// same for the same run whatever its shard and number.
-func identity(seed maphash.Seed, wf string, gen uint32) uint64 {
-	var h maphash.Hash
-	h.SetSeed(seed)
-	h.WriteString(wf)
-	var b [4]byte
-	binary.BigEndian.PutUint32(b[:], gen)
-	h.Write(b[:])
-	return h.Sum64()
-}

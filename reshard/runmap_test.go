@@ -7,6 +7,8 @@ import (
 	"slices"
 	"testing"
 
+	"github.com/cockroachdb/pebble/v2/vfs"
+
 	"github.com/fusee-dev/fusee/journal/model"
 	"pgregory.net/rapid"
 )
@@ -92,14 +94,62 @@ func TestRunMapMatchesOracle(t *testing.T) {
 			next[j] = max(next[j], counter[j])
 		}
 
+		// check compares a map's answers and p's counters with the oracle.
+		check := func(name string, p *plan, lookup func(int, model.RunNo) (mapped, bool, error), identityAt func(int, model.RunNo) (uint64, bool, error)) {
+			for k, w := range fwd {
+				m, ok, err := lookup(k.shard, k.no)
+				if err != nil || !ok || m.Shard != w.to.shard || m.No != w.to.no || m.Renumbered != w.flag || m.ID != runKey(k.shard, k.no) {
+					t.Fatalf("%s: lookup %v = %+v %v %v, want %+v", name, k, m, ok, err, w)
+				}
+			}
+			for k, old := range rev {
+				id, ok, err := identityAt(k.shard, k.no)
+				if err != nil || !ok || id != runKey(old.shard, old.no) {
+					t.Fatalf("%s: identityAt %v = %x %v %v, want %v", name, k, id, ok, err, old)
+				}
+			}
+			// Numbers no run has, on either side.
+			for range 20 {
+				s := rapid.IntRange(-1, max(oldN, newN)).Draw(t, "absent shard")
+				no := model.RunNo(rapid.Uint64Range(0, uint64(maxUsed)+40).Draw(t, "absent no"))
+				_, okF, err := lookup(s, no)
+				if _, want := fwd[key{s, no}]; okF != want || err != nil {
+					t.Fatalf("%s: lookup %d:%d found %v (%v), want %v", name, s, no, okF, err, want)
+				}
+				_, okR, err := identityAt(s, no)
+				if _, want := rev[key{s, no}]; okR != want || err != nil {
+					t.Fatalf("%s: identityAt %d:%d found %v (%v), want %v", name, s, no, okR, err, want)
+				}
+			}
+			if !slices.Equal(p.nextRun, next) {
+				t.Fatalf("%s: next runs %v, want %v", name, p.nextRun, next)
+			}
+			if p.renumbered != int64(len(losers)) {
+				t.Fatalf("%s: renumbered %d, want %d", name, p.renumbered, len(losers))
+			}
+			var moved int64
+			shardRuns := make([]int64, newN)
+			for _, r := range runs {
+				shardRuns[r.j]++
+				if r.j != r.shard {
+					moved++
+				}
+			}
+			if p.moved != moved || !slices.Equal(p.shardRuns, shardRuns) {
+				t.Fatalf("%s: moved %d, runs per shard %v; want %d, %v", name, p.moved, p.shardRuns, moved, shardRuns)
+			}
+		}
+		state := func(unfinished bool) model.RunState {
+			if unfinished {
+				return model.StateParked
+			}
+			return model.StateFinished
+		}
+
 		// The compact map.
 		c := newRunMap(oldN, newN, int64(len(runs))*compactEntryBytes)
 		for _, r := range runs {
-			st := model.StateFinished
-			if r.unfinished {
-				st = model.StateParked
-			}
-			if err := c.add(r.shard, r.no, r.j, &model.RunEntry{State: st, Gen: r.gen, Renumbered: r.prior}); err != nil {
+			if err := c.add(r.shard, r.no, r.j, &model.RunEntry{State: state(r.unfinished), Gen: r.gen, Renumbered: r.prior}); err != nil {
 				t.Fatalf("add %+v: %v", r, err)
 			}
 		}
@@ -110,48 +160,37 @@ func TestRunMapMatchesOracle(t *testing.T) {
 		if err := c.assign(p); err != nil {
 			t.Fatal(err)
 		}
-		for k, w := range fwd {
-			m, ok := c.lookup(k.shard, k.no)
-			if !ok || m.Shard != w.to.shard || m.No != w.to.no || m.Renumbered != w.flag || m.ID != runKey(k.shard, k.no) {
-				t.Fatalf("lookup %v = %+v %v, want %+v", k, m, ok, w)
+		check("compact", p, func(s int, no model.RunNo) (mapped, bool, error) { m, ok := c.lookup(s, no); return m, ok, nil },
+			func(s int, no model.RunNo) (uint64, bool, error) { id, ok := c.identityAt(s, no); return id, ok, nil })
+
+		// The spill maps' assignment, then the paged map, its pages as
+		// small as one record and its cache eight pages, so that lookups
+		// cross pages and evict.
+		fs := vfs.NewMem()
+		r := &resharder{fs: fs, scratch: "scratch", oldN: oldN, newN: newN,
+			budget: rapid.SampledFrom([]int64{1, 1 << 20}).Draw(t, "spill budget")}
+		defer r.closeMaps()
+		keys := r.newMap("plan")
+		for _, run := range runs {
+			e := planEntry{State: state(run.unfinished), Gen: run.gen, Renumbered: run.prior, WorkflowID: "wf"}
+			if err := keys.Put(planKey(run.j, run.no, run.unfinished, run.shard), encodePlanValue(e)); err != nil {
+				t.Fatal(err)
 			}
 		}
-		for k, old := range rev {
-			id, ok := c.identityAt(k.shard, k.no)
-			if !ok || id != runKey(old.shard, old.no) {
-				t.Fatalf("identityAt %v = %x %v, want %v", k, id, ok, old)
-			}
+		ps, err := r.assignSpilled(&plan{oldN: oldN, newN: newN, maxUsed: maxUsed, nextRun: make([]model.RunNo, newN), shardRuns: make([]int64, newN)}, keys)
+		if err != nil {
+			t.Fatal(err)
 		}
-		// Numbers no run has, on either side.
-		for range 20 {
-			s := rapid.IntRange(-1, max(oldN, newN)).Draw(t, "absent shard")
-			no := model.RunNo(rapid.Uint64Range(0, uint64(maxUsed)+40).Draw(t, "absent no"))
-			_, okF := c.lookup(s, no)
-			if _, want := fwd[key{s, no}]; okF != want {
-				t.Fatalf("lookup %d:%d found %v, want %v", s, no, okF, want)
-			}
-			_, okR := c.identityAt(s, no)
-			if _, want := rev[key{s, no}]; okR != want {
-				t.Fatalf("identityAt %d:%d found %v, want %v", s, no, okR, want)
-			}
+		if err := fs.MkdirAll("scratch", 0o755); err != nil {
+			t.Fatal(err)
 		}
-		if !slices.Equal(p.nextRun, next) {
-			t.Fatalf("next runs %v, want %v", p.nextRun, next)
+		pageSize := rapid.SampledFrom([]int{fwdRecord, 2 * backRecord, 64, runPageSize}).Draw(t, "page size")
+		pm, err := freezeRunMap(fs, "scratch/runmap", ps, pageSize, 0)
+		if err != nil {
+			t.Fatal(err)
 		}
-		if p.renumbered != int64(len(losers)) {
-			t.Fatalf("renumbered %d, want %d", p.renumbered, len(losers))
-		}
-		var moved int64
-		shardRuns := make([]int64, newN)
-		for _, r := range runs {
-			shardRuns[r.j]++
-			if r.j != r.shard {
-				moved++
-			}
-		}
-		if p.moved != moved || !slices.Equal(p.shardRuns, shardRuns) {
-			t.Fatalf("moved %d, runs per shard %v; want %d, %v", p.moved, p.shardRuns, moved, shardRuns)
-		}
+		defer pm.Close()
+		check("paged", ps, pm.lookup, pm.identityAt)
 	})
 }
 

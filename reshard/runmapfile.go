@@ -1,0 +1,347 @@
+package reshard
+
+import (
+	"bufio"
+	"encoding/binary"
+	"fmt"
+	"slices"
+	"sync"
+
+	"github.com/cockroachdb/pebble/v2/vfs"
+	"github.com/fusee-dev/fusee/journal/model"
+)
+
+// The paged run map (docs/reshard.md §4, "Run lookups"). When the runs do
+// not fit the compact map (runmap.go), the numbers are assigned through
+// the spill maps (plan.go); once they are, the run map and its reverse are
+// frozen into one flat scratch file with the compact map's layout, and
+// read through a page cache of fixed size. A spilled map answered point
+// lookups from a scratch pebble store whose tables all sat in L0, and
+// every lookup probed many of them: at 10M runs a reshard re-read
+// terabytes from the page cache and did not finish. Here a lookup is a
+// binary search in a small in-memory index of each section's pages, then
+// one page, from the cache or by one read.
+//
+// The file is a series of sections, each starting on a page boundary,
+// each page holding whole records (the rest of the page is zero):
+//
+//	forward, per old shard i:  old number (6 bytes), new number (6), dst (2)
+//	                           ascending by old number
+//	winners, per new shard j:  new number (6), old shard (2)
+//	                           ascending by new number (a winner keeps its number)
+//	losers, per new shard j:   old shard (2), old number (6)
+//	                           the k-th is new number maxUsed+1+k
+//
+// Numbers are below 2^48 (model.MaxRunNo). A run's identity in the
+// digests is its old (shard, number), as in the compact map.
+
+// runPageSize is the size of a page of the paged run map.
+const runPageSize = 4096
+
+// Record sizes.
+const (
+	fwdRecord  = 14
+	backRecord = 8
+)
+
+type pagedSection struct {
+	page  int64    // the section's first page in the file
+	n     int64    // records
+	first []uint64 // sorted sections: the key of each page's first record
+}
+
+type pagedRunMap struct {
+	fs       vfs.FS
+	path     string
+	f        vfs.File
+	pageSize int
+	maxUsed  model.RunNo
+	fwd      []pagedSection // per old shard
+	win      []pagedSection // per new shard
+	lose     []pagedSection // per new shard
+	cache    pageCache
+}
+
+func put48(b []byte, v uint64) {
+	binary.BigEndian.PutUint16(b, uint16(v>>32))
+	binary.BigEndian.PutUint32(b[2:], uint32(v))
+}
+
+func get48(b []byte) uint64 {
+	return uint64(binary.BigEndian.Uint16(b))<<32 | uint64(binary.BigEndian.Uint32(b[2:]))
+}
+
+// pagedWriter writes sections of fixed-size records, page by page.
+type pagedWriter struct {
+	w        *bufio.Writer
+	pageSize int
+	page     int64 // pages written before the current one
+	used     int   // bytes of the current page written
+	err      error
+}
+
+// start begins a section on a fresh page.
+func (w *pagedWriter) start() pagedSection {
+	w.pad()
+	return pagedSection{page: w.page}
+}
+
+// pad fills the current page, if one is begun, with zeros.
+func (w *pagedWriter) pad() {
+	if w.used == 0 || w.err != nil {
+		return
+	}
+	var zero [runPageSize]byte
+	for w.used < w.pageSize && w.err == nil {
+		n := min(w.pageSize-w.used, len(zero))
+		_, w.err = w.w.Write(zero[:n])
+		w.used += n
+	}
+	w.page++
+	w.used = 0
+}
+
+// add appends rec, of key key, to section s.
+func (w *pagedWriter) add(s *pagedSection, rec []byte, key uint64) {
+	if w.used+len(rec) > w.pageSize {
+		w.pad()
+	}
+	if w.used == 0 {
+		s.first = append(s.first, key) // a new page
+	}
+	if w.err == nil {
+		_, w.err = w.w.Write(rec)
+	}
+	w.used += len(rec)
+	s.n++
+}
+
+// freezeRunMap writes the spill maps' run map and reverse (settled) into
+// a paged map at path, whose page cache holds cacheBytes.
+func freezeRunMap(fs vfs.FS, path string, p *plan, pageSize int, cacheBytes int64) (_ *pagedRunMap, err error) {
+	f, err := fs.Create(path, vfs.WriteCategoryUnspecified)
+	if err != nil {
+		return nil, fmt.Errorf("paged run map: %w", err)
+	}
+	m := &pagedRunMap{fs: fs, path: path, f: f, pageSize: pageSize, maxUsed: p.maxUsed,
+		fwd: make([]pagedSection, p.oldN), win: make([]pagedSection, p.newN), lose: make([]pagedSection, p.newN)}
+	defer func() {
+		if err != nil {
+			_ = m.Close()
+		}
+	}()
+	w := &pagedWriter{w: bufio.NewWriterSize(f, 256<<10), pageSize: pageSize}
+	cur := -1
+	var rec [fwdRecord]byte
+	err = p.runs.Each(nil, func(k, v []byte) error {
+		i := int(binary.BigEndian.Uint16(k))
+		no := binary.BigEndian.Uint64(k[2:])
+		if i >= p.oldN || i < cur {
+			return fmt.Errorf("internal error: the run map names old shard %d of %d", i, p.oldN)
+		}
+		for cur < i {
+			cur++
+			m.fwd[cur] = w.start()
+		}
+		to := decodeMapped(v)
+		d := uint16(to.Shard)
+		if to.Renumbered {
+			d |= dstFlag
+		}
+		put48(rec[:], no)
+		put48(rec[6:], uint64(to.No))
+		binary.BigEndian.PutUint16(rec[12:], d)
+		w.add(&m.fwd[i], rec[:], no)
+		return w.err
+	})
+	if err != nil {
+		return nil, err
+	}
+	for cur < p.oldN-1 {
+		cur++
+		m.fwd[cur] = w.start()
+	}
+	cur, inLosers := -1, false
+	var back [backRecord]byte
+	err = p.rev.Each(nil, func(k, v []byte) error {
+		j := int(binary.BigEndian.Uint16(k))
+		no := model.RunNo(binary.BigEndian.Uint64(k[2:]))
+		if j >= p.newN || j < cur {
+			return fmt.Errorf("internal error: the reverse run map names new shard %d of %d", j, p.newN)
+		}
+		for cur < j {
+			cur++
+			m.win[cur], inLosers = w.start(), false
+		}
+		if no <= p.maxUsed {
+			put48(back[:], uint64(no))
+			copy(back[6:], v[:2])
+			w.add(&m.win[j], back[:], uint64(no))
+			return w.err
+		}
+		if !inLosers {
+			m.lose[j], inLosers = w.start(), true
+		}
+		if want := p.maxUsed + 1 + model.RunNo(m.lose[j].n); no != want {
+			return fmt.Errorf("internal error: new shard %d's renumbered runs skip from %d to %d", j, want-1, no)
+		}
+		copy(back[:2], v[:2])
+		put48(back[2:], binary.BigEndian.Uint64(v[2:]))
+		w.add(&m.lose[j], back[:], 0)
+		return w.err
+	})
+	if err != nil {
+		return nil, err
+	}
+	for cur < p.newN-1 {
+		cur++
+		m.win[cur] = w.start()
+	}
+	w.pad()
+	if w.err == nil {
+		w.err = w.w.Flush()
+	}
+	if w.err != nil {
+		return nil, fmt.Errorf("paged run map %s: %w", path, w.err)
+	}
+	m.cache.init(f, path, pageSize, int(max(cacheBytes/int64(pageSize), 8)))
+	return m, nil
+}
+
+// search finds key in sorted section s of records of size size whose key
+// is key(rec), and calls fn with its record.
+func (m *pagedRunMap) search(s *pagedSection, size int, no uint64, key func([]byte) uint64, fn func(rec []byte)) (bool, error) {
+	pg, _ := slices.BinarySearch(s.first, no+1) // the first page past no
+	if pg == 0 {
+		return false, nil
+	}
+	pg--
+	per := int64(m.pageSize / size)
+	n := int(min(per, s.n-int64(pg)*per))
+	found := false
+	err := m.cache.with(s.page+int64(pg), func(page []byte) {
+		lo, hi := 0, n
+		for lo < hi {
+			mid := (lo + hi) / 2
+			if key(page[mid*size:]) < no {
+				lo = mid + 1
+			} else {
+				hi = mid
+			}
+		}
+		if lo < n && key(page[lo*size:]) == no {
+			found = true
+			fn(page[lo*size : (lo+1)*size])
+		}
+	})
+	return found, err
+}
+
+// lookup returns where old run (shard, no) went.
+func (m *pagedRunMap) lookup(shard int, no model.RunNo) (mapped, bool, error) {
+	if shard < 0 || shard >= len(m.fwd) {
+		return mapped{}, false, nil
+	}
+	var out mapped
+	ok, err := m.search(&m.fwd[shard], fwdRecord, uint64(no), get48, func(rec []byte) {
+		d := binary.BigEndian.Uint16(rec[12:])
+		out = mapped{Shard: int(d & dstShard), No: model.RunNo(get48(rec[6:])), ID: runKey(shard, no)}
+		out.Renumbered = d&dstFlag != 0
+	})
+	return out, ok, err
+}
+
+// identityAt is the identity of the run now at new (shard, no).
+func (m *pagedRunMap) identityAt(shard int, no model.RunNo) (uint64, bool, error) {
+	if shard < 0 || shard >= len(m.win) {
+		return 0, false, nil
+	}
+	var id uint64
+	if no > m.maxUsed {
+		s := &m.lose[shard]
+		k := uint64(no - m.maxUsed - 1)
+		if k >= uint64(s.n) {
+			return 0, false, nil
+		}
+		per := uint64(m.pageSize / backRecord)
+		err := m.cache.with(s.page+int64(k/per), func(page []byte) {
+			rec := page[(k%per)*backRecord:]
+			id = runKey(int(binary.BigEndian.Uint16(rec)), model.RunNo(get48(rec[2:])))
+		})
+		return id, err == nil, err
+	}
+	ok, err := m.search(&m.win[shard], backRecord, uint64(no), get48, func(rec []byte) {
+		id = runKey(int(binary.BigEndian.Uint16(rec[6:])), no)
+	})
+	return id, ok, err
+}
+
+// Close closes and removes the map's file.
+func (m *pagedRunMap) Close() error {
+	if m.f == nil {
+		return nil
+	}
+	err := m.f.Close()
+	m.f = nil
+	if rerr := m.fs.Remove(m.path); err == nil {
+		err = rerr
+	}
+	return err
+}
+
+// pageCache holds up to a fixed number of a file's pages, evicting by
+// the clock algorithm. It is safe for concurrent use; a page is read
+// under its lock (a read from the file is a few microseconds, and the
+// users are the two or three goroutines of one reshard).
+type pageCache struct {
+	mu       sync.Mutex
+	f        vfs.File
+	path     string
+	pageSize int
+	frames   []byte
+	pages    []int64 // the page in each frame; -1: none
+	ref      []bool
+	at       map[int64]int
+	hand     int
+	reads    int64
+}
+
+func (c *pageCache) init(f vfs.File, path string, pageSize, frames int) {
+	c.f, c.path, c.pageSize = f, path, pageSize
+	c.frames = make([]byte, frames*pageSize)
+	c.pages = make([]int64, frames)
+	for i := range c.pages {
+		c.pages[i] = -1
+	}
+	c.ref = make([]bool, frames)
+	c.at = make(map[int64]int, frames)
+}
+
+// with calls fn with page pg's bytes, valid only during the call.
+func (c *pageCache) with(pg int64, fn func(page []byte)) error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	fr, ok := c.at[pg]
+	if !ok {
+		for c.ref[c.hand] {
+			c.ref[c.hand] = false
+			c.hand = (c.hand + 1) % len(c.pages)
+		}
+		fr = c.hand
+		c.hand = (c.hand + 1) % len(c.pages)
+		if old := c.pages[fr]; old >= 0 {
+			delete(c.at, old)
+		}
+		c.pages[fr] = -1
+		buf := c.frames[fr*c.pageSize : (fr+1)*c.pageSize]
+		if _, err := c.f.ReadAt(buf, pg*int64(c.pageSize)); err != nil {
+			return fmt.Errorf("paged run map %s: reading page %d: %w", c.path, pg, err)
+		}
+		c.reads++
+		c.pages[fr] = pg
+		c.at[pg] = fr
+	}
+	c.ref[fr] = true
+	fn(c.frames[fr*c.pageSize : (fr+1)*c.pageSize])
+	return nil
+}
