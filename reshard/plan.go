@@ -157,12 +157,14 @@ func (r *resharder) makePlan(ctx context.Context) (*plan, error) {
 		return nil, err
 	}
 	// The rewrite looks runs up from a paged copy of the run map and its
-	// reverse (runmapfile.go), with the two maps' shares of the budget
-	// for its cache; the run map stays for the plan file.
+	// reverse (runmapfile.go), with the reverse's share of the budget for
+	// its cache (its frames are on the Go heap, under the soft limit);
+	// the run map stays for the plan file. A page the cache does not hold
+	// is one read, mostly from the OS page cache.
 	if err := r.fs.MkdirAll(r.scratch, 0o755); err != nil {
 		return nil, err
 	}
-	if p.paged, err = freezeRunMap(r.fs, r.fs.PathJoin(r.scratch, "runmap"), p, runPageSize, 2*max(r.budget/mapShare, 1)); err != nil {
+	if p.paged, err = freezeRunMap(r.fs, r.fs.PathJoin(r.scratch, "runmap"), p, runPageSize, max(r.budget/mapShare, 1)); err != nil {
 		return nil, err
 	}
 	if err := p.rev.Close(); err != nil {
