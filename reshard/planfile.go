@@ -158,13 +158,19 @@ func (r *resharder) writtenPlan(p *plan) (*Plan, error) {
 		return nil, err
 	}
 	rep := r.rep
+	// The plan holds every token change in memory (as its renumbered
+	// runs): plan files are not bounded by the budget yet.
+	tokens, err := rep.Tokens.all()
+	if err != nil {
+		return nil, err
+	}
 	for j := range totals {
 		if j < len(rep.NewShardBytes) {
 			totals[j].Bytes = rep.NewShardBytes[j]
 		}
 	}
 	return &Plan{Version: PlanVersion, Dir: r.dir, OldShards: r.oldN, NewShards: r.newN, Identity: *r.fp,
-		StoreGen: rep.StoreGen, Counts: rep.Counts, Renumbered: renumbered, Tokens: rep.Tokens,
+		StoreGen: rep.StoreGen, Counts: rep.Counts, Renumbered: renumbered, Tokens: tokens,
 		Shards: totals, SpaceNeeded: rep.SpaceNeeded}, nil
 }
 

@@ -127,7 +127,7 @@ func (r *resharder) finishCommand() string {
 // began. It takes the directory's lock for its whole run. See
 // docs/reshard.md for what moves, the renumbering rules and why a crash
 // at any point is safe.
-func Reshard(ctx context.Context, fs vfs.FS, dir string, opts Options) (*Report, error) {
+func Reshard(ctx context.Context, fs vfs.FS, dir string, opts Options) (_ *Report, err error) {
 	if opts.Shards < 0 || opts.Shards > meta.MaxShards {
 		return nil, &CountError{Shards: opts.Shards}
 	}
@@ -142,7 +142,9 @@ func Reshard(ctx context.Context, fs vfs.FS, dir string, opts Options) (*Report,
 	defer d.Close()
 	m := d.Meta()
 	rep := &Report{Version: ReportVersion, Dir: dir, DryRun: opts.DryRun, OldShards: m.Shards, NewShards: m.Shards,
-		Counts: Counts{Runs: map[string]int64{}}, Renumbered: []RenumberedRun{}, Tokens: []TokenChange{}}
+		Counts: Counts{Runs: map[string]int64{}}}
+	newReportLists(fs, rep, opts.Scratch, opts.Memory)
+	defer closeOnError(rep, &err)
 	r := &resharder{fs: fs, dir: dir, opts: opts, rep: rep, budget: opts.Memory}
 	if r.owner, err = ownershipOf(fs, dir); err != nil {
 		return nil, err
@@ -272,7 +274,6 @@ func (r *resharder) rebuild(ctx context.Context, d *metaDir) (*Report, error) {
 	for st, n := range p.byState {
 		rep.Counts.Runs[st.String()] = n
 	}
-	rep.Renumbered = append(rep.Renumbered, p.unfinishedRenumbered...)
 	rep.Counts.RunsRenumbered, rep.Counts.RunsMoved = p.renumbered, p.moved
 	rep.NewShardRuns = p.shardRuns
 	rep.StoreGen = p.storeGen + 1

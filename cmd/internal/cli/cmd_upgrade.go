@@ -96,6 +96,7 @@ func runUpgrade(ctx context.Context, ios *IO, opts upgradeOptions, dir string) e
 		}
 		return err
 	}
+	defer rep.Close() // what its lists spilled, once printed
 	if opts.json {
 		return rep.WriteJSON(ios.Out) // streamed: see Report.WriteJSON
 	}
@@ -156,6 +157,5 @@ func printUpgradeReport(ios *IO, rep *reshard.Report) error {
 	if err := ios.printTable([]string{"what", "count"}, rows); err != nil {
 		return err
 	}
-	printTokenChanges(ios, rep, "--json")
-	return nil
+	return printTokenChanges(ios, rep, "--json")
 }
