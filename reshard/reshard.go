@@ -36,7 +36,9 @@ type Options struct {
 	// directory; scratch data goes under Scratch.
 	DryRun bool
 	// Scratch is where a dry run keeps its scratch store if the plan
-	// outgrows the budget ("": the system temporary directory).
+	// outgrows the budget, and where the report's lists (List) spill,
+	// real run or not, if they outgrow their share ("": the system
+	// temporary directory).
 	Scratch string
 	// Memory is the budget for the plan and run map before they spill to
 	// a scratch store (0: DefaultMemory).
@@ -582,9 +584,9 @@ func hook(step string) error {
 // memory (or in its scratch store's memtables once spilled). At most four
 // maps are alive at once (plan, losers, runs and rev; then runs, rev and
 // the sort's arena, runsort.go), or the compact run map (half the budget
-// at most, runmap.go) and the sort's arena; the rest of the budget is for
-// the Go runtime, the store readers' and writers' buffers and pebble's
-// caches.
+// at most, runmap.go) and the sort's arena; and the report's two lists,
+// half a share each (reportlist.go). The rest of the budget is for the Go
+// runtime, the store readers' and writers' buffers and pebble's caches.
 const mapShare = 8
 
 // newMap is a spill map under the scratch directory with a share of the

@@ -152,7 +152,7 @@ built is removed; run the same command again. A signal during the switch
 	f.BoolVar(&opts.dryRun, "dry-run", false, "plan and report, change nothing")
 	f.BoolVar(&opts.json, "json", false, "print the report as JSON")
 	f.StringVar(&opts.report, "report", "", "also write the JSON report to `FILE` (atomically, synced)")
-	f.StringVar(&opts.scratch, "scratch", "", "dry run: scratch `DIR` for a plan larger than --memory (default: the system temp directory)")
+	f.StringVar(&opts.scratch, "scratch", "", "scratch `DIR` for a dry run's plan larger than --memory, and for the report's long lists (default: the system temp directory)")
 	f.StringVar(&opts.memory, "memory", "256MiB", "memory `BUDGET` before the plan spills to a scratch store (e.g. 64MiB, 1GiB)")
 	f.StringVarP(&opts.output, "output", "o", "", "with --dry-run: write the plan to `PLAN` (JSON, atomically) for review and --plan")
 	f.StringVar(&opts.plan, "plan", "", "apply exactly the plan in `PLAN` (the count comes from it); refused if the directory changed since")
