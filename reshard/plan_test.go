@@ -3,8 +3,14 @@ package reshard_test
 import (
 	"bytes"
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
 	"errors"
 	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -76,8 +82,8 @@ func TestPlanApplyEqualsDirect(t *testing.T) {
 			for _, s := range p.Shards {
 				runs += s.Runs
 			}
-			if runs != 300 || int64(len(p.Renumbered)) != p.Counts.RunsRenumbered {
-				t.Fatalf("plan: %d runs in the totals, %d renumbered listed, %d counted", runs, len(p.Renumbered), p.Counts.RunsRenumbered)
+			if runs != 300 || p.Renumbered.Len() != p.Counts.RunsRenumbered {
+				t.Fatalf("plan: %d runs in the totals, %d renumbered listed, %d counted", runs, p.Renumbered.Len(), p.Counts.RunsRenumbered)
 			}
 			before := logicalDump(t, a)
 			rep := doReshard(t, a, 0, reshard.Options{Plan: p, PlanPath: "plan.json"})
@@ -89,12 +95,12 @@ func TestPlanApplyEqualsDirect(t *testing.T) {
 				t.Fatal("the plan applied and a direct reshard give different physical dumps")
 			}
 			sameDump(t, "after applying the plan", before, logicalDump(t, a))
-			chk, err := reshard.VerifyPlan(context.Background(), vfs.Default, a, p)
+			chk, err := reshard.VerifyPlan(context.Background(), vfs.Default, a, p, t.TempDir(), 1) // a one-byte budget: the join spills
 			if err != nil {
 				t.Fatal(err)
 			}
-			if !chk.OK() || chk.Renumbered != len(p.Renumbered) {
-				t.Fatalf("verify-plan: %d of %d renumbered found, differences %q", chk.Renumbered, len(p.Renumbered), chk.Differences)
+			if !chk.OK() || int64(chk.Renumbered) != p.Renumbered.Len() {
+				t.Fatalf("verify-plan: %d of %d renumbered found, differences %q", chk.Renumbered, p.Renumbered.Len(), chk.Differences)
 			}
 		})
 	}
@@ -149,7 +155,7 @@ func TestPlanRefused(t *testing.T) {
 func TestVerifyPlanDifferences(t *testing.T) {
 	dir := genDir(t, 3, 200, 45)
 	p := makePlan(t, dir, 5)
-	chk, err := reshard.VerifyPlan(context.Background(), vfs.Default, dir, p)
+	chk, err := reshard.VerifyPlan(context.Background(), vfs.Default, dir, p, t.TempDir(), 0)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -157,12 +163,75 @@ func TestVerifyPlanDifferences(t *testing.T) {
 		t.Fatalf("verify-plan before the reshard: %q", chk.Differences)
 	}
 	doReshard(t, dir, 5, reshard.Options{})
-	p.Renumbered[0].NewRun++ // as if the plan had said another number
-	chk, err = reshard.VerifyPlan(context.Background(), vfs.Default, dir, p)
+	moved := p.Renumbered.All()
+	moved[0].NewRun++ // as if the plan had said another number
+	p.Renumbered = reshard.NewTestList(t.TempDir(), 1, moved...)
+	chk, err = reshard.VerifyPlan(context.Background(), vfs.Default, dir, p, t.TempDir(), 0)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if chk.OK() {
 		t.Fatal("verify-plan found no difference with a plan that moved a run elsewhere")
+	}
+}
+
+// wholePlan is the plan file rendered whole in memory, as MarshalPlan did
+// before it streamed: the reference WritePlan must match byte for byte.
+func wholePlan(t testing.TB, p *reshard.Plan) []byte {
+	t.Helper()
+	c := *p
+	c.Checksum = ""
+	data, err := json.MarshalIndent(&c, "", "  ")
+	if err != nil {
+		t.Fatal(err)
+	}
+	sum := sha256.Sum256(data)
+	c.Checksum = hex.EncodeToString(sum[:])
+	if data, err = json.MarshalIndent(&c, "", "  "); err != nil {
+		t.Fatal(err)
+	}
+	return append(data, '\n')
+}
+
+// TestPlanFileStreamed: a plan's file, its lists in memory or spilled
+// (a one-byte budget), is byte for byte the whole rendering; read back
+// from the file with its lists spilling, it renders to the same bytes,
+// and every planned run and token change comes back in order.
+func TestPlanFileStreamed(t *testing.T) {
+	src := genDir(t, 4, 400, 46)
+	for _, memory := range []int64{0, 1} {
+		rep := doReshard(t, src, 3, reshard.Options{DryRun: true, MakePlan: true, Memory: memory, Scratch: t.TempDir()})
+		p := rep.Plan
+		if p.Renumbered.Len() == 0 || p.Tokens.Len() == 0 {
+			t.Fatalf("memory %d: %d renumbered, %d tokens: the workload tests nothing", memory, p.Renumbered.Len(), p.Tokens.Len())
+		}
+		data, err := reshard.MarshalPlan(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if want := wholePlan(t, p); !bytes.Equal(data, want) {
+			t.Fatalf("memory %d: the streamed plan differs from the whole rendering", memory)
+		}
+		path := filepath.Join(t.TempDir(), "plan.json")
+		if err := os.WriteFile(path, data, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		back, err := reshard.ReadPlan(vfs.Default, path, t.TempDir(), 1)
+		if err != nil {
+			t.Fatalf("memory %d: reading the plan back: %v", memory, err)
+		}
+		again, err := reshard.MarshalPlan(back)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !bytes.Equal(again, data) {
+			t.Fatalf("memory %d: the plan read back renders differently", memory)
+		}
+		if !slices.Equal(back.Renumbered.All(), p.Renumbered.All()) || !slices.Equal(back.Tokens.All(), p.Tokens.All()) {
+			t.Fatalf("memory %d: the lists read back differ", memory)
+		}
+		if err := back.Close(); err != nil {
+			t.Fatal(err)
+		}
 	}
 }

@@ -29,22 +29,32 @@ func (rep *Report) WriteJSON(w io.Writer) error {
 	if shell.Tokens != nil {
 		shell.Tokens = &List[TokenChange]{}
 	}
-	head, err := json.MarshalIndent(&shell, "", "  ")
+	return writeIndented(w, &shell, "\n", func(bw *bufio.Writer, doc []byte) ([]byte, error) {
+		rest, err := streamList(bw, doc, "renumbered_unfinished", rep.Renumbered)
+		if err != nil {
+			return nil, err
+		}
+		return streamList(bw, rest, "token_changes", rep.Tokens)
+	})
+}
+
+// writeIndented writes shell as json.MarshalIndent(shell, "", "  ")
+// renders it, then end, through a 64 KiB buffer; fill writes the
+// rendering's start and its lists (streamList) and returns the rest.
+func writeIndented(w io.Writer, shell any, end string, fill func(bw *bufio.Writer, doc []byte) ([]byte, error)) error {
+	head, err := json.MarshalIndent(shell, "", "  ")
 	if err != nil {
 		return err
 	}
 	bw := bufio.NewWriterSize(w, 64<<10)
-	rest, err := streamList(bw, head, "renumbered_unfinished", rep.Renumbered)
+	rest, err := fill(bw, head)
 	if err != nil {
-		return err
-	}
-	if rest, err = streamList(bw, rest, "token_changes", rep.Tokens); err != nil {
 		return err
 	}
 	if _, err := bw.Write(rest); err != nil {
 		return err
 	}
-	if err := bw.WriteByte('\n'); err != nil {
+	if _, err := bw.WriteString(end); err != nil {
 		return err
 	}
 	return bw.Flush()

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"iter"
 	"os"
 	"strconv"
 	"time"
@@ -47,13 +48,19 @@ const listShare = 2 // half a share each
 // newReportLists gives rep its two lists, spilling (if they spill) under
 // base ("": the system temporary directory) with their share of budget.
 func newReportLists(fs vfs.FS, rep *Report, base string, budget int64) {
-	if base == "" {
-		base = os.TempDir()
-	}
-	stem := fs.PathJoin(base, "fusee-reshard-report-"+strconv.Itoa(os.Getpid())+"-"+strconv.FormatInt(time.Now().UnixNano(), 36))
+	stem := listStem(fs, base)
 	share := budget / mapShare / listShare
 	rep.Renumbered = newList[RenumberedRun](fs, stem+"-renumbered", share)
 	rep.Tokens = newList[TokenChange](fs, stem+"-tokens", share)
+}
+
+// listStem is where lists spill under base ("": the system temporary
+// directory), each at the stem and a suffix of its own.
+func listStem(fs vfs.FS, base string) string {
+	if base == "" {
+		base = os.TempDir()
+	}
+	return fs.PathJoin(base, "fusee-reshard-report-"+strconv.Itoa(os.Getpid())+"-"+strconv.FormatInt(time.Now().UnixNano(), 36))
 }
 
 // emptyLists gives rep two lists that stay empty.
@@ -98,6 +105,22 @@ func (l *List[T]) Each(fn func(*T) error) error {
 		}
 		return fn(&item)
 	})
+}
+
+// items is the entries as an iterator (for iter.Pull2: walking the list
+// alongside something else); an error of the list comes last.
+func (l *List[T]) items() iter.Seq2[*T, error] {
+	return func(yield func(*T, error) bool) {
+		err := l.Each(func(it *T) error {
+			if !yield(it, nil) {
+				return errEnough
+			}
+			return nil
+		})
+		if err != nil && err != errEnough {
+			yield(nil, err)
+		}
+	}
 }
 
 // errEnough stops an Each early.
@@ -160,6 +183,16 @@ func encodeListItem[T any](b []byte, item *T) []byte {
 		b = binary.AppendUvarint(b, uint64(it.Position))
 		str(it.Old)
 		str(it.New)
+	case *PlannedRun:
+		str(it.WorkflowID)
+		b = binary.AppendUvarint(b, uint64(it.Gen))
+		str(it.State)
+		b = binary.AppendVarint(b, int64(it.OldShard))
+		b = binary.AppendUvarint(b, it.OldRun)
+		b = binary.AppendVarint(b, int64(it.NewShard))
+		b = binary.AppendUvarint(b, it.NewRun)
+		str(it.OldKey)
+		str(it.NewKey)
 	default:
 		panic(fmt.Sprintf("reshard: no list encoding for %T", item))
 	}
@@ -211,6 +244,9 @@ func decodeListItem[T any](v []byte, item *T) error {
 			NewShard: int(r.varint()), NewRun: r.uvarint(), OldKey: r.str(), NewKey: r.str()}
 	case *TokenChange:
 		*it = TokenChange{WorkflowID: r.str(), Position: uint32(r.uvarint()), Old: r.str(), New: r.str()}
+	case *PlannedRun:
+		*it = PlannedRun{WorkflowID: r.str(), Gen: uint32(r.uvarint()), State: r.str(), OldShard: int(r.varint()),
+			OldRun: r.uvarint(), NewShard: int(r.varint()), NewRun: r.uvarint(), OldKey: r.str(), NewKey: r.str()}
 	default:
 		panic(fmt.Sprintf("reshard: no list encoding for %T", item))
 	}
@@ -226,10 +262,15 @@ func renumberedOrder(shard int, no uint64) []byte {
 	return binary.BigEndian.AppendUint64(binary.BigEndian.AppendUint16(nil, uint16(shard)), no)
 }
 
-// Close deletes the scratch stores of the report's lists, if they
-// spilled: call it once the report has been written.
+// Close deletes the scratch stores of the report's lists and of its
+// plan's, if they spilled: call it once the report (and plan) has been
+// written.
 func (rep *Report) Close() error {
-	return errors.Join(rep.Renumbered.Close(), rep.Tokens.Close())
+	err := errors.Join(rep.Renumbered.Close(), rep.Tokens.Close())
+	if rep.Plan != nil {
+		err = errors.Join(err, rep.Plan.Close())
+	}
+	return err
 }
 
 // closeOnError closes rep's lists when *err is set: the report is not

@@ -171,9 +171,12 @@ func runReshard(ctx context.Context, ios *IO, opts reshardOptions, dir string, s
 	if err != nil {
 		return usagef("--memory %q: %v", opts.memory, err)
 	}
-	plan, err := readPlanFile(opts.plan)
+	plan, err := readPlanFile(opts.plan, opts, budget)
 	if err != nil {
 		return err
+	}
+	if plan != nil {
+		defer plan.Close()
 	}
 	stop, err := opts.profile.start()
 	if err != nil {
