@@ -8,15 +8,19 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
+	"runtime/debug"
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/cockroachdb/pebble/v2/vfs"
 	"github.com/fusee-dev/fusee/journal"
 	"github.com/fusee-dev/fusee/journal/model"
+	"github.com/fusee-dev/fusee/meta"
 	"github.com/fusee-dev/fusee/reshard"
 )
 
@@ -233,5 +237,72 @@ func TestPlanFileStreamed(t *testing.T) {
 		if err := back.Close(); err != nil {
 			t.Fatal(err)
 		}
+	}
+}
+
+// bigPlan is a plan of 8 to 3 shards with n planned runs and n token
+// changes, its lists spilling under dir past budget bytes each.
+func bigPlan(dir string, budget int64, n int) *reshard.Plan {
+	p := &reshard.Plan{Version: reshard.PlanVersion, Dir: "/d", OldShards: 8, NewShards: 3,
+		Identity:   reshard.Fingerprint{Shards: 8},
+		Counts:     reshard.Counts{Runs: map[string]int64{}},
+		Renumbered: reshard.NewTestList[reshard.PlannedRun](filepath.Join(dir, "r"), budget),
+		Tokens:     reshard.NewTestList[reshard.TokenChange](filepath.Join(dir, "t"), budget),
+		Shards:     []reshard.ShardTotals{{Shard: 0}, {Shard: 1}, {Shard: 2}}}
+	for i := range n {
+		id := fmt.Sprintf("workflow-%d", i)
+		err := p.Renumbered.Add(reshard.PlannedRun{WorkflowID: id, Gen: uint32(i % 5), State: "parked", OldShard: i % 8,
+			OldRun: uint64(i), NewShard: i % 3, NewRun: uint64(i) + 1<<20, OldKey: id + "/1/", NewKey: id + "/2/"})
+		if err == nil {
+			err = p.Tokens.Add(reshard.TokenChange{WorkflowID: id, Position: uint32(i), Old: "t-old-" + id, New: "t-new-" + id})
+		}
+		if err != nil {
+			panic(err)
+		}
+	}
+	return p
+}
+
+// TestPlanFileStaysFlat: keeping a plan of 10,000 and of 100,000 planned
+// runs and token changes, writing its file and reading it back takes
+// about the same heap, not ten times it: the lists spill, the file is
+// streamed both ways. Held as slices, and written and read whole, the
+// larger plan alone would be tens of MB.
+func TestPlanFileStaysFlat(t *testing.T) {
+	if testing.Short() {
+		t.Skip("writes and reads plans of 100,000 runs")
+	}
+	defer debug.SetGCPercent(debug.SetGCPercent(5)) // the peak is what is held
+	var peaks []uint64
+	sizes := []int{10_000, 100_000}
+	for _, n := range sizes {
+		dir := t.TempDir()
+		path := filepath.Join(dir, "plan.json")
+		peaks = append(peaks, peakHeapDuring(100*time.Microsecond, func() {
+			p := bigPlan(dir, 1<<20, n)
+			err := meta.ReplaceFileWith(vfs.Default, path, func(w io.Writer) error { return reshard.WritePlan(w, p) })
+			if err == nil {
+				err = p.Close()
+			}
+			if err != nil {
+				t.Error(err)
+				return
+			}
+			back, err := reshard.ReadPlan(vfs.Default, path, dir, 8<<20) // a list's share: 512 KiB
+			if err != nil {
+				t.Error(err)
+				return
+			}
+			if back.Renumbered.Len() != int64(n) || back.Tokens.Len() != int64(n) {
+				t.Errorf("%d entries written, %d and %d read back", n, back.Renumbered.Len(), back.Tokens.Len())
+			}
+			if err := back.Close(); err != nil {
+				t.Error(err)
+			}
+		}))
+	}
+	t.Logf("peak heap writing and reading the plan: %.2f MiB at %d entries, %.2f MiB at %d", float64(peaks[0])/(1<<20), sizes[0], float64(peaks[1])/(1<<20), sizes[1])
+	if peaks[1] > 2*peaks[0]+4<<20 {
+		t.Errorf("peak heap writing and reading the plan grew from %d to %d bytes with ten times the entries", peaks[0], peaks[1])
 	}
 }
