@@ -16,7 +16,8 @@ import (
 // A List is one of the report's lists that grow with the directory:
 // renumbered_unfinished (List[RenumberedRun]) and token_changes
 // (List[TokenChange]), one entry per renumbered unfinished run or pending
-// completion, a million or more at 10M runs. Its entries live in a spill
+// completion, a million or more at 10M runs; and a plan's renumbered runs
+// (List[PlannedRun], Plan). Its entries live in a spill
 // map with a share of the memory budget: in memory while they fit it, in
 // a scratch store once they outgrow it. That store is outside the data
 // directory (under Options.Scratch, else the system temporary directory),
@@ -42,7 +43,7 @@ func newList[T any](fs vfs.FS, dir string, budget int64) *List[T] {
 }
 
 // listShare is the part of the budget (in mapShare units) each of the
-// report's two lists may hold.
+// report's two lists, and a plan's, may hold.
 const listShare = 2 // half a share each
 
 // newReportLists gives rep its two lists, spilling (if they spill) under
