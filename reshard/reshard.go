@@ -585,8 +585,9 @@ func hook(step string) error {
 // maps are alive at once (plan, losers, runs and rev; then runs, rev and
 // the sort's arena, runsort.go), or the compact run map (half the budget
 // at most, runmap.go) and the sort's arena; and the report's two lists,
-// half a share each (reportlist.go). The rest of the budget is for the Go
-// runtime, the store readers' and writers' buffers and pebble's caches.
+// half a share each (reportlist.go), and a plan's two (applied) or its
+// renumbered runs (made). The rest of the budget is for the Go runtime,
+// the store readers' and writers' buffers and pebble's caches.
 const mapShare = 8
 
 // newMap is a spill map under the scratch directory with a share of the
