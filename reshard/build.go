@@ -1,10 +1,8 @@
 package reshard
 
 import (
-	"cmp"
 	"context"
 	"fmt"
-	"slices"
 
 	"github.com/fusee-dev/fusee/journal/model"
 	"github.com/fusee-dev/fusee/journal/store"
@@ -143,7 +141,6 @@ func (r *resharder) build(ctx context.Context, p *plan, newDir string, rep *Repo
 		return sorter.Put(shard, key, value)
 	}
 	rw := &rawRewriter{mapper: mapper, gen: newGen, put: put, rep: rep}
-	var renumbered []RenumberedRun // unfinished runs renumbered (compact map only)
 	for i := range r.oldN {
 		if direct {
 			for j := i; j < r.newN; j += r.oldN {
@@ -177,9 +174,11 @@ func (r *resharder) build(ctx context.Context, p *plan, newDir string, rep *Repo
 			}
 			if p.compact != nil && m.No != run.No && unfinished(run.Entry.State) {
 				// The compact map keeps no workflow IDs: the report's
-				// list is made here, and sorted below into the order
-				// the spill path gives it (by new shard, new number).
-				renumbered = append(renumbered, renumberedRun(run.Entry.WorkflowID, i, run.No, m))
+				// list is made here, in the order the spill path gives
+				// it (its keys: by new shard, new number).
+				if err := rep.Renumbered.add(renumberedOrder(m.Shard, uint64(m.No)), renumberedRun(run.Entry.WorkflowID, i, run.No, m)); err != nil {
+					return err
+				}
 			}
 			return firstErr
 		})
@@ -273,10 +272,6 @@ func (r *resharder) build(ctx context.Context, p *plan, newDir string, rep *Repo
 	}
 	rep.Counts.RunsRenumbered = p.renumbered
 	rep.Counts.RunsMoved = p.moved
-	slices.SortFunc(renumbered, func(a, b RenumberedRun) int {
-		return cmp.Or(cmp.Compare(a.NewShard, b.NewShard), cmp.Compare(a.NewRun, b.NewRun))
-	})
-	rep.Renumbered = append(rep.Renumbered, renumbered...)
 	if dry {
 		return oldDigest, nil
 	}

@@ -13,7 +13,8 @@
 // own logs and switching through fusee.meta's format=upgrade state.
 //
 // It owns the renumbering plan, the rewrite of references, the build of the
-// new shards and the switch. It reads old shards only through the journal
+// new shards and the switch, and the report and plan files, whose lists
+// (List) spill past their share of the memory budget like its maps. It reads old shards only through the journal
 // package's read-only recovery and must never tick a run, append to an old
 // log or change an old shard's files before the switch; it knows nothing
 // about terminals or commands. ReadStatus tells, read-only, what a stopped

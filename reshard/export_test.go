@@ -1,5 +1,7 @@
 package reshard
 
+import "github.com/cockroachdb/pebble/v2/vfs"
+
 // SetTestHook sets the switch-step hook for a test.
 func SetTestHook(f func(step string) error) { testHook = f }
 
@@ -16,3 +18,34 @@ func SetReadBackCheck(on bool) bool { old := readBackCheck; readBackCheck = on; 
 // rewrite hands to a new store (before the check and the writer), as a
 // bug in the rewrite would: the check must catch it.
 func SetCorruptWrite(f func(shard int, key, value []byte) ([]byte, bool)) { corruptWrite = f }
+
+// memLists gives rep two lists that never spill (tests).
+func memLists(rep *Report) *Report {
+	rep.Renumbered = newList[RenumberedRun](vfs.NewMem(), "/renumbered", 1<<40)
+	rep.Tokens = newList[TokenChange](vfs.NewMem(), "/tokens", 1<<40)
+	return rep
+}
+
+// NewTestList is a list of items in the given order, spilling into a
+// scratch store under dir past budget bytes.
+func NewTestList[T any](dir string, budget int64, items ...T) *List[T] {
+	l := newList[T](vfs.Default, dir, budget)
+	for _, it := range items {
+		if err := l.Add(it); err != nil {
+			panic(err)
+		}
+	}
+	return l
+}
+
+// Add appends item at the list's end.
+func (l *List[T]) Add(item T) error { return l.add(nil, item) }
+
+// All returns every entry of l, in order.
+func (l *List[T]) All() []T {
+	out, err := l.all()
+	if err != nil {
+		panic(err)
+	}
+	return out
+}

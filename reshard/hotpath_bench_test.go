@@ -223,7 +223,7 @@ func BenchmarkPlan(b *testing.B) {
 	b.ReportAllocs()
 	for b.Loop() {
 		r := &resharder{fs: vfs.Default, dir: dir, oldN: hotShards, newN: 3, budget: DefaultMemory,
-			scratch: b.TempDir(), rep: &Report{}}
+			scratch: b.TempDir(), rep: memLists(&Report{})}
 		p, err := r.makePlan(context.Background())
 		if err != nil {
 			b.Fatal(err)
@@ -280,11 +280,11 @@ func BenchmarkRawRewrite(b *testing.B) {
 	mapper := func(_ model.RefField, ref model.RunRef) model.RunRef {
 		return model.RunRef{Shard: ref.Shard + 1, Run: ref.Run}
 	}
-	w := &rawRewriter{mapper: mapper, gen: 2, rep: &Report{}, put: func(int, []byte, []byte) error { return nil }}
+	w := &rawRewriter{mapper: mapper, gen: 2, rep: memLists(&Report{}), put: func(int, []byte, []byte) error { return nil }}
 	b.SetBytes(encodedBytes(enc))
 	b.ReportAllocs()
 	for b.Loop() {
-		w.rep.Tokens = w.rep.Tokens[:0]
+		memLists(w.rep) // the token changes of one pass
 		for _, rr := range raws {
 			if err := w.run(rr, 0, mapped{Shard: 1, No: rr.No}); err != nil {
 				b.Fatal(err)

@@ -110,7 +110,7 @@ func TestGrowToMultipleRenumbersNothing(t *testing.T) {
 	for _, p := range [][2]int{{1, 3}, {3, 6}, {4, 12}} {
 		dir := genDir(t, p[0], scaled(500), 5)
 		rep := doReshard(t, dir, p[1], reshard.Options{})
-		if rep.Counts.RunsRenumbered != 0 || len(rep.Renumbered) != 0 {
+		if rep.Counts.RunsRenumbered != 0 || rep.Renumbered.Len() != 0 {
 			t.Errorf("%d->%d renumbered %d runs, want none", p[0], p[1], rep.Counts.RunsRenumbered)
 		}
 		verifyClean(t, dir)
@@ -204,8 +204,8 @@ func TestDryRunChangesNothing(t *testing.T) {
 	if got := snapshot(t, dir); strings.Join(got, "\n") != strings.Join(before, "\n") {
 		t.Fatalf("dry run changed the directory:\nbefore:\n%s\nafter:\n%s", strings.Join(before, "\n"), strings.Join(got, "\n"))
 	}
-	if names, _ := os.ReadDir(scratch); len(names) != 0 {
-		t.Errorf("dry run left %d entries in its scratch directory", len(names))
+	if names, _ := os.ReadDir(scratch); len(names) != 2 || !strings.HasPrefix(names[0].Name(), "fusee-reshard-report-") {
+		t.Errorf("dry run left %d entries in its scratch directory, want only its report's two spilled lists: %v", len(names), names)
 	}
 	if dry.Outcome != reshard.OutcomePlanned || dry.SpaceNeeded <= 0 {
 		t.Errorf("dry run: outcome %s, space needed %d", dry.Outcome, dry.SpaceNeeded)
@@ -219,9 +219,21 @@ func TestDryRunChangesNothing(t *testing.T) {
 		t.Errorf("bytes written: dry run %d, real run %d", dc.BytesWritten, rc.BytesWritten)
 	}
 	dc.BytesWritten, rc.BytesWritten = 0, 0
-	if fmt.Sprint(dc) != fmt.Sprint(rc) || fmt.Sprint(dry.Renumbered) != fmt.Sprint(real.Renumbered) ||
-		fmt.Sprint(dry.Tokens) != fmt.Sprint(real.Tokens) {
-		t.Errorf("the dry run's report differs from the real run's:\ndry:  %+v %v\nreal: %+v %v", dc, dry.Renumbered, rc, real.Renumbered)
+	if fmt.Sprint(dc) != fmt.Sprint(rc) || fmt.Sprint(dry.Renumbered.All()) != fmt.Sprint(real.Renumbered.All()) ||
+		fmt.Sprint(dry.Tokens.All()) != fmt.Sprint(real.Tokens.All()) {
+		t.Errorf("the dry run's report differs from the real run's:\ndry:  %+v %v\nreal: %+v %v", dc, dry.Renumbered.All(), rc, real.Renumbered.All())
+	}
+	if dry.Renumbered.Len() == 0 || dry.Tokens.Len() == 0 {
+		t.Errorf("the dry run reports %d renumbered runs and %d token changes: the workload tests nothing", dry.Renumbered.Len(), dry.Tokens.Len())
+	}
+	// The report's lists outlive the reshard (the command prints them
+	// after); with a one-byte budget they spilled under the scratch
+	// directory, and closing the report deletes them.
+	if err := dry.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if names, _ := os.ReadDir(scratch); len(names) != 0 {
+		t.Errorf("dry run left %d entries in its scratch directory after its report was closed", len(names))
 	}
 }
 
@@ -255,7 +267,7 @@ func TestOutcomes(t *testing.T) {
 func TestStaleTokenRefused(t *testing.T) {
 	dir := genDir(t, 3, 400, 77)
 	rep := doReshard(t, dir, 5, reshard.Options{})
-	if len(rep.Tokens) == 0 {
+	if rep.Tokens.Len() == 0 {
 		t.Fatal("no pending tokens in the workload: the test shows nothing")
 	}
 	db, _, err := journal.Open(vfs.Default, dir, journal.OpenOptions{})
@@ -264,7 +276,7 @@ func TestStaleTokenRefused(t *testing.T) {
 	}
 	defer db.Close()
 	e := sim.NewEngine(db, sim.Config{})
-	for _, tc := range rep.Tokens[:min(5, len(rep.Tokens))] {
+	for _, tc := range rep.Tokens.All()[:min(5, rep.Tokens.Len())] {
 		if tc.Old == tc.New {
 			t.Fatalf("token %s did not change", tc.Old)
 		}

@@ -104,21 +104,20 @@ func unfinished(s model.RunState) bool {
 
 // plan is the result of pass 1 and the assignment.
 type plan struct {
-	oldN, newN           int
-	maxUsed              model.RunNo
-	storeGen             uint64 // the old stores' generation (the highest)
-	now                  int64
-	created              int64
-	runs                 *spillMap // run map: old (shard, number) -> mapped (the plan file reads it)
-	rev                  *spillMap // reverse: new (shard, number) -> old (shard, number); closed once paged
-	nextRun              []model.RunNo
-	shardRuns            []int64
-	renumbered           int64
-	moved                int64
-	byState              map[model.RunState]int64
-	unfinishedRenumbered []RenumberedRun
-	compact              *runMap      // the run map when it fits the budget
-	paged                *pagedRunMap // else: runs and rev frozen (runmapfile.go)
+	oldN, newN int
+	maxUsed    model.RunNo
+	storeGen   uint64 // the old stores' generation (the highest)
+	now        int64
+	created    int64
+	runs       *spillMap // run map: old (shard, number) -> mapped (the plan file reads it)
+	rev        *spillMap // reverse: new (shard, number) -> old (shard, number); closed once paged
+	nextRun    []model.RunNo
+	shardRuns  []int64
+	renumbered int64
+	moved      int64
+	byState    map[model.RunState]int64
+	compact    *runMap      // the run map when it fits the budget
+	paged      *pagedRunMap // else: runs and rev frozen (runmapfile.go)
 }
 
 // makePlan runs pass 1 over every old shard and assigns every run its new
@@ -271,7 +270,9 @@ func (r *resharder) assignSpilled(p *plan, keys *spillMap) (*plan, error) {
 		p.renumbered++
 		m := mapped{Shard: j, No: newNo, planEntry: e}
 		if unfinished(e.State) {
-			p.unfinishedRenumbered = append(p.unfinishedRenumbered, renumberedRun(e.WorkflowID, i, no, m))
+			if err := r.rep.Renumbered.add(renumberedOrder(j, uint64(newNo)), renumberedRun(e.WorkflowID, i, no, m)); err != nil {
+				return err
+			}
 		}
 		return put(i, no, m)
 	})

@@ -96,8 +96,11 @@ func (w *rawRewriter) run(rr *store.RawRun, oldShard int, m mapped) error {
 			continue
 		}
 		w.rep.Counts.PendingTokens++
-		w.rep.Tokens = append(w.rep.Tokens, TokenChange{WorkflowID: e.WorkflowID, Position: t.pos,
+		err := w.rep.Tokens.add(nil, TokenChange{WorkflowID: e.WorkflowID, Position: t.pos,
 			Old: t.old.String(), New: t.new.String()})
+		if err != nil {
+			return err
+		}
 	}
 	if rr.Archive == nil {
 		return nil

@@ -112,7 +112,7 @@ func TestRawRewriteMatchesDecode(t *testing.T) {
 
 					// The byte-copy path.
 					gotKeys := map[string][]byte{}
-					rep := &Report{}
+					rep := memLists(&Report{})
 					rw := &rawRewriter{mapper: mapper, gen: gen, rep: rep, put: func(shard int, key, val []byte) error {
 						if shard != m.Shard {
 							return fmt.Errorf("put to shard %d, want %d", shard, m.Shard)
@@ -131,8 +131,8 @@ func TestRawRewriteMatchesDecode(t *testing.T) {
 					if len(gotKeys) != len(wantKeys) {
 						t.Fatalf("shard %d run %d: %d keys by byte copy, %d by decoding", i, w.run.No, len(gotKeys), len(wantKeys))
 					}
-					if len(rep.Tokens) != len(wantTokens) || (len(wantTokens) > 0 && !slices.Equal(rep.Tokens, wantTokens)) {
-						t.Fatalf("shard %d run %d: tokens %+v by byte copy, %+v by decoding", i, w.run.No, rep.Tokens, wantTokens)
+					if got := rep.Tokens.All(); len(got) != len(wantTokens) || (len(wantTokens) > 0 && !slices.Equal(got, wantTokens)) {
+						t.Fatalf("shard %d run %d: tokens %+v by byte copy, %+v by decoding", i, w.run.No, got, wantTokens)
 					}
 					for h := range rr.Heads {
 						if rr.Heads[h].HasRefs() {

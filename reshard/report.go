@@ -43,11 +43,12 @@ type Report struct {
 
 	Counts Counts `json:"counts"`
 	// Renumbered lists every unfinished run whose number changed: its
-	// Ctx::key values change.
-	Renumbered []RenumberedRun `json:"renumbered_unfinished"`
+	// Ctx::key values change. By new shard, then new number.
+	Renumbered *List[RenumberedRun] `json:"renumbered_unfinished"`
 	// Tokens lists every pending completion token and what it now is.
 	// Every pending token changes (the store generation is part of it).
-	Tokens []TokenChange `json:"token_changes"`
+	// By old shard, old number, then position.
+	Tokens *List[TokenChange] `json:"token_changes"`
 	// NewShardRuns is how many runs each new shard holds.
 	NewShardRuns []int64 `json:"new_shard_runs,omitempty"`
 	// NewShardBytes is the key and value bytes each new shard's store

@@ -12,11 +12,11 @@ import (
 // newline: byte for byte what json.MarshalIndent(rep, "", "  ") followed
 // by a newline gives (and so what an Encoder with SetIndent("", "  ")
 // writes), the schema and field order unchanged. The two lists that grow
-// with the directory (renumbered_unfinished, token_changes) are encoded
-// an element at a time straight to w, through a small buffer, instead of
-// the whole document being built in memory first: at 1M runs that
-// document is tens of MB, and marshalling and indenting it took about
-// three times that.
+// with the directory (renumbered_unfinished, token_changes) are read from
+// their spill maps (List) and encoded an element at a time straight to w,
+// through a small buffer, instead of the whole document being built in
+// memory first: at 1M runs that document is tens of MB, and marshalling
+// and indenting it took about three times that.
 func (rep *Report) WriteJSON(w io.Writer) error {
 	// The report without its lists: small. A list that is there renders
 	// as [] (a nil one as null, as MarshalIndent renders it) and is
@@ -24,27 +24,37 @@ func (rep *Report) WriteJSON(w io.Writer) error {
 	// hold (the encoder escapes newlines and quotes).
 	shell := *rep
 	if shell.Renumbered != nil {
-		shell.Renumbered = []RenumberedRun{}
+		shell.Renumbered = &List[RenumberedRun]{}
 	}
 	if shell.Tokens != nil {
-		shell.Tokens = []TokenChange{}
+		shell.Tokens = &List[TokenChange]{}
 	}
-	head, err := json.MarshalIndent(&shell, "", "  ")
+	return writeIndented(w, &shell, "\n", func(bw *bufio.Writer, doc []byte) ([]byte, error) {
+		rest, err := streamList(bw, doc, "renumbered_unfinished", rep.Renumbered)
+		if err != nil {
+			return nil, err
+		}
+		return streamList(bw, rest, "token_changes", rep.Tokens)
+	})
+}
+
+// writeIndented writes shell as json.MarshalIndent(shell, "", "  ")
+// renders it, then end, through a 64 KiB buffer; fill writes the
+// rendering's start and its lists (streamList) and returns the rest.
+func writeIndented(w io.Writer, shell any, end string, fill func(bw *bufio.Writer, doc []byte) ([]byte, error)) error {
+	head, err := json.MarshalIndent(shell, "", "  ")
 	if err != nil {
 		return err
 	}
 	bw := bufio.NewWriterSize(w, 64<<10)
-	rest, err := streamList(bw, head, "renumbered_unfinished", rep.Renumbered)
+	rest, err := fill(bw, head)
 	if err != nil {
-		return err
-	}
-	if rest, err = streamList(bw, rest, "token_changes", rep.Tokens); err != nil {
 		return err
 	}
 	if _, err := bw.Write(rest); err != nil {
 		return err
 	}
-	if err := bw.WriteByte('\n'); err != nil {
+	if _, err := bw.WriteString(end); err != nil {
 		return err
 	}
 	return bw.Flush()
@@ -54,8 +64,8 @@ func (rep *Report) WriteJSON(w io.Writer) error {
 // top-level object), then list's elements indented as MarshalIndent
 // indents them there, and returns the rest of doc after the list's
 // opening bracket. A nil or empty list is left as doc has it.
-func streamList[T any](bw *bufio.Writer, doc []byte, key string, list []T) ([]byte, error) {
-	if len(list) == 0 {
+func streamList[T any](bw *bufio.Writer, doc []byte, key string, list *List[T]) ([]byte, error) {
+	if list.Len() == 0 {
 		return doc, nil
 	}
 	mark := []byte("\n  \"" + key + "\": [")
@@ -68,22 +78,26 @@ func streamList[T any](bw *bufio.Writer, doc []byte, key string, list []T) ([]by
 	}
 	var one, ind bytes.Buffer
 	enc := json.NewEncoder(&one) // escapes as Marshal does; reuses one
-	for i := range list {
+	first := true
+	err := list.Each(func(item *T) error {
 		one.Reset()
-		if err := enc.Encode(&list[i]); err != nil {
-			return nil, err
+		if err := enc.Encode(item); err != nil {
+			return err
 		}
 		ind.Reset()
-		if i > 0 {
+		if !first {
 			ind.WriteByte(',')
 		}
+		first = false
 		ind.WriteString("\n    ")
 		if err := json.Indent(&ind, bytes.TrimSuffix(one.Bytes(), []byte("\n")), "    ", "  "); err != nil {
-			return nil, err
+			return err
 		}
-		if _, err := bw.Write(ind.Bytes()); err != nil {
-			return nil, err
-		}
+		_, err := bw.Write(ind.Bytes())
+		return err
+	})
+	if err != nil {
+		return nil, err
 	}
 	if _, err := bw.WriteString("\n  "); err != nil {
 		return nil, err

@@ -36,7 +36,9 @@ type Options struct {
 	// directory; scratch data goes under Scratch.
 	DryRun bool
 	// Scratch is where a dry run keeps its scratch store if the plan
-	// outgrows the budget ("": the system temporary directory).
+	// outgrows the budget, and where the report's lists (List) spill,
+	// real run or not, if they outgrow their share ("": the system
+	// temporary directory).
 	Scratch string
 	// Memory is the budget for the plan and run map before they spill to
 	// a scratch store (0: DefaultMemory).
@@ -127,7 +129,7 @@ func (r *resharder) finishCommand() string {
 // began. It takes the directory's lock for its whole run. See
 // docs/reshard.md for what moves, the renumbering rules and why a crash
 // at any point is safe.
-func Reshard(ctx context.Context, fs vfs.FS, dir string, opts Options) (*Report, error) {
+func Reshard(ctx context.Context, fs vfs.FS, dir string, opts Options) (_ *Report, err error) {
 	if opts.Shards < 0 || opts.Shards > meta.MaxShards {
 		return nil, &CountError{Shards: opts.Shards}
 	}
@@ -142,7 +144,9 @@ func Reshard(ctx context.Context, fs vfs.FS, dir string, opts Options) (*Report,
 	defer d.Close()
 	m := d.Meta()
 	rep := &Report{Version: ReportVersion, Dir: dir, DryRun: opts.DryRun, OldShards: m.Shards, NewShards: m.Shards,
-		Counts: Counts{Runs: map[string]int64{}}, Renumbered: []RenumberedRun{}, Tokens: []TokenChange{}}
+		Counts: Counts{Runs: map[string]int64{}}}
+	newReportLists(fs, rep, opts.Scratch, opts.Memory)
+	defer closeOnError(rep, &err)
 	r := &resharder{fs: fs, dir: dir, opts: opts, rep: rep, budget: opts.Memory}
 	if r.owner, err = ownershipOf(fs, dir); err != nil {
 		return nil, err
@@ -272,7 +276,6 @@ func (r *resharder) rebuild(ctx context.Context, d *metaDir) (*Report, error) {
 	for st, n := range p.byState {
 		rep.Counts.Runs[st.String()] = n
 	}
-	rep.Renumbered = append(rep.Renumbered, p.unfinishedRenumbered...)
 	rep.Counts.RunsRenumbered, rep.Counts.RunsMoved = p.renumbered, p.moved
 	rep.NewShardRuns = p.shardRuns
 	rep.StoreGen = p.storeGen + 1
@@ -581,9 +584,10 @@ func hook(step string) error {
 // memory (or in its scratch store's memtables once spilled). At most four
 // maps are alive at once (plan, losers, runs and rev; then runs, rev and
 // the sort's arena, runsort.go), or the compact run map (half the budget
-// at most, runmap.go) and the sort's arena; the rest of the budget is for
-// the Go runtime, the store readers' and writers' buffers and pebble's
-// caches.
+// at most, runmap.go) and the sort's arena; and the report's two lists,
+// half a share each (reportlist.go), and a plan's two (applied) or its
+// renumbered runs (made). The rest of the budget is for the Go runtime,
+// the store readers' and writers' buffers and pebble's caches.
 const mapShare = 8
 
 // newMap is a spill map under the scratch directory with a share of the

@@ -92,6 +92,7 @@ func doReshard(t testing.TB, dir string, n int, opts reshard.Options) *reshard.R
 	if err != nil {
 		t.Fatalf("reshard %s to %d: %v", dir, n, err)
 	}
+	t.Cleanup(func() { rep.Close() })
 	return rep
 }
 
@@ -123,7 +124,7 @@ func TestReshardKeepsLogicalState(t *testing.T) {
 			verifyClean(t, dir)
 			sameDump(t, "after reshard", before, logicalDump(t, dir))
 			t.Logf("renumbered %d (unfinished %d), moved %d, refs %d, dangling %d, tokens %d",
-				rep.Counts.RunsRenumbered, len(rep.Renumbered), rep.Counts.RunsMoved, rep.Counts.RefsRewritten, rep.Counts.DanglingRefs, len(rep.Tokens))
+				rep.Counts.RunsRenumbered, rep.Renumbered.Len(), rep.Counts.RunsMoved, rep.Counts.RefsRewritten, rep.Counts.DanglingRefs, rep.Tokens.Len())
 		})
 	}
 }

@@ -140,8 +140,8 @@ func TestRenumberingRules(t *testing.T) {
 		t.Errorf("next run %d, want 7", s.NextRun)
 	}
 	// Unfinished renumbered: only y (x#1 and b are finished).
-	if len(rep.Renumbered) != 1 || rep.Renumbered[0].WorkflowID != y || rep.Renumbered[0].NewRun != 6 ||
-		rep.Renumbered[0].OldKey != y+"/3/" || rep.Renumbered[0].NewKey != y+"/6/" {
-		t.Errorf("renumbered unfinished runs: %+v, want only %s 3 -> 6", rep.Renumbered, y)
+	if ren := rep.Renumbered.All(); len(ren) != 1 || ren[0].WorkflowID != y || ren[0].NewRun != 6 ||
+		ren[0].OldKey != y+"/3/" || ren[0].NewKey != y+"/6/" {
+		t.Errorf("renumbered unfinished runs: %+v, want only %s 3 -> 6", ren, y)
 	}
 }

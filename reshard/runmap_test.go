@@ -167,8 +167,10 @@ func TestRunMapMatchesOracle(t *testing.T) {
 		// small as one record and its cache eight pages, so that lookups
 		// cross pages and evict.
 		fs := vfs.NewMem()
-		r := &resharder{fs: fs, scratch: "scratch", oldN: oldN, newN: newN,
+		r := &resharder{fs: fs, scratch: "scratch", oldN: oldN, newN: newN, rep: &Report{},
 			budget: rapid.SampledFrom([]int64{1, 1 << 20}).Draw(t, "spill budget")}
+		newReportLists(fs, r.rep, "lists", r.budget)
+		defer r.rep.Close()
 		defer r.closeMaps()
 		keys := r.newMap("plan")
 		for _, run := range runs {

@@ -52,7 +52,8 @@ func Undo(ctx context.Context, fs vfs.FS, dir string) (*Report, error) {
 	defer d.Close()
 	m := d.Meta()
 	rep := &Report{Version: ReportVersion, Dir: dir, Outcome: OutcomeUndone, OldShards: m.Shards, NewShards: m.Shards,
-		Counts: Counts{Runs: map[string]int64{}}, Renumbered: []RenumberedRun{}, Tokens: []TokenChange{}}
+		Counts: Counts{Runs: map[string]int64{}}}
+	emptyLists(rep)
 	r := &resharder{fs: fs, dir: dir, rep: rep}
 	if r.owner, err = ownershipOf(fs, dir); err != nil {
 		return nil, err
@@ -179,7 +180,8 @@ func DiscardKept(_ context.Context, fs vfs.FS, dir string) (*Report, error) {
 			dir, KeptDirName, meta.ErrSwitching, m.OldShards, m.NewShards, meta.ShellQuote(dir))
 	}
 	rep := &Report{Version: ReportVersion, Dir: dir, Outcome: OutcomeNothingToDo, OldShards: m.Shards, NewShards: m.Shards,
-		Counts: Counts{Runs: map[string]int64{}}, Renumbered: []RenumberedRun{}, Tokens: []TokenChange{}}
+		Counts: Counts{Runs: map[string]int64{}}}
+	emptyLists(rep)
 	kept, aside := fs.PathJoin(dir, KeptDirName), fs.PathJoin(dir, OldDirName)
 	// Leftovers first: reshard.old may be a kept layout whose discard a
 	// crash cut short.

@@ -41,7 +41,7 @@ type UpgradeOptions struct {
 // a directory that opens as it was or that Upgrade finishes. A directory
 // whose reshard was interrupted is refused (*meta.SwitchingError: finish
 // the reshard first).
-func Upgrade(ctx context.Context, fs vfs.FS, dir string, opts UpgradeOptions) (*Report, error) {
+func Upgrade(ctx context.Context, fs vfs.FS, dir string, opts UpgradeOptions) (_ *Report, err error) {
 	if opts.Memory <= 0 {
 		opts.Memory = DefaultMemory
 	}
@@ -54,7 +54,9 @@ func Upgrade(ctx context.Context, fs vfs.FS, dir string, opts UpgradeOptions) (*
 	m := d.Meta()
 	rep := &Report{Version: ReportVersion, Dir: dir, DryRun: opts.DryRun, OldShards: m.Shards, NewShards: m.Shards,
 		OldLog: m.Log, NewLog: meta.LogShared,
-		Counts: Counts{Runs: map[string]int64{}}, Renumbered: []RenumberedRun{}, Tokens: []TokenChange{}}
+		Counts: Counts{Runs: map[string]int64{}}}
+	newReportLists(fs, rep, opts.Scratch, opts.Memory)
+	defer closeOnError(rep, &err)
 	r := &resharder{fs: fs, dir: dir, rep: rep, budget: opts.Memory, upgrade: true,
 		opts: Options{DryRun: opts.DryRun, Scratch: opts.Scratch, Memory: opts.Memory, Progress: opts.Progress}}
 	if r.owner, err = ownershipOf(fs, dir); err != nil {

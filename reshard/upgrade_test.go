@@ -82,8 +82,8 @@ func TestUpgradeRandomWorkloads(t *testing.T) {
 			if rep.Outcome != reshard.OutcomeDone || rep.OldLog != 2 || rep.NewLog != 3 || rep.Counts.RunsMoved != 0 || rep.Counts.RunsRenumbered != 0 {
 				t.Fatalf("%s: report %+v", name, rep)
 			}
-			if int64(len(rep.Tokens)) != rep.Counts.PendingTokens {
-				t.Errorf("%s: %d token changes for %d pending tokens", name, len(rep.Tokens), rep.Counts.PendingTokens)
+			if rep.Tokens.Len() != rep.Counts.PendingTokens {
+				t.Errorf("%s: %d token changes for %d pending tokens", name, rep.Tokens.Len(), rep.Counts.PendingTokens)
 			}
 			m, err := meta.Read(mem, memDir)
 			if err != nil || m != (meta.Meta{Format: meta.FormatLocal, Log: meta.LogShared, Shards: shards}) {

@@ -3,6 +3,7 @@ package reshard
 import (
 	"context"
 	"fmt"
+	"iter"
 
 	"github.com/cockroachdb/pebble/v2/vfs"
 	"github.com/fusee-dev/fusee/journal/model"
@@ -30,8 +31,15 @@ const maxDifferences = 100
 // generation, every renumbered run (workflow ID and generation) at its
 // planned new shard and number, and no new shard holding fewer runs than
 // planned (the engine may have started more since). It takes the lock and
-// opens every shard read-only, one at a time, through recovery.
-func VerifyPlan(ctx context.Context, fs vfs.FS, dir string, plan *Plan) (*PlanCheck, error) {
+// opens every shard read-only, one at a time, through recovery. The
+// plan's runs are sorted by new shard and number in a list spilling under
+// scratch ("": the system temporary directory) past its share of budget,
+// and joined with the shards' runs as they are read: memory does not grow
+// with the plan.
+func VerifyPlan(ctx context.Context, fs vfs.FS, dir string, plan *Plan, scratch string, budget int64) (*PlanCheck, error) {
+	if budget <= 0 {
+		budget = DefaultMemory
+	}
 	fs = meta.FS(fs)
 	d, err := meta.Open(fs, dir, meta.Options{Log: meta.LogShared})
 	if err != nil {
@@ -49,18 +57,44 @@ func VerifyPlan(ctx context.Context, fs vfs.FS, dir string, plan *Plan) (*PlanCh
 		differ("the directory has %d shards, the plan goes to %d", m.Shards, plan.NewShards)
 		return c, nil
 	}
-	type at struct {
-		shard int
-		no    model.RunNo
+	// The planned runs by new shard and number: the order the shards'
+	// runs are read in.
+	byNew := newList[PlannedRun](fs, listStem(fs, scratch)+"-verify", budget/mapShare)
+	defer byNew.Close()
+	err = plan.Renumbered.Each(func(p *PlannedRun) error {
+		return byNew.add(renumberedOrder(p.NewShard, p.NewRun), *p)
+	})
+	if err != nil {
+		return nil, err
 	}
-	type who struct {
-		id  string
-		gen uint32
+	next, stop := iter.Pull2(byNew.items())
+	defer stop()
+	cur, err, _ := next() // the next planned run not yet met; nil: none
+	if err != nil {
+		return nil, err
 	}
-	// got is who holds each planned number, filled as the shards are read.
-	got := make(map[at]*who, len(plan.Renumbered))
-	for _, p := range plan.Renumbered {
-		got[at{p.NewShard, model.RunNo(p.NewRun)}] = nil
+	// meet compares the planned runs at new (shard, no) with the run
+	// there (id "": none) and moves past them.
+	meet := func(shard int, no model.RunNo, id string, gen uint32) error {
+		for cur != nil && cur.NewShard == shard && cur.NewRun == uint64(no) {
+			p := cur
+			switch {
+			case id == "":
+				differ("%s#%d (old %d:%d) is not at %d:%d as planned: that number holds no run", p.WorkflowID, p.Gen, p.OldShard, p.OldRun, p.NewShard, p.NewRun)
+			case id != p.WorkflowID || gen != p.Gen:
+				differ("%s#%d (old %d:%d) is not at %d:%d as planned: that number holds %s#%d", p.WorkflowID, p.Gen, p.OldShard, p.OldRun, p.NewShard, p.NewRun, id, gen)
+			default:
+				c.Renumbered++
+			}
+			if cur, err, _ = next(); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	// before: whether the next planned run comes before new (shard, no).
+	before := func(shard int, no model.RunNo) bool {
+		return cur != nil && (cur.NewShard < shard || cur.NewShard == shard && cur.NewRun < uint64(no))
 	}
 	tails, err := logTails(ctx, fs, dir, m.Shards)
 	if err != nil {
@@ -77,10 +111,12 @@ func VerifyPlan(ctx context.Context, fs vfs.FS, dir string, plan *Plan) (*PlanCh
 		var runs int64
 		err = src.RunEntries(ctx, func(no model.RunNo, e model.RunEntry) error {
 			runs++
-			if _, ok := got[at{j, no}]; ok {
-				got[at{j, no}] = &who{e.WorkflowID, e.Gen}
+			for before(j, no) {
+				if err := meet(cur.NewShard, model.RunNo(cur.NewRun), "", 0); err != nil {
+					return err
+				}
 			}
-			return nil
+			return meet(j, no, e.WorkflowID, e.Gen)
 		})
 		if cerr := src.Close(); err == nil {
 			err = cerr
@@ -92,14 +128,9 @@ func VerifyPlan(ctx context.Context, fs vfs.FS, dir string, plan *Plan) (*PlanCh
 			differ("shard %d holds %d runs, the plan gives it %d", j, runs, plan.Shards[j].Runs)
 		}
 	}
-	for _, p := range plan.Renumbered {
-		switch w := got[at{p.NewShard, model.RunNo(p.NewRun)}]; {
-		case w == nil:
-			differ("%s#%d (old %d:%d) is not at %d:%d as planned: that number holds no run", p.WorkflowID, p.Gen, p.OldShard, p.OldRun, p.NewShard, p.NewRun)
-		case w.id != p.WorkflowID || w.gen != p.Gen:
-			differ("%s#%d (old %d:%d) is not at %d:%d as planned: that number holds %s#%d", p.WorkflowID, p.Gen, p.OldShard, p.OldRun, p.NewShard, p.NewRun, w.id, w.gen)
-		default:
-			c.Renumbered++
+	for cur != nil { // planned where no shard has a run
+		if err := meet(cur.NewShard, model.RunNo(cur.NewRun), "", 0); err != nil {
+			return nil, err
 		}
 	}
 	if n := len(c.Differences); n == maxDifferences {

@@ -152,7 +152,7 @@ built is removed; run the same command again. A signal during the switch
 	f.BoolVar(&opts.dryRun, "dry-run", false, "plan and report, change nothing")
 	f.BoolVar(&opts.json, "json", false, "print the report as JSON")
 	f.StringVar(&opts.report, "report", "", "also write the JSON report to `FILE` (atomically, synced)")
-	f.StringVar(&opts.scratch, "scratch", "", "dry run: scratch `DIR` for a plan larger than --memory (default: the system temp directory)")
+	f.StringVar(&opts.scratch, "scratch", "", "scratch `DIR` for a dry run's plan larger than --memory, and for the report's long lists (default: the system temp directory)")
 	f.StringVar(&opts.memory, "memory", "256MiB", "memory `BUDGET` before the plan spills to a scratch store (e.g. 64MiB, 1GiB)")
 	f.StringVarP(&opts.output, "output", "o", "", "with --dry-run: write the plan to `PLAN` (JSON, atomically) for review and --plan")
 	f.StringVar(&opts.plan, "plan", "", "apply exactly the plan in `PLAN` (the count comes from it); refused if the directory changed since")
@@ -171,9 +171,12 @@ func runReshard(ctx context.Context, ios *IO, opts reshardOptions, dir string, s
 	if err != nil {
 		return usagef("--memory %q: %v", opts.memory, err)
 	}
-	plan, err := readPlanFile(opts.plan)
+	plan, err := readPlanFile(opts.plan, opts, budget)
 	if err != nil {
 		return err
+	}
+	if plan != nil {
+		defer plan.Close()
 	}
 	stop, err := opts.profile.start()
 	if err != nil {
@@ -196,6 +199,7 @@ func runReshard(ctx context.Context, ios *IO, opts reshardOptions, dir string, s
 		}
 		return err
 	}
+	defer rep.Close() // what its lists spilled, once printed
 	if opts.report != "" {
 		// Streamed (the lists grow with the directory), atomically.
 		if err := meta.ReplaceFileWith(vfs.Default, opts.report, rep.WriteJSON); err != nil {
@@ -278,7 +282,7 @@ func printReshardReport(ios *IO, rep *reshard.Report) error {
 	rows := [][]string{
 		{"runs", strings.Join(states, ", ")},
 		{"runs moved to another shard", strconv.FormatInt(c.RunsMoved, 10)},
-		{"runs renumbered", fmt.Sprintf("%d (%d unfinished)", c.RunsRenumbered, len(rep.Renumbered))},
+		{"runs renumbered", fmt.Sprintf("%d (%d unfinished)", c.RunsRenumbered, rep.Renumbered.Len())},
 	}
 	{
 		rows = append(rows,
@@ -301,17 +305,20 @@ func printReshardReport(ios *IO, rep *reshard.Report) error {
 		return err
 	}
 	const show = reportShow
-	if n := len(rep.Renumbered); n > 0 {
+	if n := rep.Renumbered.Len(); n > 0 {
+		head, err := rep.Renumbered.Head(show)
+		if err != nil {
+			return err
+		}
 		fmt.Fprintln(out, styleHeader.Render("renumbered unfinished runs (their Ctx::key values change):"))
-		for _, r := range rep.Renumbered[:min(n, show)] {
+		for _, r := range head {
 			fmt.Fprintf(out, "  %s*  ->  %s*\n", r.OldKey, r.NewKey)
 		}
 		if n > show {
 			fmt.Fprintf(out, "  … and %d more (--json or --report FILE lists them all)\n", n-show)
 		}
 	}
-	printTokenChanges(ios, rep, "--json or --report FILE")
-	return nil
+	return printTokenChanges(ios, rep, "--json or --report FILE")
 }
 
 // reportShow is how many renumbered runs and token changes a report
@@ -321,16 +328,21 @@ const reportShow = 20
 // printTokenChanges lists the first pending completion tokens that
 // changed, with the token that now answers each; all names the flags that
 // list them all.
-func printTokenChanges(ios *IO, rep *reshard.Report, all string) {
-	if n := len(rep.Tokens); n > 0 {
+func printTokenChanges(ios *IO, rep *reshard.Report, all string) error {
+	if n := rep.Tokens.Len(); n > 0 {
+		head, err := rep.Tokens.Head(reportShow)
+		if err != nil {
+			return err
+		}
 		fmt.Fprintln(ios.Out, styleHeader.Render("pending completion tokens (hand the new ones to whoever holds the old):"))
-		for _, t := range rep.Tokens[:min(n, reportShow)] {
+		for _, t := range head {
 			fmt.Fprintf(ios.Out, "  %s  ->  %s  (%s@%d)\n", t.Old, t.New, t.WorkflowID, t.Position)
 		}
 		if n > reportShow {
 			fmt.Fprintf(ios.Out, "  … and %d more (%s lists them all)\n", n-reportShow, all)
 		}
 	}
+	return nil
 }
 
 // droppedTailLine says what a reshard dropped from the old log's end, as

@@ -4,7 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"os"
+	"io"
 	"strings"
 
 	"github.com/cockroachdb/pebble/v2/vfs"
@@ -41,28 +41,24 @@ func (o *reshardOptions) checkPlanFlags(shards int) error {
 	return nil
 }
 
-// readPlanFile reads and checks the plan file at path ("" none).
-func readPlanFile(path string) (*reshard.Plan, error) {
+// readPlanFile reads and checks the plan file at path ("" none), its
+// lists spilling under --scratch past their share of --memory (budget).
+// Close the plan when done.
+func readPlanFile(path string, opts reshardOptions, budget int64) (*reshard.Plan, error) {
 	if path == "" {
 		return nil, nil
 	}
-	data, err := os.ReadFile(path)
-	if err != nil {
-		return nil, fmt.Errorf("reading the plan: %w", err)
-	}
-	return reshard.ParsePlan(path, data)
+	return reshard.ReadPlan(vfs.Default, path, opts.scratch, budget)
 }
 
-// writePlanFile writes a dry run's plan to path ("" none), atomically.
+// writePlanFile writes a dry run's plan to path ("" none), atomically,
+// streamed (its lists grow with the directory).
 func writePlanFile(path string, rep *reshard.Report) error {
 	if path == "" || rep.Plan == nil {
 		return nil
 	}
-	data, err := reshard.MarshalPlan(rep.Plan)
+	err := meta.ReplaceFileWith(vfs.Default, path, func(w io.Writer) error { return reshard.WritePlan(w, rep.Plan) })
 	if err != nil {
-		return err
-	}
-	if err := meta.ReplaceFile(vfs.Default, path, data); err != nil {
 		return fmt.Errorf("writing the plan: %w", err)
 	}
 	return nil
@@ -120,11 +116,16 @@ func printSkew(ios *IO, shard string, runs, bytes []int64) {
 }
 
 func runVerifyPlan(ctx context.Context, ios *IO, opts reshardOptions, dir string) error {
-	plan, err := readPlanFile(opts.verifyPlan)
+	budget, err := parseSize(opts.memory)
+	if err != nil {
+		return usagef("--memory %q: %v", opts.memory, err)
+	}
+	plan, err := readPlanFile(opts.verifyPlan, opts, budget)
 	if err != nil {
 		return err
 	}
-	c, err := reshard.VerifyPlan(ctx, vfs.Default, dir, plan)
+	defer plan.Close()
+	c, err := reshard.VerifyPlan(ctx, vfs.Default, dir, plan, opts.scratch, budget)
 	if err != nil {
 		return explainDirError(vfs.Default, dir, err)
 	}

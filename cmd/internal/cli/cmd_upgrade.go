@@ -73,7 +73,7 @@ ever before the switch: the directory is unchanged.`,
 	f := cmd.Flags()
 	f.BoolVar(&opts.dryRun, "dry-run", false, "read and check everything, change nothing")
 	f.BoolVar(&opts.json, "json", false, "print the report as JSON")
-	f.StringVar(&opts.scratch, "scratch", "", "dry run: scratch `DIR` for a plan larger than --memory (default: the system temp directory)")
+	f.StringVar(&opts.scratch, "scratch", "", "scratch `DIR` for a dry run's plan larger than --memory, and for the report's long lists (default: the system temp directory)")
 	f.StringVar(&opts.memory, "memory", "256MiB", "memory `BUDGET` before the plan spills to a scratch store (e.g. 64MiB, 1GiB)")
 	addProgressFlag(cmd, &opts.progress)
 	markCLIOnly(cmd, "dry-run")
@@ -96,6 +96,7 @@ func runUpgrade(ctx context.Context, ios *IO, opts upgradeOptions, dir string) e
 		}
 		return err
 	}
+	defer rep.Close() // what its lists spilled, once printed
 	if opts.json {
 		return rep.WriteJSON(ios.Out) // streamed: see Report.WriteJSON
 	}
@@ -156,6 +157,5 @@ func printUpgradeReport(ios *IO, rep *reshard.Report) error {
 	if err := ios.printTable([]string{"what", "count"}, rows); err != nil {
 		return err
 	}
-	printTokenChanges(ios, rep, "--json")
-	return nil
+	return printTokenChanges(ios, rep, "--json")
 }
