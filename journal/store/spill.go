@@ -44,6 +44,7 @@ type SpillMap struct {
 	batch    *pebble.Batch
 	run      uint32     // the run Puts go into
 	runBytes int64      // bytes committed into it
+	sealAt   int64      // runBytes that seal a run: sealTables memtables
 	sealing  chan error // the running compaction of the previous run, if any
 	key      []byte     // a key with its run prefix (Put, Get)
 }
@@ -60,7 +61,9 @@ const entryOverhead = 128
 // NewSpillMap makes an empty map that spills into a scratch store at dir
 // (created then, removed by Close) once it holds more than budget bytes.
 func NewSpillMap(fs vfs.FS, dir string, budget int64) *SpillMap {
-	return &SpillMap{fs: fs, dir: dir, budget: budget, mem: map[string][]byte{}}
+	m := &SpillMap{fs: fs, dir: dir, budget: budget, mem: map[string][]byte{}}
+	m.sealAt = sealTables * int64(m.memtableBytes())
+	return m
 }
 
 // Spilled reports whether the map lives in a scratch store.
@@ -106,7 +109,14 @@ func (m *SpillMap) memtableBytes() int { return int(min(max(m.budget/4, 1<<20), 
 // budget is not exceeded by the batch alone, and pebble does not turn the
 // batch into a table of its own (it does so with a batch of half a
 // memtable or more, which would make a table per commit).
-func (m *SpillMap) batchBytes() int { return max(m.memtableBytes()/4, 64<<10) }
+func (m *SpillMap) batchBytes() int {
+	return int(min(int64(max(m.memtableBytes()/4, 64<<10)), max(m.sealAt, 1)))
+}
+
+// SealEvery makes the map seal a run every n bytes it commits (and commit
+// a batch at least that often) instead of every sealTables memtables: a
+// test's way to make many runs out of little data.
+func (m *SpillMap) SealEvery(n int64) { m.sealAt = n }
 
 // spill moves the in-memory entries to a new scratch store.
 func (m *SpillMap) spill() error {
@@ -146,7 +156,7 @@ func (m *SpillMap) commit() error {
 		return err
 	}
 	m.batch = m.db.NewBatch()
-	if m.runBytes += n; m.runBytes >= int64(sealTables)*int64(m.memtableBytes()) {
+	if m.runBytes += n; m.runBytes >= m.sealAt {
 		return m.seal()
 	}
 	return nil
