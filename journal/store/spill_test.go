@@ -30,7 +30,7 @@ func TestSpillMapMatchesMap(t *testing.T) {
 		defer m.Close()
 		want := map[string][]byte{}
 		key := rapid.StringMatching(`[abc]{0,4}`)
-		for range rapid.IntRange(1, 300).Draw(t, "ops") {
+		for range rapid.IntRange(1, 120).Draw(t, "ops") {
 			switch rapid.IntRange(0, 9).Draw(t, "op") {
 			default: // Put
 				k := key.Draw(t, "k")
