@@ -38,9 +38,11 @@ import (
 // written with its holes filled as soon as its fills (which sort right
 // after it) have been read. Memory is the maps' and the join's shares of
 // the budget (Options.Memory): beyond it they spill to scratch stores,
-// which are written once and merged once (no compaction), so the dump
-// costs one sequential read of every store, a sequential read of the
-// referenced runs per shard and one external sort of the rendered lines.
+// where each run of 32 memtables is compacted once into one level
+// (store.SpillMap) and the runs are merged once, so the dump costs one
+// sequential read of every store, a sequential read of the referenced
+// runs per shard and one external sort of the rendered lines, and its
+// memory does not grow with the number of scratch tables.
 
 // holeMark is the value a reference field of a line holds when its text
 // is not known yet: rendering the line into a template leaves a hole

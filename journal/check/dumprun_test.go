@@ -50,12 +50,14 @@ func TestDumpDirMatchesWholeMemory(t *testing.T) {
 		}
 		defer d.Close()
 		budget := rapid.SampledFrom([]int64{1, 512, 4096, 64 << 10, 0}).Draw(rt, "budget")
+		// Spilled maps in many sealed runs (see store.SpillMap) or in one.
+		seal := rapid.SampledFrom([]int64{0, 1, 4096}).Draw(rt, "sealEvery")
 		for _, phys := range []bool{false, true} {
 			var want, got bytes.Buffer
 			if err := oldWriteDumpContext(ctx, &want, st.Shards, DumpOptions{Physical: phys}); err != nil {
 				rt.Fatal(err)
 			}
-			if err := d.WriteDump(ctx, &got, DumpOptions{Physical: phys, Options: Options{Memory: budget, Scratch: t.TempDir()}}); err != nil {
+			if err := d.WriteDump(ctx, &got, DumpOptions{Physical: phys, Options: Options{Memory: budget, Scratch: t.TempDir(), sealEvery: seal}}); err != nil {
 				rt.Fatal(err)
 			}
 			if want.String() != got.String() {
@@ -83,7 +85,8 @@ func TestDumpJoinMatchesWholeMemory(t *testing.T) {
 		}
 		dangle(rt, w, runs)
 		misplace(rt, w, runs)
-		opts := Options{Memory: rapid.SampledFrom([]int64{0, 1, 2048}).Draw(rt, "budget"), Scratch: t.TempDir()}
+		opts := Options{Memory: rapid.SampledFrom([]int64{0, 1, 2048}).Draw(rt, "budget"), Scratch: t.TempDir(),
+			sealEvery: rapid.SampledFrom([]int64{0, 1, 4096}).Draw(rt, "sealEvery")}
 		for _, phys := range []bool{false, true} {
 			var want, got bytes.Buffer
 			if err := oldWriteDumpContext(ctx, &want, w.shards, DumpOptions{Physical: phys}); err != nil {

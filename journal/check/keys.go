@@ -72,8 +72,10 @@ type spills struct {
 	dir   string
 	done  func()
 	share int64
-	maps  []*store.SpillMap
-	made  int // maps made so far: names each map's directory
+	// sealEvery: Options.sealEvery
+	sealEvery int64
+	maps      []*store.SpillMap
+	made      int // maps made so far: names each map's directory
 }
 
 func newSpills(opts Options, n int) (*spills, error) {
@@ -83,11 +85,14 @@ func newSpills(opts Options, n int) (*spills, error) {
 	}
 	// The maps together hold at most half the budget: the garbage
 	// collector lets the heap grow to about twice what is live.
-	return &spills{dir: dir, done: done, share: max(opts.budget()/int64(2*n), 1)}, nil
+	return &spills{dir: dir, done: done, share: max(opts.budget()/int64(2*n), 1), sealEvery: opts.sealEvery}, nil
 }
 
 func (s *spills) new(name string) *store.SpillMap {
 	m := store.NewSpillMap(vfs.Default, filepath.Join(s.dir, fmt.Sprintf("%s-%d", name, s.made)), s.share)
+	if s.sealEvery > 0 {
+		m.SealEvery(s.sealEvery)
+	}
 	s.made++
 	s.maps = append(s.maps, m)
 	return m

@@ -232,6 +232,8 @@ type Options struct {
 	// progress.go): phase names the pass, done counts runs, total is
 	// the runs expected. Nil costs nothing.
 	Progress func(phase string, done, total int64)
+	// sealEvery, if set, is every spill map's SpillMap.SealEvery (tests).
+	sealEvery int64
 }
 
 func (o Options) budget() int64 {

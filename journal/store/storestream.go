@@ -256,13 +256,18 @@ func OpenScratchStore(fs vfs.FS, path string, memtableBytes, cacheBytes int) (_ 
 	o.DisableWAL = true
 	o.FS = noSyncFS{o.FS} // nothing in it outlives the process
 	o.MemTableSize = uint64(max(memtableBytes, 1<<20))
-	// Point lookups (a run map) probe every flushed table, all in L0: a
-	// bloom filter per table answers most misses without reading a block,
-	// and the cache keeps index blocks from being read again for each.
-	o.Levels[0].FilterPolicy = bloom.FilterPolicy(10)
+	// Point lookups (a run map) probe every flushed table: a bloom filter
+	// per table answers most misses without reading a block, and the
+	// cache keeps index blocks from being read again for each. (Tables
+	// are in L0, but a SpillMap compacts a sealed run of its tables into
+	// a lower level.)
+	for i := range o.Levels {
+		o.Levels[i].FilterPolicy = bloom.FilterPolicy(10)
+	}
 	// Written once, read once in key order: compacting would rewrite the
 	// data for nothing; a merging iterator over the flushed tables sorts
-	// it as well.
+	// it as well. (A SpillMap bounds how many tables one read merges by
+	// compacting runs of them itself: see SpillMap.)
 	o.DisableAutomaticCompactions = true
 	o.L0CompactionThreshold = 1 << 20
 	o.L0StopWritesThreshold = 1 << 20
