@@ -582,8 +582,9 @@ func hook(step string) error {
 
 // mapShare is the part of the memory budget each spill map may hold in
 // memory (or in its scratch store's memtables once spilled). At most four
-// maps are alive at once (plan, losers, runs and rev; then runs, rev and
-// the sort's arena, runsort.go), or the compact run map (half the budget
+// maps are alive at once (plan, losers, runs and rev; then runs, the paged
+// run map's cache in rev's place, runmapfile.go, and the sort's arena,
+// runsort.go), or the compact run map (half the budget
 // at most, runmap.go) and the sort's arena; and the report's two lists,
 // half a share each (reportlist.go), and a plan's two (applied) or its
 // renumbered runs (made). The rest of the budget is for the Go runtime,

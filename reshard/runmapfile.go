@@ -208,9 +208,9 @@ func freezeRunMap(fs vfs.FS, path string, p *plan, pageSize int, cacheBytes int6
 	return m, nil
 }
 
-// search finds key in sorted section s of records of size size whose key
-// is key(rec), and calls fn with its record.
-func (m *pagedRunMap) search(s *pagedSection, size int, no uint64, key func([]byte) uint64, fn func(rec []byte)) (bool, error) {
+// search finds no in sorted section s of records of size size, each
+// beginning with its key (6 bytes), and calls fn with its record.
+func (m *pagedRunMap) search(s *pagedSection, size int, no uint64, fn func(rec []byte)) (bool, error) {
 	pg, _ := slices.BinarySearch(s.first, no+1) // the first page past no
 	if pg == 0 {
 		return false, nil
@@ -223,13 +223,13 @@ func (m *pagedRunMap) search(s *pagedSection, size int, no uint64, key func([]by
 		lo, hi := 0, n
 		for lo < hi {
 			mid := (lo + hi) / 2
-			if key(page[mid*size:]) < no {
+			if get48(page[mid*size:]) < no {
 				lo = mid + 1
 			} else {
 				hi = mid
 			}
 		}
-		if lo < n && key(page[lo*size:]) == no {
+		if lo < n && get48(page[lo*size:]) == no {
 			found = true
 			fn(page[lo*size : (lo+1)*size])
 		}
@@ -243,7 +243,7 @@ func (m *pagedRunMap) lookup(shard int, no model.RunNo) (mapped, bool, error) {
 		return mapped{}, false, nil
 	}
 	var out mapped
-	ok, err := m.search(&m.fwd[shard], fwdRecord, uint64(no), get48, func(rec []byte) {
+	ok, err := m.search(&m.fwd[shard], fwdRecord, uint64(no), func(rec []byte) {
 		d := binary.BigEndian.Uint16(rec[12:])
 		out = mapped{Shard: int(d & dstShard), No: model.RunNo(get48(rec[6:])), ID: runKey(shard, no)}
 		out.Renumbered = d&dstFlag != 0
@@ -270,7 +270,7 @@ func (m *pagedRunMap) identityAt(shard int, no model.RunNo) (uint64, bool, error
 		})
 		return id, err == nil, err
 	}
-	ok, err := m.search(&m.win[shard], backRecord, uint64(no), get48, func(rec []byte) {
+	ok, err := m.search(&m.win[shard], backRecord, uint64(no), func(rec []byte) {
 		id = runKey(int(binary.BigEndian.Uint16(rec[6:])), no)
 	})
 	return id, ok, err
@@ -303,7 +303,6 @@ type pageCache struct {
 	ref      []bool
 	at       map[int64]int
 	hand     int
-	reads    int64
 }
 
 func (c *pageCache) init(f vfs.File, path string, pageSize, frames int) {
@@ -337,7 +336,6 @@ func (c *pageCache) with(pg int64, fn func(page []byte)) error {
 		if _, err := c.f.ReadAt(buf, pg*int64(c.pageSize)); err != nil {
 			return fmt.Errorf("paged run map %s: reading page %d: %w", c.path, pg, err)
 		}
-		c.reads++
 		c.pages[fr] = pg
 		c.at[pg] = fr
 	}
