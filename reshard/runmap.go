@@ -1,45 +1,55 @@
 package reshard
 
 import (
-	"cmp"
 	"errors"
 	"math"
+	"math/bits"
 	"slices"
 
 	"github.com/fusee-dev/fusee/journal/model"
 )
 
 // The compact run map (docs/reshard.md §4, "Run lookups"). Pass 1 reads
-// each old shard's runs in ascending number, so the map is a few sorted
-// arrays per old shard, appended to as the runs come:
+// each old shard's runs in ascending number, so the map is a few arrays
+// per old shard indexed by a run's rank (its place among the shard's
+// numbers), appended to as the runs come:
 //
-//	old shard i: nos[k] (old number, ascending), to[k] (new number),
-//	             dst[k] (new shard, and flag bits)
+//	old shard i: nos (a rankSet of the old numbers: a bitmap when they
+//	             are dense), dst[k] (new shard and flag bits),
+//	             gen[k] (while the plan is made: it orders the losers)
 //
-// and, once the numbers are assigned, per new shard j:
+// and, once the numbers are assigned,
 //
-//	winners: wNos (ascending; a winner keeps its number), wShard (its old shard)
-//	losers:  lShard, lNo, indexed by new number - maxUsed - 1 (losers are
-//	         numbered consecutively from maxUsed+1)
+//	old shard i: lost (the ranks of its runs that lost their number),
+//	             to[r] (the new number of the r-th of them)
+//	new shard j: won (the numbers winners kept), from[r] (the r-th
+//	             winner's old shard); lost[t] (the loser numbered
+//	             maxUsed+1+t, as a reference: its old shard's first
+//	             reference, base, plus its rank there)
 //
-// About 16 bytes a run once the plan is made (10 forward, 6 back), and
-// 16 more while it is made (the generation, needed only to order losers,
-// and the losers' list); a lookup is a binary search, or a direct index
-// when the shard's numbers are dense. Run numbers must fit 32 bits here
-// (10M runs use 24): a directory whose numbers do not, or whose runs do
-// not fit the map's share of the budget, is planned through the spill
-// maps and looked up in the paged run map (runmapfile.go), which give the
-// same answers.
+// A winner keeps its number, so only losers carry a forward number. On
+// a directory whose numbers are dense (every run of a shard still there,
+// or only the oldest gone) that is about 2 bytes a run, plus 10 for each
+// run that loses its number, and 2 for each that keeps it (8 bytes a run
+// for 10M runs shrunk 16 -> 6, 6 for 16 -> 32); while the plan is made,
+// 4 more a run for the generations and 8 per loser of one new shard for
+// the sort. A lookup is a rank: a popcount in one bitmap word, or a
+// binary search in a sorted array. Run numbers must fit 32 bits here: a
+// directory whose numbers do not, or whose runs do not fit the map's
+// share of the budget, is planned through the spill maps and looked up
+// in the paged run map (runmapfile.go), which give the same answers.
 //
 // The identity of a run (the digests' name for it, §6) is its old
 // (shard, number) packed by runKey, in both maps: unique per run, the
 // same whether it is reached by its old number (forward) or its new one
 // (back), which is all the digests need.
 
-// compactEntryBytes is what a run costs the compact map at its peak
-// (while the plan is made): 10 bytes forward, 6 back, 4 for the
-// generation and 12 on the losers' list if it loses (the worst case).
-const compactEntryBytes = 32
+// compactEntryBytes bounds what one run can cost the compact map at its
+// peak, whatever the numbers' spread: 4 for its number in a sorted array,
+// 2 for dst, 4 for the generation, and for a loser 4 in its new shard's
+// list, 4 for its forward number, 4 for its rank in lost and 8 in the
+// sort (twice that while an array grows by appending).
+const compactEntryBytes = 64
 
 // compactShares is the part of the budget (in mapShare units) the compact
 // map may hold: half of it (the other maps are not made on this path).
@@ -48,6 +58,7 @@ const compactShares = mapShare / 2
 // dst bits.
 const (
 	dstShard      = 0x3ff   // the new shard (meta.MaxShards is 1024)
+	dstLost       = 1 << 12 // lost its number (assigned)
 	dstUnfinished = 1 << 13 // running or parked (pass 1)
 	dstPrior      = 1 << 14 // renumbered by an earlier reshard (pass 1)
 	dstFlag       = 1 << 15 // the new entry's renumbered flag (assigned)
@@ -58,48 +69,89 @@ const (
 var errMapFull = errors.New("the compact run map is full")
 
 type oldRuns struct {
-	nos []uint32
-	to  []uint32
-	dst []uint16
-	gen []uint32 // pass 1 only
+	nos     rankSet
+	dst     []uint16
+	gen     []uint32 // until the losers are ordered
+	lost    rankSet  // ranks in nos
+	to      []uint32 // by rank in lost
+	base    uint32   // the runs of the old shards before this one
+	sealed  bool
+	charged int64 // what c.bytes counts for it
+}
+
+type newRuns struct {
+	won  rankSet
+	from []uint16 // by rank in won
+	lost []uint32 // by new number - maxUsed - 1: old base + rank
 }
 
 type runMap struct {
 	old     []oldRuns
-	wNos    [][]uint32
-	wShard  [][]uint16
-	lShard  [][]uint16
-	lNo     [][]uint32
+	new     []newRuns
 	maxUsed model.RunNo
 	runs    int64
-	limit   int64 // runs the allowance holds
+	bytes   int64 // what the arrays hold
+	limit   int64 // the allowance
 }
 
 // newRunMap is an empty compact map for oldN old and newN new shards
-// holding at most allowance bytes' worth of runs.
+// holding at most allowance bytes.
 func newRunMap(oldN, newN int, allowance int64) *runMap {
-	return &runMap{old: make([]oldRuns, oldN), wNos: make([][]uint32, newN), wShard: make([][]uint16, newN),
-		lShard: make([][]uint16, newN), lNo: make([][]uint32, newN), limit: allowance / compactEntryBytes}
+	return &runMap{old: make([]oldRuns, oldN), new: make([]newRuns, newN), limit: allowance}
+}
+
+func (o *oldRuns) size() int64 {
+	return o.nos.bytes() + 2*int64(cap(o.dst)) + 4*int64(cap(o.gen)) + o.lost.bytes() + 4*int64(cap(o.to))
+}
+
+// charge brings c.bytes up to date with old shard i's arrays and says
+// whether they still fit.
+func (c *runMap) charge(i int) bool {
+	o := &c.old[i]
+	n := o.size()
+	c.bytes += n - o.charged
+	o.charged = n
+	return c.bytes <= c.limit
 }
 
 // reserve sizes old shard i's arrays for about n runs (its header's next
 // run less one: exact for a directory no reshard grew), as far as the
 // allowance goes, so that pass 1's appends do not copy.
 func (c *runMap) reserve(i int, n int64) {
-	n = min(n, c.limit-c.runs)
+	n = min(n, (c.limit-c.bytes)/10)
 	if n <= 0 {
 		return
 	}
 	o := &c.old[i]
-	o.nos, o.dst, o.gen = make([]uint32, 0, n), make([]uint16, 0, n), make([]uint32, 0, n)
+	o.nos.plain, o.dst, o.gen = make([]uint32, 0, n), make([]uint16, 0, n), make([]uint32, 0, n)
+	c.charge(i)
+}
+
+// seal finishes old shard i's pass 1: its numbers become a bitmap when
+// that is smaller, and spare capacity is given back.
+func (c *runMap) seal(i int) {
+	o := &c.old[i]
+	if o.sealed {
+		return
+	}
+	o.sealed = true
+	o.nos.seal()
+	if cap(o.dst) > len(o.dst)+len(o.dst)/8 {
+		o.dst, o.gen = slices.Clone(o.dst), slices.Clone(o.gen)
+	}
+	c.charge(i)
 }
 
 // add records old shard i's run no (in ascending order), bound for new
-// shard j; errMapFull if it does not fit.
+// shard j; errMapFull if it does not fit. The shards come in order: a
+// shard is sealed when a later one begins.
 func (c *runMap) add(i int, no model.RunNo, j int, e *model.RunEntry) error {
 	o := &c.old[i]
-	if c.runs >= c.limit || uint64(no) > math.MaxUint32 || (len(o.nos) > 0 && uint32(no) <= o.nos[len(o.nos)-1]) {
+	if o.sealed || uint64(no) > math.MaxUint32 || (o.nos.n > 0 && uint32(no) <= o.nos.last()) {
 		return errMapFull
+	}
+	for s := range i {
+		c.seal(s)
 	}
 	d := uint16(j)
 	if unfinished(e.State) {
@@ -108,60 +160,75 @@ func (c *runMap) add(i int, no model.RunNo, j int, e *model.RunEntry) error {
 	if e.Renumbered {
 		d |= dstPrior
 	}
-	o.nos = append(o.nos, uint32(no))
+	grows := len(o.dst) == cap(o.dst) || len(o.gen) == cap(o.gen) || len(o.nos.plain) == cap(o.nos.plain)
+	o.nos.add(uint32(no))
 	o.dst = append(o.dst, d)
 	o.gen = append(o.gen, e.Gen)
 	c.runs++
+	if grows && !c.charge(i) {
+		return errMapFull
+	}
 	return nil
 }
 
-// loser is a run that wanted a number another run kept.
-type loser struct {
-	gen, no uint32
-	shard   uint16
-	j       uint16
+// A rankCursor reads a sealed rankSet's members in ascending order.
+type rankCursor struct {
+	s    *rankSet
+	k    int    // the rank of the member next returns
+	w    int    // bitmap form: the word being read
+	word uint64 // its bits not yet returned
 }
 
-// assign gives every run its new number (docs/reshard.md §2) and fills
-// p's counters: a merge of the old shards' numbers, each number's runs
-// in old-shard order, the first unfinished one (else the first) keeping
-// it in each new shard; then the losers by (new shard, generation, old
-// number, old shard) from maxUsed+1 up.
-func (c *runMap) assign(p *plan) error {
-	if uint64(p.maxUsed)+uint64(c.runs) >= math.MaxUint32 {
-		return errMapFull
+func (r *rankCursor) next() (uint32, bool) {
+	s := r.s
+	if r.k >= s.n {
+		return 0, false
 	}
-	c.maxUsed = p.maxUsed
-	newN := len(c.wNos)
-	for i := range c.old {
-		c.old[i].to = make([]uint32, len(c.old[i].nos))
+	r.k++
+	if s.words == nil {
+		return s.plain[r.k-1], true
 	}
-	pos := make([]int, len(c.old))
+	for r.word == 0 {
+		r.w++
+		r.word = s.words[r.w]
+	}
+	b := bits.TrailingZeros64(r.word)
+	r.word &= r.word - 1
+	return s.base + uint32(r.w*64+b), true
+}
+
+// merge visits every run in the order of docs/reshard.md §2, by number
+// and, among the runs that share one, by old shard, saying whether it
+// keeps its number in its new shard: the first unfinished one bound
+// there, else the first.
+func (c *runMap) merge(visit func(i, k int, n uint32, j int, wins bool)) {
+	cur := make([]rankCursor, len(c.old))
+	next := make([]uint32, len(c.old))
 	// h is a heap of old shards by (next number, shard).
 	h := make([]int, 0, len(c.old))
-	less := func(a, b int) bool {
-		na, nb := c.old[a].nos[pos[a]], c.old[b].nos[pos[b]]
-		return na < nb || na == nb && a < b
-	}
 	for i := range c.old {
-		if len(c.old[i].nos) > 0 {
+		cur[i] = rankCursor{s: &c.old[i].nos, w: -1}
+		if n, ok := cur[i].next(); ok {
+			next[i] = n
 			h = append(h, i)
 		}
 	}
+	less := func(a, b int) bool { return next[a] < next[b] || next[a] == next[b] && a < b }
 	heapInit(h, less)
+	newN := len(c.new)
 	stamp := make([]uint64, newN) // the number best[j] is for, plus one
 	best := make([]int, newN)     // index in group of new shard j's winner
 	type member struct{ shard, k int }
 	var group []member
-	var losers []loser
 	for len(h) > 0 {
-		n := c.old[h[0]].nos[pos[h[0]]]
+		n := next[h[0]]
 		group = group[:0]
-		for len(h) > 0 && c.old[h[0]].nos[pos[h[0]]] == n {
+		for len(h) > 0 && next[h[0]] == n {
 			i := h[0]
-			group = append(group, member{i, pos[i]})
-			pos[i]++
-			if pos[i] == len(c.old[i].nos) {
+			group = append(group, member{i, cur[i].k - 1})
+			if m, ok := cur[i].next(); ok {
+				next[i] = m
+			} else {
 				h[0] = h[len(h)-1]
 				h = h[:len(h)-1]
 			}
@@ -181,76 +248,135 @@ func (c *runMap) assign(p *plan) error {
 			}
 		}
 		for g, m := range group {
-			o := &c.old[m.shard]
-			d := o.dst[m.k]
-			j := int(d & dstShard)
-			p.shardRuns[j]++
-			if m.shard != j {
-				p.moved++
-			}
-			if best[j] != g {
-				losers = append(losers, loser{gen: o.gen[m.k], no: n, shard: uint16(m.shard), j: uint16(j)})
-				continue
-			}
-			o.to[m.k] = n
-			if d&dstPrior != 0 {
-				o.dst[m.k] |= dstFlag
-			}
-			c.wNos[j] = append(c.wNos[j], n)
-			c.wShard[j] = append(c.wShard[j], uint16(m.shard))
-			p.nextRun[j] = max(p.nextRun[j], model.RunNo(n)+1)
+			j := int(c.old[m.shard].dst[m.k] & dstShard)
+			visit(m.shard, m.k, n, j, best[j] == g)
 		}
+	}
+}
+
+// assign gives every run its new number (docs/reshard.md §2) and fills
+// p's counters: a merge of the old shards' numbers, each number's runs
+// in old-shard order, the first unfinished one (else the first) keeping
+// it in each new shard; then the losers by (new shard, generation, old
+// number, old shard) from maxUsed+1 up. It merges twice: once to count
+// (so that every array is made at its size, and the allowance is known
+// to hold them before any is), once to fill.
+func (c *runMap) assign(p *plan) error {
+	if uint64(p.maxUsed)+uint64(c.runs) >= math.MaxUint32 {
+		return errMapFull
+	}
+	c.maxUsed = p.maxUsed
+	for i := range c.old {
+		c.seal(i)
+	}
+	oldN, newN := len(c.old), len(c.new)
+	won := make([]int, newN)
+	lo, hi := make([]uint32, newN), make([]uint32, newN)
+	lostNew := make([]int, newN)
+	lostOld := make([]int, oldN)
+	c.merge(func(i, _ int, n uint32, j int, wins bool) {
+		p.shardRuns[j]++
+		if i != j {
+			p.moved++
+		}
+		if !wins {
+			lostNew[j]++
+			lostOld[i]++
+			return
+		}
+		if won[j] == 0 {
+			lo[j] = n
+		}
+		hi[j] = n
+		won[j]++
+		p.nextRun[j] = max(p.nextRun[j], model.RunNo(n)+1)
+	})
+	var need, sortNeed int64
+	for j := range c.new {
+		s := newRankSet(lo[j], hi[j], won[j])
+		need += s.bytes() + 2*int64(won[j]) + 4*int64(lostNew[j])
+		sortNeed = max(sortNeed, 8*int64(lostNew[j]))
+		c.new[j] = newRuns{won: s, from: make([]uint16, 0, won[j]), lost: make([]uint32, 0, lostNew[j])}
+		if need+c.bytes > c.limit { // stop making arrays that will not be kept
+			return errMapFull
+		}
+	}
+	var base uint32
+	for i := range c.old {
+		o := &c.old[i]
+		o.base = base
+		base += uint32(o.nos.n)
+		if o.nos.n > 0 {
+			o.lost = newRankSet(0, uint32(o.nos.n-1), lostOld[i])
+		}
+		o.to = make([]uint32, lostOld[i])
+		need += o.lost.bytes() + 4*int64(lostOld[i])
+	}
+	if c.bytes+need+sortNeed > c.limit {
+		return errMapFull
+	}
+	c.bytes += need
+	c.merge(func(i, k int, n uint32, j int, wins bool) {
+		o, nw := &c.old[i], &c.new[j]
+		if wins {
+			if o.dst[k]&dstPrior != 0 {
+				o.dst[k] |= dstFlag
+			}
+			nw.won.add(n)
+			nw.from = append(nw.from, uint16(i))
+			return
+		}
+		o.dst[k] |= dstLost | dstFlag
+		o.lost.add(uint32(k))
+		nw.lost = append(nw.lost, o.base+uint32(k))
+	})
+	for i := range c.old {
+		c.old[i].lost.seal()
+	}
+	keys := make([]uint64, 0, sortNeed/8)
+	for j := range c.new {
+		nw := &c.new[j]
+		nw.won.seal()
+		// Losers came in (old number, old shard) order: a stable order by
+		// generation gives (generation, old number, old shard).
+		keys = keys[:0]
+		for t, ref := range nw.lost {
+			i, k := c.oldOf(ref)
+			keys = append(keys, uint64(c.old[i].gen[k])<<32|uint64(t))
+		}
+		slices.Sort(keys)
+		for t := range keys {
+			keys[t] = uint64(nw.lost[keys[t]&math.MaxUint32])
+		}
+		for t, ref := range keys {
+			nw.lost[t] = uint32(ref)
+			i, k := c.oldOf(uint32(ref))
+			r, _ := c.old[i].lost.rank(uint64(k))
+			c.old[i].to[r] = uint32(p.maxUsed) + 1 + uint32(t)
+		}
+		p.renumbered += int64(len(nw.lost))
 	}
 	for i := range c.old {
 		c.old[i].gen = nil
-	}
-	slices.SortFunc(losers, func(a, b loser) int {
-		switch {
-		case a.j != b.j:
-			return int(a.j) - int(b.j)
-		case a.gen != b.gen:
-			return cmp.Compare(a.gen, b.gen)
-		case a.no != b.no:
-			return cmp.Compare(a.no, b.no)
-		}
-		return int(a.shard) - int(b.shard)
-	})
-	perShard := make([]int, newN)
-	for _, l := range losers {
-		perShard[l.j]++
-	}
-	for j, n := range perShard {
-		c.lShard[j], c.lNo[j] = make([]uint16, 0, n), make([]uint32, 0, n)
-	}
-	for _, l := range losers {
-		o := &c.old[l.shard]
-		k, _ := slices.BinarySearch(o.nos, l.no)
-		j := int(l.j)
-		newNo := uint32(p.maxUsed) + 1 + uint32(len(c.lNo[j]))
-		o.to[k] = newNo
-		o.dst[k] |= dstFlag
-		c.lShard[j] = append(c.lShard[j], l.shard)
-		c.lNo[j] = append(c.lNo[j], l.no)
-		p.renumbered++
+		c.charge(i)
 	}
 	for j := range p.nextRun {
 		// As on the spill path: every new shard continues above every
 		// number any old shard used.
-		p.nextRun[j] = max(p.nextRun[j], p.maxUsed+model.RunNo(len(c.lNo[j]))+1)
+		p.nextRun[j] = max(p.nextRun[j], p.maxUsed+model.RunNo(len(c.new[j].lost))+1)
 	}
 	return nil
 }
 
-// find returns the index of no in the ascending nos: a direct index when
-// the numbers up to it are dense, else a binary search.
-func find(nos []uint32, no model.RunNo) (int, bool) {
-	if len(nos) == 0 || uint64(no) > math.MaxUint32 || uint32(no) < nos[0] {
-		return 0, false
-	}
-	if k := uint64(no) - uint64(nos[0]); k < uint64(len(nos)) && nos[k] == uint32(no) {
-		return int(k), true
-	}
-	return slices.BinarySearch(nos, uint32(no))
+// oldOf is the old shard and rank of a loser's reference.
+func (c *runMap) oldOf(ref uint32) (int, int) {
+	i, _ := slices.BinarySearchFunc(c.old, ref, func(o oldRuns, ref uint32) int {
+		if o.base+uint32(o.nos.n) <= ref {
+			return -1
+		}
+		return 1
+	})
+	return i, int(ref - c.old[i].base)
 }
 
 // lookup returns where old run (shard, no) went.
@@ -259,33 +385,39 @@ func (c *runMap) lookup(shard int, no model.RunNo) (mapped, bool) {
 		return mapped{}, false
 	}
 	o := &c.old[shard]
-	k, ok := find(o.nos, no)
+	k, ok := o.nos.rank(uint64(no))
 	if !ok {
 		return mapped{}, false
 	}
 	d := o.dst[k]
-	m := mapped{Shard: int(d & dstShard), No: model.RunNo(o.to[k]), ID: runKey(shard, no)}
+	m := mapped{Shard: int(d & dstShard), No: no, ID: runKey(shard, no)}
+	if d&dstLost != 0 {
+		r, _ := o.lost.rank(uint64(k))
+		m.No = model.RunNo(o.to[r])
+	}
 	m.Renumbered = d&dstFlag != 0
 	return m, true
 }
 
 // identityAt is the identity of the run now at new (shard, no).
 func (c *runMap) identityAt(shard int, no model.RunNo) (uint64, bool) {
-	if shard < 0 || shard >= len(c.wNos) {
+	if shard < 0 || shard >= len(c.new) {
 		return 0, false
 	}
+	nw := &c.new[shard]
 	if no > c.maxUsed {
-		k := uint64(no - c.maxUsed - 1)
-		if k >= uint64(len(c.lNo[shard])) {
+		t := uint64(no - c.maxUsed - 1)
+		if t >= uint64(len(nw.lost)) {
 			return 0, false
 		}
-		return runKey(int(c.lShard[shard][k]), model.RunNo(c.lNo[shard][k])), true
+		i, k := c.oldOf(nw.lost[t])
+		return runKey(i, model.RunNo(c.old[i].nos.at(k))), true
 	}
-	k, ok := find(c.wNos[shard], no)
+	r, ok := nw.won.rank(uint64(no))
 	if !ok {
 		return 0, false
 	}
-	return runKey(int(c.wShard[shard][k]), no), true
+	return runKey(int(nw.from[r]), no), true
 }
 
 // runKey packs a (shard, number) pair: numbers are below 2^48, shards
