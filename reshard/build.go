@@ -55,7 +55,7 @@ func (r *resharder) build(ctx context.Context, p *plan, newDir string, rep *Repo
 	// then the old store's own, which come in order too.
 	// Each old shard then has newN/oldN stores open at once: only for a
 	// few, so that the memory stays within the budget whatever the count.
-	direct := !dry && r.newN%r.oldN == 0 && r.newN/r.oldN <= maxDirectStores && directWrite
+	direct := !dry && r.growsDirectly()
 	var pos wal.Position
 	if !dry {
 		var err error
@@ -305,6 +305,13 @@ func (r *resharder) build(ctx context.Context, p *plan, newDir string, rep *Repo
 		newDigest.merge(c.d)
 	}
 	return oldDigest, nil
+}
+
+// growsDirectly says whether a real run writes its new stores as it
+// reads the old ones, without a sort: a grow to a multiple of at most
+// maxDirectStores (an upgrade, which keeps the count, is one).
+func (r *resharder) growsDirectly() bool {
+	return r.newN%r.oldN == 0 && r.newN/r.oldN <= maxDirectStores && directWrite
 }
 
 // directWrite lets a grow to a multiple write its stores as it reads (a

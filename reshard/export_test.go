@@ -49,3 +49,6 @@ func (l *List[T]) All() []T {
 	}
 	return out
 }
+
+// SpaceMargin is the fixed part of Report.SpaceNeeded.
+const SpaceMargin = spaceMargin

@@ -107,6 +107,7 @@ type plan struct {
 	oldN, newN int
 	maxUsed    model.RunNo
 	storeGen   uint64 // the old stores' generation (the highest)
+	rawBytes   int64  // the old stores' keys and values, uncompressed (at most)
 	now        int64
 	created    int64
 	runs       *spillMap // run map: old (shard, number) -> mapped (the plan file reads it)
@@ -189,6 +190,12 @@ func (r *resharder) passOne(ctx context.Context, c *runMap, keys *spillMap) (*pl
 		p.storeGen = max(p.storeGen, h.Gen)
 		p.now = max(p.now, h.Now)
 		p.created = h.Created
+		raw, err := src.RawBytes()
+		if err != nil {
+			_ = src.Close()
+			return nil, err
+		}
+		p.rawBytes += int64(raw)
 		if c != nil && h.NextRun > 0 {
 			c.reserve(i, int64(h.NextRun-1))
 		}

@@ -225,11 +225,11 @@ func (r *resharder) rebuild(ctx context.Context, d *metaDir) (*Report, error) {
 		return nil, err
 	}
 	rep.Counts.BytesRead = oldBytes
-	rep.SpaceNeeded = 2*oldBytes + 64<<20
-	if !opts.DryRun {
-		if avail, ok := freeSpace(fs, dir); ok && avail < rep.SpaceNeeded {
-			return nil, &SpaceError{Dir: dir, Need: rep.SpaceNeeded, Avail: avail}
-		}
+	// What the plan does not need to know: the new stores. The plan
+	// adds the sort's scratch files (spaceNeeded) and checks again.
+	rep.SpaceNeeded = r.spaceNeeded(oldBytes, 0)
+	if err := r.checkSpace(); err != nil {
+		return nil, err
 	}
 
 	// Scratch space: inside reshard.new for a real run, outside the
@@ -273,6 +273,10 @@ func (r *resharder) rebuild(ctx context.Context, d *metaDir) (*Report, error) {
 		}
 	}
 	r.phase("plan", start)
+	rep.SpaceNeeded = r.spaceNeeded(oldBytes, p.rawBytes)
+	if err := r.checkSpace(); err != nil {
+		return abandon(err)
+	}
 	for st, n := range p.byState {
 		rep.Counts.Runs[st.String()] = n
 	}
@@ -309,6 +313,11 @@ func (r *resharder) rebuild(ctx context.Context, d *metaDir) (*Report, error) {
 	}
 	if diff := oldDigest.diff(newDigest); diff != "" {
 		return abandon(&CheckError{Diff: diff})
+	}
+	// The new shards and the sort's scratch files are all on disk here:
+	// reshard.new is at its largest (spaceNeeded).
+	if err := hook("new-checked"); err != nil {
+		return abandon(err)
 	}
 	if err := fs.RemoveAll(r.scratch); err != nil {
 		return abandon(err)
@@ -638,6 +647,45 @@ func treeSize(fs vfs.FS, dir string, skip ...string) (int64, error) {
 	}
 	return total, nil
 }
+
+// spaceNeeded estimates the free space a real run needs, from the old
+// directory's bytes (oldBytes, without reshard.new) and its stores' keys
+// and values uncompressed (rawBytes, 0 before the plan has read them):
+// the new stores and shared log take about what the old ones do (plus
+// each new store's own small files: storeFiles), and a
+// run that sorts (every change but a grow to a small multiple) also
+// writes its sort's scratch files, which hold every key and value
+// uncompressed with a few bytes of framing each and are deleted only
+// after the last new store is written. 64 MiB covers the rest (the run
+// map's scratch files, pebble's own files). At 10M runs a 16 -> 6
+// reshard peaked at 2.7 times the old directory's bytes in reshard.new.
+func (r *resharder) spaceNeeded(oldBytes, rawBytes int64) int64 {
+	need := oldBytes + int64(r.newN)*storeFiles + spaceMargin
+	if !r.growsDirectly() {
+		need += rawBytes + rawBytes/16
+	}
+	return need
+}
+
+// checkSpace refuses a real run when the filesystem has less free space
+// than r.rep.SpaceNeeded (where free space can be known: on the real
+// disk).
+func (r *resharder) checkSpace() error {
+	if r.opts.DryRun {
+		return nil
+	}
+	if avail, ok := freeSpace(r.fs, r.dir); ok && avail < r.rep.SpaceNeeded {
+		return &SpaceError{Dir: r.dir, Need: r.rep.SpaceNeeded, Avail: avail}
+	}
+	return nil
+}
+
+// spaceMargin is what spaceNeeded adds for the files it does not count.
+const spaceMargin = 64 << 20
+
+// storeFiles is what spaceNeeded allows for a new store's files beyond
+// its data (its manifest, options file and table footers and indexes).
+const storeFiles = 16 << 10
 
 // walkFiles calls fn with every file at or under root/rel (rel: names
 // joined by '/'), by its path relative to root and its size, in name

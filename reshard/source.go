@@ -28,6 +28,9 @@ type shardSource interface {
 	Seen(fn func(msgID, workflowID string) error) error
 	Index(fn func(workflowID string, no model.RunNo) error) error
 	Timers(fn func(model.TimerKey) error) error
+	// RawBytes is what the store's keys and values take uncompressed, at
+	// most (the bound on what a sort of its content writes to scratch).
+	RawBytes() (uint64, error)
 	Close() error
 }
 

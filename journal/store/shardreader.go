@@ -909,6 +909,27 @@ func (sr *ShardReader) Entry(no model.RunNo) (e model.RunEntry, ok bool, err err
 // StoreBytes is the disk space the shard's store uses (pebble's estimate).
 func (sr *ShardReader) StoreBytes() uint64 { return sr.store.Metrics().DiskSpaceUsage() }
 
+// RawBytes is how many bytes the store's keys and values take
+// uncompressed: the sum of its tables' raw key and value sizes (which
+// count every version a table holds, so it can only overstate what one
+// reading returns) and the bytes of its write-ahead log, which hold what
+// is not in a table yet. It reads each table's properties block once.
+func (sr *ShardReader) RawBytes() (uint64, error) {
+	levels, err := sr.store.SSTables(pebble.WithProperties())
+	if err != nil {
+		return 0, fmt.Errorf("reading the table properties of the store %s: %w", sr.path, err)
+	}
+	n := sr.store.Metrics().WAL.Size // what is not in a table yet
+	for _, tables := range levels {
+		for _, t := range tables {
+			if t.Properties != nil {
+				n += t.Properties.RawKeySize + t.Properties.RawValueSize
+			}
+		}
+	}
+	return n, nil
+}
+
 // Record reads record pos of run no's history (its journal, or for a
 // tombstone its archived history) and the run's entry, as recovery would
 // leave them, without reading the rest of the journal. n is the history's

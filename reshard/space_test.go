@@ -1,0 +1,70 @@
+package reshard_test
+
+import (
+	"fmt"
+	"io/fs"
+	"path/filepath"
+	"testing"
+
+	"github.com/fusee-dev/fusee/reshard"
+)
+
+// TestSpaceNeededCoversThePeak: the free space a reshard asks for must
+// cover what reshard.new holds at its largest (the new shards and the
+// sort's scratch files, just before the scratch is removed), without the
+// fixed margin, so that the estimate is checked where it matters at
+// scale. A small memory budget makes the sort spill as it does at 10M
+// runs, and a first reshard leaves compact stores (a fresh gen's hold
+// many versions of each run), as a 10M directory's are: their scratch
+// files, uncompressed, are then larger than the whole old directory.
+func TestSpaceNeededCoversThePeak(t *testing.T) {
+	for _, tc := range []struct{ genN, oldN, newN int }{{5, 8, 3}, {4, 7, 12}, {3, 4, 8}} {
+		t.Run(fmt.Sprintf("%d->%d", tc.oldN, tc.newN), func(t *testing.T) {
+			dir := genDir(t, tc.genN, scaled(3000), uint64(tc.oldN*100+tc.newN))
+			doReshard(t, dir, tc.oldN, reshard.Options{})
+			dry := doReshard(t, dir, tc.newN, reshard.Options{DryRun: true, Memory: 1 << 20})
+			var peak int64
+			reshard.SetTestHook(func(step string) error {
+				if step == "new-checked" {
+					peak = treeBytes(t, filepath.Join(dir, reshard.NewDirName))
+				}
+				return nil
+			})
+			defer reshard.SetTestHook(nil)
+			rep := doReshard(t, dir, tc.newN, reshard.Options{Memory: 1 << 20})
+			if peak == 0 {
+				t.Fatal("the new-checked step was not reached")
+			}
+			if rep.SpaceNeeded != dry.SpaceNeeded {
+				t.Errorf("the dry run estimated %d bytes, the real run %d", dry.SpaceNeeded, rep.SpaceNeeded)
+			}
+			t.Logf("%d -> %d: reshard.new peaked at %d bytes, estimate %d + %d margin (old directory %d bytes)",
+				tc.oldN, tc.newN, peak, rep.SpaceNeeded-reshard.SpaceMargin, reshard.SpaceMargin, rep.Counts.BytesRead)
+			if peak > rep.SpaceNeeded-reshard.SpaceMargin {
+				t.Errorf("reshard.new peaked at %d bytes, more than the %d estimated without the margin", peak, rep.SpaceNeeded-reshard.SpaceMargin)
+			}
+		})
+	}
+}
+
+func treeBytes(t testing.TB, root string) int64 {
+	t.Helper()
+	var n int64
+	err := filepath.WalkDir(root, func(_ string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if !d.IsDir() {
+			info, err := d.Info()
+			if err != nil {
+				return err
+			}
+			n += info.Size()
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatalf("measuring %s: %v", root, err)
+	}
+	return n
+}
