@@ -23,6 +23,9 @@ type RecordHead struct {
 	Ref  uint32
 	// where the workflow ID field's bytes are in the encoded record
 	wfOff, wfLen uint32
+	// where the run-bearing fields' bytes are (refbytes.go): from the
+	// parent's first byte to the token's last
+	refOff, refEnd uint32
 }
 
 // WorkflowID is the workflow ID field of rec, the record h is the head of
@@ -77,6 +80,7 @@ func ScanRecord(p []byte) (RecordHead, error) {
 			d.uv()
 		}
 	}
+	h.refOff = uint32(len(p) - len(d.b))
 	if m&fParent != 0 {
 		d.uv()
 		d.uv()
@@ -100,6 +104,7 @@ func ScanRecord(p []byte) (RecordHead, error) {
 		d.uv()
 		d.uv()
 	}
+	h.refEnd = uint32(len(p) - len(d.b))
 	if m&fPayload != 0 {
 		d.raw()
 	}
