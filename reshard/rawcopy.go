@@ -13,7 +13,8 @@ import (
 // them) are decoded, rewritten and encoded again; every other record,
 // in journals and archived histories alike, goes into the new store as
 // the bytes it had. The digest (canon.rawRun) likewise takes a
-// reference-free record's bytes as they are.
+// reference-free record's bytes as they are and rewrites the others'
+// references in place (model.RecordRefs).
 
 // rawRewriter rewrites raw runs for their new shard and number. One
 // goroutine uses it; its buffers are reused from run to run.
@@ -130,39 +131,6 @@ func (w *rawRewriter) run(rr *store.RawRun, oldShard int, m mapped) error {
 	return w.put(m.Shard, w.kb, w.hb)
 }
 
-// runKinds are the digest's item kinds of runs, by state.
-var runKinds = func() map[model.RunState]string {
-	k := map[model.RunState]string{}
-	for s := model.StateRunning; s <= model.StateTombstone; s++ {
-		k[s] = "run:" + s.String()
-	}
-	return k
-}()
-
-func runKind(s model.RunState) string {
-	if k, ok := runKinds[s]; ok {
-		return k
-	}
-	return "run:" + s.String()
-}
-
-// rawRecord adds a record's canonical bytes: the record's own when it has
-// no run reference, else what record adds.
-func (c *canon) rawRecord(shard int, rec []byte, h *model.RecordHead) {
-	if !h.HasRefs() {
-		c.b = append(c.b, rec...)
-		return
-	}
-	r, err := model.DecodeRecord(rec)
-	if err != nil {
-		if c.err == nil {
-			c.err = err
-		}
-		return
-	}
-	c.record(shard, r)
-}
-
 // rawRun adds a run read as bytes, its journal and its archive to d.
 func (c *canon) rawRun(d *digest, shard int, r *store.RawRun) {
 	if d == nil {
@@ -174,7 +142,7 @@ func (c *canon) rawRun(d *digest, shard int, r *store.RawRun) {
 		c.rawRecord(shard, rec, &r.Heads[k])
 	}
 	d.add(runKind(e.State), c.b)
-	d.counts["record"] += int64(len(r.Records))
+	d.counts[itemRecord] += int64(len(r.Records))
 	if r.Archive != nil {
 		c.archiveOf(shard, r.No)
 		err := model.EachHistoryRecord(r.Archive, func(rec []byte, h *model.RecordHead) error {
@@ -184,6 +152,6 @@ func (c *canon) rawRun(d *digest, shard int, r *store.RawRun) {
 		if err != nil && c.err == nil {
 			c.err = err
 		}
-		d.add("archive", c.b)
+		d.add(itemArchive, c.b)
 	}
 }

@@ -37,7 +37,7 @@ type streamDigest struct {
 }
 
 func newStreamDigest(p *plan, d *digest, shard int) *streamDigest {
-	s := &streamDigest{d: &digest{seeds: d.seeds, counts: map[string]int64{}}, shard: shard}
+	s := &streamDigest{d: d.empty(), shard: shard}
 	s.c.id = func(ref model.RunRef) (uint64, bool, error) { return p.identityAt(ref.Shard, ref.Run) }
 	return s
 }
@@ -87,7 +87,7 @@ func (s *streamDigest) add(key, val []byte) error {
 		if err != nil {
 			return s.fail(key, "%v", err)
 		}
-		d.add("archive", c.b)
+		d.add(itemArchive, c.b)
 	case store.KeyOutbox:
 		m, err := model.DecodeMessage(val, k.Seq)
 		if err != nil {
@@ -151,7 +151,7 @@ func (s *streamDigest) endRun(key []byte) error {
 		return s.fail(key, "run %d's entry says %d journal records, %d were written", r.no, r.e.Records, r.records)
 	}
 	s.d.add(runKind(r.e.State), s.c.b)
-	s.d.counts["record"] += int64(r.records)
+	s.d.counts[itemRecord] += int64(r.records)
 	r.no = 0
 	return nil
 }
