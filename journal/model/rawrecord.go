@@ -121,6 +121,13 @@ func ScanRecord(p []byte) (RecordHead, error) {
 // archived history in order, checked by ScanRecord; the slices alias p.
 // It refuses what DecodeHistory refuses.
 func EachHistoryRecord(p []byte, fn func(rec []byte, h *RecordHead) error) error {
+	return EachHistoryRecordAt(p, func(_ int, rec []byte, h *RecordHead) error { return fn(rec, h) })
+}
+
+// EachHistoryRecordAt is EachHistoryRecord that also gives where in p
+// each record begins (its length's first byte): p[:at] is the history's
+// count and the records before it, as they are.
+func EachHistoryRecordAt(p []byte, fn func(at int, rec []byte, h *RecordHead) error) error {
 	d := dec{b: p}
 	n := d.uv()
 	if d.err != nil {
@@ -130,6 +137,7 @@ func EachHistoryRecord(p []byte, fn func(rec []byte, h *RecordHead) error) error
 		return fmt.Errorf("history claims %d records in %d bytes", n, len(p))
 	}
 	for i := range n {
+		at := len(p) - len(d.b)
 		raw := d.raw()
 		if d.err != nil {
 			return d.err
@@ -138,7 +146,7 @@ func EachHistoryRecord(p []byte, fn func(rec []byte, h *RecordHead) error) error
 		if err != nil {
 			return fmt.Errorf("record %d: %w", i, err)
 		}
-		if err := fn(raw, &h); err != nil {
+		if err := fn(at, raw, &h); err != nil {
 			return err
 		}
 	}
