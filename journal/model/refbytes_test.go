@@ -68,6 +68,9 @@ func TestAppendMappedRecordMatchesDecode(t *testing.T) {
 		if err != nil {
 			t.Fatalf("scan: %v", err)
 		}
+		if p, err := PeekRecord(rec); err != nil || p.Kind != h.Kind || p.Mask != h.Mask || p.Pos != h.Pos {
+			t.Fatalf("PeekRecord %+v, %v; ScanRecord %+v", p, err, h)
+		}
 		if _, ok := ReadRecordRefs(rec, &h); !ok && h.HasRefs() {
 			t.Fatalf("ReadRecordRefs refuses a record EncodeRecord wrote: %x", rec)
 		}
