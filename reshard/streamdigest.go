@@ -9,14 +9,14 @@ import (
 
 // A streamDigest computes a new shard's digest (digest.go) from the keys
 // and values handed to its store writer, in the order they are handed
-// over, instead of reading the written store back: every item is decoded
-// from those bytes (entries, records, messages, dedup, index and timer
-// keys) with the checks the store reader applies to a run (record
-// positions in sequence, as many records as the entry says, a journal
-// that begins with its start record, run numbers and outbox sequence
-// numbers below the header's), and its references are resolved through
-// the plan's reverse map by new number, independently of the rewrite
-// that made them. The items are the ones the read-back produced, in the
+// over, instead of reading the written store back: every item is read
+// from those bytes (entries, messages, dedup, index and timer keys
+// decoded; records as peekRecord says) with the checks the store reader
+// applies to a run (record positions in sequence, as many records as the
+// entry says, a journal that begins with its start record, run numbers
+// and outbox sequence numbers below the header's), and its references
+// are resolved through the plan's reverse map by new number,
+// independently of the rewrite that made them. The items are the ones the read-back produced, in the
 // same canonical form, so the digests are equal exactly when the read-back
 // ones would be (a test computes both over random workloads). What it does
 // not do is read the sstables: docs/reshard.md §6 says what that leaves.
