@@ -498,14 +498,14 @@ var readBackCheck = false
 // readBack reads every new shard the way the engine will, and computes
 // its digest.
 func (r *resharder) readBack(ctx context.Context, p *plan, newDir string) (*digest, error) {
-	d := &digest{seeds: r.newDigest.seeds, counts: map[string]int64{}}
+	d := r.newDigest.empty()
 	tails, err := logTails(ctx, r.fs, newDir, r.newN)
 	if err != nil {
 		return nil, fmt.Errorf("reading back the new shards: %w", err)
 	}
 	parts := make([]*digest, r.newN)
 	err = parallel(ctx, r.newN, func(j int) error {
-		part := &digest{seeds: d.seeds, counts: map[string]int64{}}
+		part := d.empty()
 		parts[j] = part
 		c := &canon{id: func(ref model.RunRef) (uint64, bool, error) { return p.identityAt(ref.Shard, ref.Run) }}
 		if err := r.readBackShard(ctx, c, part, newDir, j, tails); err != nil {

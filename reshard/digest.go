@@ -4,7 +4,6 @@ import (
 	"encoding/binary"
 	"fmt"
 	"hash/maphash"
-	"maps"
 	"slices"
 	"strings"
 
@@ -19,27 +18,83 @@ import (
 // so order does not matter. The old directory's digest is computed while
 // it is read; the new shards' is computed by reading them back; the
 // switch does not begin unless both, and the per-kind counts, are equal.
+//
+// Each item is hashed with two seeds of its kind's own (so equal bytes of
+// two kinds hash apart without the kind being written into the hash), and
+// counted in an array indexed by kind.
 type digest struct {
-	seeds  *[2]maphash.Seed
+	seeds  *[numItemKinds][2]maphash.Seed
 	sum    [2]uint64
-	counts map[string]int64
+	counts [numItemKinds]int64
+}
+
+// itemKind is the kind of a digest item.
+type itemKind uint8
+
+// The item kinds: a run by its state (with its journal), an archive, an
+// outbox message, a dedup entry, an index entry, a timer; itemRecord only
+// counts the journal records of runs.
+const (
+	itemRunRunning itemKind = iota
+	itemRunParked
+	itemRunFinished
+	itemRunTombstone
+	itemRunOther // a state the entry decoder refuses: never seen
+	itemArchive
+	itemOutbox
+	itemDedup
+	itemIndex
+	itemTimer
+	itemRecord
+	numItemKinds
+)
+
+// itemNames name the kinds in diff's message.
+var itemNames = [numItemKinds]string{
+	itemRunRunning:   "run:" + model.StateRunning.String(),
+	itemRunParked:    "run:" + model.StateParked.String(),
+	itemRunFinished:  "run:" + model.StateFinished.String(),
+	itemRunTombstone: "run:" + model.StateTombstone.String(),
+	itemRunOther:     "run:other",
+	itemArchive:      "archive",
+	itemOutbox:       "outbox",
+	itemDedup:        "dedup",
+	itemIndex:        "index",
+	itemTimer:        "timer",
+	itemRecord:       "record",
+}
+
+// runKind is the item kind of a run in state s.
+func runKind(s model.RunState) itemKind {
+	switch s {
+	case model.StateRunning:
+		return itemRunRunning
+	case model.StateParked:
+		return itemRunParked
+	case model.StateFinished:
+		return itemRunFinished
+	case model.StateTombstone:
+		return itemRunTombstone
+	}
+	return itemRunOther
 }
 
 func newDigestPair() (*digest, *digest) {
-	seeds := &[2]maphash.Seed{maphash.MakeSeed(), maphash.MakeSeed()}
-	return &digest{seeds: seeds, counts: map[string]int64{}}, &digest{seeds: seeds, counts: map[string]int64{}}
+	seeds := new([numItemKinds][2]maphash.Seed)
+	for k := range seeds {
+		seeds[k] = [2]maphash.Seed{maphash.MakeSeed(), maphash.MakeSeed()}
+	}
+	return &digest{seeds: seeds}, &digest{seeds: seeds}
 }
 
-func (d *digest) add(kind string, item []byte) {
+// empty is a digest with d's seeds and nothing added.
+func (d *digest) empty() *digest { return &digest{seeds: d.seeds} }
+
+func (d *digest) add(kind itemKind, item []byte) {
 	d.counts[kind]++
-	var h maphash.Hash
-	for lane, seed := range d.seeds {
-		h.SetSeed(seed)
-		h.WriteString(kind)
-		h.WriteByte(0)
-		h.Write(item)
-		d.sum[lane] += h.Sum64()
-	}
+	s := &d.seeds[kind]
+	d.sum[0] += maphash.Bytes(s[0], item)
+	d.sum[1] += maphash.Bytes(s[1], item)
 }
 
 // merge adds o (a digest of other items, with the same seeds) to d.
@@ -52,22 +107,17 @@ func (d *digest) merge(o *digest) {
 	}
 }
 
-// equal reports the first difference between two digests ("" none).
+// diff reports the differences between two digests ("" none): the counts
+// that differ, by kind name, else that the content does.
 func (d *digest) diff(o *digest) string {
-	kinds := map[string]bool{}
-	for k := range d.counts {
-		kinds[k] = true
-	}
-	for k := range o.counts {
-		kinds[k] = true
-	}
 	var diffs []string
-	for _, k := range slices.Sorted(maps.Keys(kinds)) {
-		if d.counts[k] != o.counts[k] {
-			diffs = append(diffs, fmt.Sprintf("%s: %d before, %d after", k, d.counts[k], o.counts[k]))
+	for k, n := range d.counts {
+		if n != o.counts[k] {
+			diffs = append(diffs, fmt.Sprintf("%s: %d before, %d after", itemNames[k], n, o.counts[k]))
 		}
 	}
 	if len(diffs) > 0 {
+		slices.Sort(diffs)
 		return strings.Join(diffs, "; ")
 	}
 	if d.sum != o.sum {
@@ -83,11 +133,16 @@ type identityFunc func(ref model.RunRef) (id uint64, ok bool, err error)
 
 // canon builds the canonical bytes of items for a digest.
 type canon struct {
-	id  identityFunc
-	b   []byte
-	err error
+	id    identityFunc
+	b     []byte          // the item being built
+	r     []byte          // a record's canonical bytes, before they join b
+	mapFn model.RunMapper // c.ref, made once
+	err   error
 }
 
+// ref is the mapper of canonical bytes: it appends the identity of the
+// run ref names (or "dangling") to c.b and replaces the reference by one
+// that is the same for every run.
 func (c *canon) ref(_ model.RefField, ref model.RunRef) model.RunRef {
 	if ref.Run == noSuchRun {
 		c.b = append(c.b, 0)
@@ -106,32 +161,65 @@ func (c *canon) ref(_ model.RefField, ref model.RunRef) model.RunRef {
 	return model.RunRef{Run: 1}
 }
 
-func (c *canon) record(keyShard int, rec model.Record) {
-	rec.MapRefs(keyShard, c.ref)
-	clearTokenGen(&rec)
-	c.b = model.EncodeRecord(c.b, &rec)
+func (c *canon) mapper() model.RunMapper {
+	if c.mapFn == nil {
+		c.mapFn = c.ref
+	}
+	return c.mapFn
 }
 
-// run adds a run, its journal and its archive to d. The item methods do
-// nothing with a nil d.
-func (c *canon) run(d *digest, shard int, r *model.Run, archive []model.Record) {
-	if d == nil {
-		return // a dry run checks nothing against it
+// A record's part of an item is its length and its canonical bytes: the
+// identities of the runs it names (ref), then its encoding with every
+// reference replaced by ref's stand-in and its token generation cleared.
+// A record without a reference is its own bytes. rawRecord builds them
+// from the encoded record, rewriting its references in place
+// (model.RecordRefs); record from a decoded one (TestRecordCanonMatchesDecode
+// compares the two).
+
+// rawRecord adds a record's length and canonical bytes to c.b.
+func (c *canon) rawRecord(shard int, rec []byte, h *model.RecordHead) {
+	if !h.HasRefs() {
+		c.b = binary.AppendUvarint(c.b, uint64(len(rec)))
+		c.b = append(c.b, rec...)
+		return
 	}
-	e := model.EntryOf(r)
-	c.runItem(&e, len(r.Journal))
-	for _, rec := range r.Journal {
-		c.record(shard, rec)
-	}
-	d.add("run:"+r.State.String(), c.b)
-	d.counts["record"] += int64(len(r.Journal))
-	if archive != nil {
-		c.archiveOf(shard, r.No)
-		for _, rec := range archive {
-			c.record(shard, rec)
+	r, ok := model.ReadRecordRefs(rec, h)
+	if !ok {
+		// Not as EncodeRecord writes it: decoded, as before.
+		d, err := model.DecodeRecord(rec)
+		if err != nil {
+			if c.err == nil {
+				c.err = err
+			}
+			return
 		}
-		d.add("archive", c.b)
+		c.record(shard, d)
+		return
 	}
+	b := c.b
+	c.b = c.r[:0]
+	r.MapRefs(shard, c.mapper())
+	r.SetTokenGen(0)
+	c.b = r.Append(c.b)
+	c.endRecord(b)
+}
+
+// record adds a decoded record's length and canonical bytes to c.b.
+func (c *canon) record(keyShard int, rec model.Record) {
+	b := c.b
+	c.b = c.r[:0]
+	rec.MapRefs(keyShard, c.mapper())
+	clearTokenGen(&rec)
+	c.b = model.EncodeRecord(c.b, &rec)
+	c.endRecord(b)
+}
+
+// endRecord appends the record's canonical bytes, built in c.b, to the
+// item b with their length, and makes b c.b again.
+func (c *canon) endRecord(b []byte) {
+	c.r = c.b
+	b = binary.AppendUvarint(b, uint64(len(c.r)))
+	c.b = append(b, c.r...)
 }
 
 // runItem begins a run's canonical bytes: its entry without the run
@@ -164,9 +252,9 @@ func (c *canon) message(d *digest, m model.Message) {
 		return // a dry run checks nothing against it
 	}
 	c.b = c.b[:0]
-	m.MapRefs(c.ref)
+	m.MapRefs(c.mapper())
 	c.b = model.EncodeMessage(c.b, &m)
-	d.add("outbox", c.b)
+	d.add(itemOutbox, c.b)
 }
 
 func (c *canon) seen(d *digest, id, wf string) {
@@ -176,7 +264,7 @@ func (c *canon) seen(d *digest, id, wf string) {
 	c.b = binary.AppendUvarint(c.b[:0], uint64(len(id)))
 	c.b = append(c.b, id...)
 	c.b = append(c.b, wf...)
-	d.add("dedup", c.b)
+	d.add(itemDedup, c.b)
 }
 
 func (c *canon) index(d *digest, wf string, ref model.RunRef) {
@@ -186,7 +274,7 @@ func (c *canon) index(d *digest, wf string, ref model.RunRef) {
 	c.b = append(c.b[:0], wf...)
 	c.b = append(c.b, 0)
 	c.ref(0, ref)
-	d.add("index", c.b)
+	d.add(itemIndex, c.b)
 }
 
 func (c *canon) timer(d *digest, k model.TimerKey, shard int) {
@@ -196,5 +284,5 @@ func (c *canon) timer(d *digest, k model.TimerKey, shard int) {
 	c.b = binary.AppendVarint(c.b[:0], k.At)
 	c.b = binary.AppendUvarint(c.b, uint64(k.Pos))
 	c.ref(0, model.RunRef{Shard: shard, Run: k.Run})
-	d.add("timer", c.b)
+	d.add(itemTimer, c.b)
 }

@@ -10,10 +10,13 @@ import (
 // The byte-copy rewrite: a run is read as a store.RawRun (records
 // checked, not decoded), and only the records whose presence mask shows a
 // run reference (parent, pred, next, by, key, token: about a fifth of
-// them) are decoded, rewritten and encoded again; every other record,
-// in journals and archived histories alike, goes into the new store as
-// the bytes it had. The digest (canon.rawRun) likewise takes a
-// reference-free record's bytes as they are.
+// them) are rewritten, in their encoded bytes (model.RecordRefs: the
+// reference fields encoded again between the bytes before and after
+// them); every other record, in journals and archived histories alike,
+// goes into the new store as the bytes it had, and an archived history
+// with no reference in it goes whole. The digest (canon.rawRun) likewise
+// takes a reference-free record's bytes as they are and rewrites the
+// others' references in place.
 
 // rawRewriter rewrites raw runs for their new shard and number. One
 // goroutine uses it; its buffers are reused from run to run.
@@ -37,11 +40,28 @@ type asyncToken struct {
 }
 
 // record returns rec as the new store holds it: rec itself when it has no
-// run reference, else rewritten into dst.
+// run reference, else rewritten into dst. The references are rewritten in
+// the encoded bytes (model.RecordRefs); only a record whose references are
+// not as EncodeRecord writes them (none the engine writes) is decoded.
 func (w *rawRewriter) record(oldShard int, rec []byte, h *model.RecordHead, dst []byte, unfinished bool) ([]byte, error) {
 	if !h.HasRefs() {
 		return rec, nil
 	}
+	r, ok := model.ReadRecordRefs(rec, h)
+	if !ok {
+		return w.decoded(oldShard, rec, dst, unfinished)
+	}
+	old := r.Token
+	r.MapRefs(oldShard, w.mapper)
+	r.SetTokenGen(model.TokenGen(w.gen))
+	if unfinished && h.Kind == model.KindAsync && old.Run != 0 {
+		w.async = append(w.async, asyncToken{pos: h.Pos, old: old, new: r.Token})
+	}
+	return r.Append(dst), nil
+}
+
+// decoded is record by decoding, mapping and encoding.
+func (w *rawRewriter) decoded(oldShard int, rec []byte, dst []byte, unfinished bool) ([]byte, error) {
 	r, err := model.DecodeRecord(rec)
 	if err != nil {
 		return nil, err
@@ -111,56 +131,37 @@ func (w *rawRewriter) run(rr *store.RawRun, oldShard int, m mapped) error {
 	}
 	w.rep.Counts.Archives++
 	w.rep.Counts.Records += int64(n)
-	w.hb = model.AppendHistoryLen(w.hb[:0], n)
-	err = model.EachHistoryRecord(rr.Archive, func(rec []byte, h *model.RecordHead) error {
+	// The history is copied whole unless a record in it has a reference:
+	// from the first such record on, it is built again in w.hb.
+	rewrite := false
+	err = model.EachHistoryRecordAt(rr.Archive, func(at int, rec []byte, h *model.RecordHead) error {
+		if !h.HasRefs() {
+			if rewrite {
+				w.hb = model.AppendHistoryRecord(w.hb, rec)
+			}
+			return nil
+		}
+		if !rewrite {
+			rewrite = true
+			w.hb = append(w.hb[:0], rr.Archive[:at]...)
+		}
 		val, err := w.record(oldShard, rec, h, w.rb[:0], false)
 		if err != nil {
 			return err
 		}
-		if h.HasRefs() {
-			w.rb = val
-		}
+		w.rb = val
 		w.hb = model.AppendHistoryRecord(w.hb, val)
 		return nil
 	})
 	if err != nil {
 		return err
 	}
+	val := rr.Archive
+	if rewrite {
+		val = w.hb
+	}
 	w.kb = binary.BigEndian.AppendUint64(append(w.kb[:0], store.KeyArchive), uint64(m.No))
-	return w.put(m.Shard, w.kb, w.hb)
-}
-
-// runKinds are the digest's item kinds of runs, by state.
-var runKinds = func() map[model.RunState]string {
-	k := map[model.RunState]string{}
-	for s := model.StateRunning; s <= model.StateTombstone; s++ {
-		k[s] = "run:" + s.String()
-	}
-	return k
-}()
-
-func runKind(s model.RunState) string {
-	if k, ok := runKinds[s]; ok {
-		return k
-	}
-	return "run:" + s.String()
-}
-
-// rawRecord adds a record's canonical bytes: the record's own when it has
-// no run reference, else what record adds.
-func (c *canon) rawRecord(shard int, rec []byte, h *model.RecordHead) {
-	if !h.HasRefs() {
-		c.b = append(c.b, rec...)
-		return
-	}
-	r, err := model.DecodeRecord(rec)
-	if err != nil {
-		if c.err == nil {
-			c.err = err
-		}
-		return
-	}
-	c.record(shard, r)
+	return w.put(m.Shard, w.kb, val)
 }
 
 // rawRun adds a run read as bytes, its journal and its archive to d.
@@ -174,7 +175,7 @@ func (c *canon) rawRun(d *digest, shard int, r *store.RawRun) {
 		c.rawRecord(shard, rec, &r.Heads[k])
 	}
 	d.add(runKind(e.State), c.b)
-	d.counts["record"] += int64(len(r.Records))
+	d.counts[itemRecord] += int64(len(r.Records))
 	if r.Archive != nil {
 		c.archiveOf(shard, r.No)
 		err := model.EachHistoryRecord(r.Archive, func(rec []byte, h *model.RecordHead) error {
@@ -184,6 +185,6 @@ func (c *canon) rawRun(d *digest, shard int, r *store.RawRun) {
 		if err != nil && c.err == nil {
 			c.err = err
 		}
-		d.add("archive", c.b)
+		d.add(itemArchive, c.b)
 	}
 }

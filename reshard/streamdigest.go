@@ -9,14 +9,14 @@ import (
 
 // A streamDigest computes a new shard's digest (digest.go) from the keys
 // and values handed to its store writer, in the order they are handed
-// over, instead of reading the written store back: every item is decoded
-// from those bytes (entries, records, messages, dedup, index and timer
-// keys) with the checks the store reader applies to a run (record
-// positions in sequence, as many records as the entry says, a journal
-// that begins with its start record, run numbers and outbox sequence
-// numbers below the header's), and its references are resolved through
-// the plan's reverse map by new number, independently of the rewrite
-// that made them. The items are the ones the read-back produced, in the
+// over, instead of reading the written store back: every item is read
+// from those bytes (entries, messages, dedup, index and timer keys
+// decoded; records as peekRecord says) with the checks the store reader
+// applies to a run (record positions in sequence, as many records as the
+// entry says, a journal that begins with its start record, run numbers
+// and outbox sequence numbers below the header's), and its references
+// are resolved through the plan's reverse map by new number,
+// independently of the rewrite that made them. The items are the ones the read-back produced, in the
 // same canonical form, so the digests are equal exactly when the read-back
 // ones would be (a test computes both over random workloads). What it does
 // not do is read the sstables: docs/reshard.md §6 says what that leaves.
@@ -37,7 +37,7 @@ type streamDigest struct {
 }
 
 func newStreamDigest(p *plan, d *digest, shard int) *streamDigest {
-	s := &streamDigest{d: &digest{seeds: d.seeds, counts: map[string]int64{}}, shard: shard}
+	s := &streamDigest{d: d.empty(), shard: shard}
 	s.c.id = func(ref model.RunRef) (uint64, bool, error) { return p.identityAt(ref.Shard, ref.Run) }
 	return s
 }
@@ -80,14 +80,18 @@ func (s *streamDigest) add(key, val []byte) error {
 		c.runItem(&e, int(e.Records))
 	case store.KeyArchive:
 		c.archiveOf(s.shard, k.Run)
-		err := model.EachHistoryRecord(val, func(rec []byte, h *model.RecordHead) error {
-			c.rawRecord(s.shard, rec, h)
+		err := model.EachHistoryBytes(val, func(rec []byte) error {
+			h, err := peekRecord(rec)
+			if err != nil {
+				return err
+			}
+			c.rawRecord(s.shard, rec, &h)
 			return nil
 		})
 		if err != nil {
 			return s.fail(key, "%v", err)
 		}
-		d.add("archive", c.b)
+		d.add(itemArchive, c.b)
 	case store.KeyOutbox:
 		m, err := model.DecodeMessage(val, k.Seq)
 		if err != nil {
@@ -125,7 +129,10 @@ func (s *streamDigest) record(key, val []byte, k store.StoreKey) error {
 	if k.Pos != r.records || k.Pos >= r.e.Records {
 		return s.fail(key, "journal record at position %d, want position %d of %d", k.Pos, r.records, r.e.Records)
 	}
-	h, err := model.ScanRecord(val)
+	h, err := peekRecord(val)
+	if err == nil && k.Pos == 0 {
+		h, err = model.ScanRecord(val) // the start record's workflow ID
+	}
 	if err != nil {
 		return s.fail(key, "%v", err)
 	}
@@ -151,7 +158,7 @@ func (s *streamDigest) endRun(key []byte) error {
 		return s.fail(key, "run %d's entry says %d journal records, %d were written", r.no, r.e.Records, r.records)
 	}
 	s.d.add(runKind(r.e.State), s.c.b)
-	s.d.counts["record"] += int64(r.records)
+	s.d.counts[itemRecord] += int64(r.records)
 	r.no = 0
 	return nil
 }
@@ -172,4 +179,21 @@ func (s *streamDigest) finish() error {
 		return s.fail(end, "outbox message %d is not below the header's next seq %d", s.maxSeq, s.nextSeq)
 	}
 	return nil
+}
+
+// peekRecord reads a new store's record for its digest: a record with a
+// run reference is scanned whole (ScanRecord: its references are read
+// from where it says they are), any other only as far as its position
+// (model.PeekRecord), since its canonical bytes are its bytes as they
+// are. That leaves no record unchecked: the old side scanned every
+// record whole before it was copied, and a reference-free record's bytes
+// enter both digests as they are, so a new one that is not, byte for
+// byte, an old record of the same run at the same position (damaged,
+// cut, moved) makes the digests differ (docs/reshard.md §6).
+func peekRecord(rec []byte) (model.RecordHead, error) {
+	h, err := model.PeekRecord(rec)
+	if err == nil && h.HasRefs() {
+		h, err = model.ScanRecord(rec)
+	}
+	return h, err
 }

@@ -23,6 +23,9 @@ type RecordHead struct {
 	Ref  uint32
 	// where the workflow ID field's bytes are in the encoded record
 	wfOff, wfLen uint32
+	// where the run-bearing fields' bytes are (refbytes.go): from the
+	// parent's first byte to the token's last
+	refOff, refEnd uint32
 }
 
 // WorkflowID is the workflow ID field of rec, the record h is the head of
@@ -77,6 +80,7 @@ func ScanRecord(p []byte) (RecordHead, error) {
 			d.uv()
 		}
 	}
+	h.refOff = uint32(len(p) - len(d.b))
 	if m&fParent != 0 {
 		d.uv()
 		d.uv()
@@ -100,6 +104,7 @@ func ScanRecord(p []byte) (RecordHead, error) {
 		d.uv()
 		d.uv()
 	}
+	h.refEnd = uint32(len(p) - len(d.b))
 	if m&fPayload != 0 {
 		d.raw()
 	}
@@ -112,10 +117,63 @@ func ScanRecord(p []byte) (RecordHead, error) {
 	return h, d.err
 }
 
+// PeekRecord reads an encoded record's kind, presence bits and position
+// and nothing after them: its head has only Kind, Mask and Pos, and the
+// rest of the record is not checked. It is for bytes known to be a record
+// some other way (the reshard's check, docs/reshard.md §6): anything else
+// is for ScanRecord.
+func PeekRecord(p []byte) (RecordHead, error) {
+	var h RecordHead
+	if len(p) == 0 {
+		return h, errShort
+	}
+	h.Kind = Kind(p[0])
+	if h.Kind == 0 || h.Kind > kindMax {
+		return h, fmt.Errorf("unknown record kind %d", h.Kind)
+	}
+	d := dec{b: p[1:]}
+	h.Mask = d.uv()
+	if h.Mask >= 1<<20 {
+		return h, fmt.Errorf("unknown record fields %#x", h.Mask)
+	}
+	if h.Mask&fPos != 0 {
+		h.Pos = uint32(d.uv())
+	}
+	return h, d.err
+}
+
 // EachHistoryRecord calls fn with each encoded record of an encoded
 // archived history in order, checked by ScanRecord; the slices alias p.
 // It refuses what DecodeHistory refuses.
 func EachHistoryRecord(p []byte, fn func(rec []byte, h *RecordHead) error) error {
+	return EachHistoryRecordAt(p, func(_ int, rec []byte, h *RecordHead) error { return fn(rec, h) })
+}
+
+// EachHistoryRecordAt is EachHistoryRecord that also gives where in p
+// each record begins (its length's first byte): p[:at] is the history's
+// count and the records before it, as they are.
+func EachHistoryRecordAt(p []byte, fn func(at int, rec []byte, h *RecordHead) error) error {
+	var h RecordHead // one for every record: fn gets its address
+	i := 0
+	return eachHistory(p, func(at int, rec []byte) error {
+		var err error
+		if h, err = ScanRecord(rec); err != nil {
+			return fmt.Errorf("record %d: %w", i, err)
+		}
+		i++
+		return fn(at, rec, &h)
+	})
+}
+
+// EachHistoryBytes calls fn with each encoded record of an encoded
+// archived history in order, checking the history's framing (its count,
+// each record's length, nothing after the last) as EachHistoryRecord does
+// but not the records themselves; the slices alias p.
+func EachHistoryBytes(p []byte, fn func(rec []byte) error) error {
+	return eachHistory(p, func(_ int, rec []byte) error { return fn(rec) })
+}
+
+func eachHistory(p []byte, fn func(at int, rec []byte) error) error {
 	d := dec{b: p}
 	n := d.uv()
 	if d.err != nil {
@@ -124,16 +182,13 @@ func EachHistoryRecord(p []byte, fn func(rec []byte, h *RecordHead) error) error
 	if n > uint64(len(p)) {
 		return fmt.Errorf("history claims %d records in %d bytes", n, len(p))
 	}
-	for i := range n {
+	for range n {
+		at := len(p) - len(d.b)
 		raw := d.raw()
 		if d.err != nil {
 			return d.err
 		}
-		h, err := ScanRecord(raw)
-		if err != nil {
-			return fmt.Errorf("record %d: %w", i, err)
-		}
-		if err := fn(raw, &h); err != nil {
+		if err := fn(at, raw); err != nil {
 			return err
 		}
 	}
