@@ -15,14 +15,12 @@ import (
 
 // reshardPeakHeap reshards dir to n shards and returns the largest heap
 // (runtime/metrics: live and unswept objects) sampled meanwhile, above
-// the heap before. The collector runs at GOGC 25 meanwhile, so that the
-// peak follows the live heap rather than when collections happen to fall:
-// at the default 100 the same reshard of the same directory peaked
-// anywhere from 11 to 18 MiB (6,000 runs, 4->3), and a change that only
-// allocated less garbage (fewer collections) moved it past the bound.
+// the heap before (peakHeapDuring says why the collector runs often
+// meanwhile: at the default GOGC the same 6,000-run 4->3 reshard peaked
+// anywhere from 11 to 18 MiB, and a change that only made less garbage
+// moved it past the bound).
 func reshardPeakHeap(t *testing.T, dir string, n int, opts reshard.Options) uint64 {
 	t.Helper()
-	defer debug.SetGCPercent(debug.SetGCPercent(25))
 	return peakHeapDuring(time.Millisecond, func() { doReshard(t, dir, n, opts) })
 }
 
