@@ -167,34 +167,42 @@ func (e *enc) record(r *Record) {
 	if m&fGen != 0 {
 		e.uv(uint64(r.Gen))
 	}
-	if m&fParent != 0 {
-		e.parent(r.Parent)
-	}
-	if m&fPred != 0 {
-		e.runRef(r.Pred)
-	}
-	if m&fNext != 0 {
-		e.runRef(r.Next)
-	}
-	if m&fBy != 0 {
-		e.runRef(r.By)
-	}
-	if m&fKey != 0 {
-		e.str(r.Key.WorkflowID)
-		e.uv(uint64(r.Key.Run))
-		e.uv(uint64(r.Key.Pos))
-	}
-	if m&fToken != 0 {
-		// The token's generation rides above its 10 shard bits.
-		e.uv(uint64(r.Token.Gen&0x3f)<<10 | uint64(r.Token.Shard&0x3ff))
-		e.uv(uint64(r.Token.Run))
-		e.uv(uint64(r.Token.Pos))
-	}
+	encodeRefFields(e, m, r.Parent, r.Pred, r.Next, r.By, r.Key.WorkflowID, r.Key.Run, r.Key.Pos, r.Token)
 	if m&fPayload != 0 {
 		e.bytes(r.Payload)
 	}
 	if m&fParentID != 0 {
 		e.str(r.ParentID)
+	}
+}
+
+// encodeRefFields encodes a record's run-bearing fields, those of m's
+// presence bits: the one encoding of them, for EncodeRecord and for
+// RecordRefs.Append, which writes them again without decoding the rest.
+func encodeRefFields[S ~string | ~[]byte](e *enc, m uint64, parent ParentRef, pred, next, by RunRef, keyID S, keyRun RunNo, keyPos uint32, tok Token) {
+	if m&fParent != 0 {
+		e.parent(parent)
+	}
+	if m&fPred != 0 {
+		e.runRef(pred)
+	}
+	if m&fNext != 0 {
+		e.runRef(next)
+	}
+	if m&fBy != 0 {
+		e.runRef(by)
+	}
+	if m&fKey != 0 {
+		e.uv(uint64(len(keyID)))
+		e.b = append(e.b, keyID...)
+		e.uv(uint64(keyRun))
+		e.uv(uint64(keyPos))
+	}
+	if m&fToken != 0 {
+		// The token's generation rides above its 10 shard bits.
+		e.uv(uint64(tok.Gen&0x3f)<<10 | uint64(tok.Shard&0x3ff))
+		e.uv(uint64(tok.Run))
+		e.uv(uint64(tok.Pos))
 	}
 }
 

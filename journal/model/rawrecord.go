@@ -39,23 +39,11 @@ func (h *RecordHead) HasRefs() bool { return h.Mask&recordRefFields != 0 }
 // ScanRecord checks that p is exactly one encoded record, refusing what
 // DecodeRecord refuses, without allocating, and returns its head.
 func ScanRecord(p []byte) (RecordHead, error) {
-	var h RecordHead
-	if len(p) == 0 {
-		return h, errShort
+	h, d, err := readHead(p)
+	if err != nil {
+		return h, err
 	}
-	h.Kind = Kind(p[0])
-	if h.Kind == 0 || h.Kind > kindMax {
-		return h, fmt.Errorf("unknown record kind %d", h.Kind)
-	}
-	d := dec{b: p[1:]}
-	m := d.uv()
-	if m >= 1<<20 {
-		return h, fmt.Errorf("unknown record fields %#x", m)
-	}
-	h.Mask = m
-	if m&fPos != 0 {
-		h.Pos = uint32(d.uv())
-	}
+	m := h.Mask
 	if m&fTime != 0 {
 		d.sv()
 	}
@@ -123,23 +111,33 @@ func ScanRecord(p []byte) (RecordHead, error) {
 // some other way (the reshard's check, docs/reshard.md §6): anything else
 // is for ScanRecord.
 func PeekRecord(p []byte) (RecordHead, error) {
+	h, d, err := readHead(p)
+	if err == nil {
+		err = d.err
+	}
+	return h, err
+}
+
+// readHead reads an encoded record's kind, presence bits and position,
+// refusing an unknown kind or field, and returns the decoder after them.
+func readHead(p []byte) (RecordHead, dec, error) {
 	var h RecordHead
 	if len(p) == 0 {
-		return h, errShort
+		return h, dec{}, errShort
 	}
 	h.Kind = Kind(p[0])
 	if h.Kind == 0 || h.Kind > kindMax {
-		return h, fmt.Errorf("unknown record kind %d", h.Kind)
+		return h, dec{}, fmt.Errorf("unknown record kind %d", h.Kind)
 	}
 	d := dec{b: p[1:]}
 	h.Mask = d.uv()
 	if h.Mask >= 1<<20 {
-		return h, fmt.Errorf("unknown record fields %#x", h.Mask)
+		return h, dec{}, fmt.Errorf("unknown record fields %#x", h.Mask)
 	}
 	if h.Mask&fPos != 0 {
 		h.Pos = uint32(d.uv())
 	}
-	return h, d.err
+	return h, d, nil
 }
 
 // EachHistoryRecord calls fn with each encoded record of an encoded

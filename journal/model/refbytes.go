@@ -141,28 +141,7 @@ func (r *RecordRefs) Append(dst []byte) []byte {
 		dst = append(dst, r.rec[1+n:r.off]...)
 	}
 	e := enc{b: dst}
-	if m&fParent != 0 {
-		e.parent(r.Parent)
-	}
-	if m&fPred != 0 {
-		e.runRef(r.Pred)
-	}
-	if m&fNext != 0 {
-		e.runRef(r.Next)
-	}
-	if m&fBy != 0 {
-		e.runRef(r.By)
-	}
-	if m&fKey != 0 {
-		e.bytes(r.keyID)
-		e.uv(uint64(r.KeyRun))
-		e.uv(uint64(r.keyPos))
-	}
-	if m&fToken != 0 {
-		e.uv(uint64(r.Token.Gen&0x3f)<<10 | uint64(r.Token.Shard&0x3ff))
-		e.uv(uint64(r.Token.Run))
-		e.uv(uint64(r.Token.Pos))
-	}
+	encodeRefFields(&e, m, r.Parent, r.Pred, r.Next, r.By, r.keyID, r.KeyRun, r.keyPos, r.Token)
 	return append(e.b, r.rec[r.end:]...)
 }
 
