@@ -418,37 +418,54 @@ func parallel(ctx context.Context, n int, work func(i int) error, progress func(
 	return first
 }
 
-// readAhead streams src's runs through two goroutines: a reader that
-// decodes each run and calls look (the old digest), and the caller's,
-// which calls fn (the rewrite), with a bounded queue between them so
-// that reading and rewriting overlap. Runs reach fn in order. The first
-// error of either stops both.
+// readAhead streams src's runs through three goroutines: a reader that
+// decodes each run, one that calls look (the old digest) and the
+// caller's, which calls fn (the rewrite), with a bounded queue between
+// each, so that reading, digesting and rewriting overlap. Runs reach look
+// and fn in order. The first error of any stops them all.
 func readAhead(ctx context.Context, src shardSource, look, fn func(*store.RawRun) error) error {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	items := make(chan *store.RawRun, 256)
-	var readErr error
+	read, looked := make(chan *store.RawRun, 128), make(chan *store.RawRun, 128)
+	var readErr, lookErr error
 	go func() {
-		defer close(items)
+		defer close(read)
 		readErr = src.RawRuns(ctx, func(run *store.RawRun) error {
-			if err := look(run); err != nil {
-				return err
-			}
 			select {
-			case items <- run:
+			case read <- run:
 				return nil
 			case <-ctx.Done():
 				return ctx.Err()
 			}
 		})
 	}()
-	var err error
-	for it := range items {
-		if err == nil {
-			if err = fn(it); err != nil {
-				cancel() // the reader stops; drain what it queued
+	go func() {
+		defer close(looked)
+		for run := range read {
+			if lookErr != nil {
+				continue // drain what the reader queued
+			}
+			if lookErr = look(run); lookErr != nil {
+				cancel()
+				continue
+			}
+			select {
+			case looked <- run:
+			case <-ctx.Done():
+				lookErr = ctx.Err() // a run fn will not see: never a silent end
 			}
 		}
+	}()
+	var err error
+	for it := range looked {
+		if err == nil {
+			if err = fn(it); err != nil {
+				cancel() // the others stop; drain what they queued
+			}
+		}
+	}
+	if err == nil {
+		err = lookErr
 	}
 	if err == nil {
 		err = readErr
