@@ -1,0 +1,7 @@
+//go:build cgo
+
+package cli
+
+// pebbleMemoryInGoHeap says whether pebble's caches and memtables are Go
+// memory: not with cgo, where pebble allocates them with C's allocator.
+const pebbleMemoryInGoHeap = false
