@@ -658,7 +658,8 @@ func treeSize(fs vfs.FS, dir string, skip ...string) (int64, error) {
 // uncompressed with a few bytes of framing each and are deleted only
 // after the last new store is written. 64 MiB covers the rest (the run
 // map's scratch files, pebble's own files). At 10M runs a 16 -> 6
-// reshard peaked at 2.7 times the old directory's bytes in reshard.new.
+// reshard peaked at 2.6-2.7 times the old directory's bytes in
+// reshard.new.
 func (r *resharder) spaceNeeded(oldBytes, rawBytes int64) int64 {
 	need := oldBytes + int64(r.newN)*storeFiles + spaceMargin
 	if !r.growsDirectly() {

@@ -144,34 +144,3 @@ func (r *RecordRefs) Append(dst []byte) []byte {
 	encodeRefFields(&e, m, r.Parent, r.Pred, r.Next, r.By, r.keyID, r.KeyRun, r.keyPos, r.Token)
 	return append(e.b, r.rec[r.end:]...)
 }
-
-// AppendMappedRecord appends rec, a record ScanRecord returned h for,
-// with its run references replaced by what m returns (Record.MapRefs)
-// and, when tokenGen >= 0 and its token names a run, the token's
-// generation set to tokenGen. A record without a run reference is
-// appended as it is; one whose references are not as EncodeRecord writes
-// them is decoded, mapped and encoded again. So for a record EncodeRecord
-// wrote, the result is what decoding, mapping and encoding give; in any
-// other record the fields that are not run references keep their bytes.
-func AppendMappedRecord(dst, rec []byte, h *RecordHead, keyShard int, m RunMapper, tokenGen int) ([]byte, error) {
-	if !h.HasRefs() {
-		return append(dst, rec...), nil
-	}
-	r, ok := ReadRecordRefs(rec, h)
-	if !ok {
-		d, err := DecodeRecord(rec)
-		if err != nil {
-			return dst, err
-		}
-		d.MapRefs(keyShard, m)
-		if tokenGen >= 0 && d.Token.Run != 0 {
-			d.Token.Gen = uint8(tokenGen)
-		}
-		return EncodeRecord(dst, &d), nil
-	}
-	r.MapRefs(keyShard, m)
-	if tokenGen >= 0 {
-		r.SetTokenGen(uint8(tokenGen))
-	}
-	return r.Append(dst), nil
-}
