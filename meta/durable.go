@@ -59,7 +59,7 @@ func ReplaceFile(fs vfs.FS, path string, data []byte) error {
 // and leaves the old file.
 func ReplaceFileWith(fs vfs.FS, path string, write func(io.Writer) error) error {
 	dir := fs.PathDir(path)
-	tmp := fs.PathJoin(dir, "."+fs.PathBase(path)+".tmp"+strconv.FormatUint(rand.Uint64(), 36))
+	tmp := fs.PathJoin(dir, "."+fs.PathBase(path)+tempInfix+strconv.FormatUint(rand.Uint64(), 36))
 	if err := writeSynced(fs, tmp, write); err != nil {
 		_ = fs.Remove(tmp)
 		return fmt.Errorf("writing %s: %w", path, err)
@@ -79,6 +79,9 @@ func ReplaceFileWith(fs vfs.FS, path string, write func(io.Writer) error) error 
 	}
 	return nil
 }
+
+// tempInfix follows the target's name in a temporary file's name.
+const tempInfix = ".tmp"
 
 // writeSynced creates the file name holding what write writes and fsyncs
 // it.

@@ -97,17 +97,22 @@ func writeFile(fs vfs.FS, dir string, m Meta) error {
 	return ReplaceFile(fs, fs.PathJoin(dir, FileName), data)
 }
 
-// removeLeftovers deletes temporary files an earlier writer left when it
-// crashed between creating and renaming one (".fusee.meta*"). The caller
-// holds the lock, so no writer is using them. Failures only leave litter,
-// so they are ignored.
-func removeLeftovers(fs vfs.FS, dir string) {
+// removeLeftovers deletes temporary files an earlier writer of
+// fusee.meta left when it crashed between creating and renaming one.
+func removeLeftovers(fs vfs.FS, dir string) { RemoveTempFiles(fs, dir, FileName) }
+
+// RemoveTempFiles deletes the temporary files ReplaceFile leaves in dir
+// when a crash stops it between creating and renaming one:
+// ".<base>*", or with base "" every ".*.tmp*". The caller holds the
+// lock that covers the files, so no writer is using them. Failures only
+// leave litter, so they are ignored.
+func RemoveTempFiles(fs vfs.FS, dir, base string) {
 	names, err := fs.List(dir)
 	if err != nil {
 		return
 	}
 	for _, name := range names {
-		if !strings.HasPrefix(name, "."+FileName) {
+		if !isTempOf(name, base) {
 			continue
 		}
 		path := fs.PathJoin(dir, name)
@@ -115,4 +120,13 @@ func removeLeftovers(fs vfs.FS, dir string) {
 			_ = fs.Remove(path)
 		}
 	}
+}
+
+// isTempOf says whether name is one of ReplaceFile's temporary files for
+// base (any base when base is "").
+func isTempOf(name, base string) bool {
+	if base != "" {
+		return strings.HasPrefix(name, "."+base) // older writers' names too
+	}
+	return strings.HasPrefix(name, ".") && strings.Contains(name[1:], tempInfix)
 }

@@ -172,11 +172,12 @@ func (r *resharder) build(ctx context.Context, p *plan, newDir string, rep *Repo
 			if err := rw.run(run, i, m); err != nil {
 				return err
 			}
-			if p.compact != nil && m.No != run.No && unfinished(run.Entry.State) {
-				// The compact map keeps no workflow IDs: the report's
-				// list is made here, in the order the spill path gives
-				// it (its keys: by new shard, new number).
-				if err := rep.Renumbered.add(renumberedOrder(m.Shard, uint64(m.No)), renumberedRun(run.Entry.WorkflowID, i, run.No, m)); err != nil {
+			if m.No != run.No && unfinished(run.Entry.State) {
+				// The report's list is made here, where the run's pending
+				// tokens are known (its keys: by new shard, new number).
+				rr := renumberedRun(run.Entry.WorkflowID, i, run.No, m)
+				rr.Tokens = append(make([]RunToken, 0, len(rw.pending)), rw.pending...)
+				if err := rep.Renumbered.add(renumberedOrder(m.Shard, uint64(m.No)), rr); err != nil {
 					return err
 				}
 			}

@@ -49,6 +49,10 @@ type KeptRecord struct {
 	// it removed by hand, or by a removal a crash cut short): restoring it
 	// would not give the old directory back.
 	Files []KeptFile `json:"files"`
+	// Report is the name of the reshard's report in reshard-reports: an
+	// undo's report is it reversed ("" in a layout kept by a fusee that
+	// kept no reports).
+	Report string `json:"report,omitempty"`
 }
 
 // KeptFile is one file of a kept layout: its path under the layout, with
@@ -133,7 +137,8 @@ func (r *resharder) recordKept(ctx context.Context, newDir string) error {
 	if err != nil {
 		return err
 	}
-	rec := KeptRecord{Version: keptVersion, OldShards: r.oldN, NewShards: r.newN, OldMeta: string(old), New: fp, Files: files}
+	rec := KeptRecord{Version: keptVersion, OldShards: r.oldN, NewShards: r.newN, OldMeta: string(old), New: fp, Files: files,
+		Report: r.fs.PathBase(r.rep.ReportFile)}
 	data, err := json.MarshalIndent(rec, "", "  ")
 	if err != nil {
 		return err

@@ -275,13 +275,7 @@ func (r *resharder) assignSpilled(p *plan, keys *spillMap) (*plan, error) {
 		next[j]++
 		e.Renumbered = true
 		p.renumbered++
-		m := mapped{Shard: j, No: newNo, planEntry: e}
-		if unfinished(e.State) {
-			if err := r.rep.Renumbered.add(renumberedOrder(j, uint64(newNo)), renumberedRun(e.WorkflowID, i, no, m)); err != nil {
-				return err
-			}
-		}
-		return put(i, no, m)
+		return put(i, no, mapped{Shard: j, No: newNo, planEntry: e})
 	})
 	if err != nil {
 		return nil, err

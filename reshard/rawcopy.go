@@ -30,6 +30,9 @@ type rawRewriter struct {
 	rb     []byte // a rewritten record inside an archive
 	async  []asyncToken
 	done   map[uint32]bool
+	// pending are the last run's pending completions, old and new token
+	// (the report's renumbered_unfinished entries carry them).
+	pending []RunToken
 }
 
 // asyncToken is a completion token of an unfinished run, before and
@@ -86,7 +89,7 @@ func (w *rawRewriter) run(rr *store.RawRun, oldShard int, m mapped) error {
 		return err
 	}
 	unf := unfinished(e.State)
-	w.async = w.async[:0]
+	w.async, w.pending = w.async[:0], w.pending[:0]
 	if unf {
 		clear(w.done)
 	}
@@ -116,8 +119,9 @@ func (w *rawRewriter) run(rr *store.RawRun, oldShard int, m mapped) error {
 			continue
 		}
 		w.rep.Counts.PendingTokens++
-		err := w.rep.Tokens.add(nil, TokenChange{WorkflowID: e.WorkflowID, Position: t.pos,
-			Old: t.old.String(), New: t.new.String()})
+		rt := RunToken{Position: t.pos, Old: t.old.String(), New: t.new.String()}
+		w.pending = append(w.pending, rt)
+		err := w.rep.Tokens.add(nil, TokenChange{WorkflowID: e.WorkflowID, Position: rt.Position, Old: rt.Old, New: rt.New})
 		if err != nil {
 			return err
 		}

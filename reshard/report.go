@@ -68,6 +68,19 @@ type Report struct {
 	Plan *Plan `json:"-"`
 	// Kept is the kept old layout, with Options.KeepOld.
 	Kept string `json:"kept,omitempty"`
+	// ReportFile is where the directory keeps this report
+	// (<dir>/reshard-reports/<name>, reportstore.go): written before the
+	// switch, so that it survives whatever stops the command after it.
+	// Empty for a dry run and for a run that changed no layout.
+	ReportFile string `json:"report_file,omitempty"`
+	// Undid is, in an undo's report, the kept report of the reshard it
+	// undid (its lists reversed are this report's); "" when that reshard
+	// was kept by a fusee that did not keep reports.
+	Undid string `json:"undid,omitempty"`
+	// ListsUnknown says that this report's lists are empty because they
+	// cannot be known: the switch it finished was begun (or the layout it
+	// undid was kept) by a fusee that kept no reports.
+	ListsUnknown bool `json:"lists_unknown,omitempty"`
 
 	// LogEnding says how the old directory's log ends: "closed cleanly",
 	// "stopped without closing" (the engine crashed or was killed), or
@@ -143,6 +156,17 @@ type RenumberedRun struct {
 	// NewKey+<position>.
 	OldKey string `json:"old_key_prefix"`
 	NewKey string `json:"new_key_prefix"`
+	// Tokens are the run's pending async completions: the token each
+	// answered to before the reshard and the one it answers to now (the
+	// same changes as in token_changes, here beside the key change).
+	Tokens []RunToken `json:"pending_tokens"`
+}
+
+// RunToken is one pending async completion of a renumbered run.
+type RunToken struct {
+	Position uint32 `json:"position"`
+	Old      string `json:"old_token"`
+	New      string `json:"new_token"`
 }
 
 // TokenChange is a pending async completion's token, before and after.

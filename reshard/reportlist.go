@@ -179,6 +179,12 @@ func encodeListItem[T any](b []byte, item *T) []byte {
 		b = binary.AppendUvarint(b, it.NewRun)
 		str(it.OldKey)
 		str(it.NewKey)
+		b = binary.AppendUvarint(b, uint64(len(it.Tokens)))
+		for _, t := range it.Tokens {
+			b = binary.AppendUvarint(b, uint64(t.Position))
+			str(t.Old)
+			str(t.New)
+		}
 	case *TokenChange:
 		str(it.WorkflowID)
 		b = binary.AppendUvarint(b, uint64(it.Position))
@@ -243,6 +249,15 @@ func decodeListItem[T any](v []byte, item *T) error {
 	case *RenumberedRun:
 		*it = RenumberedRun{WorkflowID: r.str(), OldShard: int(r.varint()), OldRun: r.uvarint(),
 			NewShard: int(r.varint()), NewRun: r.uvarint(), OldKey: r.str(), NewKey: r.str()}
+		n := r.uvarint()
+		if n > uint64(len(r.b)) {
+			r.bad = true
+			n = 0
+		}
+		it.Tokens = make([]RunToken, 0, n)
+		for range n {
+			it.Tokens = append(it.Tokens, RunToken{Position: uint32(r.uvarint()), Old: r.str(), New: r.str()})
+		}
 	case *TokenChange:
 		*it = TokenChange{WorkflowID: r.str(), Position: uint32(r.uvarint()), Old: r.str(), New: r.str()}
 	case *PlannedRun:

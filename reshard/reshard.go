@@ -112,8 +112,9 @@ type resharder struct {
 	fp         *Fingerprint      // the old directory's, when a plan is made or applied
 	// switching is the fusee.meta written at the point of no return.
 	switching meta.Meta
-	// upgrade: this is `fusee upgrade` (log format 2 to 3), not a reshard.
-	upgrade bool
+	// upgrade: this is `fusee upgrade` (log format 2 to 3), not a reshard;
+	// undo: an undo of a kept reshard.
+	upgrade, undo bool
 }
 
 // finishCommand is the command that finishes what r began, quoted.
@@ -164,18 +165,23 @@ func Reshard(ctx context.Context, fs vfs.FS, dir string, opts Options) (_ *Repor
 		if opts.Shards != 0 && opts.Shards != m.NewShards {
 			return nil, &InProgressError{Dir: dir, Asked: opts.Shards, Old: m.OldShards, New: m.NewShards}
 		}
-		rep.Outcome = OutcomeFinished
-		if opts.DryRun {
-			return rep, nil
+		if opts.KeepOld && !switchKeeps(fs, dir) {
+			return nil, &KeepOldFinishError{Dir: dir}
 		}
-		start := time.Now()
-		if err := r.finishSwitch(d, m.NewShards); err != nil {
-			return nil, err
+		return r.finishInterrupted(d, m.NewShards)
+	}
+	if pending := pendingReportPath(fs, dir); pending != "" && (opts.Shards == 0 || opts.Shards == m.Shards) {
+		// A switch finished and its cleanup did not: the same command
+		// (or one without a count) ends it and reports it.
+		if opts.KeepOld && !fileExists(fs, fs.PathJoin(dir, KeptDirName)) {
+			return nil, &KeepOldFinishError{Dir: dir}
 		}
-		r.phase("switch", start)
-		return rep, nil
+		return r.finishCleanup(pending)
 	}
 
+	if opts.KeepOld && (opts.Shards == 0 || opts.Shards == m.Shards) {
+		return nil, &KeepOldFinishError{Dir: dir, NothingToFinish: true}
+	}
 	if opts.Shards != 0 && opts.Shards != m.Shards {
 		// Before anything is touched, leftovers included: a damaged log is
 		// refused, and a torn tail is reported as the recovery drops it.
@@ -322,10 +328,20 @@ func (r *resharder) rebuild(ctx context.Context, d *metaDir) (*Report, error) {
 	if err := fs.RemoveAll(r.scratch); err != nil {
 		return abandon(err)
 	}
+	// The report, whole, goes into reshard.new with the new layout: from
+	// the point of no return on, whatever stops this run, the report is
+	// in the directory for the run that finishes it.
+	rep.ReportFile = fs.PathJoin(dir, ReportsDirName, newReportName(fs, dir, r.reportWhat(), time.Now()))
 	if opts.KeepOld {
+		rep.Kept = fs.PathJoin(dir, KeptDirName)
 		if err := r.recordKept(ctx, newDir); err != nil {
 			return abandon(err)
 		}
+	}
+	r.phase("check", start)
+	rep.Outcome = OutcomeDone
+	if err := r.writeSourceReport(newDir); err != nil {
+		return abandon(err)
 	}
 	if err := r.owner.apply(newDir); err != nil {
 		return abandon(err)
@@ -336,7 +352,6 @@ func (r *resharder) rebuild(ctx context.Context, d *metaDir) (*Report, error) {
 	if err := meta.SyncDir(fs, dir); err != nil {
 		return abandon(err)
 	}
-	r.phase("check", start)
 	if err := ctx.Err(); err != nil {
 		return abandon(err)
 	}
@@ -352,17 +367,58 @@ func (r *resharder) rebuild(ctx context.Context, d *metaDir) (*Report, error) {
 		// directory's fsync failed): reshard.new stays, for the rerun that
 		// finishes the switch; if fusee.meta is still the old one, the
 		// rerun removes reshard.new as a leftover.
-		return nil, fmt.Errorf("beginning the switch: %w; the directory is either as it was (reshard.new left over) or its switch has begun: run `%s` to finish or clean up", err, r.finishCommand())
+		return nil, &SwitchError{Dir: dir, Op: r.op(), MaybeNotBegun: true, Report: r.reportNow(newDir), Err: err}
 	}
 	if err := hook("meta-switching"); err != nil {
-		return nil, err
+		return nil, r.switchFailed(err)
 	}
 	if err := r.finishSwitch(d, r.newN); err != nil {
-		return nil, err
+		return nil, r.switchFailed(err)
 	}
 	r.phase("switch", start)
-	rep.Outcome = OutcomeDone
 	return rep, nil
+}
+
+// finishInterrupted finishes a switch that fusee.meta says began (a
+// reshard's, an upgrade's or an undo's): the report is the one the
+// interrupted run kept, and a dry run only says so.
+func (r *resharder) finishInterrupted(d *metaDir, newN int) (*Report, error) {
+	src := switchSource(r.fs, r.dir)
+	if err := r.loadSwitchReport(src); err != nil {
+		return nil, err
+	}
+	r.rep.Outcome = OutcomeFinished
+	if r.opts.DryRun {
+		r.rep.DryRun = true
+		return r.rep, nil
+	}
+	start := time.Now()
+	if err := r.finishSwitch(d, newN); err != nil {
+		return nil, r.switchFailed(err)
+	}
+	r.phase("switch", start)
+	return r.rep, nil
+}
+
+// finishCleanup ends a switch that finished and whose cleanup did not
+// (fusee.meta final, the report pending): the leftovers go and the
+// report gets its name; the report is the one the interrupted run kept.
+func (r *resharder) finishCleanup(pending string) (*Report, error) {
+	if err := r.loadReport(pending); err != nil {
+		return nil, err
+	}
+	r.rep.Outcome = OutcomeFinished
+	if r.opts.DryRun {
+		r.rep.DryRun = true
+		r.rep.CleanedUp = leftovers(r.fs, r.dir)
+		return r.rep, nil
+	}
+	start := time.Now()
+	if err := r.removeLeftovers(); err != nil {
+		return nil, r.switchFailed(err)
+	}
+	r.phase("switch", start)
+	return r.rep, nil
 }
 
 // DamagedError is a reshard refused because the directory's log is
@@ -401,6 +457,10 @@ func (r *resharder) checkLog() error {
 // left with fusee.meta format=local: reshard.new of an attempt that never
 // reached the switch, reshard.old of one that finished but crashed before
 // deleting it.
+//
+// It also ends the cleanup of a switch that finished (a pending report
+// gets its name) and removes the temporary files of fusee.meta and of
+// reports that a crash left.
 func (r *resharder) removeLeftovers() error {
 	for _, left := range leftovers(r.fs, r.dir) {
 		r.rep.CleanedUp = append(r.rep.CleanedUp, left)
@@ -414,97 +474,141 @@ func (r *resharder) removeLeftovers() error {
 			return err
 		}
 	}
-	return nil
+	if r.opts.DryRun {
+		return nil
+	}
+	meta.RemoveTempFiles(r.fs, r.dir, meta.FileName)
+	if err := finishReport(r.fs, r.dir, ""); err != nil {
+		return err
+	}
+	return pruneReports(r.fs, r.dir)
 }
 
 // finishSwitch does the steps after fusee.meta says format=reshard (or,
-// for an upgrade, format=upgrade). Every
-// step can be repeated, so a rerun after a crash anywhere here finishes
-// the job: for the log and the shards, if the new copy is still in
-// reshard.new, the old one (if still in place) moves to reshard.old and
-// the new one moves in; then the final fusee.meta; then reshard.old and
-// reshard.new are deleted.
+// for an upgrade, format=upgrade). Every step can be repeated, so a rerun
+// after a crash anywhere here finishes the job: the old log and shards
+// (where still in place) move to reshard.old, then the new ones (where
+// still in reshard.new) move in; the report moves into reshard-reports
+// (pending); then the final fusee.meta; then reshard.old and reshard.new
+// are deleted and the report gets its name (reportstore.go).
 //
 // An undo (undo.go) goes through the same steps with reshard.kept in
 // place of reshard.new; a reshard with KeepOld moves reshard.old to
 // reshard.kept before the final fusee.meta (keep.go).
 func (r *resharder) finishSwitch(d *metaDir, newN int) error {
 	fs, dir := r.fs, r.dir
-	newDir, oldDir := switchSource(fs, dir), fs.PathJoin(dir, OldDirName)
-	if err := checkNewShards(fs, dir, newDir, newN, r.upgrade); err != nil {
+	src, oldDir := switchSource(fs, dir), fs.PathJoin(dir, OldDirName)
+	if err := checkNewShards(fs, dir, src, newN, r.upgrade); err != nil {
 		return err
 	}
-	for _, name := range []string{"wal", "shards"} {
-		src := fs.PathJoin(newDir, name)
-		if _, err := fs.Stat(src); err != nil {
-			if errors.Is(err, iofs.ErrNotExist) {
-				continue // already moved in
-			}
-			return fmt.Errorf("switching: %w", err)
-		}
-		cur, aside := fs.PathJoin(dir, name), fs.PathJoin(oldDir, name)
-		if _, err := fs.Stat(cur); err == nil && fileExists(fs, aside) {
-			// The old X is aside already (reshard.old was synced right
-			// after it moved). X is a second copy that a power cut left
-			// where each directory keeps only what was synced in it: of
-			// the old X (its removal here not yet synced) or of the new
-			// one (its removal from the source not yet synced). Either
-			// way it goes; moving it aside would replace the old X, which
-			// a kept layout needs.
-			if err := fs.RemoveAll(cur); err != nil {
-				return fmt.Errorf("switching: removing a second copy of %s: %w", name, err)
-			}
-			if err := meta.SyncDir(fs, dir); err != nil {
-				return err
-			}
-		} else if err == nil {
-			if err := fs.MkdirAll(oldDir, 0o755); err != nil {
-				return fmt.Errorf("switching: %w", err)
-			}
-			if err := meta.SyncDir(fs, dir); err != nil {
-				return err
-			}
-			if err := fs.Rename(cur, aside); err != nil {
-				return fmt.Errorf("switching: moving the old %s aside: %w", name, err)
-			}
-			if err := hook("old-" + name + "-aside"); err != nil {
-				return err
-			}
-			if err := meta.SyncDir(fs, oldDir); err != nil {
-				return err
-			}
-			if err := meta.SyncDir(fs, dir); err != nil {
-				return err
-			}
-		}
-		if err := fs.Rename(src, cur); err != nil {
-			return fmt.Errorf("switching: moving the new %s in: %w", name, err)
-		}
-		if err := hook("new-" + name + "-in"); err != nil {
-			return err
-		}
-		if err := meta.SyncDir(fs, dir); err != nil {
-			return err
-		}
-		if err := meta.SyncDir(fs, newDir); err != nil {
+	// As seed 004 orders it: every old component aside, then every new
+	// one in. Per component the state stays unambiguous: while src/X
+	// exists the new X is not in, and X in place is the old one unless
+	// reshard.old/X exists too (then it is a second copy: moveAside).
+	for _, name := range layoutNames {
+		if err := r.moveAside(src, oldDir, name); err != nil {
 			return err
 		}
 	}
-	if err := r.keepOld(newDir, oldDir); err != nil {
+	for _, name := range layoutNames {
+		if err := r.moveIn(src, name); err != nil {
+			return err
+		}
+	}
+	if err := r.keepOld(src, oldDir); err != nil {
 		return err
 	}
-	if err := r.writeFinalMeta(d, newDir, newN); err != nil {
+	if err := carryReport(fs, dir, src); err != nil {
+		return err
+	}
+	if err := r.writeFinalMeta(d, src, newN); err != nil {
 		return err
 	}
 	if err := hook("meta-final"); err != nil {
 		return err
 	}
-	for _, left := range []string{oldDir, newDir} {
+	for _, left := range []string{oldDir, src} {
 		if err := fs.RemoveAll(left); err != nil {
-			return fmt.Errorf("removing %s (the switch is complete; remove it by hand or run `%s`): %w", left, r.finishCommand(), err)
+			return fmt.Errorf("removing %s: %w", left, err)
 		}
 	}
+	meta.RemoveTempFiles(fs, dir, meta.FileName)
+	if err := meta.SyncDir(fs, dir); err != nil {
+		return err
+	}
+	return finishReport(fs, dir, fs.PathBase(r.rep.ReportFile))
+}
+
+// layoutNames are the components of the engine's layout a switch moves,
+// in the order it moves them.
+var layoutNames = []string{"wal", "shards"}
+
+// moveAside moves the old component name to reshard.old, unless the new
+// one is in already (src/name is gone) or the old one is aside already.
+func (r *resharder) moveAside(src, oldDir, name string) error {
+	fs, dir := r.fs, r.dir
+	if _, err := fs.Stat(fs.PathJoin(src, name)); err != nil {
+		if errors.Is(err, iofs.ErrNotExist) {
+			return nil // already moved in
+		}
+		return fmt.Errorf("switching: %w", err)
+	}
+	cur, aside := fs.PathJoin(dir, name), fs.PathJoin(oldDir, name)
+	if _, err := fs.Stat(cur); err != nil {
+		return nil // aside already
+	}
+	if fileExists(fs, aside) {
+		// The old X is aside already (reshard.old was synced right
+		// after it moved). X is a second copy that a power cut left
+		// where each directory keeps only what was synced in it: of
+		// the old X (its removal here not yet synced) or of the new
+		// one (its removal from the source not yet synced). Either
+		// way it goes; moving it aside would replace the old X, which
+		// a kept layout needs.
+		if err := fs.RemoveAll(cur); err != nil {
+			return fmt.Errorf("switching: removing a second copy of %s: %w", name, err)
+		}
+		return meta.SyncDir(fs, dir)
+	}
+	if err := fs.MkdirAll(oldDir, 0o755); err != nil {
+		return fmt.Errorf("switching: %w", err)
+	}
+	if err := meta.SyncDir(fs, dir); err != nil {
+		return err
+	}
+	if err := fs.Rename(cur, aside); err != nil {
+		return fmt.Errorf("switching: moving the old %s aside: %w", name, err)
+	}
+	if err := hook("old-" + name + "-aside"); err != nil {
+		return err
+	}
+	if err := meta.SyncDir(fs, oldDir); err != nil {
+		return err
+	}
 	return meta.SyncDir(fs, dir)
+}
+
+// moveIn moves the new component name from src into place, unless it is
+// in already.
+func (r *resharder) moveIn(src, name string) error {
+	fs, dir := r.fs, r.dir
+	from := fs.PathJoin(src, name)
+	if _, err := fs.Stat(from); err != nil {
+		if errors.Is(err, iofs.ErrNotExist) {
+			return nil // already moved in
+		}
+		return fmt.Errorf("switching: %w", err)
+	}
+	if err := fs.Rename(from, fs.PathJoin(dir, name)); err != nil {
+		return fmt.Errorf("switching: moving the new %s in: %w", name, err)
+	}
+	if err := hook("new-" + name + "-in"); err != nil {
+		return err
+	}
+	if err := meta.SyncDir(fs, dir); err != nil {
+		return err
+	}
+	return meta.SyncDir(fs, src)
 }
 
 // writeMeta replaces fusee.meta and gives the new file the old one's owner

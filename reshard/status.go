@@ -53,6 +53,9 @@ type Status struct {
 	Command string `json:"command,omitempty"`
 	// Kept is the old layout a reshard with --keep-old kept (nil: none).
 	Kept *KeptLayout `json:"kept,omitempty"`
+	// Report is, while cleaning up, the finished switch's report, not
+	// yet given its name in reshard-reports.
+	Report string `json:"report,omitempty"`
 }
 
 // ReadStatus reports dir's reshard state, read-only: it takes the
@@ -87,13 +90,17 @@ func ReadStatus(fs vfs.FS, dir string) (*Status, error) {
 		st.State, st.OldShards, st.NewShards = StateSwitching, m.OldShards, m.NewShards
 		// The same test finishSwitch makes: while reshard.new/X exists
 		// the new X has not moved in, and X in place is the old one.
-		for _, name := range []string{"wal", "shards"} {
+		for _, name := range layoutNames {
 			pending, err := exists(fs.PathJoin(newDir, name))
 			if err != nil {
 				return nil, err
 			}
 			if pending {
-				st.OldFiles = append(st.OldFiles, fs.PathJoin(dir, name))
+				old := fs.PathJoin(dir, name)
+				if aside := fs.PathJoin(oldDir, name); fileExists(fs, aside) {
+					old = aside
+				}
+				st.OldFiles = append(st.OldFiles, old)
 				st.NewFiles = append(st.NewFiles, fs.PathJoin(newDir, name))
 				continue
 			}
@@ -104,11 +111,16 @@ func ReadStatus(fs vfs.FS, dir string) (*Status, error) {
 		return st, nil
 	}
 	st.Leftovers = leftovers(fs, dir)
+	st.Report = pendingReportPath(fs, dir)
 	switch {
+	case st.Report != "":
+		// A switch finished (its report carried in, the final
+		// fusee.meta written) and its cleanup did not, whatever is left.
+		st.State, st.NewShards = StateCleaningUp, m.Shards
 	case len(st.Leftovers) == 0:
 		return st, nil
 	case st.Leftovers[0] != fs.PathJoin(dir, NewDirName):
-		st.State = StateCleaningUp
+		st.State, st.NewShards = StateCleaningUp, m.Shards
 	default:
 		st.State = StateBuilding
 	}
@@ -128,8 +140,12 @@ func (s *Status) Message() string {
 		return fmt.Sprintf("switching from %d to %d shards: the old files are in %s, the new in %s; nothing but reshard opens the directory until the switch is finished: run `%s` to finish it",
 			s.OldShards, s.NewShards, strings.Join(s.OldFiles, " and "), strings.Join(s.NewFiles, " and "), s.Command)
 	case StateCleaningUp:
-		return fmt.Sprintf("cleaning up: the reshard finished and %s is left over; the directory opens as it is; run `%s` to remove the leftover",
-			strings.Join(s.Leftovers, " and "), s.Command)
+		left := "its report is not yet named"
+		if len(s.Leftovers) > 0 {
+			left = strings.Join(s.Leftovers, " and ") + " is left over"
+		}
+		return fmt.Sprintf("cleaning up: the switch finished (the directory has %d shards now and opens as it is) and %s; run `%s` to end the cleanup",
+			s.NewShards, left, s.Command)
 	}
 	return ""
 }

@@ -54,28 +54,25 @@ func Undo(ctx context.Context, fs vfs.FS, dir string) (*Report, error) {
 	rep := &Report{Version: ReportVersion, Dir: dir, Outcome: OutcomeUndone, OldShards: m.Shards, NewShards: m.Shards,
 		Counts: Counts{Runs: map[string]int64{}}}
 	emptyLists(rep)
-	r := &resharder{fs: fs, dir: dir, rep: rep}
+	r := &resharder{fs: fs, dir: dir, rep: rep, budget: DefaultMemory, undo: true}
 	if r.owner, err = ownershipOf(fs, dir); err != nil {
 		return nil, err
 	}
 	kept := fs.PathJoin(dir, KeptDirName)
-	start := time.Now()
 	if m.Switching() {
 		rep.OldShards, rep.NewShards = m.OldShards, m.NewShards
 		if switchSource(fs, dir) != kept {
 			return nil, &UndoError{Dir: dir, Reason: fmt.Sprintf("a reshard from %d to %d shards is interrupted; finish it first with `fusee reshard %s`",
 				m.OldShards, m.NewShards, meta.ShellQuote(dir))}
 		}
-		if err := r.finishSwitch(d, m.NewShards); err != nil {
-			return nil, err
-		}
-		rep.Outcome = OutcomeFinished
-		r.phase("switch", start)
-		return rep, nil
+		return r.finishInterrupted(d, m.NewShards)
 	}
 	if ok, err := exists(fs, kept); err != nil || !ok {
 		if err != nil {
 			return nil, err
+		}
+		if pending := pendingReportPath(fs, dir); pending != "" {
+			return r.finishCleanup(pending) // an undo that finished, its cleanup cut short
 		}
 		return nil, &UndoError{Dir: dir, Reason: "it keeps no old layout (" + KeptDirName + "): only a reshard run with --keep-old can be undone"}
 	}
@@ -84,14 +81,14 @@ func Undo(ctx context.Context, fs vfs.FS, dir string) (*Report, error) {
 			return nil, err
 		}
 		// An undo that finished and stopped before removing its leftovers.
-		for _, left := range leftovers(fs, dir) {
-			if err := fs.RemoveAll(left); err != nil {
-				return nil, fmt.Errorf("removing the leftover %s: %w", left, err)
-			}
-			rep.CleanedUp = append(rep.CleanedUp, left)
+		if pending := pendingReportPath(fs, dir); pending != "" {
+			return r.finishCleanup(pending)
+		}
+		if err := r.removeLeftovers(); err != nil {
+			return nil, err
 		}
 		rep.Outcome = OutcomeCleanedUp
-		return rep, meta.SyncDir(fs, dir)
+		return rep, nil
 	}
 	rec, err := readKeptRecord(fs, kept)
 	if err != nil {
@@ -105,11 +102,25 @@ func Undo(ctx context.Context, fs vfs.FS, dir string) (*Report, error) {
 	if err := checkKeptWhole(fs, dir, kept, rec); err != nil {
 		return nil, err
 	}
-	for _, left := range leftovers(fs, dir) {
-		if err := fs.RemoveAll(left); err != nil {
-			return nil, fmt.Errorf("removing the leftover %s: %w", left, err)
-		}
-		rep.CleanedUp = append(rep.CleanedUp, left)
+	if err := r.reverseReport(rec); err != nil {
+		return nil, err
+	}
+	// Leftovers (and the kept reshard's own unfinished cleanup) go first.
+	if err := r.removeLeftovers(); err != nil {
+		return nil, err
+	}
+	return r.undoSwitch(d, m, rec)
+}
+
+// undoSwitch keeps the undo's report in reshard.kept, marks it the
+// switch's source and switches (u1 to u6).
+func (r *resharder) undoSwitch(d *metaDir, m meta.Meta, rec *KeptRecord) (*Report, error) {
+	fs, dir, rep := r.fs, r.dir, r.rep
+	kept := fs.PathJoin(dir, KeptDirName)
+	start := time.Now()
+	rep.ReportFile = fs.PathJoin(dir, ReportsDirName, newReportName(fs, dir, fmt.Sprintf("undo-%d-to-%d", m.Shards, rec.OldShards), start))
+	if err := r.writeSourceReport(kept); err != nil {
+		return nil, err
 	}
 	if err := meta.ReplaceFile(fs, fs.PathJoin(kept, undoMarker), nil); err != nil {
 		return nil, err
@@ -122,16 +133,50 @@ func Undo(ctx context.Context, fs vfs.FS, dir string) (*Report, error) {
 	}
 	sw := meta.Meta{Format: meta.Switching, Log: meta.LogShared, Shards: rec.OldShards, OldShards: m.Shards, NewShards: rec.OldShards}
 	if err := r.writeMeta(d, sw); err != nil {
-		return nil, err
+		return nil, &SwitchError{Dir: dir, Op: OpUndo, MaybeNotBegun: true, Report: r.reportNow(kept), Err: err}
 	}
 	if err := hook("undo-meta-switching"); err != nil {
-		return nil, err
+		return nil, r.switchFailed(err)
 	}
 	if err := r.finishSwitch(d, rec.OldShards); err != nil {
-		return nil, err
+		return nil, r.switchFailed(err)
 	}
 	r.phase("switch", start)
 	return rep, nil
+}
+
+// reverseReport makes r.rep the report of undoing the reshard rec kept:
+// that reshard's report (kept in reshard-reports) with every token change
+// and every renumbered run reversed, new to old.
+func (r *resharder) reverseReport(rec *KeptRecord) error {
+	rep := r.rep
+	if rec.Report == "" {
+		rep.ListsUnknown = true // kept by a fusee that kept no reports
+		return nil
+	}
+	orig, err := OpenReport(r.fs, r.dir, rec.Report, "", r.budget)
+	if err != nil {
+		return &UndoError{Dir: r.dir, Reason: fmt.Sprintf("the report of the reshard it would undo cannot be read (%v); undo reports every token it changes back, from that report: restore %s from a backup, or keep the resharded layout (remove the kept one with `fusee reshard %s --discard-kept`)",
+			err, r.fs.PathJoin(r.dir, ReportsDirName, rec.Report), meta.ShellQuote(r.dir))}
+	}
+	defer orig.Close()
+	newReportLists(r.fs, rep, "", r.budget)
+	rep.Undid = orig.ReportFile
+	rep.Counts = orig.Counts
+	err = orig.Renumbered.Each(func(rr *RenumberedRun) error {
+		back := RenumberedRun{WorkflowID: rr.WorkflowID, OldShard: rr.NewShard, OldRun: rr.NewRun, NewShard: rr.OldShard, NewRun: rr.OldRun,
+			OldKey: rr.NewKey, NewKey: rr.OldKey, Tokens: make([]RunToken, 0, len(rr.Tokens))}
+		for _, t := range rr.Tokens {
+			back.Tokens = append(back.Tokens, RunToken{Position: t.Position, Old: t.New, New: t.Old})
+		}
+		return rep.Renumbered.add(renumberedOrder(back.NewShard, back.NewRun), back)
+	})
+	if err != nil {
+		return err
+	}
+	return orig.Tokens.Each(func(t *TokenChange) error {
+		return rep.Tokens.add(nil, TokenChange{WorkflowID: t.WorkflowID, Position: t.Position, Old: t.New, New: t.Old})
+	})
 }
 
 // checkUnchanged refuses an undo when the layout in place is not the one

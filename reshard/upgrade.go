@@ -2,7 +2,6 @@ package reshard
 
 import (
 	"context"
-	"time"
 
 	"github.com/cockroachdb/pebble/v2/vfs"
 	"github.com/fusee-dev/fusee/journal"
@@ -64,16 +63,10 @@ func Upgrade(ctx context.Context, fs vfs.FS, dir string, opts UpgradeOptions) (_
 	}
 	if m.Upgrading() {
 		rep.OldLog = meta.LogPerShard
-		rep.Outcome = OutcomeFinished
-		if opts.DryRun {
-			return rep, nil
-		}
-		start := time.Now()
-		if err := r.finishSwitch(d, m.Shards); err != nil {
-			return nil, err
-		}
-		r.phase("switch", start)
-		return rep, nil
+		return r.finishInterrupted(d, m.Shards)
+	}
+	if pending := pendingReportPath(fs, dir); pending != "" && m.Log == meta.LogShared {
+		return r.finishCleanup(pending)
 	}
 	if err := r.removeLeftovers(); err != nil {
 		return nil, err
