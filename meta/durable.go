@@ -58,9 +58,44 @@ func ReplaceFile(fs vfs.FS, path string, data []byte) error {
 // same atomicity and durability; an error from write aborts the replace
 // and leaves the old file.
 func ReplaceFileWith(fs vfs.FS, path string, write func(io.Writer) error) error {
+	p, err := CreatePending(fs, path)
+	if err != nil {
+		return err
+	}
+	return p.Commit(write)
+}
+
+// A Pending is a replacement of a file begun: its temporary file exists
+// (so a path whose directory is missing or not writable fails before any
+// work it would record is done) and Commit fills it and puts it in place
+// as ReplaceFileWith does. Abort, or a failed Commit, removes it.
+type Pending struct {
+	fs        vfs.FS
+	path, tmp string
+	f         vfs.File
+}
+
+// CreatePending creates the temporary file of a replacement of path.
+func CreatePending(fs vfs.FS, path string) (*Pending, error) {
 	dir := fs.PathDir(path)
 	tmp := fs.PathJoin(dir, "."+fs.PathBase(path)+tempInfix+strconv.FormatUint(rand.Uint64(), 36))
-	if err := writeSynced(fs, tmp, write); err != nil {
+	f, err := fs.Create(tmp, vfs.WriteCategoryUnspecified)
+	if err != nil {
+		return nil, fmt.Errorf("writing %s: %w", path, err)
+	}
+	return &Pending{fs: fs, path: path, tmp: tmp, f: f}, nil
+}
+
+// Path is the file the replacement is for.
+func (p *Pending) Path() string { return p.path }
+
+// Commit writes what write writes to the temporary file, fsyncs it,
+// renames it over the file and fsyncs the directory.
+func (p *Pending) Commit(write func(io.Writer) error) error {
+	fs, path, tmp := p.fs, p.path, p.tmp
+	err := writeSynced(p.f, write)
+	p.f = nil
+	if err != nil {
 		_ = fs.Remove(tmp)
 		return fmt.Errorf("writing %s: %w", path, err)
 	}
@@ -74,24 +109,28 @@ func ReplaceFileWith(fs vfs.FS, path string, write func(io.Writer) error) error 
 		_ = fs.Remove(tmp)
 		return fmt.Errorf("writing %s: %w", path, err)
 	}
-	if err := SyncDir(fs, dir); err != nil {
+	if err := SyncDir(fs, fs.PathDir(path)); err != nil {
 		return fmt.Errorf("writing %s: %w", path, err)
 	}
 	return nil
 }
 
+// Abort removes the temporary file of a replacement not committed.
+func (p *Pending) Abort() {
+	if p.f != nil {
+		_ = p.f.Close()
+		p.f = nil
+		_ = p.fs.Remove(p.tmp)
+	}
+}
+
 // tempInfix follows the target's name in a temporary file's name.
 const tempInfix = ".tmp"
 
-// writeSynced creates the file name holding what write writes and fsyncs
-// it.
-func writeSynced(fs vfs.FS, name string, write func(io.Writer) error) error {
-	f, err := fs.Create(name, vfs.WriteCategoryUnspecified)
-	if err != nil {
-		return err
-	}
+// writeSynced fills f with what write writes, fsyncs and closes it.
+func writeSynced(f vfs.File, write func(io.Writer) error) error {
 	bw := bufio.NewWriterSize(f, 64<<10)
-	err = write(bw)
+	err := write(bw)
 	if err == nil {
 		err = bw.Flush()
 	}

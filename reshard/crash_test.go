@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
+	"slices"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -30,6 +32,11 @@ type crashCase struct {
 	// recovered directory must undo to the original, byte for byte.
 	keepOld bool
 	files   string // the original's files with their hashes (hashFiles)
+	// lists are the report's two lists as the dry run gives them
+	// (reportLists): every report of the operation, interrupted or not,
+	// finished by a rerun or read back from reshard-reports, must have
+	// them, list for list.
+	lists string
 }
 
 // run is the operation under test, as the operator starts it, or (finish)
@@ -73,7 +80,30 @@ func newCrashCase(t testing.TB, oldN, newN, runs int, seed uint64, memory int64)
 	if err != nil {
 		t.Fatal(err)
 	}
-	return &crashCase{base: base, before: before, oldN: oldN, newN: newN, memory: memory, files: files}
+	c := &crashCase{base: base, before: before, oldN: oldN, newN: newN, memory: memory, files: files}
+	c.lists = dryRunLists(t, c)
+	return c
+}
+
+// dryRunLists is the report's lists of a dry run of c's operation.
+func dryRunLists(t testing.TB, c *crashCase) string {
+	t.Helper()
+	var rep *reshard.Report
+	var err error
+	if c.upgrade {
+		rep, err = reshard.Upgrade(context.Background(), c.fresh(), memDir, reshard.UpgradeOptions{Memory: c.memory, DryRun: true})
+	} else {
+		rep, err = reshard.Reshard(context.Background(), c.fresh(), memDir, reshard.Options{Shards: c.newN, Memory: c.memory, DryRun: true})
+	}
+	if err != nil {
+		t.Fatalf("dry run: %v", err)
+	}
+	defer rep.Close()
+	lists, err := reportLists(rep)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return lists
 }
 
 // fresh is a copy of the directory before the reshard.
@@ -127,15 +157,67 @@ func (c *crashCase) recoverDir(img *vfs.MemFS, step *stepCounter) (string, error
 	if err != nil {
 		return saw, fmt.Errorf("%s, then reshard: %w", saw, err)
 	}
+	defer rep.Close()
 	want := map[string][]reshard.Outcome{
-		sawOld:       {reshard.OutcomeDone},
-		sawNew:       {reshard.OutcomeNothingToDo, reshard.OutcomeCleanedUp},
+		sawOld: {reshard.OutcomeDone},
+		// A cut after the final fusee.meta and before the report was
+		// named: the rerun ends the cleanup and reports the reshard.
+		sawNew:       {reshard.OutcomeNothingToDo, reshard.OutcomeCleanedUp, reshard.OutcomeFinished},
 		sawSwitching: {reshard.OutcomeFinished},
 	}[saw]
-	if rep.Outcome != want[0] && (len(want) == 1 || rep.Outcome != want[1]) {
+	if !slices.Contains(want, rep.Outcome) {
 		return saw, fmt.Errorf("%s, then reshard: outcome %s, want %v", saw, rep.Outcome, want)
 	}
+	if rep.Outcome == reshard.OutcomeDone || rep.Outcome == reshard.OutcomeFinished {
+		if err := c.sameLists(rep, "the rerun's report"); err != nil {
+			return saw, fmt.Errorf("%s, then reshard (%s): %w", saw, rep.Outcome, err)
+		}
+	}
 	return saw, nil
+}
+
+// sameLists checks that rep has the dry run's lists.
+func (c *crashCase) sameLists(rep *reshard.Report, what string) error {
+	got, err := reportLists(rep)
+	if err != nil {
+		return err
+	}
+	if got != c.lists {
+		return fmt.Errorf("%s's lists differ from the dry run's:\n%s", what, lineDiff(c.lists, got))
+	}
+	return nil
+}
+
+// checkReports checks what a finished operation leaves of its report: it
+// is named in reshard-reports (nothing pending), it has the dry run's
+// lists, and no temporary file of fusee.meta or of a report is left.
+func (c *crashCase) checkReports(fs vfs.FS) error {
+	rep, err := reshard.OpenReport(fs, memDir, "", "", 1<<20)
+	if err != nil {
+		return err
+	}
+	defer rep.Close()
+	if err := c.sameLists(rep, "the kept report"); err != nil {
+		return err
+	}
+	list, err := reshard.ListReports(fs, memDir)
+	if err != nil {
+		return err
+	}
+	for _, r := range list {
+		if r.Pending {
+			return fmt.Errorf("%s is still pending", r.Path)
+		}
+	}
+	for _, d := range []string{memDir, fs.PathJoin(memDir, reshard.ReportsDirName)} {
+		names, _ := fs.List(d)
+		for _, n := range names {
+			if strings.HasPrefix(n, ".") && strings.Contains(n, ".tmp") {
+				return fmt.Errorf("a temporary file %s is left", fs.PathJoin(d, n))
+			}
+		}
+	}
+	return nil
 }
 
 // checkDone checks a directory after the operator's recovery: the new
@@ -160,13 +242,21 @@ func (c *crashCase) checkDone(fs vfs.FS) error {
 	if dump != c.before {
 		return errors.New("the logical dump differs from the original")
 	}
+	if err := c.checkReports(fs); err != nil {
+		return err
+	}
 	if !c.keepOld {
 		return nil
 	}
 	// The kept layout is whole: undone, the directory is the original,
 	// file for file.
-	if _, err := reshard.Undo(context.Background(), fs, memDir); err != nil {
+	undone, err := reshard.Undo(context.Background(), fs, memDir)
+	if err != nil {
 		return fmt.Errorf("undoing the kept reshard: %w", err)
+	}
+	defer undone.Close()
+	if got, err := reportLists(undone); err != nil || got != reversedLists(c.lists) {
+		return fmt.Errorf("the undo's report is not the reshard's reversed (%v):\n%s", err, lineDiff(reversedLists(c.lists), got))
 	}
 	return c.sameFiles(fs, "after undoing the kept reshard")
 }
@@ -174,7 +264,7 @@ func (c *crashCase) checkDone(fs vfs.FS) error {
 // sameFiles checks that the directory on fs has the original's files,
 // byte for byte, and nothing else.
 func (c *crashCase) sameFiles(fs vfs.FS, what string) error {
-	files, err := hashFiles(fs, memDir)
+	files, err := hashFiles(fs, memDir, reshard.ReportsDirName)
 	if err != nil {
 		return err
 	}

@@ -2,8 +2,10 @@ package reshard_test
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"crypto/sha256"
+	"encoding/json"
 	"fmt"
 	"io"
 	"slices"
@@ -18,6 +20,7 @@ import (
 	"github.com/fusee-dev/fusee/journal/check"
 	"github.com/fusee-dev/fusee/journal/model"
 	"github.com/fusee-dev/fusee/journal/sim"
+	"github.com/fusee-dev/fusee/reshard"
 )
 
 // memDir is where the crash and fault tests keep their data directory on
@@ -252,4 +255,64 @@ func cloneNow(m *vfs.MemFS, cfg vfs.CrashCloneCfg) *vfs.MemFS {
 	cloneGuard.Lock()
 	defer cloneGuard.Unlock()
 	return m.CrashClone(cfg)
+}
+
+// reportLists renders a report's two lists, an entry a line, so that two
+// reports can be compared list for list.
+func reportLists(rep *reshard.Report) (string, error) {
+	var b strings.Builder
+	enc := json.NewEncoder(&b)
+	b.WriteString("renumbered_unfinished:\n")
+	err := rep.Renumbered.Each(func(r *reshard.RenumberedRun) error { return enc.Encode(r) })
+	if err != nil {
+		return "", err
+	}
+	b.WriteString("token_changes:\n")
+	err = rep.Tokens.Each(func(t *reshard.TokenChange) error { return enc.Encode(t) })
+	return b.String(), err
+}
+
+// reversedLists is what an undo's report must list, given the lists of
+// the reshard it undoes (reportLists): every renumbered run back (by its
+// old shard and number, which are the undo's new ones) and every token
+// change the other way, in the same order.
+func reversedLists(lists string) string {
+	var runs []reshard.RenumberedRun
+	var tokens []reshard.TokenChange
+	section := ""
+	for _, line := range strings.Split(strings.TrimSuffix(lists, "\n"), "\n") {
+		switch line {
+		case "renumbered_unfinished:", "token_changes:":
+			section = line
+			continue
+		}
+		if section == "renumbered_unfinished:" {
+			var r reshard.RenumberedRun
+			_ = json.Unmarshal([]byte(line), &r)
+			back := reshard.RenumberedRun{WorkflowID: r.WorkflowID, OldShard: r.NewShard, OldRun: r.NewRun, NewShard: r.OldShard, NewRun: r.OldRun,
+				OldKey: r.NewKey, NewKey: r.OldKey, Tokens: []reshard.RunToken{}}
+			for _, t := range r.Tokens {
+				back.Tokens = append(back.Tokens, reshard.RunToken{Position: t.Position, Old: t.New, New: t.Old})
+			}
+			runs = append(runs, back)
+			continue
+		}
+		var t reshard.TokenChange
+		_ = json.Unmarshal([]byte(line), &t)
+		tokens = append(tokens, reshard.TokenChange{WorkflowID: t.WorkflowID, Position: t.Position, Old: t.New, New: t.Old})
+	}
+	slices.SortStableFunc(runs, func(a, b reshard.RenumberedRun) int {
+		return cmp.Or(cmp.Compare(a.NewShard, b.NewShard), cmp.Compare(a.NewRun, b.NewRun))
+	})
+	var b strings.Builder
+	enc := json.NewEncoder(&b)
+	b.WriteString("renumbered_unfinished:\n")
+	for i := range runs {
+		_ = enc.Encode(&runs[i])
+	}
+	b.WriteString("token_changes:\n")
+	for i := range tokens {
+		_ = enc.Encode(&tokens[i])
+	}
+	return b.String()
 }

@@ -122,8 +122,8 @@ func TestLeftoversAndBadInput(t *testing.T) {
 		{name: "switching, wal in, shards not", stop: "new-wal-in", stray: []string{reshard.OldDirName}, want: reshard.OutcomeFinished, after: 5},
 		{name: "switching, old shards aside", stop: "old-shards-aside", want: reshard.OutcomeFinished, after: 5},
 		{name: "switching, both in, reshard.new empty", stop: "new-shards-in", stray: []string{reshard.NewDirName}, want: reshard.OutcomeFinished, after: 5},
-		{name: "new meta, reshard.old and reshard.new left", stop: "meta-final", stray: []string{reshard.NewDirName, reshard.OldDirName}, want: reshard.OutcomeCleanedUp, after: 5},
-		{name: "new meta, asked again", stop: "meta-final", shards: 5, want: reshard.OutcomeCleanedUp, after: 5},
+		{name: "new meta, reshard.old and reshard.new left", stop: "meta-final", stray: []string{reshard.NewDirName, reshard.OldDirName}, want: reshard.OutcomeFinished, after: 5},
+		{name: "new meta, asked again", stop: "meta-final", shards: 5, want: reshard.OutcomeFinished, after: 5},
 		{name: "switching, another count asked", stop: "meta-switching", shards: 4,
 			err: `^/data: a reshard from 3 to 5 shards was interrupted after its switch began; it must be finished first: run ` + "`fusee reshard /data`" + ` \(without a count, or with 5\), not with 4$`},
 		{name: "switching to 4, 5 built", stop: "meta-switching", meta: ptr(switching(3, 4)),
@@ -206,7 +206,7 @@ func TestFullDiskAtTheSwitch(t *testing.T) {
 		return nil
 	})
 	_, err := reshard.Reshard(context.Background(), errorfs.Wrap(guardLinks(fs), inj), memDir, reshard.Options{Shards: 5})
-	want := `^beginning the switch: writing /data/fusee.meta: create /data/.fusee.meta.tmp[0-9a-z]+: no space left on device; the directory is either as it was \(reshard.new left over\) or its switch has begun: run ` + "`fusee reshard /data`" + ` to finish or clean up$`
+	want := `^/data: the reshard stopped: beginning its switch failed: the directory is either as it was or its switch has begun: writing /data/fusee.meta: create /data/.fusee.meta.tmp[0-9a-z]+: no space left on device; its report is kept in /data/reshard.new/report.json$`
 	if err == nil || !regexp.MustCompile(want).MatchString(err.Error()) || !errors.Is(err, syscall.ENOSPC) {
 		t.Fatalf("reshard on a full disk: %v\nwant an error matching %s", err, want)
 	}

@@ -28,7 +28,7 @@ import (
 // and LOCK) with its SHA-256.
 func fileHashes(t testing.TB, dir string) string {
 	t.Helper()
-	files, err := hashFiles(vfs.Default, dir, reshard.KeptDirName)
+	files, err := hashFiles(vfs.Default, dir, reshard.KeptDirName, reshard.ReportsDirName)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -8,7 +8,6 @@ import (
 	iofs "io/fs"
 	"regexp"
 	"slices"
-	"strings"
 	"time"
 
 	"github.com/cockroachdb/pebble/v2/vfs"
@@ -249,14 +248,14 @@ func (e *ReportNotFoundError) Error() string {
 }
 
 // OpenReport reads a kept report of dir: name is its file name in
-// reshard-reports (or a path to it), "" for the latest (a pending one
-// first). Its lists spill under scratch past their share of budget, as a
+// reshard-reports (or a path to it), "" for the latest (the report of a
+// switch that has not finished, or whose cleanup has not, first). Its lists spill under scratch past their share of budget, as a
 // reshard's do; Close it when done.
 func OpenReport(fs vfs.FS, dir, name, scratch string, budget int64) (*Report, error) {
 	path := ""
 	switch {
 	case name == "":
-		if p := pendingReportPath(fs, dir); p != "" {
+		if p := inFlightReport(fs, dir); p != "" {
 			path = p
 			break
 		}
@@ -386,7 +385,15 @@ func (r *resharder) loadReport(path string) error {
 	return nil
 }
 
-// isReportTemp says whether name is a temporary file of a report write.
-func isReportTemp(name string) bool {
-	return strings.HasPrefix(name, ".") && strings.Contains(name, ".json.tmp")
+// inFlightReport is the report of a switch that began and whose cleanup
+// has not finished: pending in reshard-reports, or, while fusee.meta says
+// the switch is under way, still in the switch's source ("" if none).
+func inFlightReport(fs vfs.FS, dir string) string {
+	if p := pendingReportPath(fs, dir); p != "" {
+		return p
+	}
+	if m, err := meta.ReadAny(fs, dir); err == nil && (m.Switching() || m.Upgrading()) {
+		return switchReportPath(fs, dir, switchSource(fs, dir))
+	}
+	return ""
 }

@@ -179,7 +179,7 @@ func Reshard(ctx context.Context, fs vfs.FS, dir string, opts Options) (_ *Repor
 		return r.finishCleanup(pending)
 	}
 
-	if opts.KeepOld && (opts.Shards == 0 || opts.Shards == m.Shards) {
+	if opts.KeepOld && (opts.Shards == 0 || opts.Shards == m.Shards) && !fileExists(fs, fs.PathJoin(dir, KeptDirName)) {
 		return nil, &KeepOldFinishError{Dir: dir, NothingToFinish: true}
 	}
 	if opts.Shards != 0 && opts.Shards != m.Shards {

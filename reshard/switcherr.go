@@ -82,8 +82,9 @@ func (r *resharder) reportNow(src string) string {
 // SwitchError that says how far the switch got.
 func (r *resharder) switchFailed(err error) error {
 	var se *SwitchError
-	if err == nil || errors.As(err, &se) {
-		return err
+	var state *SwitchStateError
+	if err == nil || errors.As(err, &se) || errors.As(err, &state) {
+		return err // a refusal before anything moved says so itself
 	}
 	e := &SwitchError{Dir: r.dir, Op: r.op(), Err: err, Report: r.reportNow(switchSource(r.fs, r.dir))}
 	if m, merr := meta.ReadAny(r.fs, r.dir); merr == nil && !m.Switching() && !m.Upgrading() {

@@ -240,6 +240,12 @@ func DiscardKept(_ context.Context, fs vfs.FS, dir string) (*Report, error) {
 		rep.CleanedUp = append(rep.CleanedUp, left)
 		rep.Outcome = OutcomeCleanedUp
 	}
+	// A switch that finished and whose cleanup did not: its report gets
+	// its name (before the kept layout, which may protect it, goes).
+	meta.RemoveTempFiles(fs, dir, meta.FileName)
+	if err := finishReport(fs, dir, ""); err != nil {
+		return nil, err
+	}
 	if ok, err := exists(fs, kept); err != nil || !ok {
 		return rep, err
 	}

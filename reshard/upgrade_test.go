@@ -36,7 +36,9 @@ func newUpgradeCase(t testing.TB, shards, runs int, seed uint64, memory int64) *
 	if d, err := memDumpV2(cloneNow(base, vfs.CrashCloneCfg{})); err != nil || d != before {
 		t.Fatalf("the format 2 directory does not recover to the original after a crash: %v", err)
 	}
-	return &crashCase{base: base, before: before, oldN: shards, newN: shards, memory: memory, upgrade: true}
+	c := &crashCase{base: base, before: before, oldN: shards, newN: shards, memory: memory, upgrade: true}
+	c.lists = dryRunLists(t, c)
+	return c
 }
 
 // TestUpgradeRandomWorkloads: over random workloads, shard counts and

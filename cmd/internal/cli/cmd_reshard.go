@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -171,6 +172,21 @@ func runReshard(ctx context.Context, ios *IO, opts reshardOptions, dir string, s
 	if err != nil {
 		return usagef("--memory %q: %v", opts.memory, err)
 	}
+	if err := checkScratch(opts.scratch); err != nil {
+		return err
+	}
+	// Every output is checked (its temporary file created) before
+	// anything changes.
+	reportOut, err := pendingOutput("--report", opts.report)
+	if err != nil {
+		return err
+	}
+	defer reportOut.abort()
+	planOut, err := pendingOutput("-o", opts.output)
+	if err != nil {
+		return err
+	}
+	defer planOut.abort()
 	plan, err := readPlanFile(opts.plan, opts, budget)
 	if err != nil {
 		return err
@@ -197,25 +213,18 @@ func runReshard(ctx context.Context, ios *IO, opts reshardOptions, dir string, s
 		if ctx.Err() != nil && errors.Is(err, ctx.Err()) {
 			return interrupted(dir, opts.dryRun)
 		}
-		return err
+		return reshardError(dir, err)
 	}
 	defer rep.Close() // what its lists spilled, once printed
-	if opts.report != "" {
-		// Streamed (the lists grow with the directory), atomically.
-		if err := meta.ReplaceFileWith(vfs.Default, opts.report, rep.WriteJSON); err != nil {
-			return fmt.Errorf("writing the report to %s (the reshard itself is %s): %w", opts.report, rep.Outcome, err)
+	if err := reportOut.commit(rep.WriteJSON); err != nil {
+		return afterChange(rep, err)
+	}
+	if rep.Plan != nil {
+		if err := planOut.commit(func(w io.Writer) error { return reshard.WritePlan(w, rep.Plan) }); err != nil {
+			return err
 		}
 	}
-	if err := writePlanFile(opts.output, rep); err != nil {
-		return err
-	}
-	if opts.json {
-		return rep.WriteJSON(ios.Out) // streamed: see Report.WriteJSON
-	}
-	if err := printReshardReport(ios, rep); err != nil {
-		return err
-	}
-	return printPlanNotes(ios, opts, rep)
+	return afterChange(rep, printReport(ios, opts, rep))
 }
 
 // interrupted is the message for a reshard stopped by Ctrl-C or SIGTERM.
@@ -248,6 +257,17 @@ func interruptedBeforeSwitch(op, dir string, dryRun bool, oldState, leftoverNext
 	return exitError{code: ExitCancelled, err: errors.New(msg)}
 }
 
+// printReport prints rep: --json as JSON, otherwise for people.
+func printReport(ios *IO, opts reshardOptions, rep *reshard.Report) error {
+	if opts.json {
+		return rep.WriteJSON(ios.Out) // streamed: see Report.WriteJSON
+	}
+	if err := printReshardReport(ios, rep); err != nil {
+		return err
+	}
+	return printPlanNotes(ios, opts, rep)
+}
+
 func printReshardReport(ios *IO, rep *reshard.Report) error {
 	out := ios.Out
 	verb := map[reshard.Outcome]string{
@@ -256,9 +276,13 @@ func printReshardReport(ios *IO, rep *reshard.Report) error {
 		reshard.OutcomeFinished:    fmt.Sprintf("finished the interrupted reshard of %s from %d to %d shards", rep.Dir, rep.OldShards, rep.NewShards),
 		reshard.OutcomeCleanedUp:   fmt.Sprintf("removed leftovers of an earlier reshard from %s; it has %d shards", rep.Dir, rep.OldShards),
 		reshard.OutcomePlanned:     fmt.Sprintf("dry run: %s would go from %d to %d shards; nothing was changed", rep.Dir, rep.OldShards, rep.NewShards),
+		reshard.OutcomeUndone:      fmt.Sprintf("undone: %s has its kept layout of %d shards back", rep.Dir, rep.NewShards),
 	}[rep.Outcome]
+	if rep.Undid != "" && rep.Outcome == reshard.OutcomeFinished {
+		verb = fmt.Sprintf("finished the interrupted undo of %s: it has its kept layout of %d shards back", rep.Dir, rep.NewShards)
+	}
 	if rep.DryRun && rep.Outcome == reshard.OutcomeFinished {
-		verb = fmt.Sprintf("dry run: would finish the interrupted reshard of %s from %d to %d shards", rep.Dir, rep.OldShards, rep.NewShards)
+		verb = fmt.Sprintf("dry run: a real run would finish the interrupted reshard of %s from %d to %d shards, whose report follows; nothing was changed", rep.Dir, rep.OldShards, rep.NewShards)
 	}
 	fmt.Fprintln(out, styleGood.Render(verb))
 	for _, c := range rep.CleanedUp {
@@ -271,38 +295,20 @@ func printReshardReport(ios *IO, rep *reshard.Report) error {
 	if t := rep.DroppedTail; t != nil {
 		fmt.Fprintln(out, styleWarn.Render(droppedTailLine(t, rep.DryRun)))
 	}
-	if rep.Outcome != reshard.OutcomeDone && rep.Outcome != reshard.OutcomePlanned {
+	switch rep.Outcome {
+	case reshard.OutcomeDone, reshard.OutcomePlanned, reshard.OutcomeFinished, reshard.OutcomeUndone:
+	default:
 		return nil
 	}
-	c := rep.Counts
-	var states []string
-	for _, s := range []string{"running", "parked", "finished", "tombstone"} {
-		states = append(states, fmt.Sprintf("%d %s", c.Runs[s], s))
+	if rep.ListsUnknown {
+		fmt.Fprintln(out, styleWarn.Render("this switch was begun by a fusee that kept no report: its renumbered runs and token changes cannot be listed now"))
 	}
-	rows := [][]string{
-		{"runs", strings.Join(states, ", ")},
-		{"runs moved to another shard", strconv.FormatInt(c.RunsMoved, 10)},
-		{"runs renumbered", fmt.Sprintf("%d (%d unfinished)", c.RunsRenumbered, rep.Renumbered.Len())},
-	}
-	{
-		rows = append(rows,
-			[]string{"references rewritten", strconv.FormatInt(c.RefsRewritten, 10)},
-			[]string{"dangling references", strconv.FormatInt(c.DanglingRefs, 10)},
-			[]string{"outbox messages (moved)", fmt.Sprintf("%d (%d)", c.Outbox, c.OutboxMoved)},
-			[]string{"dedup entries (moved)", fmt.Sprintf("%d (%d)", c.Dedup, c.DedupMoved)},
-			[]string{"archives rewritten", strconv.FormatInt(c.Archives, 10)},
-			[]string{"pending completion tokens", strconv.FormatInt(c.PendingTokens, 10)},
-			[]string{"bytes read / written", fmt.Sprintf("%s / %s", reshard.HumanBytes(c.BytesRead), reshard.HumanBytes(c.BytesWritten))},
-		)
-	}
-	if rep.DryRun {
-		rows = append(rows, []string{"free space the real run needs", "about " + reshard.HumanBytes(rep.SpaceNeeded)})
-	}
-	for _, p := range rep.Phases {
-		rows = append(rows, []string{"time: " + p.Name, fmt.Sprintf("%.2fs", p.Seconds)})
-	}
-	if err := ios.printTable([]string{"what", "count"}, rows); err != nil {
+	if err := ios.printTable([]string{"what", "count"}, reportRows(rep)); err != nil {
 		return err
+	}
+	all := "--json or --report FILE"
+	if rep.ReportFile != "" {
+		all = "`fusee inspect " + meta.ShellQuote(rep.Dir) + " --report --json`"
 	}
 	const show = reportShow
 	if n := rep.Renumbered.Len(); n > 0 {
@@ -315,10 +321,47 @@ func printReshardReport(ios *IO, rep *reshard.Report) error {
 			fmt.Fprintf(out, "  %s*  ->  %s*\n", r.OldKey, r.NewKey)
 		}
 		if n > show {
-			fmt.Fprintf(out, "  … and %d more (--json or --report FILE lists them all)\n", n-show)
+			fmt.Fprintf(out, "  … and %d more (%s lists them all)\n", n-show, all)
 		}
 	}
-	return printTokenChanges(ios, rep, "--json or --report FILE")
+	if err := printTokenChanges(ios, rep, all); err != nil {
+		return err
+	}
+	if rep.ReportFile != "" && !rep.DryRun {
+		fmt.Fprintf(out, "report kept in %s (`fusee inspect %s --report` prints it again)\n", rep.ReportFile, meta.ShellQuote(rep.Dir))
+	}
+	return nil
+}
+
+// reportRows are the counts of a report's table.
+func reportRows(rep *reshard.Report) [][]string {
+	c := rep.Counts
+	var states []string
+	for _, s := range []string{"running", "parked", "finished", "tombstone"} {
+		states = append(states, fmt.Sprintf("%d %s", c.Runs[s], s))
+	}
+	rows := [][]string{
+		{"runs", strings.Join(states, ", ")},
+		{"runs moved to another shard", strconv.FormatInt(c.RunsMoved, 10)},
+		{"runs renumbered", fmt.Sprintf("%d (%d unfinished)", c.RunsRenumbered, rep.Renumbered.Len())},
+		{"references rewritten", strconv.FormatInt(c.RefsRewritten, 10)},
+		{"dangling references", strconv.FormatInt(c.DanglingRefs, 10)},
+		{"outbox messages (moved)", fmt.Sprintf("%d (%d)", c.Outbox, c.OutboxMoved)},
+		{"dedup entries (moved)", fmt.Sprintf("%d (%d)", c.Dedup, c.DedupMoved)},
+		{"archives rewritten", strconv.FormatInt(c.Archives, 10)},
+		{"pending completion tokens", strconv.FormatInt(c.PendingTokens, 10)},
+		{"bytes read / written", fmt.Sprintf("%s / %s", reshard.HumanBytes(c.BytesRead), reshard.HumanBytes(c.BytesWritten))},
+	}
+	if rep.DryRun && rep.Outcome == reshard.OutcomePlanned {
+		rows = append(rows, []string{"free space the real run needs", "about " + reshard.HumanBytes(rep.SpaceNeeded)})
+	}
+	if rep.Kept != "" {
+		rows = append(rows, []string{"old layout kept in", rep.Kept})
+	}
+	for _, p := range rep.Phases {
+		rows = append(rows, []string{"time: " + p.Name, fmt.Sprintf("%.2fs", p.Seconds)})
+	}
+	return rows
 }
 
 // reportShow is how many renumbered runs and token changes a report

@@ -35,6 +35,8 @@ func (o *reshardOptions) checkPlanFlags(shards int) error {
 		return usagef("--plan takes the shard count from the plan: give no count")
 	case (o.verifyPlan != "" || o.undo || o.discard) && (shards != 0 || o.dryRun || o.keepOld || o.output != ""):
 		return usagef("--verify-plan, --undo and --discard-kept take only the directory (and --json)")
+	case o.report != "" && (o.verifyPlan != "" || o.discard):
+		return usagef("--report writes a reshard's or an undo's report: --verify-plan and --discard-kept have none")
 	case o.keepOld && o.dryRun:
 		return usagef("--keep-old keeps what a real run replaces: a dry run replaces nothing")
 	}
@@ -149,29 +151,35 @@ func runVerifyPlan(ctx context.Context, ios *IO, opts reshardOptions, dir string
 }
 
 func runUndo(ctx context.Context, ios *IO, opts reshardOptions, dir string) error {
+	reportOut, err := pendingOutput("--report", opts.report)
+	if err != nil {
+		return err
+	}
+	defer reportOut.abort()
 	rep, err := reshard.Undo(ctx, vfs.Default, dir)
 	if err != nil {
 		var ue *reshard.UndoError
-		if errors.As(err, &ue) {
-			return err
+		var se *reshard.SwitchError
+		if errors.As(err, &ue) || errors.As(err, &se) {
+			return reshardError(dir, err)
 		}
 		return explainDirError(vfs.Default, dir, err)
 	}
+	defer rep.Close()
+	if err := reportOut.commit(rep.WriteJSON); err != nil {
+		return afterChange(rep, err)
+	}
 	if opts.json {
-		return ios.printJSON(rep)
+		return afterChange(rep, rep.WriteJSON(ios.Out))
 	}
-	switch rep.Outcome {
-	case reshard.OutcomeUndone:
-		fmt.Fprintln(ios.Out, styleGood.Render(fmt.Sprintf("undone: %s has its kept layout of %d shards back", dir, rep.NewShards)))
-	case reshard.OutcomeFinished:
-		fmt.Fprintln(ios.Out, styleGood.Render(fmt.Sprintf("finished the interrupted undo of %s: %d shards", dir, rep.NewShards)))
-	default:
+	if rep.Outcome == reshard.OutcomeCleanedUp {
 		fmt.Fprintln(ios.Out, styleGood.Render(fmt.Sprintf("the undo of %s had finished; removed its leftovers", dir)))
+		for _, c := range rep.CleanedUp {
+			fmt.Fprintf(ios.Out, "removed leftover %s\n", c)
+		}
+		return nil
 	}
-	for _, c := range rep.CleanedUp {
-		fmt.Fprintf(ios.Out, "removed leftover %s\n", c)
-	}
-	return nil
+	return afterChange(rep, printReshardReport(ios, rep))
 }
 
 func runDiscardKept(ctx context.Context, ios *IO, opts reshardOptions, dir string) error {

@@ -94,13 +94,13 @@ func runUpgrade(ctx context.Context, ios *IO, opts upgradeOptions, dir string) e
 		if ctx.Err() != nil && errors.Is(err, ctx.Err()) {
 			return upgradeInterrupted(dir, opts.dryRun)
 		}
-		return err
+		return reshardError(dir, err)
 	}
 	defer rep.Close() // what its lists spilled, once printed
 	if opts.json {
-		return rep.WriteJSON(ios.Out) // streamed: see Report.WriteJSON
+		return afterChange(rep, rep.WriteJSON(ios.Out)) // streamed: see Report.WriteJSON
 	}
-	return printUpgradeReport(ios, rep)
+	return afterChange(rep, printUpgradeReport(ios, rep))
 }
 
 // upgradeInterrupted is the message for an upgrade stopped by Ctrl-C or
@@ -131,8 +131,13 @@ func printUpgradeReport(ios *IO, rep *reshard.Report) error {
 			fmt.Fprintf(out, "removed leftover %s\n", c)
 		}
 	}
-	if rep.Outcome != reshard.OutcomeDone && rep.Outcome != reshard.OutcomePlanned {
+	switch rep.Outcome {
+	case reshard.OutcomeDone, reshard.OutcomePlanned, reshard.OutcomeFinished:
+	default:
 		return nil
+	}
+	if rep.ListsUnknown {
+		fmt.Fprintln(out, styleWarn.Render("this switch was begun by a fusee that kept no report: its token changes cannot be listed now"))
 	}
 	c := rep.Counts
 	var states []string
@@ -148,7 +153,7 @@ func printUpgradeReport(ios *IO, rep *reshard.Report) error {
 		{"new store generation", fmt.Sprint(rep.StoreGen)},
 		{"bytes read / written", fmt.Sprintf("%s / %s", reshard.HumanBytes(c.BytesRead), reshard.HumanBytes(c.BytesWritten))},
 	}
-	if rep.DryRun {
+	if rep.DryRun && rep.Outcome == reshard.OutcomePlanned {
 		rows = append(rows, []string{"free space the real run needs", "about " + reshard.HumanBytes(rep.SpaceNeeded)})
 	}
 	for _, p := range rep.Phases {
@@ -157,5 +162,15 @@ func printUpgradeReport(ios *IO, rep *reshard.Report) error {
 	if err := ios.printTable([]string{"what", "count"}, rows); err != nil {
 		return err
 	}
-	return printTokenChanges(ios, rep, "--json")
+	all := "--json"
+	if rep.ReportFile != "" {
+		all = "`fusee inspect " + meta.ShellQuote(rep.Dir) + " --report --json`"
+	}
+	if err := printTokenChanges(ios, rep, all); err != nil {
+		return err
+	}
+	if rep.ReportFile != "" && !rep.DryRun {
+		fmt.Fprintf(out, "report kept in %s (`fusee inspect %s --report` prints it again)\n", rep.ReportFile, meta.ShellQuote(rep.Dir))
+	}
+	return nil
 }

@@ -46,6 +46,13 @@ func outputClosed(ios *IO, cmd *cobra.Command, err error) int {
 	if err == nil {
 		return ExitOutputClosed
 	}
+	var ce *changedError
+	if errors.As(err, &ce) {
+		// The directory changed for good before the output was cut: say
+		// so, and where the report is kept, not that it was interrupted.
+		fmt.Fprintln(ios.Err, styleBad.Render("fusee: ")+"standard output was closed, but "+ce.Error())
+		return ExitOutputClosed
+	}
 	if !errors.Is(err, context.Canceled) {
 		err = context.Canceled // the failed write, or a step that stopped on it
 	}

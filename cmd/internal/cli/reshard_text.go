@@ -1,0 +1,160 @@
+package cli
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"os"
+
+	"github.com/cockroachdb/pebble/v2/vfs"
+
+	"github.com/fusee-dev/fusee/meta"
+	"github.com/fusee-dev/fusee/reshard"
+)
+
+// The texts of reshard, upgrade and undo that name the commands an
+// operator runs next: reshard returns typed states and errors (what
+// happened, how far a switch got, where its report is kept), and this
+// file says what to do about them.
+
+// finishCommandFor is the command that finishes op's switch in dir.
+func finishCommandFor(op reshard.Op, dir string) string {
+	if op == reshard.OpUpgrade {
+		return "fusee upgrade " + meta.ShellQuote(dir)
+	}
+	return "fusee reshard " + meta.ShellQuote(dir)
+}
+
+// switchFailure says what a failure after (or at) a switch's point of no
+// return left and what finishes it. A switch left half done exits 4, as
+// every opener of such a directory does; a completed switch whose cleanup
+// stopped exits 1.
+func switchFailure(se *reshard.SwitchError) error {
+	finish := finishCommandFor(se.Op, se.Dir)
+	var msg string
+	code := ExitFailure
+	switch {
+	case se.MaybeNotBegun:
+		msg = fmt.Sprintf("%s: beginning the %s's switch failed (%v): the directory is either as it was, with %s left over, or its switch has begun; run `%s`: it finishes the switch, or removes the leftover",
+			se.Dir, se.Op, se.Err, reshard.NewDirName, finish)
+	case se.Completed:
+		msg = fmt.Sprintf("%s: the %s is complete: the directory has its new layout and opens as it is, but the cleanup after the switch stopped (%v); run `%s` to end the cleanup",
+			se.Dir, se.Op, se.Err, finish)
+	default:
+		code = ExitSwitching
+		msg = fmt.Sprintf("%s: the %s's switch began and stopped before it was complete (%v); nothing but `%s` opens the directory now: run it to finish the switch",
+			se.Dir, se.Op, se.Err, finish)
+	}
+	if se.Report != "" {
+		msg += fmt.Sprintf("; the report is kept in %s, and the finishing run prints it (so does `fusee inspect %s --report`)", se.Report, meta.ShellQuote(se.Dir))
+	}
+	return exitError{code: code, err: errors.New(msg)}
+}
+
+// reshardError maps an error of reshard.Reshard, Upgrade or Undo to what
+// the operator reads.
+func reshardError(dir string, err error) error {
+	var se *reshard.SwitchError
+	if errors.As(err, &se) {
+		return switchFailure(se)
+	}
+	var ke *reshard.KeepOldFinishError
+	if errors.As(err, &ke) {
+		if ke.NothingToFinish {
+			return usagef("%v", ke)
+		}
+		return fmt.Errorf("%v: run `fusee reshard %s` without --keep-old to finish it", ke, meta.ShellQuote(dir))
+	}
+	return err
+}
+
+// changedError is a failure after the directory changed for good (a
+// reshard, upgrade or undo done or finished): what failed is an output,
+// and the message says that the change happened and where its report is
+// kept.
+type changedError struct {
+	rep *reshard.Report
+	err error
+}
+
+func (e *changedError) Error() string {
+	rep := e.rep
+	what := fmt.Sprintf("the reshard of %s to %d shards is done", rep.Dir, rep.NewShards)
+	switch {
+	case rep.OldLog != 0:
+		what = fmt.Sprintf("the upgrade of %s to log format %d is done", rep.Dir, rep.NewLog)
+	case rep.Outcome == reshard.OutcomeUndone || rep.Undid != "":
+		what = fmt.Sprintf("the undo is done: %s has its kept layout of %d shards back", rep.Dir, rep.NewShards)
+	}
+	if rep.Kept != "" {
+		what += fmt.Sprintf(" (the old layout is kept in %s)", rep.Kept)
+	}
+	return fmt.Sprintf("%s; then %v; its report is kept in %s: `fusee inspect %s --report --json` prints it again",
+		what, e.err, rep.ReportFile, meta.ShellQuote(rep.Dir))
+}
+
+func (e *changedError) Unwrap() error { return e.err }
+
+// afterChange is err (from writing or printing rep) as the operator must
+// read it: once the directory changed for good, as a changedError.
+func afterChange(rep *reshard.Report, err error) error {
+	if err == nil || rep.DryRun || rep.ReportFile == "" {
+		return err
+	}
+	switch rep.Outcome {
+	case reshard.OutcomeDone, reshard.OutcomeFinished, reshard.OutcomeUndone:
+		return &changedError{rep: rep, err: err}
+	}
+	return err
+}
+
+// checkScratch refuses a --scratch that is not an existing directory:
+// fusee never creates it.
+func checkScratch(dir string) error {
+	if dir == "" {
+		return nil
+	}
+	st, err := os.Stat(dir)
+	switch {
+	case err != nil:
+		return usagef("--scratch %s: %v; fusee does not create it: give an existing directory", dir, err)
+	case !st.IsDir():
+		return usagef("--scratch %s: not a directory", dir)
+	}
+	return nil
+}
+
+// outputFile is an output file named by a flag, begun before the command
+// changes anything (its temporary file exists), put in place atomically
+// and durably by commit. A nil *outputFile is no output.
+type outputFile struct{ p *meta.Pending }
+
+// pendingOutput begins the output file path ("" none) named by flag, so
+// that a path that cannot be written is refused before anything changes.
+func pendingOutput(flag, path string) (*outputFile, error) {
+	if path == "" {
+		return nil, nil
+	}
+	p, err := meta.CreatePending(vfs.Default, path)
+	if err != nil {
+		return nil, fmt.Errorf("%s %s cannot be written (%v); nothing was changed: give a file in an existing directory you can write to", flag, path, err)
+	}
+	return &outputFile{p: p}, nil
+}
+
+// commit writes the file whole (write streams it) and puts it in place.
+func (o *outputFile) commit(write func(io.Writer) error) error {
+	if o == nil {
+		return nil
+	}
+	err := o.p.Commit(write)
+	o.p = nil
+	return err
+}
+
+// abort removes the temporary file of an output not committed.
+func (o *outputFile) abort() {
+	if o != nil && o.p != nil {
+		o.p.Abort()
+	}
+}
