@@ -313,6 +313,10 @@ type KeptLayout struct {
 	// Damaged says why the kept layout cannot be undone (its record
 	// unreadable: part of it removed by hand, say); "" when it can be.
 	Damaged string `json:"damaged,omitempty"`
+	// UndoBlocked, when set (by a caller that ran CheckUndo), says why
+	// an undo would be refused now; "" when it would go ahead or was not
+	// checked.
+	UndoBlocked string `json:"undo_blocked,omitempty"`
 }
 
 // readKeptLayout describes dir's kept layout (nil if none, or if it is

@@ -56,6 +56,9 @@ type Status struct {
 	// Report is, while cleaning up, the finished switch's report, not
 	// yet given its name in reshard-reports.
 	Report string `json:"report,omitempty"`
+	// Reports are the reports the directory keeps (reshard-reports),
+	// oldest first.
+	Reports []KeptReport `json:"reports,omitempty"`
 }
 
 // ReadStatus reports dir's reshard state, read-only: it takes the
@@ -84,6 +87,9 @@ func ReadStatus(fs vfs.FS, dir string) (*Status, error) {
 	}
 	st := &Status{State: StateNone}
 	if st.Kept, err = readKeptLayout(fs, dir); err != nil {
+		return nil, err
+	}
+	if st.Reports, err = ListReports(fs, dir); err != nil {
 		return nil, err
 	}
 	if m.Switching() {

@@ -96,10 +96,7 @@ func Undo(ctx context.Context, fs vfs.FS, dir string) (*Report, error) {
 			err, KeptDirName, meta.ShellQuote(dir))}
 	}
 	rep.NewShards = rec.OldShards
-	if err := r.checkUnchanged(ctx, m, rec); err != nil {
-		return nil, err
-	}
-	if err := checkKeptWhole(fs, dir, kept, rec); err != nil {
+	if err := r.checkUndoable(ctx, m, rec); err != nil {
 		return nil, err
 	}
 	if err := r.reverseReport(rec); err != nil {
@@ -177,6 +174,53 @@ func (r *resharder) reverseReport(rec *KeptRecord) error {
 	return orig.Tokens.Each(func(t *TokenChange) error {
 		return rep.Tokens.add(nil, TokenChange{WorkflowID: t.WorkflowID, Position: t.Position, Old: t.New, New: t.Old})
 	})
+}
+
+// checkUndoable makes every check an undo makes before it changes
+// anything: the layout in place is the one the reshard wrote, the kept
+// layout is whole, and the reshard's report (which the undo's reverses)
+// is there to be read.
+func (r *resharder) checkUndoable(ctx context.Context, m meta.Meta, rec *KeptRecord) error {
+	if err := r.checkUnchanged(ctx, m, rec); err != nil {
+		return err
+	}
+	if err := checkKeptWhole(r.fs, r.dir, r.fs.PathJoin(r.dir, KeptDirName), rec); err != nil {
+		return err
+	}
+	if rec.Report != "" && !fileExists(r.fs, r.fs.PathJoin(r.dir, ReportsDirName, rec.Report)) {
+		return &UndoError{Dir: r.dir, Reason: fmt.Sprintf("the report of the reshard it would undo, %s, is missing; undo reports every token it changes back, from that report: restore the file from a backup, or keep the resharded layout (remove the kept one with `fusee reshard %s --discard-kept`)",
+			r.fs.PathJoin(r.dir, ReportsDirName, rec.Report), meta.ShellQuote(r.dir))}
+	}
+	return nil
+}
+
+// CheckUndo says whether Undo of dir would go ahead: nil if so, else
+// the *UndoError (or other error) it would refuse with. It takes the
+// directory's lock, reads, and changes nothing.
+func CheckUndo(ctx context.Context, fs vfs.FS, dir string) error {
+	fs = meta.FS(fs)
+	d, err := lockDir(fs, dir)
+	if err != nil {
+		return err
+	}
+	defer d.Close()
+	m := d.Meta()
+	if m.Switching() {
+		return &UndoError{Dir: dir, Reason: "a switch is interrupted; finish it first"}
+	}
+	kept := fs.PathJoin(dir, KeptDirName)
+	if done, err := keptLayoutDone(fs, kept); err != nil || done || !fileExists(fs, kept) {
+		if err != nil {
+			return err
+		}
+		return &UndoError{Dir: dir, Reason: "it keeps no old layout (" + KeptDirName + ")"}
+	}
+	rec, err := readKeptRecord(fs, kept)
+	if err != nil {
+		return &UndoError{Dir: dir, Reason: fmt.Sprintf("its kept layout's record cannot be read (%v)", err)}
+	}
+	r := &resharder{fs: fs, dir: dir, rep: &Report{}, budget: DefaultMemory, undo: true}
+	return r.checkUndoable(ctx, m, rec)
 }
 
 // checkUnchanged refuses an undo when the layout in place is not the one

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"path/filepath"
 	"strconv"
 
 	"github.com/cockroachdb/pebble/v2/vfs"
@@ -65,7 +66,10 @@ func refuseGenTemp(dir string) error {
 		next: fmt.Sprintf("remove it (the next `fusee gen %s ...` does), and run the gen again", meta.ShellQuote(target))}
 }
 
-type inspectOptions struct{ json bool }
+type inspectOptions struct {
+	json   bool
+	report string // --report[=NAME]: print a kept reshard report ("latest": the newest)
+}
 
 func newInspectCmd(ios *IO) *cobra.Command {
 	var opts inspectOptions
@@ -100,7 +104,16 @@ that finishes it:
                directory is summarised as usual; "fusee reshard <dir>"
                removes the leftover.
 A layout kept by "fusee reshard --keep-old" (reshard.kept) is shown with
-its size and the command that restores it.
+its size, and with the command that restores it only where that undo would
+go ahead now (else why it would be refused).
+
+Every reshard, upgrade and undo keeps its report (the same JSON as its
+--json: every renumbered run and every changed completion token) in
+<dir>/reshard-reports, the last 10; inspect lists them. --report prints
+the latest again (--report --json: the JSON itself); --report=NAME prints
+an older one, NAME being its file name in reshard-reports (they sort by
+time: <UTC time>-<old>-to-<new>.json, -undo-, -upgrade-). --report reads
+only the report, in any state of the directory, the switching one included.
 
 --json prints one object with stable field names: dir, format, log_format,
 shards, torn_tail (null when recovery dropped nothing), log_segments,
@@ -118,13 +131,18 @@ size that is not known is -1. While switching, --json prints only dir,
 format and reshard, and the exit code is 4.`,
 		Example: `  fusee inspect /var/lib/engine/data
   fusee inspect /var/lib/engine/data --json | jq .total
-  fusee inspect /var/lib/engine/data --json | jq -r .reshard.state`,
+  fusee inspect /var/lib/engine/data --json | jq -r .reshard.state
+  # The last reshard's report again (every changed token), and an older one:
+  fusee inspect /var/lib/engine/data --report --json > /root/tokens.json
+  fusee inspect /var/lib/engine/data --report=20261205T124500Z-8-to-3.json`,
 		Args: exactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return runInspect(cmd.Context(), ios, opts, args[0])
 		},
 	}
 	cmd.Flags().BoolVar(&opts.json, "json", false, "print the summary as JSON")
+	cmd.Flags().StringVar(&opts.report, "report", "", "print the latest kept reshard report, or with =`NAME` the one of that name in <dir>/reshard-reports")
+	cmd.Flags().Lookup("report").NoOptDefVal = latestReport
 	return cmd
 }
 
@@ -170,9 +188,15 @@ type switchingJSON struct {
 	Reshard *reshard.Status `json:"reshard"`
 }
 
+// latestReport is --report without a name: the newest kept report.
+const latestReport = "latest"
+
 func runInspect(ctx context.Context, ios *IO, opts inspectOptions, dir string) error {
 	if err := refuseGenTemp(dir); err != nil {
 		return err
+	}
+	if opts.report != "" {
+		return printKeptReport(ios, opts, dir)
 	}
 	// The reshard state first, under the lock and without opening a
 	// shard: an unfinished switch must not be opened at all.
@@ -191,6 +215,15 @@ func runInspect(ctx context.Context, ios *IO, opts inspectOptions, dir string) e
 			}
 		}
 		return exitError{code: ExitSwitching, err: errors.New(dir + ": reshard " + rs.Message())}
+	}
+	if k := rs.Kept; k != nil && k.Damaged == "" && !k.Undoing {
+		// Offer --undo only where it would go ahead.
+		var ue *reshard.UndoError
+		if err := reshard.CheckUndo(ctx, vfs.Default, dir); errors.As(err, &ue) {
+			k.UndoBlocked = ue.Reason
+		} else if err != nil {
+			return explainDirError(vfs.Default, dir, err)
+		}
 	}
 	d, err := openDir(ctx, dir)
 	if err != nil {
@@ -216,9 +249,17 @@ func printInspect(ios *IO, sum *check.Summary, rs *reshard.Status) error {
 	if k := rs.Kept; k != nil && k.Damaged != "" {
 		fmt.Fprintf(out, "kept       %s: %s, damaged (%s): it cannot be undone; `fusee reshard %s --discard-kept` removes it\n",
 			k.Path, sizeOrUnknown(k.Bytes), k.Damaged, meta.ShellQuote(sum.Dir))
+	} else if k != nil && k.UndoBlocked != "" {
+		fmt.Fprintf(out, "kept       %s: the old layout of %d shards (%s), kept by a reshard to %d; it cannot be undone now: %s; `fusee reshard %s --discard-kept` removes it\n",
+			k.Path, k.OldShards, sizeOrUnknown(k.Bytes), k.NewShards, k.UndoBlocked, meta.ShellQuote(sum.Dir))
 	} else if k != nil {
 		fmt.Fprintf(out, "kept       %s: the old layout of %d shards (%s), kept by a reshard to %d; `fusee reshard %s --undo` restores it while nothing has written here since; `fusee reshard %s --discard-kept` removes it\n",
 			k.Path, k.OldShards, sizeOrUnknown(k.Bytes), k.NewShards, meta.ShellQuote(sum.Dir), meta.ShellQuote(sum.Dir))
+	}
+	if n := len(rs.Reports); n > 0 {
+		last := rs.Reports[n-1]
+		fmt.Fprintf(out, "reports    %s kept in %s, the latest %s: `fusee inspect %s --report` prints it, --report=NAME an older one\n",
+			plural(n, "report"), filepath.Dir(last.Path), filepath.Base(last.Path), meta.ShellQuote(sum.Dir))
 	}
 	if sum.LogSegments >= 0 {
 		fmt.Fprintf(out, "log        %s, %s\n", plural(sum.LogSegments, "segment"), sizeOrUnknown(sum.LogBytes))
@@ -287,4 +328,30 @@ func sizeOrUnknown(n int64) string {
 		return fmt.Sprintf("%.1f MiB", float64(n)/(1<<20))
 	}
 	return fmt.Sprintf("%.1f GiB", float64(n)/(1<<30))
+}
+
+// printKeptReport prints a report the directory keeps (--report): the
+// same JSON as the command that made it printed with --json, or the same
+// human report.
+func printKeptReport(ios *IO, opts inspectOptions, dir string) error {
+	name := opts.report
+	if name == latestReport {
+		name = ""
+	}
+	rep, err := reshard.OpenReport(vfs.Default, dir, name, "", reshard.DefaultMemory)
+	if err != nil {
+		var nf *reshard.ReportNotFoundError
+		if errors.As(err, &nf) {
+			return err
+		}
+		return explainDirError(vfs.Default, dir, err)
+	}
+	defer rep.Close()
+	if opts.json {
+		return rep.WriteJSON(ios.Out)
+	}
+	if rep.OldLog != 0 {
+		return printUpgradeReport(ios, rep)
+	}
+	return printReshardReport(ios, rep)
 }
