@@ -3,7 +3,7 @@ package reshard
 import "github.com/cockroachdb/pebble/v2/vfs"
 
 // SetTestHook sets the switch-step hook for a test.
-func SetTestHook(f func(step string) error) { testHook = f }
+func SetTestHook(f func(step string) error) { StepHook = f }
 
 // SetDirectWrite turns the unsorted write of a grow to a multiple on or
 // off, returning the previous setting.

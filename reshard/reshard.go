@@ -682,15 +682,19 @@ func fileExists(fs vfs.FS, path string) bool {
 	return err == nil
 }
 
-// testHook, when set (by tests), is called at each named step of the
-// switch; an error it returns stops the reshard there, as a crash would.
-var testHook func(step string) error
+// StepHook is a testing knob, never set in production: when set, it is
+// called at each named step of a switch (and of its report's way into
+// reshard-reports), and an error it returns stops the operation there,
+// as a crash would. cmd/fusee's test binary sets it to kill itself at a
+// step (FUSEE_TEST_KILL_AT), the only way a test of the real binary can
+// stop it at an exact rename.
+var StepHook func(step string) error
 
 func hook(step string) error {
-	if testHook == nil {
+	if StepHook == nil {
 		return nil
 	}
-	return testHook(step)
+	return StepHook(step)
 }
 
 // mapShare is the part of the memory budget each spill map may hold in

@@ -12,6 +12,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/fusee-dev/fusee/reshard"
 )
 
 // These tests run the fusee command (this test binary running main, see
@@ -29,8 +31,21 @@ var fuseeBin string // set by TestMain
 // (without -race) on a fresh machine, most of this package's test time.
 const asFusee = "FUSEE_TEST_RUN_MAIN"
 
+// killAtEnv, set with asFusee, names a step of a switch (reshard.StepHook)
+// at which the fusee the tests start SIGKILLs itself.
+const killAtEnv = "FUSEE_TEST_KILL_AT"
+
 func TestMain(m *testing.M) {
 	if os.Getenv(asFusee) == "1" {
+		if step := os.Getenv(killAtEnv); step != "" {
+			reshard.StepHook = func(s string) error {
+				if s == step {
+					_ = syscall.Kill(os.Getpid(), syscall.SIGKILL)
+					select {} // the signal is on its way
+				}
+				return nil
+			}
+		}
 		main()
 		return
 	}
