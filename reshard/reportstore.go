@@ -8,6 +8,7 @@ import (
 	iofs "io/fs"
 	"regexp"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/cockroachdb/pebble/v2/vfs"
@@ -44,19 +45,26 @@ const (
 const KeepReports = 10
 
 // reportNamePattern matches the names reports are kept under.
-var reportNamePattern = regexp.MustCompile(`^[0-9]{8}T[0-9]{6}Z-[a-z0-9-]+\.json$`)
+var reportNamePattern = regexp.MustCompile(`^[0-9]{8}T[0-9]{6}\.[0-9]{3}Z-[a-z0-9-]+\.json$`)
+
+// reportStamp is the time part of a report's name: UTC to the
+// millisecond, so that names sort by time.
+const reportStamp = "20060102T150405.000Z"
 
 // newReportName is the name the report of an operation (what: e.g.
-// "3-to-5", "undo-5-to-3", "upgrade-4") finishing at now gets in dir's
-// reshard-reports: UTC time to the second, so that names sort by time,
-// and a counter if two would share a second.
+// "3-to-5", "undo-5-to-3", "upgrade-4-shards") gets in dir's
+// reshard-reports: its time, made later than every kept report's (a clock
+// set back, or two in one millisecond, must not make "the latest" an
+// older one), and what it is.
 func newReportName(fs vfs.FS, dir, what string, now time.Time) string {
-	stamp := now.UTC().Format("20060102T150405Z")
-	name := stamp + "-" + what + ".json"
-	for n := 2; fileExists(fs, fs.PathJoin(dir, ReportsDirName, name)); n++ {
-		name = fmt.Sprintf("%s-%s-%d.json", stamp, what, n)
+	at := now.UTC()
+	if names, err := reportNames(fs, dir); err == nil && len(names) > 0 {
+		last, err := time.Parse(reportStamp, strings.SplitN(names[len(names)-1], "-", 2)[0])
+		if err == nil && !at.After(last) {
+			at = last.Add(time.Millisecond)
+		}
 	}
-	return name
+	return at.Format(reportStamp) + "-" + what + ".json"
 }
 
 // reportWhat is the part of a report's name that says what it is.

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
 
 	"github.com/cockroachdb/pebble/v2/vfs"
 
@@ -135,6 +136,9 @@ func pendingOutput(flag, path string) (*outputFile, error) {
 	if path == "" {
 		return nil, nil
 	}
+	// A kill before an earlier write of path was committed left its
+	// temporary file: it goes (the name is this output's own).
+	meta.RemoveTempFiles(vfs.Default, filepath.Dir(path), filepath.Base(path)+".tmp")
 	p, err := meta.CreatePending(vfs.Default, path)
 	if err != nil {
 		return nil, fmt.Errorf("%s %s cannot be written (%v); nothing was changed: give a file in an existing directory you can write to", flag, path, err)
