@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -37,6 +38,8 @@ type crashCase struct {
 	// finished by a rerun or read back from reshard-reports, must have
 	// them, list for list.
 	lists string
+	// compared counts the reports found to have those lists.
+	compared *atomic.Int64
 }
 
 // run is the operation under test, as the operator starts it, or (finish)
@@ -80,7 +83,7 @@ func newCrashCase(t testing.TB, oldN, newN, runs int, seed uint64, memory int64)
 	if err != nil {
 		t.Fatal(err)
 	}
-	c := &crashCase{base: base, before: before, oldN: oldN, newN: newN, memory: memory, files: files}
+	c := &crashCase{base: base, before: before, oldN: oldN, newN: newN, memory: memory, files: files, compared: new(atomic.Int64)}
 	c.lists = dryRunLists(t, c)
 	return c
 }
@@ -184,6 +187,9 @@ func (c *crashCase) sameLists(rep *reshard.Report, what string) error {
 	}
 	if got != c.lists {
 		return fmt.Errorf("%s's lists differ from the dry run's:\n%s", what, lineDiff(c.lists, got))
+	}
+	if c.compared != nil {
+		c.compared.Add(1)
 	}
 	return nil
 }
@@ -502,8 +508,8 @@ func TestCrashAtEveryStep(t *testing.T) {
 			for _, f := range ct.failures {
 				t.Error(f)
 			}
-			t.Logf("%d->%d shards: one reshard of %d filesystem steps; %d power cuts recovered from: %d at every step keeping only synced data, %d keeping random parts of the unsynced data (%d seeds); %d second power cuts during a finishing run (of up to %d steps), %d during a rerun before the switch; the operator saw %v; %v",
-				cfg.oldN, cfg.newN, steps, ct.points, synced, ct.points-synced, len(cfg.unsyncedSeeds), ct.doubles, ct.finish, ct.reruns, ct.saw, time.Since(start).Round(time.Millisecond))
+			t.Logf("%d->%d shards: one reshard of %d filesystem steps; %d power cuts recovered from: %d at every step keeping only synced data, %d keeping random parts of the unsynced data (%d seeds); %d second power cuts during a finishing run (of up to %d steps), %d during a rerun before the switch; the operator saw %v; %d reports (rerun, finishing and kept) had the dry run's lists; %v",
+				cfg.oldN, cfg.newN, steps, ct.points, synced, ct.points-synced, len(cfg.unsyncedSeeds), ct.doubles, ct.finish, ct.reruns, ct.saw, c.compared.Load(), time.Since(start).Round(time.Millisecond))
 		})
 	}
 }

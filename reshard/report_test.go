@@ -153,3 +153,26 @@ func TestReportRetention(t *testing.T) {
 		t.Errorf("the latest report goes to %d shards (%s), want %d", latest.NewShards, latest.ReportFile, last)
 	}
 }
+
+// TestSwitchOrder: the switch moves every old component aside before any
+// new one moves in (seed 004's order), carries the report before the
+// final fusee.meta and names it last.
+func TestSwitchOrder(t *testing.T) {
+	c := newCrashCase(t, 3, 5, 30, 34, 0)
+	var steps []string
+	reshard.SetTestHook(func(s string) error {
+		steps = append(steps, s)
+		return nil
+	})
+	defer reshard.SetTestHook(nil)
+	rep, err := reshard.Reshard(context.Background(), c.fresh(), memDir, reshard.Options{Shards: 5})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rep.Close()
+	got := strings.Join(steps, " ")
+	want := "new-checked before-switch meta-switching old-wal-aside old-shards-aside new-wal-in new-shards-in report-carried meta-final report-named"
+	if got != want {
+		t.Errorf("steps %s\nwant %s", got, want)
+	}
+}
