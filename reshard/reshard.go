@@ -521,6 +521,9 @@ func (r *resharder) finishSwitch(d *metaDir, newN int) error {
 	if err := carryReport(fs, dir, src); err != nil {
 		return err
 	}
+	if err := r.owner.apply(fs.PathJoin(dir, ReportsDirName)); err != nil && !errors.Is(err, iofs.ErrNotExist) {
+		return err
+	}
 	if err := r.writeFinalMeta(d, src, newN); err != nil {
 		return err
 	}
