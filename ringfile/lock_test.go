@@ -17,7 +17,7 @@ import (
 // takes no lock and goes through; no write leaves a FILE.lock behind.
 func TestLockWaitSaysWhoAndGivesUp(t *testing.T) {
 	path := createRing(t, newPolicy(t, "orders", 4, "a"))
-	open := func(cur *Policy) (*Policy, error) { return OpenEpoch(cur, EvenRing(4, []string{"a", "b"})) }
+	open := func(cur *Policy) (*Policy, error) { return OpenEpoch(cur, EvenRing(4, []string{"a", "b"}), ShardChange{}) }
 
 	held, err := os.Open(path)
 	if err != nil {
@@ -70,14 +70,14 @@ func TestLockFollowsAReplacedFile(t *testing.T) {
 	done := make(chan error)
 	go func() {
 		_, err := Update(path, WriteOptions{ExpectRevision: 2}, func(cur *Policy) (*Policy, error) {
-			return OpenEpoch(cur, EvenRing(4, []string{"b"}))
+			return OpenEpoch(cur, EvenRing(4, []string{"b"}), ShardChange{})
 		})
 		done <- err
 	}()
 	time.Sleep(50 * time.Millisecond)
 	// The holder writes revision 2 by replacing the file, then releases
 	// the lock on the old one.
-	next, err := OpenEpoch(mustLoad(t, path), EvenRing(4, []string{"a", "b"}))
+	next, err := OpenEpoch(mustLoad(t, path), EvenRing(4, []string{"a", "b"}), ShardChange{})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -32,6 +32,10 @@ type WriteOptions struct {
 	// Noun is what the policy is held in, for a conflict's message: "file"
 	// when empty.
 	Noun string
+	// Stale, if set, is asked about a policy whose revision is not the
+	// expected one, before the write is refused as a lost race: it may
+	// return a more precise error (a plan that was applied already).
+	Stale func(cur *Policy) error
 	// OnWait, if set, is called once when the write has to wait for
 	// another writer's lock, with who holds it ("pid 123 (fusee ring
 	// open-epoch ...)" where the system tells, else "another process").

@@ -31,7 +31,7 @@ func TestValidateReportsEveryProblem(t *testing.T) {
 		"test.ring:7: error: cell a is declared with two fingerprints, db-1 (line 6) and db-2 (line 7): two databases would be conflated",
 		"test.ring:10: error: epoch 0 is open but the current epoch is 1",
 		"test.ring:15: error: epoch 1: cell ghost is not declared",
-		"test.ring:15: error: epoch 1: shards 8-9 are outside 0..7",
+		"test.ring:15: error: epoch 1: shards 8-9 are outside its shard set 0-7",
 		"test.ring:12: error: epoch 1: shard 5 is placed on no cell",
 		"test.ring:14: error: epoch 1: shard 2 is placed more than once (a on line 13, b on line 14)",
 		"test.ring:9: warning: cell idle owns no shard in the current epoch 1: standby",
@@ -75,10 +75,10 @@ func TestValidateFingerprintRules(t *testing.T) {
 	// Declaring a conflicting fingerprint with a new epoch is refused too.
 	p := mustParse(t, strings.Replace(base, "%s", "cell a fingerprint=db-1\ncell b\n", 1))
 	ring := EvenRing(2, []string{"b", "a"})
-	if _, err := OpenEpoch(p, ring, CellDecl{ID: "a", Fingerprint: "db-9"}); err == nil {
+	if _, err := OpenEpoch(p, ring, ShardChange{}, CellDecl{ID: "a", Fingerprint: "db-9"}); err == nil {
 		t.Error("OpenEpoch accepted a second fingerprint for cell a")
 	}
-	if next, err := OpenEpoch(p, ring, CellDecl{ID: "a", Fingerprint: "db-1"}); err != nil || len(next.Cells) != 2 {
+	if next, err := OpenEpoch(p, ring, ShardChange{}, CellDecl{ID: "a", Fingerprint: "db-1"}); err != nil || len(next.Cells) != 2 {
 		t.Errorf("a replica declaration: %v, %d cells", err, len(next.Cells))
 	}
 }

@@ -34,7 +34,7 @@ func open(t *testing.T, c *etcdtest.Cluster, ns string, timeout time.Duration) *
 
 func genesis(t *testing.T, ns string, shards int, cells ...string) *ringfile.Policy {
 	t.Helper()
-	p, err := ringfile.OpenEpoch(&ringfile.Policy{Namespace: ns, Shards: shards, Current: ringfile.NoEpoch}, ringfile.EvenRing(shards, cells))
+	p, err := ringfile.OpenEpoch(&ringfile.Policy{Namespace: ns, Shards: shards, Current: ringfile.NoEpoch}, ringfile.EvenRing(shards, cells), ringfile.ShardChange{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -51,7 +51,7 @@ func ringWith(shards, k int) ringfile.Ring {
 
 func openEpoch(ring ringfile.Ring) func(*ringfile.Policy) (*ringfile.Policy, error) {
 	return func(cur *ringfile.Policy) (*ringfile.Policy, error) {
-		return ringfile.OpenEpoch(cur, ring, ringfile.CellDecl{ID: "b"})
+		return ringfile.OpenEpoch(cur, ring, ringfile.ShardChange{}, ringfile.CellDecl{ID: "b"})
 	}
 }
 
@@ -221,7 +221,7 @@ func TestConcurrentOpenEpochExactlyOneWinsPerVersion(t *testing.T) {
 			if ring.SamePlacement(p.CurrentEpoch().Ring) {
 				ring[(int(p.Current)+2+i)%shards].Cell = "b"
 			}
-			return ringfile.OpenEpoch(p, ring)
+			return ringfile.OpenEpoch(p, ring, ringfile.ShardChange{})
 		})
 		return err
 	})

@@ -36,8 +36,6 @@ const retries = 10
 type Config struct {
 	Endpoints []string // host:port, or a URL with http:// or https://
 	Namespace string   // the policy's namespace: the key's last segment
-	// Shards is the namespace's shard count; 0 takes it from the rings.
-	Shards             int
 	TLS                *tls.Config // nil: plain connections
 	Username, Password string
 	DialTimeout        time.Duration // 0: DefaultDialTimeout
@@ -146,7 +144,7 @@ func (s *Store) read(ctx context.Context) (*stored, error) {
 		return nil, &AbsentError{Name: s.Name(), Namespace: s.cfg.Namespace}
 	}
 	kv := resp.Kvs[0]
-	p, err := Decode(kv.Value, s.Name(), s.cfg.Namespace, s.cfg.Shards)
+	p, err := Decode(kv.Value, s.Name(), s.cfg.Namespace)
 	if err != nil {
 		return nil, err
 	}
@@ -154,17 +152,14 @@ func (s *Store) read(ctx context.Context) (*stored, error) {
 }
 
 // Decode reads a stored value as the reference would, then as fusee does.
-// shards 0 takes the shard count from the rings.
-func Decode(value []byte, name, namespace string, shards int) (*ringfile.Policy, error) {
+// Each epoch's shard set is the shards its ring names.
+func Decode(value []byte, name, namespace string) (*ringfile.Policy, error) {
 	if err := checkShape(value); err != nil {
 		return nil, &ValueError{Name: name, Err: err}
 	}
-	p, err := ringfile.ImportWiggle(value, ringfile.ImportOptions{File: name, Namespace: namespace, Shards: shards})
+	p, err := ringfile.ImportWiggle(value, ringfile.ImportOptions{File: name, Namespace: namespace})
 	if err != nil {
 		return nil, &ValueError{Name: name, Err: err}
-	}
-	if shards == 0 {
-		p.Shards = ShardsOf(p)
 	}
 	p.File = name
 	return p, nil
@@ -185,18 +180,6 @@ func checkShape(value []byte) error {
 		return errors.New(`"epochs" is not a string holding the epochs object (the reference stores it as a JSON string)`)
 	}
 	return nil
-}
-
-// ShardsOf is the shard count the rings imply: one more than the highest
-// shard any ring places (0 with no epoch).
-func ShardsOf(p *ringfile.Policy) int {
-	n := 0
-	for _, e := range p.Epochs {
-		for _, sl := range e.Ring {
-			n = max(n, sl.Shard+1)
-		}
-	}
-	return n
 }
 
 // Encode is the value the reference writes for p: compact, no newline.
@@ -346,7 +329,3 @@ func (s *Store) explain(err error, what string, start time.Time, timeout string)
 	}
 	return fmt.Errorf("%s: %s %s: %w", s.Name(), what, s.key, err)
 }
-
-// SetShards sets the shard count reads give the policy; 0 takes it from
-// the rings.
-func (s *Store) SetShards(n int) { s.cfg.Shards = n }

@@ -54,7 +54,6 @@ has no place for them. --expect-revision R refers to the revision in etcd.` + ri
 }
 
 type ringPullOptions struct {
-	shards int
 	write  ringWriteFlags
 	store  ringStoreFlags
 }
@@ -62,18 +61,17 @@ type ringPullOptions struct {
 func newRingPullCmd(ios *IO) *cobra.Command {
 	var opts ringPullOptions
 	cmd := &cobra.Command{
-		Use:   "pull --store etcd://HOST:PORT[,...] --namespace NS FILE [--shards S]",
+		Use:   "pull --store etcd://HOST:PORT[,...] --namespace NS FILE",
 		Short: "Write the coordinator's etcd policy to a ring file",
 		Long: `Pull reads the policy of namespace NS from etcd and writes it to FILE. The
 policy must be valid. If FILE does not exist it is created; if it exists,
 the pull must move it forward as an import must, and FILE's cell
 declarations (with their fingerprints, which etcd does not hold) are kept.
 
-The shard count is taken from the rings (one more than the highest shard
-placed) unless --shards S gives it; validation checks it against every
-ring. --expect-revision R refers to FILE's revision.` + ringStoreHelp,
+Each epoch's shard set is the shards its ring names. --expect-revision R
+refers to FILE's revision.` + ringStoreHelp,
 		Example: `  fusee ring pull --store etcd://10.0.0.1:2379 --namespace orders orders.ring
-  fusee ring pull --store etcd://10.0.0.1:2379 --namespace orders orders.ring --shards 1024 --dry-run`,
+  fusee ring pull --store etcd://10.0.0.1:2379 --namespace orders orders.ring --dry-run`,
 		Args: exactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if !opts.store.etcd() {
@@ -84,7 +82,6 @@ ring. --expect-revision R refers to FILE's revision.` + ringStoreHelp,
 				return err
 			}
 			defer es.Close()
-			es.SetShards(opts.shards)
 			p, err := ringLoad(cmd.Context(), es)
 			if err != nil {
 				return err
@@ -93,9 +90,7 @@ ring. --expect-revision R refers to FILE's revision.` + ringStoreHelp,
 				ringPutHow{verb: "pulled", from: es.Name(), keepCells: true})
 		},
 	}
-	cmd.Flags().IntVar(&opts.shards, "shards", 0, "the namespace's shard count (default: from the rings)")
 	opts.write.add(cmd)
 	opts.store.add(cmd, nil)
-	markCLIOnly(cmd, "shards")
 	return cmd
 }
