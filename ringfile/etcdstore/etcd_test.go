@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
@@ -15,10 +16,12 @@ import (
 
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"go.uber.org/zap"
+	"pgregory.net/rapid"
 
 	"github.com/fusee-dev/fusee/ringfile"
 	"github.com/fusee-dev/fusee/ringfile/etcdstore"
 	"github.com/fusee-dev/fusee/ringfile/etcdstore/etcdtest"
+	"github.com/fusee-dev/fusee/ringfile/ringtest"
 )
 
 func open(t *testing.T, c *etcdtest.Cluster, ns string, timeout time.Duration) *etcdstore.Store {
@@ -380,4 +383,26 @@ func TestPermissionDeniedAndBadPassword(t *testing.T) {
 	if !errors.Is(err, etcdstore.ErrDenied) || !strings.Contains(err.Error(), "etcd refused user ops") {
 		t.Errorf("a wrong password: %v", err)
 	}
+}
+
+// One history, two stores: random histories of open-epoch with grown,
+// shrunk and moved shard sets run on a ring file and on etcd at once; the
+// two must answer every write alike and hold the same policy after each
+// step, and every id minted in any epoch resolves to the cell its own
+// epoch's ring names on both.
+func TestShardSetHistoriesOnAFileAndOnEtcd(t *testing.T) {
+	c := single(t)
+	dir := t.TempDir()
+	run := 0
+	rapid.Check(t, func(rt *rapid.T) {
+		run++
+		ns := fmt.Sprintf("hist%d", run)
+		file := ringfile.FileStore{Path: filepath.Join(dir, ns+".ring")}
+		s, err := etcdstore.Open(etcdstore.Config{Endpoints: c.Endpoints(), Namespace: ns, DialTimeout: time.Second, CommandTimeout: 10 * time.Second})
+		if err != nil {
+			rt.Fatal(err)
+		}
+		defer s.Close()
+		ringtest.Run(rt, ns, file, s)
+	})
 }
