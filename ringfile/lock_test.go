@@ -17,7 +17,9 @@ import (
 // takes no lock and goes through; no write leaves a FILE.lock behind.
 func TestLockWaitSaysWhoAndGivesUp(t *testing.T) {
 	path := createRing(t, newPolicy(t, "orders", 4, "a"))
-	open := func(cur *Policy) (*Policy, error) { return OpenEpoch(cur, EvenRing(4, []string{"a", "b"}), ShardChange{}) }
+	open := func(cur *Policy) (*Policy, error) {
+		return OpenEpoch(cur, EvenRing(4, []string{"a", "b"}), ShardChange{})
+	}
 
 	held, err := os.Open(path)
 	if err != nil {
@@ -136,7 +138,9 @@ func TestWritesRemoveStaleTemporaries(t *testing.T) {
 	}
 	left("after create", other, "orders.ring")
 	litter()
-	open := func(cur *Policy) (*Policy, error) { return OpenEpoch(cur, EvenRing(4, []string{"a", "b"}), ShardChange{}) }
+	open := func(cur *Policy) (*Policy, error) {
+		return OpenEpoch(cur, EvenRing(4, []string{"a", "b"}), ShardChange{})
+	}
 	if _, err := Update(path, WriteOptions{ExpectRevision: AnyRevision, DryRun: true}, open); err != nil {
 		t.Fatal(err)
 	}

@@ -70,16 +70,16 @@ func ParseContext(ctx context.Context, file string, data []byte) (*Policy, error
 }
 
 type parser struct {
-	file  string
-	p     *Policy
-	errs  []error
-	seen  map[string]int   // header key -> line
-	cells map[CellDecl]int // declaration (id, fingerprint) -> line
+	file    string
+	p       *Policy
+	errs    []error
+	seen    map[string]int   // header key -> line
+	cells   map[CellDecl]int // declaration (id, fingerprint) -> line
 	magic   bool
 	version int    // the format the magic line names: 1 or 2
 	shards  int    // format 1's shard count
 	body    bool   // a cell or epoch line has been read
-	epoch *Epoch // the epoch slot lines belong to
+	epoch   *Epoch // the epoch slot lines belong to
 	// orphan: the epoch line above was refused; its slot lines are still
 	// checked but kept nowhere, and not reported as outside an epoch.
 	orphan bool

@@ -34,8 +34,8 @@ const retries = 10
 
 // Config says how to reach etcd and which policy to work on.
 type Config struct {
-	Endpoints []string // host:port, or a URL with http:// or https://
-	Namespace string   // the policy's namespace: the key's last segment
+	Endpoints          []string    // host:port, or a URL with http:// or https://
+	Namespace          string      // the policy's namespace: the key's last segment
 	TLS                *tls.Config // nil: plain connections
 	Username, Password string
 	DialTimeout        time.Duration // 0: DefaultDialTimeout

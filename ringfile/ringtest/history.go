@@ -59,10 +59,10 @@ type history struct {
 	t      *rapid.T
 	ns     string
 	stores []ringfile.Store
-	p      *ringfile.Policy         // the policy every store holds
-	rings  map[int64]ringfile.Ring  // every epoch's ring as opened
-	stale  []*idcodec.Placement     // placements nodes may still mint with
-	owners []string                 // the cell of each placement in stale
+	p      *ringfile.Policy        // the policy every store holds
+	rings  map[int64]ringfile.Ring // every epoch's ring as opened
+	stale  []*idcodec.Placement    // placements nodes may still mint with
+	owners []string                // the cell of each placement in stale
 	minted []minted
 	clock  time.Time
 }

@@ -54,8 +54,8 @@ has no place for them. --expect-revision R refers to the revision in etcd.` + ri
 }
 
 type ringPullOptions struct {
-	write  ringWriteFlags
-	store  ringStoreFlags
+	write ringWriteFlags
+	store ringStoreFlags
 }
 
 func newRingPullCmd(ios *IO) *cobra.Command {

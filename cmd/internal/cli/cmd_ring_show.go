@@ -90,9 +90,9 @@ type ringDeclView struct {
 }
 
 type ringShowView struct {
-	File         string          `json:"file"`
-	Namespace    string          `json:"namespace"`
-	Shards       int             `json:"shards"` // the current epoch's
+	File         string `json:"file"`
+	Namespace    string `json:"namespace"`
+	Shards       int    `json:"shards"` // the current epoch's
 	span         int
 	Revision     int64           `json:"revision"`
 	CurrentEpoch *int64          `json:"current_epoch"`
