@@ -55,7 +55,7 @@ const testULID = "01ARZ3NDEKTSV4RRFFQ69G5FAV"
 // The same history of ring commands, on a file and on etcd, gives the same
 // exit codes and the same output once the policy's name (the file's path,
 // or the etcd endpoints and key) and the file's line numbers are masked.
-func TestRingCommandsGiveTheSameResultsOnAFileAndOnEtcd(t *testing.T) {
+func TestEtcdRingCommandsGiveTheSameResultsOnAFileAndOnEtcd(t *testing.T) {
 	c := sharedEtcd(t)
 	fileDir, etcdDir := t.TempDir(), t.TempDir()
 	file := filepath.Join(fileDir, "orders.ring")
@@ -81,6 +81,17 @@ func TestRingCommandsGiveTheSameResultsOnAFileAndOnEtcd(t *testing.T) {
 		{"plan", "--rebalance", "--weights", "cellA=3,cellC=1", "--json"},
 		{"export"}, {"export", "--epochs-only"},
 		{"mint", "--cell", "cellB"}, // standby in epoch 2: refused
+		// Shard sets per epoch: grown by a plan, a typo refused, shrunk.
+		{"plan", "--add-shards", "8-9", "-o", "PLANDIR/grow.plan"},
+		{"open-epoch", "--plan", "PLANDIR/grow.plan"},
+		{"open-epoch", "--plan", "PLANDIR/grow.plan"}, // applied already
+		{"open-epoch", "--slots", "0-3=cellA,4-7=cellC@eu-west"},
+		{"open-epoch", "--slots", "0-3=cellA,4-7=cellC@eu-west,9=cellA", "--remove-shards", "8"},
+		{"show"}, {"show", "--json"}, {"validate"},
+		{"resolve", "orders.e3.s8." + testULID, "orders.e4.s9." + testULID, "orders.e2.s7." + testULID},
+		{"resolve", "orders.e4.s8." + testULID},
+		{"plan", "--remove-shards", "0-3"}, // would leave cellA with none
+		{"export"},
 	}
 	mask := func(s, name, dir string) string {
 		s = strings.ReplaceAll(s, "--store "+c.Store()+" --namespace orders", "POLICY")
@@ -130,7 +141,7 @@ func TestRingCommandsGiveTheSameResultsOnAFileAndOnEtcd(t *testing.T) {
 
 // A dry run on etcd prints the value it would write, in the reference's
 // encoding, and writes nothing.
-func TestRingDryRunOnEtcdPrintsTheValue(t *testing.T) {
+func TestEtcdRingDryRunPrintsTheValue(t *testing.T) {
 	c := sharedEtcd(t)
 	target := []string{"--store", c.Store(), "--namespace", "dry"}
 	r := ringFusee(nil, append([]string{"ring", "init", "--shards", "2", "--cells", "a", "--dry-run"}, target...)...)
@@ -145,7 +156,7 @@ func TestRingDryRunOnEtcdPrintsTheValue(t *testing.T) {
 
 // Six fusee processes' worth of open-epoch race on one revision: exactly
 // one wins each time, the others exit 5 with the file's message.
-func TestRingOpenEpochRaceOnEtcd(t *testing.T) {
+func TestEtcdRingOpenEpochRace(t *testing.T) {
 	c := sharedEtcd(t)
 	target := []string{"--store", c.Store(), "--namespace", "race"}
 	if r := ringFusee(nil, append([]string{"ring", "init", "--shards", "32", "--cells", "a,b"}, target...)...); r.code != 0 {
@@ -189,7 +200,7 @@ func TestRingOpenEpochRaceOnEtcd(t *testing.T) {
 
 // Push and pull move a policy between a file and etcd under import's
 // forward-only rules; a pull keeps the file's fingerprints.
-func TestRingPushAndPull(t *testing.T) {
+func TestEtcdRingPushAndPull(t *testing.T) {
 	c := sharedEtcd(t)
 	dir := t.TempDir()
 	file := filepath.Join(dir, "orders.ring")
@@ -216,7 +227,7 @@ func TestRingPushAndPull(t *testing.T) {
 		t.Fatalf("pull: exit %d %s%s", r.code, r.out, r.err)
 	}
 	text, _ := os.ReadFile(file)
-	if !strings.Contains(string(text), "cell a fingerprint=jdbc-1\n") || !strings.Contains(string(text), "epoch 1 open\n  0-1 a\n  2-3 b\n") {
+	if !strings.Contains(string(text), "cell a fingerprint=jdbc-1\n") || !strings.Contains(string(text), "epoch 1 open shards=0-3\n  0-1 a\n  2-3 b\n") {
 		t.Fatalf("pulled file:\n%s", text)
 	}
 	fresh := filepath.Join(dir, "fresh.ring")
@@ -229,7 +240,7 @@ func TestRingPushAndPull(t *testing.T) {
 }
 
 // The errors an operator meets name what to do.
-func TestRingEtcdErrors(t *testing.T) {
+func TestEtcdRingErrors(t *testing.T) {
 	c := sharedEtcd(t)
 	r := ringFusee(nil, "ring", "show", "--store", "etcd://127.0.0.1:1", "--namespace", "orders", "--command-timeout", "300ms", "--dial-timeout", "200ms")
 	if r.code != 1 || !strings.Contains(r.err, "etcd at 127.0.0.1:1 did not answer reading /wiggle/coord/policy/orders within") {
