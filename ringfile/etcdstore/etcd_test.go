@@ -354,6 +354,17 @@ func TestPermissionDeniedAndBadPassword(t *testing.T) {
 			_, err := admin.RoleGrantPermission(ctx, "reader", etcdstore.KeyPrefix, clientv3.GetPrefixRangeEnd(etcdstore.KeyPrefix), clientv3.PermissionType(clientv3.PermRead))
 			return err
 		},
+		func() error {
+			_, err := admin.RoleGrantPermission(ctx, "reader", etcdstore.BindingPrefix, clientv3.GetPrefixRangeEnd(etcdstore.BindingPrefix), clientv3.PermissionType(clientv3.PermRead))
+			return err
+		},
+		func() error { _, err := admin.UserAdd(ctx, "old", "oldpw"); return err },
+		func() error { _, err := admin.RoleAdd(ctx, "policy-only"); return err },
+		func() error {
+			_, err := admin.RoleGrantPermission(ctx, "policy-only", etcdstore.KeyPrefix, clientv3.GetPrefixRangeEnd(etcdstore.KeyPrefix), clientv3.PermissionType(clientv3.PermReadWrite))
+			return err
+		},
+		func() error { _, err := admin.UserGrantRole(ctx, "old", "policy-only"); return err },
 		func() error { _, err := admin.UserGrantRole(ctx, "ops", "reader"); return err },
 		func() error { _, err := admin.AuthEnable(ctx); return err },
 	}
@@ -373,11 +384,18 @@ func TestPermissionDeniedAndBadPassword(t *testing.T) {
 		return s
 	}
 	err = as("ops", "opspw").Create(ctx, genesis(t, "orders", 4, "a"), ringfile.WriteOptions{ExpectRevision: ringfile.AnyRevision})
-	if !errors.Is(err, etcdstore.ErrDenied) || !strings.Contains(err.Error(), "denied creating /wiggle/coord/policy/orders to user ops") {
+	if !errors.Is(err, etcdstore.ErrDenied) || !strings.Contains(err.Error(), "denied creating /wiggle/coord/policy/orders (with the cell bindings under /wiggle/coord/cellbinding/orders/) to user ops") {
 		t.Errorf("a reader writing: %v", err)
 	}
 	if _, err := as("ops", "opspw").Load(ctx); !errors.Is(err, etcdstore.ErrAbsent) {
 		t.Errorf("a reader reading: %v", err)
+	}
+	// A role made before bindings had keys reads the policy only: it is
+	// told to grant the binding prefix too.
+	if _, err := as("old", "oldpw").Load(ctx); !errors.Is(err, etcdstore.ErrDenied) ||
+		!strings.Contains(err.Error(), "(with the cell bindings under /wiggle/coord/cellbinding/orders/) to user old") ||
+		!strings.Contains(err.Error(), "the same for /wiggle/coord/cellbinding/") {
+		t.Errorf("a policy-only role reading: %v", err)
 	}
 	_, err = etcdstore.Open(etcdstore.Config{Endpoints: c.Endpoints(), Namespace: "orders", Username: "ops", Password: "wrong", DialTimeout: 20 * time.Second})
 	if !errors.Is(err, etcdstore.ErrDenied) || !strings.Contains(err.Error(), "etcd refused user ops") {
@@ -405,4 +423,36 @@ func TestShardSetHistoriesOnAFileAndOnEtcd(t *testing.T) {
 		defer s.Close()
 		ringtest.Run(rt, ns, file, s)
 	})
+}
+
+// The reference's cell binding scenario on etcd: one key per binding,
+// claimed on the key's absence.
+func TestCellBindingScenarioOnEtcd(t *testing.T) {
+	c := single(t)
+	ringtest.BindingScenario(t, "bind-", func(ns string) ringfile.Store { return open(t, c, ns, 10*time.Second) })
+	// The keys are where docs/rings.md says, the value the fingerprint.
+	s := open(t, c, "bind-orders", 10*time.Second)
+	resp, err := s.Client().Get(context.Background(), etcdstore.BindingPrefix+"bind-orders/", clientv3.WithPrefix())
+	if err != nil {
+		t.Fatal(err)
+	}
+	var kvs []string
+	for _, kv := range resp.Kvs {
+		kvs = append(kvs, string(kv.Key)+"="+string(kv.Value))
+	}
+	if want := "/wiggle/coord/cellbinding/bind-orders/cellA=db-5 /wiggle/coord/cellbinding/bind-orders/standby=db-3"; strings.Join(kvs, " ") != want {
+		t.Errorf("binding keys %v, want %s", kvs, want)
+	}
+}
+
+// Racing claimers on a real etcd, each with its own client: 16 with
+// fingerprint A, 16 with B; exactly one fingerprint wins and every
+// claimer of it succeeds.
+func TestCellBindingRaceOnEtcd(t *testing.T) {
+	c := single(t)
+	ctx := context.Background()
+	if err := open(t, c, "race-bind", 10*time.Second).Create(ctx, genesis(t, "race-bind", 4, "a"), ringfile.WriteOptions{ExpectRevision: ringfile.AnyRevision}); err != nil {
+		t.Fatal(err)
+	}
+	ringtest.BindingRace(t, 16, func() ringfile.Store { return open(t, c, "race-bind", 20*time.Second) })
 }

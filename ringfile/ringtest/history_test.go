@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"path/filepath"
 	"testing"
+	"time"
 
 	"pgregory.net/rapid"
 
@@ -22,4 +23,27 @@ func TestShardSetHistoriesOnAFile(t *testing.T) {
 		run++
 		ringtest.Run(rt, "ns", ringfile.FileStore{Path: filepath.Join(dir, fmt.Sprintf("h%d.ring", run))})
 	})
+}
+
+// The reference's cell binding scenario on ring files.
+func TestCellBindingScenarioOnAFile(t *testing.T) {
+	dir := t.TempDir()
+	ringtest.BindingScenario(t, "", func(ns string) ringfile.Store {
+		return ringfile.FileStore{Path: filepath.Join(dir, ns+".ring")}
+	})
+}
+
+// Claimers racing on one file (16 with fingerprint A, 16 with B): the
+// lock serialises them; exactly one fingerprint wins.
+func TestCellBindingRaceOnAFile(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "orders.ring")
+	p, err := ringfile.OpenEpoch(&ringfile.Policy{Namespace: "orders", Current: ringfile.NoEpoch}, ringfile.EvenRing(4, []string{"a"}), ringfile.ShardChange{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := ringfile.Create(path, p, ringfile.WriteOptions{ExpectRevision: ringfile.AnyRevision}); err != nil {
+		t.Fatal(err)
+	}
+	ringtest.BindingRace(t, 16, func() ringfile.Store { return ringfile.FileStore{Path: path, LockWait: 30 * time.Second} })
 }
