@@ -67,6 +67,7 @@ The format, the planner's rule and a worked split are in docs/rings.md.`,
 		newRingResolveCmd(ios), newRingActiveCellsCmd(ios), newRingMintCmd(ios),
 		newRingImportCmd(ios), newRingExportCmd(ios),
 		newRingPushCmd(ios), newRingPullCmd(ios),
+		newRingBindingsCmd(ios), newRingBindCmd(ios), newRingUnbindCmd(ios), newRingPruneBindingsCmd(ios),
 	)
 	return cmd
 }

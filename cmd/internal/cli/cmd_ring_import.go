@@ -83,7 +83,10 @@ func runRingImport(ctx context.Context, ios *IO, opts *ringImportOptions, st rin
 // ringPutHow says how ringPut reports and merges.
 type ringPutHow struct {
 	verb, from string
-	keepCells  bool // keep st's cell declarations (fingerprints) in what is written
+	// keepCells keeps st's cell declarations, and so its cell bindings, in
+	// what is written; a cell bound to two fingerprints, one on each side,
+	// is refused naming both.
+	keepCells bool
 }
 
 // ringPut writes a valid policy into st as import does: st is created if
@@ -108,6 +111,11 @@ func ringPut(ctx context.Context, ios *IO, st ringfile.Store, p *ringfile.Policy
 	next, err := st.Update(ctx, w.options(), func(cur *ringfile.Policy) (*ringfile.Policy, error) {
 		q := p.Clone()
 		if how.keepCells {
+			for _, b := range cur.Bindings() {
+				if fp := q.Bound(b.Cell); fp != "" && fp != b.Fingerprint {
+					return nil, &ringfile.BindingConflictError{Name: name, Namespace: b.Namespace, Cell: b.Cell, Bound: b.Fingerprint, Claimed: fp}
+				}
+			}
 			for _, c := range cur.Cells {
 				q.Declare(c)
 			}

@@ -34,12 +34,12 @@ Preconditions: FILE must not exist: init never overwrites a ring file, and
 the only revision it can expect is 0, no file (any other exits 5). The
 namespace and cell ids are 1 to 64 letters, digits, '-' or '_'.
 
---fingerprint CELL=FP records a cell's storage fingerprint: two
-declarations of one cell id with different fingerprints are refused later
-(they would conflate two databases into one cell). In etcd the key must
-not exist (the transaction is conditioned on its absence), and the
-fingerprints are checked but not stored: the reference's value has no
-place for them.` + ringStoreHelp,
+--fingerprint CELL=FP records a cell's storage fingerprint, its binding:
+a later claim of the cell id with another fingerprint is refused (it would
+conflate two databases into one cell). In etcd the key must not exist (the
+transaction is conditioned on its absence), and each fingerprint is
+claimed in the same transaction as a binding key; bindings that nodes made
+before the policy existed are kept, and one that disagrees is refused.` + ringStoreHelp,
 		Example: `  fusee ring init orders.ring --namespace orders --shards 1024 --cells cellA
   fusee ring init orders.ring --namespace orders --shards 1024 --cells a,b,c --fingerprint a=jdbc-5f1c0e
   fusee ring init orders.ring --namespace orders --shards 8 --cells a,b --dry-run`,

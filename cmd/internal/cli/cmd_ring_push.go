@@ -24,8 +24,12 @@ an import must (a newer revision, every epoch and ring kept, no status
 going back), and the transaction is conditioned on the key's version as
 read, so a coordinator or operator writing in between makes it exit 5.
 
-Cell fingerprints are checked in FILE but not stored: the reference's value
-has no place for them. --expect-revision R refers to the revision in etcd.` + ringStoreHelp,
+The push carries FILE's cell bindings (its cells' fingerprints) to etcd's
+binding keys: each new one is claimed in the same transaction, on the
+key's absence; a cell etcd binds to another fingerprint is refused, naming
+both (two databases would share one cell id), and nothing is written.
+Bindings etcd holds and FILE lacks (nodes that registered) are kept.
+--expect-revision R refers to the revision in etcd.` + ringStoreHelp,
 		Example: `  fusee ring push orders.ring --store etcd://10.0.0.1:2379 --namespace orders
   fusee ring push orders.ring --store etcd://10.0.0.1:2379 --namespace orders --expect-revision 6 --dry-run`,
 		Args: exactArgs(1),
@@ -45,7 +49,7 @@ has no place for them. --expect-revision R refers to the revision in etcd.` + ri
 				return err
 			}
 			defer done()
-			return ringPut(cmd.Context(), ios, st, p, &opts.write, ringPutHow{verb: "pushed", from: args[0]})
+			return ringPut(cmd.Context(), ios, st, p, &opts.write, ringPutHow{verb: "pushed", from: args[0], keepCells: true})
 		},
 	}
 	opts.write.add(cmd)
@@ -65,8 +69,10 @@ func newRingPullCmd(ios *IO) *cobra.Command {
 		Short: "Write the coordinator's etcd policy to a ring file",
 		Long: `Pull reads the policy of namespace NS from etcd and writes it to FILE. The
 policy must be valid. If FILE does not exist it is created; if it exists,
-the pull must move it forward as an import must, and FILE's cell
-declarations (with their fingerprints, which etcd does not hold) are kept.
+the pull must move it forward as an import must. The cell bindings etcd
+holds become the cells' fingerprints in FILE; FILE's own declarations are
+kept, and a cell bound to another fingerprint in FILE than in etcd is
+refused, naming both.
 
 Each epoch's shard set is the shards its ring names. --expect-revision R
 refers to FILE's revision.` + ringStoreHelp,
