@@ -220,8 +220,8 @@ func Unbind(p *Policy, cell string, live []LiveNode) (*Policy, Binding, error) {
 	case liveCells(p.Namespace, live)[cell]:
 		return nil, b, fmt.Errorf("%scell %s of %s is named by a live node: refusing to free its cell id while the cell runs", position(p.File, 0), cell, p.Namespace)
 	case len(epochs) > 0:
-		return nil, b, fmt.Errorf("%scell %s of %s is placed by epoch %s, not retired: refusing to free its cell id while ids route to it (retire the epochs first)",
-			position(p.File, 0), cell, p.Namespace, joinEpochs(epochs))
+		return nil, b, fmt.Errorf("%scell %s of %s is placed by %s, not retired: refusing to free its cell id while ids route to it (retire %s first)",
+			position(p.File, 0), cell, p.Namespace, EpochList(epochs), them(len(epochs)))
 	}
 	next := p.Clone()
 	next.unbind(cell)
@@ -275,10 +275,14 @@ func placingEpochs(p *Policy) map[string][]int64 {
 	return out
 }
 
-func joinEpochs(epochs []int64) string {
+// EpochList names epochs as a noun phrase: "epoch 2", "epochs 1, 2".
+func EpochList(epochs []int64) string {
 	parts := make([]string, len(epochs))
 	for i, e := range epochs {
 		parts[i] = fmt.Sprint(e)
 	}
-	return strings.Join(parts, ", ")
+	if len(epochs) == 1 {
+		return "epoch " + parts[0]
+	}
+	return "epochs " + strings.Join(parts, ", ")
 }

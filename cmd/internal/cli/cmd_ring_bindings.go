@@ -150,8 +150,12 @@ func printRingBindingsChange(ios *IO, w *ringWriteFlags, p *ringfile.Policy, wro
 		fmt.Fprintf(ios.Out, "%s: cell %s of %s (fingerprint %s)\n", verb, b.Cell, b.Namespace, b.Fingerprint)
 	}
 	for _, k := range ch.Kept {
-		fmt.Fprintf(ios.Out, "kept: cell %s of %s (fingerprint %s): epoch %s, not retired, places it\n",
-			k.Cell, k.Namespace, k.Fingerprint, ringJoinEpochs(k.Epochs))
+		verb := "place"
+		if len(k.Epochs) == 1 {
+			verb = "places"
+		}
+		fmt.Fprintf(ios.Out, "kept: cell %s of %s (fingerprint %s): %s, not retired, %s it\n",
+			k.Cell, k.Namespace, k.Fingerprint, ringfile.EpochList(k.Epochs), verb)
 	}
 	if !wrote {
 		_, err := fmt.Fprintf(ios.Out, "%s: no binding to remove; nothing written (revision %d)\n", p.File, p.Revision)

@@ -92,6 +92,30 @@ func TestEtcdRingCommandsGiveTheSameResultsOnAFileAndOnEtcd(t *testing.T) {
 		{"resolve", "orders.e4.s8." + testULID},
 		{"plan", "--remove-shards", "0-3"}, // would leave cellA with none
 		{"export"},
+		// Cell bindings: a claim, a replica, a conflict, no fingerprint, a
+		// cell no ring places; pruned against the live nodes.
+		{"bind", "--cell", "cellA", "--fingerprint", "db-a"},
+		{"bind", "--cell", "cellA", "--fingerprint", "db-a", "--json"},
+		{"bind", "--cell", "cellA", "--fingerprint", "db-other"},
+		{"bind", "--cell", "cellX"},
+		{"bind", "--cell", "cellX", "--fingerprint", "db-x", "--dry-run"},
+		{"bind", "--cell", "cellX", "--fingerprint", "db-x", "--expect-revision", "3"},
+		{"bind", "--cell", "cellX", "--fingerprint", "db-x"},
+		{"bind", "--cell", "cellB", "--fingerprint", "db-b"},
+		{"bindings"}, {"bindings", "--json"}, {"show"}, {"validate"},
+		{"unbind", "--cell", "cellA", "--live", "PLANDIR/live.json"},
+		{"prune-bindings", "--live", "PLANDIR/live.json", "--dry-run"},
+		{"prune-bindings", "--live", "PLANDIR/live.json", "--json"},
+		{"bind", "--cell", "cellX", "--fingerprint", "db-y"},
+		{"unbind", "--cell", "cellX", "--live", "PLANDIR/none.json"},
+		{"bindings", "--json"},
+	}
+	for _, dir := range []string{fileDir, etcdDir} {
+		for name, text := range map[string]string{"live.json": `[{"namespace": "orders", "cell_id": "cellB"}]`, "none.json": `[]`} {
+			if err := os.WriteFile(filepath.Join(dir, name), []byte(text), 0o644); err != nil {
+				t.Fatal(err)
+			}
+		}
 	}
 	mask := func(s, name, dir string) string {
 		s = strings.ReplaceAll(s, "--store "+c.Store()+" --namespace orders", "POLICY")
@@ -229,6 +253,36 @@ func TestEtcdRingPushAndPull(t *testing.T) {
 	text, _ := os.ReadFile(file)
 	if !strings.Contains(string(text), "cell a fingerprint=jdbc-1\n") || !strings.Contains(string(text), "epoch 1 open shards=0-3\n  0-1 a\n  2-3 b\n") {
 		t.Fatalf("pulled file:\n%s", text)
+	}
+	// Bindings travel too: the push claimed a's in etcd; one a node made
+	// in etcd comes back with a pull; a cell bound to two fingerprints,
+	// one on each side, is refused both ways, naming both.
+	if r := ringFusee(nil, append([]string{"ring", "bindings"}, target...)...); r.code != 0 || !strings.Contains(r.out, "pushed     a     jdbc-1") {
+		t.Fatalf("bindings in etcd after the push: %s%s", r.out, r.err)
+	}
+	if r := ringFusee(nil, append([]string{"ring", "bind", "--cell", "b", "--fingerprint", "jdbc-2"}, target...)...); r.code != 0 {
+		t.Fatal(r.err)
+	}
+	if r := ringFusee(nil, append([]string{"ring", "pull", file}, target...)...); r.code != 0 {
+		t.Fatalf("pull: %s", r.err)
+	}
+	if text, _ := os.ReadFile(file); !strings.Contains(string(text), "cell b fingerprint=jdbc-2\n") {
+		t.Fatalf("the pull did not carry etcd's binding of b:\n%s", text)
+	}
+	if r := ringFusee(nil, "ring", "bind", file, "--cell", "c", "--fingerprint", "jdbc-file"); r.code != 0 {
+		t.Fatal(r.err)
+	}
+	if r := ringFusee(nil, append([]string{"ring", "bind", "--cell", "c", "--fingerprint", "jdbc-etcd"}, target...)...); r.code != 0 {
+		t.Fatal(r.err)
+	}
+	before, _ := os.ReadFile(file)
+	r = ringFusee(nil, append([]string{"ring", "push", file}, target...)...)
+	if r.code != 1 || !strings.Contains(r.err, "cell c of pushed is bound to fingerprint jdbc-etcd, and jdbc-file is another database") {
+		t.Fatalf("pushing a conflicting binding: exit %d %s%s", r.code, r.out, r.err)
+	}
+	r = ringFusee(nil, append([]string{"ring", "pull", file}, target...)...)
+	if after, _ := os.ReadFile(file); r.code != 1 || !strings.Contains(r.err, "cell c of pushed is bound to fingerprint jdbc-file, and jdbc-etcd is another database") || string(after) != string(before) {
+		t.Fatalf("pulling a conflicting binding: exit %d %s%s", r.code, r.out, r.err)
 	}
 	fresh := filepath.Join(dir, "fresh.ring")
 	if r := ringFusee(nil, append([]string{"ring", "pull", fresh}, target...)...); r.code != 0 {
