@@ -23,10 +23,12 @@ func newRingShowCmd(ios *IO) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "show (FILE | --store etcd://HOST:PORT --namespace NS) [--epoch E] [--json]",
 		Short: "Show a ring file: epochs, status, a strip of each ring, shards per cell, balance",
-		Long: `Show prints the namespace, shard count, revision and current epoch, the
-declared cells (with fingerprints) and the active cells workers must poll,
-then every epoch, newest first: its status, a strip of its shard -> cell
-map, and, per cell, how many shards it owns, which ranges, in which region,
+		Long: `Show prints the namespace, the current epoch's shard count, the revision
+and current epoch, the declared cells (with fingerprints, their bindings)
+and the active cells workers must poll, then every epoch, newest first: its
+status, the shards it added and removed against the epoch before it (when
+its set differs), a strip of its shard -> cell map ('.' for a shard not in
+its set), and, per cell, how many shards it owns, which ranges, in which region,
 and the ring's balance (fewest and most shards per cell against the even
 share).
 
