@@ -42,6 +42,8 @@ func FuzzParse(f *testing.F) {
 		}
 	}
 	for _, s := range []string{
+		"fusee-ring 2\nnamespace ns\nrevision 3\ncurrent-epoch 1\ncell a\ncell b fingerprint=db-b\nepoch 0 draining shards=0-3\n  0-3 a\nepoch 1 open shards=0-2,8-9\n  0-2 a\n  8-9 b\n",
+		"fusee-ring 2\nnamespace ns\nrevision 1\ncurrent-epoch 0\ncell a\nepoch 0 open shards=0-3,2\n  0-3 a\n",
 		"fusee-ring 1\n# a comment\nnamespace   ns\ncurrent-epoch 0\nrevision 1\nshards 4\ncell b\ncell a\nepoch 0 open\n    0 a\n    1 a\n\t2-3 b\n",
 		"fusee-ring 1\nnamespace ns\nshards 4\nrevision 1\ncurrent-epoch 0\ncell a\ncell b\nepoch 0 open\n  3 a\n  0-1 b\n  2 a\n",
 		"fusee-ring 1\nnamespace ns\nshards 2\nrevision 0\ncurrent-epoch none\n",

@@ -30,5 +30,7 @@
 // names); cells are declared from the rings, without fingerprints, as
 // ringfile.ImportWiggle declares them. Cell bindings (cell id ->
 // storage fingerprint) are keys of their own beside the policy's, under
-// /wiggle/coord/cellbinding/<namespace>/<cellId> (see bindings.go).
+// /wiggle/coord/cellbinding/<namespace>/<cellId>, read with the policy
+// in one transaction and written in the same transaction as it (see
+// bindingOps).
 package etcdstore
