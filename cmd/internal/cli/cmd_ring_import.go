@@ -123,6 +123,12 @@ func ringPut(ctx context.Context, ios *IO, st ringfile.Store, p *ringfile.Policy
 		if ringSameStored(st, cur, q) {
 			return nil, upToDate
 		}
+		// Only bindings differ (a node registered in etcd, which does not
+		// bump the policy's revision): carrying them over is a write of
+		// its own, at the next revision.
+		if how.keepCells && q.Revision == cur.Revision && string(ringfile.ExportWiggle(q, false)) == string(ringfile.ExportWiggle(cur, false)) {
+			q.Revision++
+		}
 		return q, nil
 	})
 	if errors.Is(err, upToDate) {

@@ -12,6 +12,10 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
+
+	clientv3 "go.etcd.io/etcd/client/v3"
+	"go.uber.org/zap"
 
 	"github.com/fusee-dev/fusee/ringfile/etcdstore/etcdtest"
 )
@@ -268,6 +272,22 @@ func TestEtcdRingPushAndPull(t *testing.T) {
 	}
 	if text, _ := os.ReadFile(file); !strings.Contains(string(text), "cell b fingerprint=jdbc-2\n") {
 		t.Fatalf("the pull did not carry etcd's binding of b:\n%s", text)
+	}
+	// A binding a registering node made in etcd, which leaves the policy's
+	// revision as it was, comes over with a pull, at the next revision.
+	cli, err := clientv3.New(clientv3.Config{Endpoints: c.Endpoints(), DialTimeout: 5 * time.Second, Logger: zap.NewNop()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cli.Close()
+	if _, err := cli.Put(context.Background(), "/wiggle/coord/cellbinding/pushed/d", "jdbc-node"); err != nil {
+		t.Fatal(err)
+	}
+	if r := ringFusee(nil, append([]string{"ring", "pull", file}, target...)...); r.code != 0 || !strings.Contains(r.out, "pulled") {
+		t.Fatalf("pulling a node's binding: exit %d %s%s", r.code, r.out, r.err)
+	}
+	if text, _ := os.ReadFile(file); !strings.Contains(string(text), "cell d fingerprint=jdbc-node\n") {
+		t.Fatalf("the pull did not carry the node's binding of d:\n%s", text)
 	}
 	if r := ringFusee(nil, "ring", "bind", file, "--cell", "c", "--fingerprint", "jdbc-file"); r.code != 0 {
 		t.Fatal(r.err)
