@@ -120,6 +120,7 @@ func (s *Store) Name() string {
 type stored struct {
 	policy   *ringfile.Policy
 	raw      []byte
+	present  bool // the policy key exists
 	version  int64
 	modRev   int64
 	revision int64                       // the store's revision at the read
@@ -152,7 +153,7 @@ func (s *Store) read(ctx context.Context) (*stored, error) {
 	if err != nil {
 		return nil, err
 	}
-	if st.raw == nil {
+	if !st.present {
 		return nil, &AbsentError{Name: s.Name(), Namespace: s.cfg.Namespace}
 	}
 	p, err := Decode(st.raw, s.Name(), s.cfg.Namespace)
@@ -166,8 +167,7 @@ func (s *Store) read(ctx context.Context) (*stored, error) {
 	return st, nil
 }
 
-// readKeys reads the policy key (raw stays nil when it is absent) and the
-// binding keys, in one transaction.
+// readKeys reads the policy key and the binding keys, in one transaction.
 func (s *Store) readKeys(ctx context.Context) (*stored, error) {
 	var resp *clientv3.TxnResponse
 	err := s.do(ctx, "reading", func(ctx context.Context) (err error) {
@@ -179,7 +179,7 @@ func (s *Store) readKeys(ctx context.Context) (*stored, error) {
 	}
 	st := &stored{revision: resp.Header.Revision, bound: map[string]*mvccpb.KeyValue{}}
 	if kvs := resp.Responses[0].GetResponseRange().Kvs; len(kvs) > 0 {
-		st.raw, st.version, st.modRev = kvs[0].Value, kvs[0].Version, kvs[0].ModRevision
+		st.raw, st.present, st.version, st.modRev = kvs[0].Value, true, kvs[0].Version, kvs[0].ModRevision
 	}
 	for _, kv := range resp.Responses[1].GetResponseRange().Kvs {
 		st.bound[strings.TrimPrefix(string(kv.Key), s.bindings)] = kv
@@ -217,7 +217,9 @@ func (s *Store) bindingOps(read map[string]*mvccpb.KeyValue, next *ringfile.Poli
 		}
 	}
 	for _, cell := range sortedCells(read) {
-		if _, kept := want[cell]; !kept {
+		// A key with no value binds nothing (the policy does not show it):
+		// it is left as it is.
+		if _, kept := want[cell]; !kept && len(read[cell].Value) > 0 {
 			cmps = append(cmps, clientv3.Compare(clientv3.ModRevision(s.BindingKey(cell)), "=", read[cell].ModRevision))
 			ops = append(ops, clientv3.OpDelete(s.BindingKey(cell)))
 		}
@@ -276,7 +278,7 @@ func (s *Store) Create(ctx context.Context, p *ringfile.Policy, opt ringfile.Wri
 	if err != nil {
 		return err
 	}
-	if st.raw != nil {
+	if st.present {
 		return s.exists()
 	}
 	withBound := p.Clone()
@@ -303,7 +305,7 @@ func (s *Store) Create(ctx context.Context, p *ringfile.Policy, opt ringfile.Wri
 	}
 	if !resp.Succeeded {
 		now, err := s.readKeys(ctx)
-		if err == nil && now.raw == nil {
+		if err == nil && !now.present {
 			return fmt.Errorf("%s: a cell binding changed while the policy was being created; nothing written: retry", s.Name())
 		}
 		return s.exists()
