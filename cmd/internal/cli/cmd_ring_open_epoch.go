@@ -52,11 +52,12 @@ there, including on the shards the new ring drops. A plan carries its own
 change.
 
 Preconditions: FILE is valid; the new ring places every shard of its set
-on exactly one cell and differs from the current ring. A plan must have been computed
-from FILE's current revision, and --expect-revision R requires revision R:
-otherwise nothing is written and the exit code is 5 (re-read, re-plan,
-retry). Before opening, register the new ring's cells' nodes: ids minted in
-the new epoch resolve to them at once.` + ringStoreHelp,
+on exactly one cell and differs from the current ring. A plan must have
+been computed from FILE's current revision, and --expect-revision R
+requires revision R: otherwise nothing is written and the exit code is 5
+(re-read, re-plan, retry). A plan that was opened already says so and
+exits 1: there is nothing to retry. Before opening, register the new
+ring's cells' nodes: ids minted in the new epoch resolve to them at once.` + ringStoreHelp,
 		Example: `  fusee ring open-epoch orders.ring --plan split.plan
   fusee ring open-epoch orders.ring --slots 0-511=cellA,512-1023=cellB --expect-revision 3
   fusee ring open-epoch orders.ring --slots 0-1023=cellC --fingerprint cellC=jdbc-77e1 --dry-run
