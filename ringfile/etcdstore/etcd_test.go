@@ -456,3 +456,36 @@ func TestCellBindingRaceOnEtcd(t *testing.T) {
 	}
 	ringtest.BindingRace(t, 16, func() ringfile.Store { return open(t, c, "race-bind", 20*time.Second) })
 }
+
+// Nodes register (and bind their cell ids) before the first epoch: a
+// create keeps those bindings, and refuses a policy that binds one of
+// those cells to another fingerprint, writing nothing.
+func TestCreateKeepsAndChecksEarlierBindings(t *testing.T) {
+	c := single(t)
+	ctx := context.Background()
+	s := open(t, c, "early", 10*time.Second)
+	if _, err := s.Client().Put(ctx, s.BindingKey("a"), "db-1"); err != nil {
+		t.Fatal(err)
+	}
+	p := genesis(t, "early", 4, "a")
+	p.Declare(ringfile.CellDecl{ID: "a", Fingerprint: "db-2"})
+	var conflict *ringfile.BindingConflictError
+	if err := s.Create(ctx, p, ringfile.WriteOptions{ExpectRevision: ringfile.AnyRevision}); !errors.As(err, &conflict) || conflict.Bound != "db-1" || conflict.Claimed != "db-2" {
+		t.Fatalf("creating over a binding to another fingerprint: %v", err)
+	}
+	if _, err := s.Load(ctx); !errors.Is(err, etcdstore.ErrAbsent) {
+		t.Fatalf("the refused create wrote the policy: %v", err)
+	}
+	q := genesis(t, "early", 4, "a")
+	q.Declare(ringfile.CellDecl{ID: "b", Fingerprint: "db-b"})
+	if err := s.Create(ctx, q, ringfile.WriteOptions{ExpectRevision: ringfile.AnyRevision}); err != nil {
+		t.Fatal(err)
+	}
+	got, err := s.Load(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if bs := got.Bindings(); len(bs) != 2 || bs[0].Fingerprint != "db-1" || bs[1].Fingerprint != "db-b" {
+		t.Fatalf("bindings after the create: %+v", bs)
+	}
+}
