@@ -28,6 +28,9 @@ import (
 
 const censusMagic = "fusee-census"
 
+// censusVersion is the census format's version, apart from the ring file's.
+const censusVersion = 1
+
 // Report is one node's census line.
 type Report struct {
 	Cell string
@@ -97,7 +100,7 @@ func ParseCensus(file string, data []byte) (*Census, error) {
 		}
 	}
 	if _, ok := header[censusMagic]; !ok {
-		fail(0, "missing `%s %d` line", censusMagic, FormatVersion)
+		fail(0, "missing `%s %d` line", censusMagic, censusVersion)
 	}
 	if _, ok := header["namespace"]; !ok {
 		fail(0, "missing `namespace` line")
@@ -113,8 +116,8 @@ func (c *Census) headerLine(fields []string) string {
 		return fields[0] + " takes one value"
 	case fields[0] == "namespace":
 		c.Namespace = fields[1]
-	case fields[1] != strconv.Itoa(FormatVersion):
-		return fmt.Sprintf("unsupported census format: this fusee reads `%s %d`", censusMagic, FormatVersion)
+	case fields[1] != strconv.Itoa(censusVersion):
+		return fmt.Sprintf("unsupported census format: this fusee reads `%s %d`", censusMagic, censusVersion)
 	}
 	return ""
 }

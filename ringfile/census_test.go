@@ -8,7 +8,7 @@ import (
 
 func TestCensusGatesRetirement(t *testing.T) {
 	p := newPolicy(t, "orders", 4, "a", "b")
-	p, _ = OpenEpoch(p, EvenRing(4, []string{"b", "a", "c"}))
+	p, _ = OpenEpoch(p, EvenRing(4, []string{"b", "a", "c"}), ShardChange{})
 	now := time.Date(2026, 3, 1, 12, 0, 30, 0, time.UTC)
 	head := "fusee-census 1\nnamespace orders\n"
 	cases := []struct {

@@ -1,6 +1,6 @@
 // Package ringfile owns a namespace's placement policy as an operator holds
-// it in a file: the model (shard count, epochs, their sealed rings, declared
-// cells, the revision), the file format, validation, the planner that
+// it in a file: the model (epochs, their sealed rings and shard sets,
+// declared cells and their bindings, the revision), the file format, validation, the planner that
 // computes the next ring, resolution of ids to cells, import and export of
 // the reference coordinator's stored JSON, and the census that gates
 // retirement.
@@ -13,11 +13,14 @@
 //     disappears, no ring changes, no status moves backwards, the current
 //     epoch never goes back and the revision always goes up.
 //   - Exactly one epoch is OPEN and it is the current one.
-//   - Every ring places each shard 0..S-1 on exactly one declared cell, so an
+//   - Every ring places each shard of its epoch's own shard set (the shard
+//     numbers it names) on exactly one declared cell, and a new epoch's set
+//     differs from the current one only as the write names (ShardChange), so an
 //     id resolves through its own epoch's ring to one cell, or to an error;
 //     never by a modulo wrap onto some other cell.
 //   - Two declarations of one cell id with different storage fingerprints
-//     are refused: they would conflate two databases into one cell.
+//     are refused: they would conflate two databases into one cell. A
+//     cell's declared fingerprint is its binding (bindings.go).
 //   - Every write is a compare-and-set on the revision, serialised across
 //     processes by an exclusive flock on the ring file itself (a symbolic
 //     link's target; no sidecar lock file), written atomically and durably

@@ -20,6 +20,14 @@ var (
 	// ErrUnplaced: the id's epoch does not place its shard on exactly one
 	// cell. Never answered by wrapping onto another slot.
 	ErrUnplaced = errors.New("shard not placed")
+	// ErrCellMismatch: the id is labelled with a cell other than the one
+	// its epoch places its shard on.
+	ErrCellMismatch = errors.New("id labelled with another cell")
+	// ErrShardSet: a new epoch's shard set differs from the current one
+	// in a way the write did not name.
+	ErrShardSet = errors.New("shard set changed without being named")
+	// ErrApplied: a plan opened again, its epoch exists already.
+	ErrApplied = errors.New("plan applied already")
 	// ErrUnknownCell: the file declares no cell of that id.
 	ErrUnknownCell = errors.New("cell not declared")
 	// ErrOtherNamespace: the id belongs to another namespace.
@@ -49,8 +57,12 @@ func (e *ConflictError) Error() string {
 	if e.Missing {
 		return fmt.Sprintf("%s: %s expects revision %d but the %s does not exist yet", e.File, e.What, e.Expected, noun)
 	}
-	return fmt.Sprintf("%s: %s expects revision %d but the %s is at revision %d: it moved on; re-read it and retry",
-		e.File, e.What, e.Expected, noun, e.Actual)
+	advice := "re-read it and retry"
+	if strings.HasPrefix(e.What, "the plan") {
+		advice = "plan again from the current epoch"
+	}
+	return fmt.Sprintf("%s: %s expects revision %d but the %s is at revision %d: it moved on; %s",
+		e.File, e.What, e.Expected, noun, e.Actual, advice)
 }
 
 func (e *ConflictError) Unwrap() error { return ErrConflict }
@@ -141,3 +153,18 @@ func (e *LockedError) Error() string {
 }
 
 func (e *LockedError) Is(target error) bool { return target == ErrLocked }
+
+// AppliedError is a plan opened again: the epoch it opens exists already
+// with its ring. Not a lost race: there is nothing to retry.
+type AppliedError struct {
+	File     string
+	Epoch    int64
+	Revision int64
+}
+
+func (e *AppliedError) Error() string {
+	return fmt.Sprintf("%s: the plan was applied already: epoch %d has its ring (the policy is now at revision %d); nothing to do (to change placement again, plan from the current epoch)",
+		e.File, e.Epoch, e.Revision)
+}
+
+func (e *AppliedError) Is(target error) bool { return target == ErrApplied }

@@ -11,35 +11,41 @@ import (
 // The ring file format (docs/rings.md is the full description):
 //
 //	# comment lines and blank lines are ignored
-//	fusee-ring 1
+//	fusee-ring 2
 //	namespace orders
-//	shards 1024
 //	revision 7
 //	current-epoch 1
 //	cell cellA fingerprint=jdbc-7f3a
 //	cell cellB
-//	epoch 0 draining
-//	  0-1023 cellA
-//	epoch 1 open
+//	epoch 0 draining shards=0-511
+//	  0-511 cellA
+//	epoch 1 open shards=0-1023
 //	  0-511 cellA
 //	  512-1023 cellB@eu-west
 //
 // Directives start in column 0; slot lines are indented and belong to the
-// epoch above them. A slot line is a shard or an inclusive range of shards
-// and the cell (with an optional @region) they are placed on, in ring
-// order. Format writes one canonical text for a policy: header fields in
-// that order, cells sorted, epochs ascending, consecutive slots merged into
-// ranges.
+// epoch above them. An epoch line names the epoch's shard set, which its
+// slots must place exactly, each once. A slot line is a shard or an
+// inclusive range of shards and the cell (with an optional @region) they
+// are placed on, in ring order. Format writes one canonical text for a
+// policy: header fields in that order, cells sorted, epochs ascending,
+// consecutive slots merged into ranges.
+//
+// Format 1, which fusee wrote before shard sets were per epoch, has a
+// `shards S` header after the namespace and epoch lines without shards=:
+// every epoch's set is 0..S-1. It is read as such and written as format 2
+// by the next command that writes the file.
 
-// FormatVersion is the version the "fusee-ring" line carries.
-const FormatVersion = 1
+// FormatVersion is the version the "fusee-ring" line carries when fusee
+// writes a file; format 1 is still read.
+const FormatVersion = 2
 
 const (
 	magic      = "fusee-ring"
 	fileBanner = "# fusee ring file: one namespace's placement policy (docs/rings.md).\n" +
 		"# Change it with `fusee ring` commands: published rings are sealed.\n"
 	// shardLimit bounds shard numbers the parser accepts, so a typo cannot
-	// allocate a huge ring; Validate then checks them against the count.
+	// allocate a huge ring; Validate then checks them against MaxShards.
 	shardLimit = 1 << 16
 	// maxErrors stops a badly broken file from flooding the output.
 	maxErrors = 50
@@ -70,7 +76,6 @@ func Format(p *Policy) []byte {
 	b.WriteString(fileBanner)
 	fmt.Fprintf(&b, "%s %d\n", magic, FormatVersion)
 	fmt.Fprintf(&b, "namespace %s\n", p.Namespace)
-	fmt.Fprintf(&b, "shards %d\n", p.Shards)
 	fmt.Fprintf(&b, "revision %d\n", p.Revision)
 	if p.Current == NoEpoch {
 		b.WriteString("current-epoch none\n")
@@ -82,7 +87,7 @@ func Format(p *Policy) []byte {
 		writeCells(&b, p.Cells)
 	}
 	for _, e := range p.Epochs {
-		fmt.Fprintf(&b, "\nepoch %d %s\n", e.Number, e.Status)
+		fmt.Fprintf(&b, "\nepoch %d %s shards=%s\n", e.Number, e.Status, strings.Join(ShardRanges(e.ShardSet()), ","))
 		writeRing(&b, "  ", e.Ring)
 	}
 	return []byte(b.String())

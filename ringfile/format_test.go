@@ -2,6 +2,7 @@ package ringfile
 
 import (
 	"bytes"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -18,12 +19,36 @@ func TestGoldenRingRoundTrips(t *testing.T) {
 	if got := Format(p); !bytes.Equal(got, data) {
 		t.Errorf("Format(Parse(golden)) differs:\n%s", got)
 	}
-	if len(p.Epochs) != 3 || p.Current != 2 || p.Revision != 4 || p.Shards != 1024 {
+	if len(p.Epochs) != 3 || p.Current != 2 || p.Revision != 4 || len(p.Epoch(2).Shards) != 1024 {
 		t.Errorf("unexpected header: %+v", p)
 	}
-	if got := p.Epoch(2).Ring.Owners(400); len(got) != 1 || got[0].Cell != "cellC" || got[0].Region != "eu-west" || got[0].Line != 22 {
+	if got := p.Epoch(2).Ring.Owners(400); len(got) != 1 || got[0].Cell != "cellC" || got[0].Region != "eu-west" || got[0].Line != 21 {
 		t.Errorf("shard 400 of epoch 2: %+v", got)
 	}
+}
+
+// A format 1 file (one shard count for every epoch) reads unchanged: each
+// epoch's set is 0..S-1, and the next write turns it into format 2, the
+// golden file's text.
+func TestFormatOneReadsAsEveryEpochsSet(t *testing.T) {
+	v1 := readFile(t, "../testdata/ring/orders.v1.ring")
+	p := mustParse(t, string(v1))
+	if fs := Validate(p); len(fs) != 0 {
+		t.Fatalf("format 1 golden has findings: %v", fs)
+	}
+	for _, e := range p.Epochs {
+		if !slices.Equal(e.Shards, ShardsUpTo(1024)) {
+			t.Errorf("epoch %d's set is %s, want 0-1023", e.Number, FormatShardSet(e.Shards))
+		}
+	}
+	if got, want := Format(p), readFile(t, goldenRing); !bytes.Equal(got, want) {
+		t.Errorf("format 1 written again:\n%s\nwant\n%s", got, want)
+	}
+	// A shard missing from a format 1 ring is still reported: the header's
+	// count is every epoch's set.
+	hole := strings.Replace(string(v1), "  0-1023 cellA\n", "  0-1022 cellA\n", 1)
+	holed, _ := Parse("hole.ring", []byte(hole))
+	wantErrContains(t, Check(holed), "epoch 0: shard 1023 is placed on no cell")
 }
 
 func TestFormatIsCanonical(t *testing.T) {
@@ -43,16 +68,15 @@ epoch 0 open
 	2-3 b
 `
 	p := mustParse(t, messy)
-	want := fileBanner + `fusee-ring 1
+	want := fileBanner + `fusee-ring 2
 namespace ns
-shards 4
 revision 1
 current-epoch 0
 
 cell a
 cell b
 
-epoch 0 open
+epoch 0 open shards=0-3
   0-1 a
   2-3 b
 `
@@ -82,8 +106,13 @@ func TestParseErrorsCarryLines(t *testing.T) {
 		name, text string
 		want       []string
 	}{
-		{"no magic", "namespace ns\n", []string{"test.ring:1: the file must start with `fusee-ring 1`"}},
-		{"version", "fusee-ring 2\n", []string{"test.ring:1: unsupported format"}},
+		{"no magic", "namespace ns\n", []string{"test.ring:1: the file must start with `fusee-ring 2`"}},
+		{"version", "fusee-ring 3\n", []string{"test.ring:1: unsupported format"}},
+		{"shards header in format 2", "fusee-ring 2\nshards 4\n", []string{"test.ring:2: `shards N` is format 1's"}},
+		{"epoch without its set", "fusee-ring 2\nepoch 0 open\n", []string{"test.ring:2: want `epoch N open|draining|retired shards=LIST`"}},
+		{"bad set", "fusee-ring 2\nepoch 0 open shards=3-1\n", []string{"test.ring:2: epoch 0: shards=: shard range 3-1 is reversed"}},
+		{"set twice", "fusee-ring 2\nepoch 0 open shards=0-3,2\n", []string{"test.ring:2: epoch 0: shards=: shard 2 is listed twice"}},
+		{"set attribute", "fusee-ring 2\nepoch 0 open slots=1\n", []string{`test.ring:2: unknown epoch attribute "slots=1"`}},
 		{"unknown key", "fusee-ring 1\nnamespace ns\nshards 4\nrevision 0\ncurrent-epoch none\ncolour blue\n", []string{`test.ring:6: unknown key "colour"`}},
 		{"duplicate", "fusee-ring 1\nnamespace ns\nnamespace ns\n", []string{"test.ring:3: duplicate namespace (first on line 2)"}},
 		{"missing", "fusee-ring 1\nnamespace ns\n", []string{"missing `shards` line", "missing `revision` line", "missing `current-epoch` line"}},

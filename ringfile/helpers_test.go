@@ -30,8 +30,8 @@ func mustParse(t *testing.T, text string) *Policy {
 // newPolicy is a valid policy with epoch 0 spread evenly over cells.
 func newPolicy(t *testing.T, ns string, shards int, cells ...string) *Policy {
 	t.Helper()
-	p := &Policy{Namespace: ns, Shards: shards, Current: NoEpoch}
-	p, err := OpenEpoch(p, EvenRing(shards, cells))
+	p := &Policy{Namespace: ns, Current: NoEpoch}
+	p, err := OpenEpoch(p, EvenRing(shards, cells), ShardChange{})
 	if err != nil {
 		t.Fatalf("genesis: %v", err)
 	}

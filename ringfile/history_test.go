@@ -59,7 +59,7 @@ func newHistory(t *rapid.T, path string) *history {
 	for i := range cells {
 		cells[i] = fmt.Sprintf("c%d", i)
 	}
-	p, err := OpenEpoch(&Policy{Namespace: "ns", Shards: n, Current: NoEpoch}, EvenRing(n, cells))
+	p, err := OpenEpoch(&Policy{Namespace: "ns", Current: NoEpoch}, EvenRing(n, cells), ShardChange{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -107,12 +107,12 @@ func (h *history) planAndOpen() {
 }
 
 func (h *history) openArbitrary() {
-	ring := make(Ring, h.p.Shards)
+	ring := make(Ring, len(h.p.CurrentEpoch().Ring))
 	for sh := range ring {
 		ring[sh] = Slot{Shard: sh, Cell: fmt.Sprintf("c%d", rapid.IntRange(0, 5).Draw(h.t, "cell"))}
 	}
 	ring = rapid.Permutation(ring).Draw(h.t, "order")
-	h.update(func(cur *Policy) (*Policy, error) { return OpenEpoch(cur, ring) })
+	h.update(func(cur *Policy) (*Policy, error) { return OpenEpoch(cur, ring, ShardChange{}) })
 }
 
 func (h *history) retire() {

@@ -17,7 +17,9 @@ import (
 // takes no lock and goes through; no write leaves a FILE.lock behind.
 func TestLockWaitSaysWhoAndGivesUp(t *testing.T) {
 	path := createRing(t, newPolicy(t, "orders", 4, "a"))
-	open := func(cur *Policy) (*Policy, error) { return OpenEpoch(cur, EvenRing(4, []string{"a", "b"})) }
+	open := func(cur *Policy) (*Policy, error) {
+		return OpenEpoch(cur, EvenRing(4, []string{"a", "b"}), ShardChange{})
+	}
 
 	held, err := os.Open(path)
 	if err != nil {
@@ -70,14 +72,14 @@ func TestLockFollowsAReplacedFile(t *testing.T) {
 	done := make(chan error)
 	go func() {
 		_, err := Update(path, WriteOptions{ExpectRevision: 2}, func(cur *Policy) (*Policy, error) {
-			return OpenEpoch(cur, EvenRing(4, []string{"b"}))
+			return OpenEpoch(cur, EvenRing(4, []string{"b"}), ShardChange{})
 		})
 		done <- err
 	}()
 	time.Sleep(50 * time.Millisecond)
 	// The holder writes revision 2 by replacing the file, then releases
 	// the lock on the old one.
-	next, err := OpenEpoch(mustLoad(t, path), EvenRing(4, []string{"a", "b"}))
+	next, err := OpenEpoch(mustLoad(t, path), EvenRing(4, []string{"a", "b"}), ShardChange{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -100,4 +102,51 @@ func mustLoad(t *testing.T, path string) *Policy {
 		t.Fatal(err)
 	}
 	return p
+}
+
+// A write killed at write, fsync, link or rename leaves ".FILE.tmp…" beside
+// FILE (createDurably's ".FILE.tmp-N", meta.ReplaceFile's ".FILE.tmpN"):
+// the next write removes them under the lock, the next create once its
+// file exists; a dry run removes nothing, and other files' temporaries
+// are not touched.
+func TestWritesRemoveStaleTemporaries(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "orders.ring")
+	stale := []string{".orders.ring.tmp-123", ".orders.ring.tmp3k9x"}
+	other := ".other.ring.tmp-1"
+	litter := func() {
+		for _, name := range append(stale, other) {
+			if err := os.WriteFile(filepath.Join(dir, name), []byte("half"), 0o644); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	left := func(when string, want ...string) {
+		t.Helper()
+		entries, _ := os.ReadDir(dir)
+		var got []string
+		for _, e := range entries {
+			got = append(got, e.Name())
+		}
+		if strings.Join(got, " ") != strings.Join(want, " ") {
+			t.Errorf("%s: the directory holds %v, want %v", when, got, want)
+		}
+	}
+	litter()
+	if err := Create(path, newPolicy(t, "orders", 4, "a"), WriteOptions{ExpectRevision: AnyRevision}); err != nil {
+		t.Fatal(err)
+	}
+	left("after create", other, "orders.ring")
+	litter()
+	open := func(cur *Policy) (*Policy, error) {
+		return OpenEpoch(cur, EvenRing(4, []string{"a", "b"}), ShardChange{})
+	}
+	if _, err := Update(path, WriteOptions{ExpectRevision: AnyRevision, DryRun: true}, open); err != nil {
+		t.Fatal(err)
+	}
+	left("after a dry run", append([]string{}, stale[0], stale[1], other, "orders.ring")...)
+	if _, err := Update(path, WriteOptions{ExpectRevision: AnyRevision}, open); err != nil {
+		t.Fatal(err)
+	}
+	left("after an update", other, "orders.ring")
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 )
@@ -60,6 +61,7 @@ func ParseContext(ctx context.Context, file string, data []byte) (*Policy, error
 		ps.errorf(len(lines), "the last line does not end with a newline: the file may have been cut short (fusee always writes one; add it if the file is complete)")
 	}
 	ps.finish()
+	ps.legacySets()
 	if len(ps.errs) > 0 {
 		ps.p.unread = &ps.un
 		return ps.p, errors.Join(ps.errs...)
@@ -68,14 +70,16 @@ func ParseContext(ctx context.Context, file string, data []byte) (*Policy, error
 }
 
 type parser struct {
-	file  string
-	p     *Policy
-	errs  []error
-	seen  map[string]int   // header key -> line
-	cells map[CellDecl]int // declaration (id, fingerprint) -> line
-	magic bool
-	body  bool   // a cell or epoch line has been read
-	epoch *Epoch // the epoch slot lines belong to
+	file    string
+	p       *Policy
+	errs    []error
+	seen    map[string]int   // header key -> line
+	cells   map[CellDecl]int // declaration (id, fingerprint) -> line
+	magic   bool
+	version int    // the format the magic line names: 1 or 2
+	shards  int    // format 1's shard count
+	body    bool   // a cell or epoch line has been read
+	epoch   *Epoch // the epoch slot lines belong to
 	// orphan: the epoch line above was refused; its slot lines are still
 	// checked but kept nowhere, and not reported as outside an epoch.
 	orphan bool
@@ -145,9 +149,22 @@ func (ps *parser) magicLine(n int, fields []string) {
 	}
 	ps.magic = true
 	ps.seen[magic] = n
-	if len(fields) != 2 || fields[1] != strconv.Itoa(FormatVersion) {
-		ps.errorf(n, "unsupported format %q: this fusee reads `%s %d`", strings.Join(fields, " "), magic, FormatVersion)
+	switch {
+	case len(fields) == 2 && fields[1] == "1":
+		ps.version = 1
+	case len(fields) == 2 && fields[1] == strconv.Itoa(FormatVersion):
+		ps.version = FormatVersion
+	default:
+		ps.errorf(n, "unsupported format %q: this fusee reads `%s 1` and `%s %d`", strings.Join(fields, " "), magic, magic, FormatVersion)
 	}
+}
+
+// headerKeys are the header lines a file of this format must have.
+func (ps *parser) headerKeys() []string {
+	if ps.version == 1 {
+		return []string{"namespace", "shards", "revision", "current-epoch"}
+	}
+	return []string{"namespace", "revision", "current-epoch"}
 }
 
 // headerLine reads namespace, shards, revision or current-epoch.
@@ -174,11 +191,15 @@ func (ps *parser) headerLine(n int, fields []string) {
 		}
 	case "shards":
 		ps.p.Lines.Shards = n
+		if ps.version != 1 {
+			ps.errorf(n, "`shards N` is format 1's; in `%s %d` each epoch line names its own set (`epoch N STATUS shards=0-1023`)", magic, FormatVersion)
+			return
+		}
 		if s, ok := ps.number(n, key, v, MaxShards); ok {
 			if s == 0 {
 				ps.errorf(n, "shards must be at least 1")
 			}
-			ps.p.Shards = int(s)
+			ps.shards = int(s)
 		}
 	case "revision":
 		ps.p.Lines.Revision = n
@@ -245,11 +266,33 @@ func (ps *parser) cellLine(n int, fields []string) {
 	ps.p.Cells = append(ps.p.Cells, d)
 }
 
-// epochLine reads `epoch N STATUS` and opens its ring.
+// epochLine reads `epoch N STATUS shards=LIST` (format 1: `epoch N
+// STATUS`, the set being the header's 0..S-1) and opens its ring.
 func (ps *parser) epochLine(n int, fields []string) {
-	if len(fields) != 3 {
-		ps.errorf(n, "want `epoch N open|draining|retired`")
+	want := 4
+	if ps.version == 1 {
+		want = 3
+	}
+	if len(fields) != want {
+		if want == 3 {
+			ps.errorf(n, "want `epoch N open|draining|retired`")
+		} else {
+			ps.errorf(n, "want `epoch N open|draining|retired shards=LIST` (LIST: the epoch's shards, as 0-511,1000-1023)")
+		}
 		return
+	}
+	var set []int
+	if want == 4 {
+		k, v, ok := strings.Cut(fields[3], "=")
+		if !ok || k != "shards" {
+			ps.errorf(n, "unknown epoch attribute %q (want shards=LIST)", fields[3])
+			return
+		}
+		var err error
+		if set, err = ParseShardList(v); err != nil {
+			ps.errorf(n, "epoch %s: shards=: %v", fields[1], err)
+			return
+		}
 	}
 	num, ok := ps.number(n, "epoch", fields[1], 1<<62)
 	if !ok {
@@ -269,7 +312,7 @@ func (ps *parser) epochLine(n int, fields []string) {
 		}
 		return
 	}
-	ps.p.Epochs = append(ps.p.Epochs, Epoch{Number: num, Status: st, Line: n})
+	ps.p.Epochs = append(ps.p.Epochs, Epoch{Number: num, Status: st, Shards: set, Line: n})
 	ps.epoch, ps.orphan = &ps.p.Epochs[len(ps.p.Epochs)-1], false
 }
 
@@ -303,12 +346,51 @@ func (ps *parser) finish() {
 		ps.errorf(0, "empty file: a ring file starts with `%s %d`", magic, FormatVersion)
 		return
 	}
-	for _, key := range []string{"namespace", "shards", "revision", "current-epoch"} {
+	for _, key := range ps.headerKeys() {
 		if _, ok := ps.seen[key]; !ok {
 			ps.un.keys[key] = true
 			ps.errorf(0, "missing `%s` line", key)
 		}
 	}
+}
+
+// legacySets gives every epoch of a format 1 file the file's one shard
+// set, 0..S-1. When the count could not be read the sets stay undeclared
+// (Validate then checks each ring against its own shards only).
+func (ps *parser) legacySets() {
+	if ps.version != 1 || ps.shards == 0 {
+		return
+	}
+	set := ShardsUpTo(ps.shards)
+	for i := range ps.p.Epochs {
+		ps.p.Epochs[i].Shards = set
+	}
+}
+
+// ParseShardList reads a shard set as ranges joined by commas, "0-7,12,
+// 16-31", the syntax of an epoch's shards= and of --add-shards: ascending
+// or not, but no shard twice. The result is ascending.
+func ParseShardList(s string) ([]int, error) {
+	if s == "" {
+		return nil, errors.New("empty shard list (want ranges such as 0-7,12)")
+	}
+	var out []int
+	seen := map[int]bool{}
+	for _, part := range strings.Split(s, ",") {
+		lo, hi, err := parseShardRange(part)
+		if err != nil {
+			return nil, err
+		}
+		for sh := lo; sh <= hi; sh++ {
+			if seen[sh] {
+				return nil, fmt.Errorf("shard %d is listed twice in %q", sh, s)
+			}
+			seen[sh] = true
+			out = append(out, sh)
+		}
+	}
+	slices.Sort(out)
+	return out, nil
 }
 
 // ParseSlot reads one slot in the ring file's and the command line's

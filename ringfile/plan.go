@@ -16,6 +16,9 @@ const (
 	GoalRemoveCell
 	GoalSplit
 	GoalRebalance
+	// GoalShards adds and removes shards: added ones are dealt to the
+	// cells with the fewest, removed ones leave; no other shard moves.
+	GoalShards
 )
 
 // Goal says what the next ring should achieve.
@@ -32,6 +35,8 @@ type Goal struct {
 	// the new cell of a split): its storage fingerprint, its slots' region.
 	Fingerprint string
 	Region      string
+	// AddShards and RemoveShards are GoalShards' change to the set.
+	AddShards, RemoveShards []int
 }
 
 // String is the goal as the plan file records it.
@@ -46,6 +51,15 @@ func (g Goal) String() string {
 		s = "split " + g.Cell + ":" + g.To
 	case GoalRebalance:
 		s = "rebalance"
+	case GoalShards:
+		var parts []string
+		if len(g.AddShards) > 0 {
+			parts = append(parts, "add-shards "+strings.Join(ShardRanges(g.AddShards), ","))
+		}
+		if len(g.RemoveShards) > 0 {
+			parts = append(parts, "remove-shards "+strings.Join(ShardRanges(g.RemoveShards), ","))
+		}
+		s = strings.Join(parts, " ")
 	}
 	if len(g.Weights) > 0 {
 		s += " weights=" + FormatWeights(g.Weights)
@@ -71,11 +85,11 @@ func FormatWeights(w map[string]int) string {
 // opening it against any other revision is a conflict.
 type Plan struct {
 	Namespace    string
-	Shards       int
 	BaseRevision int64
 	BaseEpoch    int64
 	Goal         string
-	Declare      []CellDecl // cells the plan introduces
+	Declare      []CellDecl  // cells the plan introduces
+	Change       ShardChange // shards the plan adds and removes
 	Ring         Ring
 }
 
@@ -162,7 +176,8 @@ type PlanResult struct {
 // shards above target move, to the cells below theirs. So the number moved
 // is exactly the lower bound, the sum over cells of max(0, before-target).
 // It refuses a plan that leaves a kept cell with no shard, needs more cells
-// than shards, or moves nothing.
+// than shards, or moves nothing. GoalShards instead changes the shard set
+// and moves no shard (see changeShards).
 func MakePlan(p *Policy, g Goal) (*PlanResult, error) {
 	if err := Check(p); err != nil {
 		return nil, err
@@ -171,32 +186,100 @@ func MakePlan(p *Policy, g Goal) (*PlanResult, error) {
 	if cur == nil {
 		return nil, fmt.Errorf("%w: there is no current ring to plan from; open the first epoch with explicit slots", ErrNotReady)
 	}
-	cells, err := goalCells(cur, g)
-	if err != nil {
-		return nil, err
+	var (
+		ring    Ring
+		targets map[string]int
+		change  ShardChange
+		err     error
+	)
+	if g.Kind == GoalShards {
+		change = ShardChange{Add: g.AddShards, Remove: g.RemoveShards}
+		if ring, err = changeShards(cur, change); err != nil {
+			return nil, err
+		}
+		targets = ring.Counts()
+	} else {
+		n := len(cur.ShardSet())
+		var cells []string
+		if cells, err = goalCells(cur, g); err != nil {
+			return nil, err
+		}
+		if len(cells) > n {
+			return nil, fmt.Errorf("the goal needs %d cells but epoch %d has only %d shards: a cell needs at least one shard (add shards with --add-shards first)", len(cells), cur.Number, n)
+		}
+		if targets, err = goalTargets(n, cur.Ring, cells, g); err != nil {
+			return nil, err
+		}
+		ring = reassign(cur.Ring, cells, targets, g)
 	}
-	if len(cells) > p.Shards {
-		return nil, fmt.Errorf("the goal needs %d cells but there are only %d shards: a cell needs at least one shard", len(cells), p.Shards)
-	}
-	targets, err := goalTargets(p.Shards, cur.Ring, cells, g)
-	if err != nil {
-		return nil, err
-	}
-	ring := reassign(cur.Ring, cells, targets, g)
 	moves := Diff(cur.Ring, ring)
 	if len(moves) == 0 {
 		return nil, ErrNothingToMove
 	}
-	plan := &Plan{Namespace: p.Namespace, Shards: p.Shards, BaseRevision: p.Revision,
-		BaseEpoch: p.Current, Goal: g.String(), Ring: ring}
+	plan := &Plan{Namespace: p.Namespace, BaseRevision: p.Revision,
+		BaseEpoch: p.Current, Goal: g.String(), Change: change, Ring: ring}
 	if added := addedCell(g); added != "" {
 		plan.Declare = []CellDecl{{ID: added, Fingerprint: g.Fingerprint}}
 	}
-	next, err := OpenEpoch(p, ring, plan.Declare...)
+	next, err := OpenEpoch(p, ring, change, plan.Declare...)
 	if err != nil {
 		return nil, err
 	}
 	return &PlanResult{Plan: plan, Moves: moves, Changes: changes(cur.Ring, ring, targets, g), Draining: next.Draining()}, nil
+}
+
+// changeShards is GoalShards' ring: the current ring without the removed
+// shards, then each added shard, ascending, dealt to the cell that has the
+// fewest shards at that point (ties to the earlier cell in ring order),
+// with that cell's region. No other shard moves. It refuses a change that
+// would leave a cell of the ring with no shard.
+func changeShards(cur *Epoch, ch ShardChange) (Ring, error) {
+	if ch.IsZero() {
+		return nil, errors.New("no shard to add or remove")
+	}
+	if _, err := ch.Apply(cur.ShardSet(), cur.Number); err != nil {
+		return nil, err
+	}
+	for _, sh := range ch.Add {
+		if sh >= MaxShards {
+			return nil, fmt.Errorf("--add-shards names shard %d, outside 0..%d", sh, MaxShards-1)
+		}
+	}
+	cells := cur.Ring.Cells()
+	region := map[string]string{}
+	for _, s := range cur.Ring {
+		if _, ok := region[s.Cell]; !ok {
+			region[s.Cell] = s.Region
+		}
+	}
+	ring := slices.DeleteFunc(slices.Clone(cur.Ring), func(s Slot) bool { return slices.Contains(ch.Remove, s.Shard) })
+	counts := ring.Counts()
+	var emptied []string
+	for _, c := range cells {
+		if counts[c] == 0 {
+			emptied = append(emptied, c)
+		}
+	}
+	for _, sh := range ch.Add {
+		best := cells[0]
+		for _, c := range cells[1:] {
+			if counts[c] < counts[best] {
+				best = c
+			}
+		}
+		counts[best]++
+		ring = append(ring, Slot{Shard: sh, Cell: best, Region: region[best]})
+	}
+	for _, c := range emptied {
+		if counts[c] == 0 {
+			return nil, fmt.Errorf("removing %s would leave cell %s with no shard (a cell leaves with --remove-cell)", shardWords(ch.Remove), c)
+		}
+	}
+	for i := range ring {
+		ring[i].Line = 0
+	}
+	slices.SortStableFunc(ring, func(a, b Slot) int { return a.Shard - b.Shard })
+	return ring, nil
 }
 
 // addedCell is the cell a goal introduces, if any.
@@ -387,7 +470,7 @@ func changes(from, to Ring, targets map[string]int, g Goal) []CellChange {
 	for i := range out {
 		c := &out[i]
 		c.Target = targets[c.Cell]
-		if c.Target > 0 && g.Kind != GoalSplit {
+		if c.Target > 0 && g.Kind != GoalSplit && g.Kind != GoalShards {
 			c.Weight = 1
 			if x, ok := g.Weights[c.Cell]; ok {
 				c.Weight = x

@@ -22,7 +22,7 @@ func drawPolicy(t *rapid.T) *Policy {
 	if rapid.Bool().Draw(t, "shuffle") {
 		ring = rapid.Permutation(ring).Draw(t, "order")
 	}
-	p, err := OpenEpoch(&Policy{Namespace: "ns", Shards: n, Current: NoEpoch}, ring)
+	p, err := OpenEpoch(&Policy{Namespace: "ns", Current: NoEpoch}, ring, ShardChange{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -83,8 +83,8 @@ func TestPlanMovesExactlyTheLowerBound(t *testing.T) {
 		}
 		for _, c := range res.Changes {
 			// |target - n*w/W| < 1, in integers: |target*W - n*w| < W.
-			if d := c.Target*weightSum - p.Shards*c.Weight; d <= -weightSum || d >= weightSum {
-				t.Fatalf("cell %s target %d is a shard or more off its share %d*%d/%d", c.Cell, c.Target, p.Shards, c.Weight, weightSum)
+			if d := c.Target*weightSum - len(p.CurrentEpoch().Ring)*c.Weight; d <= -weightSum || d >= weightSum {
+				t.Fatalf("cell %s target %d is a shard or more off its share %d*%d/%d", c.Cell, c.Target, len(p.CurrentEpoch().Ring), c.Weight, weightSum)
 			}
 		}
 		next, err := OpenPlan(p, res.Plan)
@@ -126,8 +126,8 @@ func checkRefusal(t *rapid.T, p *Policy, g Goal, err error) {
 		if cur.Counts()[g.Cell] >= 2 {
 			t.Fatalf("refused a split of %d shards", cur.Counts()[g.Cell])
 		}
-	case strings.Contains(msg, "cells but there are only"):
-		if len(cur.Cells())+1 <= p.Shards {
+	case strings.Contains(msg, "has only"):
+		if len(cur.Cells())+1 <= len(cur) {
 			t.Fatalf("refused for too many cells: %v", err)
 		}
 	default:
@@ -182,7 +182,7 @@ func TestPlanRefusals(t *testing.T) {
 		goal Goal
 		want string
 	}{
-		{Goal{Kind: GoalAddCell, Cell: "d"}, "needs 4 cells but there are only 3 shards"},
+		{Goal{Kind: GoalAddCell, Cell: "d"}, "needs 4 cells but epoch 0 has only 3 shards"},
 		{Goal{Kind: GoalAddCell, Cell: "a"}, "already owns shards"},
 		{Goal{Kind: GoalRemoveCell, Cell: "z"}, "owns no shard in epoch 0: nothing to remove"},
 		{Goal{Kind: GoalRebalance}, "no shard would move"},
@@ -219,7 +219,7 @@ func TestPlanFileRoundTripsAndIsBoundToItsRevision(t *testing.T) {
 	if string(FormatPlan(back)) != string(text) {
 		t.Errorf("plan does not round-trip:\n%s", text)
 	}
-	stale, _ := OpenEpoch(p, EvenRing(8, []string{"b", "a"}))
+	stale, _ := OpenEpoch(p, EvenRing(8, []string{"b", "a"}), ShardChange{})
 	if _, err := OpenPlan(stale, back); !errors.Is(err, ErrConflict) {
 		t.Errorf("plan opened on a moved file: %v", err)
 	}
@@ -266,7 +266,7 @@ func TestPlanMovesTheMinimumOverEveryAdmissibleTarget(t *testing.T) {
 			ring[sh] = Slot{Shard: sh, Cell: fmt.Sprintf("c%d", rapid.IntRange(0, k-1).Draw(t, "owner"))}
 		}
 		ring = rapid.Permutation(ring).Draw(t, "order")
-		p, err := OpenEpoch(&Policy{Namespace: "ns", Shards: n, Current: NoEpoch}, ring)
+		p, err := OpenEpoch(&Policy{Namespace: "ns", Current: NoEpoch}, ring, ShardChange{})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -345,7 +345,7 @@ func TestPlanMovesTheMinimumOverEveryAdmissibleTarget(t *testing.T) {
 					t.Fatalf("removing the last cell: %v", err)
 				}
 			case admissible == 0:
-				if !strings.Contains(err.Error(), "would own no shard") && !strings.Contains(err.Error(), "cells but there are only") {
+				if !strings.Contains(err.Error(), "would own no shard") && !strings.Contains(err.Error(), "has only") {
 					t.Fatalf("no admissible assignment, refused with %v", err)
 				}
 			case best == 0:

@@ -8,21 +8,25 @@ import (
 	"strings"
 )
 
-// The plan file records what `open-epoch --plan` needs: the namespace and
-// shard count it is for, the revision and epoch it was computed from, the
-// goal (for the reader), cells it introduces and the new ring, in the ring
-// file's slot syntax:
+// The plan file records what `open-epoch --plan` needs: the namespace it
+// is for, the revision and epoch it was computed from, the goal (for the
+// reader), cells it introduces, the shards it adds and removes (when it
+// does) and the new ring, in the ring file's slot syntax:
 //
-//	fusee-ring-plan 1
+//	fusee-ring-plan 2
 //	namespace orders
-//	shards 4
 //	base-revision 3
 //	base-epoch 0
 //	goal split cellA:cellB
 //	cell cellB
+//	add-shards 4-5        (only when the plan adds shards)
+//	remove-shards 0       (only when it removes some)
 //	ring
 //	  0-1 cellA
 //	  2-3 cellB
+
+// Format 1 plans, which had a `shards S` line, are still read: their ring
+// must keep the current epoch's set, as a plan that names no change must.
 
 const planMagic = "fusee-ring-plan"
 
@@ -31,10 +35,16 @@ func FormatPlan(pl *Plan) []byte {
 	var b strings.Builder
 	b.WriteString("# fusee ring plan: open it with `fusee ring open-epoch FILE --plan THIS`.\n")
 	fmt.Fprintf(&b, "%s %d\n", planMagic, FormatVersion)
-	fmt.Fprintf(&b, "namespace %s\nshards %d\n", pl.Namespace, pl.Shards)
+	fmt.Fprintf(&b, "namespace %s\n", pl.Namespace)
 	fmt.Fprintf(&b, "base-revision %d\nbase-epoch %d\n", pl.BaseRevision, pl.BaseEpoch)
 	fmt.Fprintf(&b, "goal %s\n", pl.Goal)
 	writeCells(&b, pl.Declare)
+	if len(pl.Change.Add) > 0 {
+		fmt.Fprintf(&b, "add-shards %s\n", strings.Join(ShardRanges(pl.Change.Add), ","))
+	}
+	if len(pl.Change.Remove) > 0 {
+		fmt.Fprintf(&b, "remove-shards %s\n", strings.Join(ShardRanges(pl.Change.Remove), ","))
+	}
 	b.WriteString("ring\n")
 	writeRing(&b, "  ", pl.Ring)
 	return []byte(b.String())
@@ -77,7 +87,11 @@ func ParsePlan(file string, data []byte) (*Plan, error) {
 		}
 		inRing = ps.planLine(n, fields, pl)
 	}
-	for _, key := range []string{planMagic, "namespace", "shards", "base-revision", "base-epoch", "goal", "ring"} {
+	required := []string{planMagic, "namespace", "base-revision", "base-epoch", "goal", "ring"}
+	if ps.version == 1 {
+		required = append(required, "shards")
+	}
+	for _, key := range required {
 		if _, ok := ps.seen[key]; !ok {
 			ps.errorf(0, "missing `%s` line", key)
 		}
@@ -102,14 +116,28 @@ func (ps *parser) planLine(n int, fields []string, pl *Plan) bool {
 	arg := strings.Join(fields[1:], " ")
 	switch key {
 	case planMagic:
-		if arg != strconv.Itoa(FormatVersion) {
-			ps.errorf(n, "unsupported plan format %q: this fusee reads `%s %d`", arg, planMagic, FormatVersion)
+		switch arg {
+		case "1":
+			ps.version = 1
+		case strconv.Itoa(FormatVersion):
+			ps.version = FormatVersion
+		default:
+			ps.errorf(n, "unsupported plan format %q: this fusee reads `%s 1` and `%s %d`", arg, planMagic, planMagic, FormatVersion)
 		}
 	case "namespace":
 		pl.Namespace = arg
 	case "shards":
-		if s, ok := ps.number(n, key, arg, MaxShards); ok {
-			pl.Shards = int(s)
+		if ps.version != 1 {
+			ps.errorf(n, "`shards` is a format 1 plan's line")
+		}
+	case "add-shards", "remove-shards":
+		set, err := ParseShardList(arg)
+		if err != nil {
+			ps.errorf(n, "%s: %v", key, err)
+		} else if key == "add-shards" {
+			pl.Change.Add = set
+		} else {
+			pl.Change.Remove = set
 		}
 	case "base-revision":
 		pl.BaseRevision, _ = ps.number(n, key, arg, 1<<62)
@@ -146,17 +174,32 @@ func (ps *parser) planSlot(n int, fields []string, pl *Plan) {
 	pl.Ring = append(pl.Ring, slots...)
 }
 
-// OpenPlan opens a plan's ring as the next epoch of p. The plan must be
-// for p's namespace and shard count and computed from p's current revision
-// and epoch; anything else is a *ConflictError (the file moved on since the
-// plan was made: plan again).
+// OpenPlan opens a plan's ring as the next epoch of p, with the shard
+// change the plan names. The plan must be for p's namespace and computed
+// from p's current revision and epoch; anything else is a *ConflictError
+// (the file moved on since the plan was made), or an *AppliedError when
+// the plan is what moved it on: its ring is the current epoch's already.
 func OpenPlan(p *Policy, pl *Plan) (*Policy, error) {
-	if pl.Namespace != p.Namespace || pl.Shards != p.Shards {
-		return nil, fmt.Errorf("the plan is for %s with %d shards, the file holds %s with %d shards",
-			pl.Namespace, pl.Shards, p.Namespace, p.Shards)
+	if pl.Namespace != p.Namespace {
+		return nil, fmt.Errorf("the plan is for namespace %s, the policy is %s's", pl.Namespace, p.Namespace)
 	}
 	if pl.BaseRevision != p.Revision || pl.BaseEpoch != p.Current {
+		if applied := PlanApplied(p, pl); applied != nil {
+			return nil, applied
+		}
 		return nil, &ConflictError{File: p.File, Expected: pl.BaseRevision, Actual: p.Revision, What: "the plan"}
 	}
-	return OpenEpoch(p, pl.Ring, pl.Declare...)
+	return OpenEpoch(p, pl.Ring, pl.Change, pl.Declare...)
+}
+
+// PlanApplied returns an *AppliedError when the epoch right after the
+// plan's base epoch has the plan's ring: the plan was opened already. A
+// plan refused for its base revision is checked with it, so that opening
+// a plan twice says so rather than suggest a retry that cannot succeed.
+func PlanApplied(p *Policy, pl *Plan) error {
+	e := p.Epoch(pl.BaseEpoch + 1)
+	if e == nil || !e.Ring.SamePlacement(pl.Ring) {
+		return nil
+	}
+	return &AppliedError{File: p.File, Epoch: e.Number, Revision: p.Revision}
 }

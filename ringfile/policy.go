@@ -7,9 +7,9 @@ import (
 	"strings"
 )
 
-// MaxShards is the largest shard count a namespace may have here. Choose
-// generously: the count caps the number of cells (a cell needs a shard),
-// and raising it later is a reshard of the key space.
+// MaxShards bounds shard numbers: a ring places shards 0..MaxShards-1 at
+// most. Each epoch's ring names its own set of them; a cell needs a shard,
+// so the set caps the number of cells.
 const MaxShards = 1024
 
 // NoEpoch is the current epoch of a namespace that has no epoch yet (it is
@@ -63,11 +63,16 @@ type Slot struct {
 // the order its slots appear here.
 type Ring []Slot
 
-// Epoch is one numbered generation of the ring.
+// Epoch is one numbered generation of the ring. Shards is its shard set,
+// ascending: exactly the shards its ring must place, each once. A ring
+// file declares it (or, in format 1, the file's one shard count does for
+// every epoch); a policy read from the reference's JSON takes it from the
+// ring. Nil means undeclared: Validate then takes the ring's own shards.
 type Epoch struct {
 	Number int64
 	Status Status
 	Ring   Ring
+	Shards []int
 	Line   int
 }
 
@@ -82,7 +87,7 @@ type CellDecl struct {
 
 // Lines records where the header fields of a parsed file were.
 type Lines struct {
-	Namespace, Shards, Revision, Current int
+	Namespace, Shards, Revision, Current int // Shards: format 1's header
 }
 
 // Policy is one namespace's placement policy. Epochs are kept in ascending
@@ -90,7 +95,6 @@ type Lines struct {
 type Policy struct {
 	File      string // the file it was read from, for messages; may be empty
 	Namespace string
-	Shards    int
 	Revision  int64 // bumped by every write; the generation nodes watch
 	Current   int64 // the OPEN epoch new ids mint into, or NoEpoch
 	Cells     []CellDecl
@@ -147,6 +151,7 @@ func (p *Policy) Clone() *Policy {
 	q.Epochs = make([]Epoch, len(p.Epochs))
 	for i, e := range p.Epochs {
 		e.Ring = slices.Clone(e.Ring)
+		e.Shards = slices.Clone(e.Shards)
 		q.Epochs[i] = e
 	}
 	return &q
@@ -200,6 +205,47 @@ func (r Ring) Owned(cell string) []int64 {
 		if s.Cell == cell {
 			out = append(out, int64(s.Shard))
 		}
+	}
+	return out
+}
+
+// ShardSet returns the distinct shards the ring places, ascending.
+func (r Ring) ShardSet() []int {
+	out := make([]int, len(r))
+	for i, s := range r {
+		out[i] = s.Shard
+	}
+	slices.Sort(out)
+	return slices.Compact(out)
+}
+
+// ShardSet is the epoch's shard set: the declared one, else its ring's.
+func (e *Epoch) ShardSet() []int {
+	if e.Shards != nil {
+		return e.Shards
+	}
+	return e.Ring.ShardSet()
+}
+
+// Span is one more than the highest shard any epoch names (0 with no
+// epoch): the width of a picture that shows every epoch in the same
+// columns.
+func (p *Policy) Span() int {
+	n := 0
+	for i := range p.Epochs {
+		if set := p.Epochs[i].ShardSet(); len(set) > 0 {
+			n = max(n, set[len(set)-1]+1)
+		}
+	}
+	return n
+}
+
+// ShardsUpTo returns 0..n-1: the genesis set of `ring init --shards n` and
+// every epoch's set in a format 1 file.
+func ShardsUpTo(n int) []int {
+	out := make([]int, max(n, 0))
+	for i := range out {
+		out[i] = i
 	}
 	return out
 }

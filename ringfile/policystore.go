@@ -55,6 +55,11 @@ func Apply(cur *Policy, name string, opt WriteOptions, change func(cur *Policy) 
 		return nil, err
 	}
 	if opt.ExpectRevision != AnyRevision && cur.Revision != opt.ExpectRevision {
+		if opt.Stale != nil {
+			if err := opt.Stale(cur); err != nil {
+				return nil, err
+			}
+		}
 		by := opt.ExpectedBy
 		if by == "" {
 			by = "the write"

@@ -22,8 +22,9 @@ type Resolution struct {
 // that epoch's status: retirement is about work, not addressing. It fails
 // closed: a namespace with no epoch, or an id of an epoch the policy does
 // not have, is ErrNotReady; a shard the epoch does not place on exactly one
-// cell is ErrUnplaced (never a wrap onto some other slot); an id of another
-// namespace is ErrOtherNamespace. A legacy id (one that does not parse)
+// cell (one its epoch's shard set lacks, say) is ErrUnplaced (never a wrap
+// onto some other slot); an id labelled with a cell other than its shard's
+// is ErrCellMismatch; an id of another namespace is ErrOtherNamespace. A legacy id (one that does not parse)
 // goes to the genesis cell: the owner of shard 0 in epoch 0's ring.
 func (p *Policy) Resolve(id string) (Resolution, error) {
 	parsed := idcodec.Parse(id)
@@ -45,8 +46,8 @@ func (p *Policy) Resolve(id string) (Resolution, error) {
 		return Resolution{}, fmt.Errorf("%s: %w", id, err)
 	}
 	if parsed.Cell != "" && parsed.Cell != slot.Cell {
-		return Resolution{}, fmt.Errorf("%s: %w: the id is labelled with cell %s but epoch %d places shard %d on %s",
-			id, ErrUnplaced, parsed.Cell, e.Number, parsed.Shard, slot.Cell)
+		return Resolution{}, fmt.Errorf("%s: %w: its label names cell %s, but epoch %d places shard %d on cell %s: the id was minted by or for another cell, or altered; do not route it by its label",
+			id, ErrCellMismatch, parsed.Cell, e.Number, parsed.Shard, slot.Cell)
 	}
 	return Resolution{ID: id, Epoch: e.Number, Shard: parsed.Shard, Status: e.Status.String(), Cell: slot.Cell, Region: slot.Region}, nil
 }

@@ -89,7 +89,7 @@ func TestRemoveCellViaNewEpochKeepsOldIDs(t *testing.T) {
 // a shard removed in one. Such rings fail Validate here (every ring must
 // place every shard), but resolution must still never wrap.
 func TestShardAddedOrRemovedByEpochNeverWraps(t *testing.T) {
-	p := &Policy{Namespace: "orders", Shards: 4, Current: 2, Revision: 3, Epochs: []Epoch{
+	p := &Policy{Namespace: "orders", Current: 2, Revision: 3, Epochs: []Epoch{
 		{Number: 0, Status: StatusDraining, Ring: Ring{{Shard: 0, Cell: "a"}, {Shard: 1, Cell: "b"}}},
 		{Number: 1, Status: StatusDraining, Ring: Ring{{Shard: 0, Cell: "a"}, {Shard: 1, Cell: "b"}, {Shard: 2, Cell: "c"}}},
 		{Number: 2, Status: StatusOpen, Ring: Ring{{Shard: 0, Cell: "a"}, {Shard: 2, Cell: "c"}}},
@@ -114,7 +114,7 @@ func TestShardAddedOrRemovedByEpochNeverWraps(t *testing.T) {
 
 func TestResolveEdgeCases(t *testing.T) {
 	p := newPolicy(t, "orders", 4, "cellA", "cellB")
-	p, _ = OpenEpoch(p, EvenRing(4, []string{"cellB", "cellA"}))
+	p, _ = OpenEpoch(p, EvenRing(4, []string{"cellB", "cellA"}), ShardChange{})
 	p, _ = Retire(p, 0)
 	cases := []struct {
 		id, cell string
@@ -125,7 +125,7 @@ func TestResolveEdgeCases(t *testing.T) {
 		{id: "orders.e1.s3.01ARZ", cell: "cellA"},        // the open epoch
 		{id: "orders.ccellA.e1.s3.01ARZ", cell: "cellA"}, // with its minting cell's label
 		{id: "wfi_0123", cell: "cellA"},                  // legacy: shard 0 of epoch 0
-		{id: "orders.ccellB.e1.s3.01ARZ", err: ErrUnplaced, msg: "labelled with cell cellB"},
+		{id: "orders.ccellB.e1.s3.01ARZ", err: ErrCellMismatch, msg: "its label names cell cellB, but epoch 1 places shard 3 on cell cellA"},
 		{id: "orders.e9.s0.01ARZ", err: ErrNotReady, msg: "epoch 9 is not in this policy"},
 		{id: "orders.e1.s4.01ARZ", err: ErrUnplaced, msg: "places no cell on shard 4"},
 		{id: "payments.e1.s0.01ARZ", err: ErrOtherNamespace},
@@ -145,7 +145,7 @@ func TestResolveEdgeCases(t *testing.T) {
 }
 
 func TestResolveFailsClosedWithoutEpochs(t *testing.T) {
-	p := &Policy{Namespace: "orders", Shards: 4, Current: NoEpoch}
+	p := &Policy{Namespace: "orders", Current: NoEpoch}
 	for _, id := range []string{"orders.e0.s0.X", "wfi_legacy"} {
 		if _, err := p.Resolve(id); !errors.Is(err, ErrNotReady) {
 			t.Errorf("%s: %v", id, err)
@@ -155,7 +155,7 @@ func TestResolveFailsClosedWithoutEpochs(t *testing.T) {
 		t.Errorf("placement: %v", err)
 	}
 	// A history without its genesis: legacy ids fail closed too.
-	p = &Policy{Namespace: "orders", Shards: 1, Current: 3, Epochs: []Epoch{{Number: 3, Status: StatusOpen, Ring: Ring{{Cell: "a"}}}}}
+	p = &Policy{Namespace: "orders", Current: 3, Epochs: []Epoch{{Number: 3, Status: StatusOpen, Ring: Ring{{Cell: "a"}}}}}
 	if _, err := p.Resolve("wfi_legacy"); !errors.Is(err, ErrNotReady) {
 		t.Errorf("legacy without epoch 0: %v", err)
 	}
@@ -163,7 +163,7 @@ func TestResolveFailsClosedWithoutEpochs(t *testing.T) {
 
 func TestActiveCellsSkipRetired(t *testing.T) {
 	p := newPolicy(t, "orders", 4, "a")
-	p, _ = OpenEpoch(p, EvenRing(4, []string{"b", "c"}))
+	p, _ = OpenEpoch(p, EvenRing(4, []string{"b", "c"}), ShardChange{})
 	if got := strings.Join(p.ActiveCells(), ","); got != "a,b,c" {
 		t.Errorf("active %s", got)
 	}

@@ -7,6 +7,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"strings"
 	"time"
 
 	"github.com/cockroachdb/pebble/v2/vfs"
@@ -32,6 +33,10 @@ type WriteOptions struct {
 	// Noun is what the policy is held in, for a conflict's message: "file"
 	// when empty.
 	Noun string
+	// Stale, if set, is asked about a policy whose revision is not the
+	// expected one, before the write is refused as a lost race: it may
+	// return a more precise error (a plan that was applied already).
+	Stale func(cur *Policy) error
 	// OnWait, if set, is called once when the write has to wait for
 	// another writer's lock, with who holds it ("pid 123 (fusee ring
 	// open-epoch ...)" where the system tells, else "another process").
@@ -148,7 +153,11 @@ func CreateContext(ctx context.Context, path string, p *Policy, opt WriteOptions
 	if err := ctx.Err(); err != nil {
 		return err
 	}
-	return createDurably(target, Format(p))
+	if err := createDurably(target, Format(p)); err != nil {
+		return err
+	}
+	// The new file can be locked now: clear what a killed create left.
+	return withLock(ctx, target, opt, func() error { removeStaleTemps(target); return nil })
 }
 
 // Update is the one read-modify-write of a ring file. Holding an exclusive
@@ -177,6 +186,9 @@ func UpdateContext(ctx context.Context, path string, opt WriteOptions, change fu
 		lock = withoutLock // a dry run writes nothing: it needs no lock
 	}
 	err = lock(ctx, target, opt, func() error {
+		if !opt.DryRun {
+			removeStaleTemps(target)
+		}
 		cur, err := LoadValidContext(ctx, target)
 		if err != nil {
 			return err
@@ -259,6 +271,25 @@ func sameFile(f *os.File, path string) bool {
 	return err == nil && os.SameFile(a, b)
 }
 
+// removeStaleTemps removes the temporary files a write of path that was
+// killed (at write, fsync, link or rename) left beside it: the ones
+// createDurably and meta.ReplaceFile name ".BASE.tmp…". The caller holds
+// path's lock, so no live write of path owns one; a creator racing to
+// make path loses anyway, path being there. Best effort: a file that
+// cannot be removed is left for the next write.
+func removeStaleTemps(path string) {
+	dir, prefix := filepath.Dir(path), "."+filepath.Base(path)+".tmp"
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		return
+	}
+	for _, e := range entries {
+		if strings.HasPrefix(e.Name(), prefix) && e.Type().IsRegular() {
+			_ = os.Remove(filepath.Join(dir, e.Name()))
+		}
+	}
+}
+
 // WriteFile writes data to path atomically and durably; used for plan
 // files and exports, which are not compare-and-set.
 func WriteFile(path string, data []byte) error {
@@ -291,7 +322,7 @@ func createDurably(path string, data []byte) error {
 		return fmt.Errorf("writing %s: %w", path, err)
 	}
 	if err := os.Link(tmp.Name(), path); err != nil {
-		if errors.Is(err, fs.ErrExist) {
+		if _, serr := os.Stat(path); errors.Is(err, fs.ErrExist) || serr == nil {
 			return fmt.Errorf("%s already exists: refusing to overwrite a ring file (%w)", path, fs.ErrExist)
 		}
 		return fmt.Errorf("writing %s: %w", path, err)

@@ -25,7 +25,7 @@ func TestUpdateThroughASymlinkWritesTheTarget(t *testing.T) {
 		t.Fatal(err)
 	}
 	next, err := Update(link, WriteOptions{ExpectRevision: 1}, func(cur *Policy) (*Policy, error) {
-		return OpenEpoch(cur, EvenRing(4, []string{"b", "a"}))
+		return OpenEpoch(cur, EvenRing(4, []string{"b", "a"}), ShardChange{})
 	})
 	if err != nil {
 		t.Fatal(err)

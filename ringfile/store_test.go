@@ -34,7 +34,7 @@ func childOpenEpoch(path string) int {
 		for i := range ring {
 			ring[i].Cell = old[(i+1)%len(old)].Cell
 		}
-		return OpenEpoch(cur, ring)
+		return OpenEpoch(cur, ring, ShardChange{})
 	})
 	switch {
 	case err == nil:
@@ -117,7 +117,9 @@ func TestConcurrentWritersWithoutExpectationLoseNoEpoch(t *testing.T) {
 func TestUpdateConflictAndDryRun(t *testing.T) {
 	path := createRing(t, newPolicy(t, "orders", 4, "a"))
 	before := readFile(t, path)
-	open := func(cur *Policy) (*Policy, error) { return OpenEpoch(cur, EvenRing(4, []string{"a", "b"})) }
+	open := func(cur *Policy) (*Policy, error) {
+		return OpenEpoch(cur, EvenRing(4, []string{"a", "b"}), ShardChange{})
+	}
 	_, err := Update(path, WriteOptions{ExpectRevision: 7, ExpectedBy: "--expect-revision"}, open)
 	var ce *ConflictError
 	if !errors.As(err, &ce) || ce.Actual != 1 || !strings.Contains(err.Error(), "--expect-revision expects revision 7 but the file is at revision 1") {

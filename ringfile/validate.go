@@ -120,9 +120,6 @@ func validateHeader(fs *findings, p *Policy) {
 			fs.errorf(p.Lines.Namespace, "namespace %q cannot form ids: %v", p.Namespace, err)
 		}
 	}
-	if !p.unread.key("shards") && (p.Shards < 1 || p.Shards > MaxShards) {
-		fs.errorf(p.Lines.Shards, "shards %d is outside 1..%d", p.Shards, MaxShards)
-	}
 	if p.Revision < 0 {
 		fs.errorf(p.Lines.Revision, "revision %d is negative", p.Revision)
 	}
@@ -205,27 +202,31 @@ func validateEpochs(fs *findings, p *Policy) {
 }
 
 // validateRing reports every way an id stamped in epoch e could resolve to
-// the wrong cell or to none. declared holds the declared cell ids: a set,
-// so the work is linear in the ring whatever the number of cells.
+// the wrong cell or to none: the ring must place every shard of the
+// epoch's own set exactly once, on a declared cell, and nothing else.
+// declared holds the declared cell ids: a set, so the work is linear in
+// the ring whatever the number of cells.
 func validateRing(fs *findings, p *Policy, e *Epoch, declared map[string]bool) {
-	if p.unread.key("shards") {
-		p = &Policy{Shards: MaxShards, Cells: p.Cells, unread: p.unread} // check names only
-	}
 	if len(e.Ring) == 0 && !p.unread.ring(e.Number) {
 		fs.errorf(e.Line, "epoch %d has an empty ring: no id of it can resolve", e.Number)
 		return
 	}
-	inRange := 0
-	covered := fs.coverage(p.Shards)
-	outside := map[int][]int{} // line -> shards outside 0..S-1
+	set := e.ShardSet()
+	inSet := fs.coverage(MaxShards)
+	for _, sh := range set {
+		if sh >= MaxShards {
+			fs.errorf(e.Line, "epoch %d: its shard set names shard %d, outside 0..%d", e.Number, sh, MaxShards-1)
+			continue
+		}
+		inSet[sh] = true
+	}
+	outside := map[int][]int{} // line -> shards outside the set
 	undeclared := map[string]int{}
 	for _, s := range e.Ring {
-		if s.Shard < 0 || s.Shard >= p.Shards {
+		if s.Shard < 0 || s.Shard >= MaxShards || !inSet[s.Shard] {
 			outside[s.Line] = append(outside[s.Line], s.Shard)
 			continue
 		}
-		inRange++
-		covered[s.Shard] = true
 		if !validName(s.Cell) {
 			fs.errorf(s.Line, "epoch %d: cell id %q is not a valid name (%s)", e.Number, s.Cell, nameRule)
 		} else if _, seen := undeclared[s.Cell]; !seen && !declared[s.Cell] && !p.unread.declared() {
@@ -237,27 +238,31 @@ func validateRing(fs *findings, p *Policy, e *Epoch, declared map[string]bool) {
 		}
 	}
 	for _, line := range sortedKeys(outside) {
-		fs.errorf(line, "epoch %d: %s outside 0..%d", e.Number, shardsAre(outside[line]), p.Shards-1)
+		fs.errorf(line, "epoch %d: %s outside its shard set %s", e.Number, shardsAre(outside[line]), FormatShardSet(set))
 	}
-	if inRange == p.Shards && !slices.Contains(covered, false) {
-		return // every shard exactly once: nothing to report
+	inRange := len(e.Ring)
+	for _, sh := range outside {
+		inRange -= len(sh)
+	}
+	if inRange == len(set) && len(e.Ring.ShardSet()) == len(e.Ring) {
+		return // every shard of the set exactly once: nothing to report
 	}
 	byShard := map[int][]Slot{} // only for a ring that covers badly
 	for _, s := range e.Ring {
-		if s.Shard >= 0 && s.Shard < p.Shards {
+		if s.Shard >= 0 && s.Shard < MaxShards && inSet[s.Shard] {
 			byShard[s.Shard] = append(byShard[s.Shard], s)
 		}
 	}
-	reportCoverage(fs, p, e, byShard)
+	reportCoverage(fs, p, e, set, byShard)
 }
 
 // reportCoverage reports shards placed on no cell and shards placed more
 // than once, grouped into ranges so one bad line gives one finding.
-func reportCoverage(fs *findings, p *Policy, e *Epoch, byShard map[int][]Slot) {
+func reportCoverage(fs *findings, p *Policy, e *Epoch, set []int, byShard map[int][]Slot) {
 	var missing []int
 	dups := map[string][]int{} // "line:cell,line:cell" -> shards
 	dupLine := map[string]int{}
-	for sh := 0; sh < p.Shards; sh++ {
+	for _, sh := range set {
 		slots := byShard[sh]
 		if len(slots) == 0 {
 			missing = append(missing, sh)
@@ -273,7 +278,7 @@ func reportCoverage(fs *findings, p *Policy, e *Epoch, byShard map[int][]Slot) {
 			dupLine[key] = slots[1].Line
 		}
 	}
-	if len(missing) > 0 && !p.unread.ring(e.Number) && !p.unread.key("shards") {
+	if len(missing) > 0 && !p.unread.ring(e.Number) {
 		fs.errorf(e.Line, "epoch %d: %s placed on no cell (an id stamped with such a shard would not resolve)", e.Number, shardsAre(missing))
 	}
 	keys := make([]string, 0, len(dups))
@@ -311,9 +316,14 @@ func warnStandby(fs *findings, p *Policy) {
 		}
 		fs.warnf(c.Line, "cell %s owns no shard in the current epoch %d: standby, it mints nothing%s", c.ID, p.Current, also)
 	}
+	set := cur.ShardSet()
+	top := 0
+	if len(set) > 0 {
+		top = set[len(set)-1]
+	}
 	for _, cell := range cur.Ring.Cells() {
 		if validName(cell) {
-			if _, err := idcodec.Format(p.Namespace, cell, p.Current, int64(p.Shards-1), sampleULID); err != nil {
+			if _, err := idcodec.Format(p.Namespace, cell, p.Current, int64(top), sampleULID); err != nil {
 				fs.errorf(cur.Line, "cell %s cannot mint ids: %v", cell, err)
 			}
 		}

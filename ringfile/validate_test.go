@@ -1,6 +1,7 @@
 package ringfile
 
 import (
+	"slices"
 	"strings"
 	"testing"
 )
@@ -31,7 +32,7 @@ func TestValidateReportsEveryProblem(t *testing.T) {
 		"test.ring:7: error: cell a is declared with two fingerprints, db-1 (line 6) and db-2 (line 7): two databases would be conflated",
 		"test.ring:10: error: epoch 0 is open but the current epoch is 1",
 		"test.ring:15: error: epoch 1: cell ghost is not declared",
-		"test.ring:15: error: epoch 1: shards 8-9 are outside 0..7",
+		"test.ring:15: error: epoch 1: shards 8-9 are outside its shard set 0-7",
 		"test.ring:12: error: epoch 1: shard 5 is placed on no cell",
 		"test.ring:14: error: epoch 1: shard 2 is placed more than once (a on line 13, b on line 14)",
 		"test.ring:9: warning: cell idle owns no shard in the current epoch 1: standby",
@@ -75,10 +76,10 @@ func TestValidateFingerprintRules(t *testing.T) {
 	// Declaring a conflicting fingerprint with a new epoch is refused too.
 	p := mustParse(t, strings.Replace(base, "%s", "cell a fingerprint=db-1\ncell b\n", 1))
 	ring := EvenRing(2, []string{"b", "a"})
-	if _, err := OpenEpoch(p, ring, CellDecl{ID: "a", Fingerprint: "db-9"}); err == nil {
+	if _, err := OpenEpoch(p, ring, ShardChange{}, CellDecl{ID: "a", Fingerprint: "db-9"}); err == nil {
 		t.Error("OpenEpoch accepted a second fingerprint for cell a")
 	}
-	if next, err := OpenEpoch(p, ring, CellDecl{ID: "a", Fingerprint: "db-1"}); err != nil || len(next.Cells) != 2 {
+	if next, err := OpenEpoch(p, ring, ShardChange{}, CellDecl{ID: "a", Fingerprint: "db-1"}); err != nil || len(next.Cells) != 2 {
 		t.Errorf("a replica declaration: %v, %d cells", err, len(next.Cells))
 	}
 }
@@ -124,5 +125,35 @@ func TestParseReportsEverySyntaxErrorAndValidateTheRest(t *testing.T) {
 		if !strings.Contains(got, want) {
 			t.Errorf("findings lack %q:\n%s", want, got)
 		}
+	}
+}
+
+// Format 2: each epoch is checked against its own shard set, declared on
+// its epoch line; sets may differ from epoch to epoch.
+func TestValidateChecksEachEpochAgainstItsOwnSet(t *testing.T) {
+	head := "fusee-ring 2\nnamespace ns\nrevision 2\ncurrent-epoch 1\ncell a\ncell b\n"
+	ok := mustParse(t, head+"epoch 0 draining shards=0-3\n  0-3 a\nepoch 1 open shards=0-1,8-9\n  0-1 a\n  8-9 b\n")
+	if err := Check(ok); err != nil {
+		t.Fatalf("sets that differ per epoch: %v", err)
+	}
+	if !slices.Equal(ok.Epoch(1).Shards, []int{0, 1, 8, 9}) {
+		t.Errorf("epoch 1's set: %v", ok.Epoch(1).Shards)
+	}
+	cases := []struct{ name, epochs, want string }{
+		{"a shard of the set left out", "epoch 0 draining shards=0-3\n  0-3 a\nepoch 1 open shards=0-1,8-9\n  0-1 a\n  8 b\n", "test.ring:9: error: epoch 1: shard 9 is placed on no cell"},
+		{"a shard outside the set", "epoch 0 draining shards=0-3\n  0-3 a\nepoch 1 open shards=0-1\n  0-1 a\n  2 b\n", "test.ring:11: error: epoch 1: shard 2 is outside its shard set 0-1"},
+		{"a set beyond MaxShards", "epoch 0 draining shards=0-3\n  0-3 a\nepoch 1 open shards=0,1024\n  0 a\n  1024 b\n", "epoch 1: its shard set names shard 1024, outside 0..1023"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			p := mustParse(t, head+c.epochs)
+			var msgs []string
+			for _, f := range Validate(p) {
+				msgs = append(msgs, f.String())
+			}
+			if !slices.ContainsFunc(msgs, func(m string) bool { return strings.Contains(m, c.want) }) {
+				t.Errorf("findings %q, want %q", msgs, c.want)
+			}
+		})
 	}
 }

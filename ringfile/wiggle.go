@@ -33,7 +33,6 @@ import (
 type ImportOptions struct {
 	File      string // the input's name, for messages
 	Namespace string // the namespace (the etcd key holds it, not the value)
-	Shards    int    // the shard count (the reference does not store one)
 	// Cells are declarations to carry over (for example with fingerprints,
 	// from an existing ring file); cells the rings name that are not among
 	// them are declared without a fingerprint.
@@ -44,7 +43,7 @@ type ImportOptions struct {
 // carries no revision (it becomes 0) and no current epoch (the OPEN epoch,
 // or the newest when none is open).
 func ImportWiggle(data []byte, opt ImportOptions) (*Policy, error) {
-	p := &Policy{Namespace: opt.Namespace, Shards: opt.Shards, Current: NoEpoch}
+	p := &Policy{Namespace: opt.Namespace, Current: NoEpoch}
 	fail := func(err error) (*Policy, error) {
 		return nil, fmt.Errorf("%s%w", position(opt.File, 0), err)
 	}
@@ -63,6 +62,9 @@ func ImportWiggle(data []byte, opt ImportOptions) (*Policy, error) {
 	}
 	if p.Epochs, err = readEpochs(epochsRaw); err != nil {
 		return fail(err)
+	}
+	for i := range p.Epochs {
+		p.Epochs[i].Shards = p.Epochs[i].Ring.ShardSet() // the set is what the ring names
 	}
 	if !valueShape {
 		p.Current = impliedCurrent(p.Epochs)

@@ -25,8 +25,12 @@
 //     never a hang: each request is bounded by the command timeout.
 //
 // What the value does not hold comes from elsewhere: the namespace from
-// the key; the shard count from Config.Shards or, when that is zero, from
-// the rings (one more than the highest shard any ring places, checked
-// against every ring by validation); cells are declared from the rings,
-// without fingerprints, as ringfile.ImportWiggle declares them.
+// the key; each epoch's shard set is the shards its ring names (the seed's
+// rule: the shard set for an epoch is exactly the shard numbers its ring
+// names); cells are declared from the rings, without fingerprints, as
+// ringfile.ImportWiggle declares them. Cell bindings (cell id ->
+// storage fingerprint) are keys of their own beside the policy's, under
+// /wiggle/coord/cellbinding/<namespace>/<cellId>, read with the policy
+// in one transaction and written in the same transaction as it (see
+// bindingOps).
 package etcdstore

@@ -49,6 +49,7 @@ func (e *UnreachableError) Unwrap() []error { return []error{ErrUnreachable, e.E
 // DeniedError: authentication failed or the user may not touch the key.
 type DeniedError struct {
 	Name, Key, User, What string
+	Bindings              string // the prefix of the namespace's binding keys
 	Err                   error
 }
 
@@ -60,8 +61,8 @@ func (e *DeniedError) Error() string {
 	if e.What == "authenticating" {
 		return fmt.Sprintf("%s: etcd refused user %s: %v (check --user and --password)", e.Name, user, e.Err)
 	}
-	return fmt.Sprintf("%s: etcd denied %s %s to user %s: grant a role with readwrite on %s (etcdctl role grant-permission ROLE readwrite %s --prefix) [%v]",
-		e.Name, e.What, e.Key, user, e.Key, KeyPrefix, e.Err)
+	return fmt.Sprintf("%s: etcd denied %s %s (with the cell bindings under %s) to user %s: grant a role readwrite on both (etcdctl role grant-permission ROLE readwrite %s --prefix, and the same for %s) [%v]",
+		e.Name, e.What, e.Key, e.Bindings, user, KeyPrefix, BindingPrefix, e.Err)
 }
 
 func (e *DeniedError) Unwrap() []error { return []error{ErrDenied, e.Err} }

@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
@@ -15,10 +16,12 @@ import (
 
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"go.uber.org/zap"
+	"pgregory.net/rapid"
 
 	"github.com/fusee-dev/fusee/ringfile"
 	"github.com/fusee-dev/fusee/ringfile/etcdstore"
 	"github.com/fusee-dev/fusee/ringfile/etcdstore/etcdtest"
+	"github.com/fusee-dev/fusee/ringfile/ringtest"
 )
 
 func open(t *testing.T, c *etcdtest.Cluster, ns string, timeout time.Duration) *etcdstore.Store {
@@ -34,7 +37,7 @@ func open(t *testing.T, c *etcdtest.Cluster, ns string, timeout time.Duration) *
 
 func genesis(t *testing.T, ns string, shards int, cells ...string) *ringfile.Policy {
 	t.Helper()
-	p, err := ringfile.OpenEpoch(&ringfile.Policy{Namespace: ns, Shards: shards, Current: ringfile.NoEpoch}, ringfile.EvenRing(shards, cells))
+	p, err := ringfile.OpenEpoch(&ringfile.Policy{Namespace: ns, Current: ringfile.NoEpoch}, ringfile.EvenRing(shards, cells), ringfile.ShardChange{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -51,7 +54,7 @@ func ringWith(shards, k int) ringfile.Ring {
 
 func openEpoch(ring ringfile.Ring) func(*ringfile.Policy) (*ringfile.Policy, error) {
 	return func(cur *ringfile.Policy) (*ringfile.Policy, error) {
-		return ringfile.OpenEpoch(cur, ring, ringfile.CellDecl{ID: "b"})
+		return ringfile.OpenEpoch(cur, ring, ringfile.ShardChange{}, ringfile.CellDecl{ID: "b"})
 	}
 }
 
@@ -109,10 +112,10 @@ func TestReferenceValueReadsBackBitForBit(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !bytes.Equal(ringfile.ExportWiggle(file, false), ringfile.ExportWiggle(p, false)) || file.Shards != p.Shards {
-		t.Fatalf("etcd and the ring file disagree: %d vs %d shards", p.Shards, file.Shards)
+	if !bytes.Equal(ringfile.Format(file), ringfile.Format(p)) {
+		t.Fatalf("etcd and the ring file disagree:\n%s\n%s", ringfile.Format(p), ringfile.Format(file))
 	}
-	next, err := s.Update(ctx, ringfile.WriteOptions{ExpectRevision: p.Revision}, openEpoch(ringWith(p.Shards, 0)))
+	next, err := s.Update(ctx, ringfile.WriteOptions{ExpectRevision: p.Revision}, openEpoch(ringWith(len(p.CurrentEpoch().Ring), 0)))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -221,7 +224,7 @@ func TestConcurrentOpenEpochExactlyOneWinsPerVersion(t *testing.T) {
 			if ring.SamePlacement(p.CurrentEpoch().Ring) {
 				ring[(int(p.Current)+2+i)%shards].Cell = "b"
 			}
-			return ringfile.OpenEpoch(p, ring)
+			return ringfile.OpenEpoch(p, ring, ringfile.ShardChange{})
 		})
 		return err
 	})
@@ -325,7 +328,7 @@ func TestThreeMembersOneDownThenTwo(t *testing.T) {
 	if !bytes.Equal(after, before) {
 		// A write that timed out may still have committed; then it must be
 		// the whole policy that was written, never a part of it.
-		p, err := etcdstore.Decode(after, "after", "orders", 0)
+		p, err := etcdstore.Decode(after, "after", "orders")
 		if err != nil || ringfile.Check(p) != nil || p.Revision != next.Revision+1 {
 			t.Fatalf("after the outage the key holds neither the last policy nor the next one: %s (%v)", after, err)
 		}
@@ -351,6 +354,17 @@ func TestPermissionDeniedAndBadPassword(t *testing.T) {
 			_, err := admin.RoleGrantPermission(ctx, "reader", etcdstore.KeyPrefix, clientv3.GetPrefixRangeEnd(etcdstore.KeyPrefix), clientv3.PermissionType(clientv3.PermRead))
 			return err
 		},
+		func() error {
+			_, err := admin.RoleGrantPermission(ctx, "reader", etcdstore.BindingPrefix, clientv3.GetPrefixRangeEnd(etcdstore.BindingPrefix), clientv3.PermissionType(clientv3.PermRead))
+			return err
+		},
+		func() error { _, err := admin.UserAdd(ctx, "old", "oldpw"); return err },
+		func() error { _, err := admin.RoleAdd(ctx, "policy-only"); return err },
+		func() error {
+			_, err := admin.RoleGrantPermission(ctx, "policy-only", etcdstore.KeyPrefix, clientv3.GetPrefixRangeEnd(etcdstore.KeyPrefix), clientv3.PermissionType(clientv3.PermReadWrite))
+			return err
+		},
+		func() error { _, err := admin.UserGrantRole(ctx, "old", "policy-only"); return err },
 		func() error { _, err := admin.UserGrantRole(ctx, "ops", "reader"); return err },
 		func() error { _, err := admin.AuthEnable(ctx); return err },
 	}
@@ -370,14 +384,108 @@ func TestPermissionDeniedAndBadPassword(t *testing.T) {
 		return s
 	}
 	err = as("ops", "opspw").Create(ctx, genesis(t, "orders", 4, "a"), ringfile.WriteOptions{ExpectRevision: ringfile.AnyRevision})
-	if !errors.Is(err, etcdstore.ErrDenied) || !strings.Contains(err.Error(), "denied creating /wiggle/coord/policy/orders to user ops") {
+	if !errors.Is(err, etcdstore.ErrDenied) || !strings.Contains(err.Error(), "denied creating /wiggle/coord/policy/orders (with the cell bindings under /wiggle/coord/cellbinding/orders/) to user ops") {
 		t.Errorf("a reader writing: %v", err)
 	}
 	if _, err := as("ops", "opspw").Load(ctx); !errors.Is(err, etcdstore.ErrAbsent) {
 		t.Errorf("a reader reading: %v", err)
 	}
+	// A role made before bindings had keys reads the policy only: it is
+	// told to grant the binding prefix too.
+	if _, err := as("old", "oldpw").Load(ctx); !errors.Is(err, etcdstore.ErrDenied) ||
+		!strings.Contains(err.Error(), "(with the cell bindings under /wiggle/coord/cellbinding/orders/) to user old") ||
+		!strings.Contains(err.Error(), "the same for /wiggle/coord/cellbinding/") {
+		t.Errorf("a policy-only role reading: %v", err)
+	}
 	_, err = etcdstore.Open(etcdstore.Config{Endpoints: c.Endpoints(), Namespace: "orders", Username: "ops", Password: "wrong", DialTimeout: 20 * time.Second})
 	if !errors.Is(err, etcdstore.ErrDenied) || !strings.Contains(err.Error(), "etcd refused user ops") {
 		t.Errorf("a wrong password: %v", err)
+	}
+}
+
+// One history, two stores: random histories of open-epoch with grown,
+// shrunk and moved shard sets run on a ring file and on etcd at once; the
+// two must answer every write alike and hold the same policy after each
+// step, and every id minted in any epoch resolves to the cell its own
+// epoch's ring names on both.
+func TestShardSetHistoriesOnAFileAndOnEtcd(t *testing.T) {
+	c := single(t)
+	dir := t.TempDir()
+	run := 0
+	rapid.Check(t, func(rt *rapid.T) {
+		run++
+		ns := fmt.Sprintf("hist%d", run)
+		file := ringfile.FileStore{Path: filepath.Join(dir, ns+".ring")}
+		s, err := etcdstore.Open(etcdstore.Config{Endpoints: c.Endpoints(), Namespace: ns, DialTimeout: time.Second, CommandTimeout: 10 * time.Second})
+		if err != nil {
+			rt.Fatal(err)
+		}
+		defer s.Close()
+		ringtest.Run(rt, ns, file, s)
+	})
+}
+
+// The reference's cell binding scenario on etcd: one key per binding,
+// claimed on the key's absence.
+func TestCellBindingScenarioOnEtcd(t *testing.T) {
+	c := single(t)
+	ringtest.BindingScenario(t, "bind-", func(ns string) ringfile.Store { return open(t, c, ns, 10*time.Second) })
+	// The keys are where docs/rings.md says, the value the fingerprint.
+	s := open(t, c, "bind-orders", 10*time.Second)
+	resp, err := s.Client().Get(context.Background(), etcdstore.BindingPrefix+"bind-orders/", clientv3.WithPrefix())
+	if err != nil {
+		t.Fatal(err)
+	}
+	var kvs []string
+	for _, kv := range resp.Kvs {
+		kvs = append(kvs, string(kv.Key)+"="+string(kv.Value))
+	}
+	if want := "/wiggle/coord/cellbinding/bind-orders/cellA=db-5 /wiggle/coord/cellbinding/bind-orders/standby=db-3"; strings.Join(kvs, " ") != want {
+		t.Errorf("binding keys %v, want %s", kvs, want)
+	}
+}
+
+// Racing claimers on a real etcd, each with its own client: 16 with
+// fingerprint A, 16 with B; exactly one fingerprint wins and every
+// claimer of it succeeds.
+func TestCellBindingRaceOnEtcd(t *testing.T) {
+	c := single(t)
+	ctx := context.Background()
+	if err := open(t, c, "race-bind", 10*time.Second).Create(ctx, genesis(t, "race-bind", 4, "a"), ringfile.WriteOptions{ExpectRevision: ringfile.AnyRevision}); err != nil {
+		t.Fatal(err)
+	}
+	ringtest.BindingRace(t, 16, func() ringfile.Store { return open(t, c, "race-bind", 20*time.Second) })
+}
+
+// Nodes register (and bind their cell ids) before the first epoch: a
+// create keeps those bindings, and refuses a policy that binds one of
+// those cells to another fingerprint, writing nothing.
+func TestCreateKeepsAndChecksEarlierBindings(t *testing.T) {
+	c := single(t)
+	ctx := context.Background()
+	s := open(t, c, "early", 10*time.Second)
+	if _, err := s.Client().Put(ctx, s.BindingKey("a"), "db-1"); err != nil {
+		t.Fatal(err)
+	}
+	p := genesis(t, "early", 4, "a")
+	p.Declare(ringfile.CellDecl{ID: "a", Fingerprint: "db-2"})
+	var conflict *ringfile.BindingConflictError
+	if err := s.Create(ctx, p, ringfile.WriteOptions{ExpectRevision: ringfile.AnyRevision}); !errors.As(err, &conflict) || conflict.Bound != "db-1" || conflict.Claimed != "db-2" {
+		t.Fatalf("creating over a binding to another fingerprint: %v", err)
+	}
+	if _, err := s.Load(ctx); !errors.Is(err, etcdstore.ErrAbsent) {
+		t.Fatalf("the refused create wrote the policy: %v", err)
+	}
+	q := genesis(t, "early", 4, "a")
+	q.Declare(ringfile.CellDecl{ID: "b", Fingerprint: "db-b"})
+	if err := s.Create(ctx, q, ringfile.WriteOptions{ExpectRevision: ringfile.AnyRevision}); err != nil {
+		t.Fatal(err)
+	}
+	got, err := s.Load(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if bs := got.Bindings(); len(bs) != 2 || bs[0].Fingerprint != "db-1" || bs[1].Fingerprint != "db-b" {
+		t.Fatalf("bindings after the create: %+v", bs)
 	}
 }

@@ -8,9 +8,11 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"slices"
 	"strings"
 	"time"
 
+	"go.etcd.io/etcd/api/v3/mvccpb"
 	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"go.uber.org/zap"
@@ -20,6 +22,12 @@ import (
 
 // KeyPrefix is where the reference coordinator keeps policies.
 const KeyPrefix = "/wiggle/coord/policy/"
+
+// BindingPrefix is where fusee keeps cell bindings, one key per (namespace,
+// cell id): BindingPrefix + namespace + "/" + cellId, the value being the
+// cell's storage fingerprint. The reference documents no etcd key for
+// them; this prefix is fusee's choice, beside the policies'.
+const BindingPrefix = "/wiggle/coord/cellbinding/"
 
 // Defaults, as etcdctl has them.
 const (
@@ -34,10 +42,8 @@ const retries = 10
 
 // Config says how to reach etcd and which policy to work on.
 type Config struct {
-	Endpoints []string // host:port, or a URL with http:// or https://
-	Namespace string   // the policy's namespace: the key's last segment
-	// Shards is the namespace's shard count; 0 takes it from the rings.
-	Shards             int
+	Endpoints          []string    // host:port, or a URL with http:// or https://
+	Namespace          string      // the policy's namespace: the key's last segment
 	TLS                *tls.Config // nil: plain connections
 	Username, Password string
 	DialTimeout        time.Duration // 0: DefaultDialTimeout
@@ -46,9 +52,10 @@ type Config struct {
 
 // Store is one namespace's policy in etcd.
 type Store struct {
-	cfg Config
-	cli *clientv3.Client
-	key string
+	cfg      Config
+	cli      *clientv3.Client
+	key      string
+	bindings string // the prefix of the namespace's binding keys
 }
 
 // Open makes a client for cfg. It does not wait for a connection: an
@@ -69,7 +76,7 @@ func Open(cfg Config) (*Store, error) {
 	if cfg.CommandTimeout == 0 {
 		cfg.CommandTimeout = DefaultCommandTimeout
 	}
-	s := &Store{cfg: cfg, key: KeyPrefix + cfg.Namespace}
+	s := &Store{cfg: cfg, key: KeyPrefix + cfg.Namespace, bindings: BindingPrefix + cfg.Namespace + "/"}
 	start := time.Now()
 	// With a user, New authenticates at once, bounded by the dial timeout.
 	cli, err := clientv3.New(clientv3.Config{
@@ -93,6 +100,9 @@ func (s *Store) Close() error { return s.cli.Close() }
 // Key is the policy's etcd key.
 func (s *Store) Key() string { return s.key }
 
+// BindingKey is the etcd key of cell's binding.
+func (s *Store) BindingKey(cell string) string { return s.bindings + cell }
+
 // Name is "etcd://ENDPOINTS/wiggle/coord/policy/NS", for messages.
 func (s *Store) Name() string {
 	hosts := make([]string, len(s.cfg.Endpoints))
@@ -110,9 +120,11 @@ func (s *Store) Name() string {
 type stored struct {
 	policy   *ringfile.Policy
 	raw      []byte
+	present  bool // the policy key exists
 	version  int64
 	modRev   int64
-	revision int64 // the store's revision at the read
+	revision int64                       // the store's revision at the read
+	bound    map[string]*mvccpb.KeyValue // cell -> its binding key as read
 }
 
 // Load reads and decodes the policy; it does not validate it.
@@ -133,38 +145,97 @@ func (s *Store) Raw(ctx context.Context) ([]byte, error) {
 	return st.raw, nil
 }
 
+// read reads the policy key and the namespace's binding keys in one
+// transaction, so the two are one snapshot; each binding is declared in
+// the policy as its cell's fingerprint, as a ring file declares it.
 func (s *Store) read(ctx context.Context) (*stored, error) {
-	var resp *clientv3.GetResponse
+	st, err := s.readKeys(ctx)
+	if err != nil {
+		return nil, err
+	}
+	if !st.present {
+		return nil, &AbsentError{Name: s.Name(), Namespace: s.cfg.Namespace}
+	}
+	p, err := Decode(st.raw, s.Name(), s.cfg.Namespace)
+	if err != nil {
+		return nil, err
+	}
+	for _, cell := range sortedCells(st.bound) {
+		p.Declare(ringfile.CellDecl{ID: cell, Fingerprint: string(st.bound[cell].Value)})
+	}
+	st.policy = p
+	return st, nil
+}
+
+// readKeys reads the policy key and the binding keys, in one transaction.
+func (s *Store) readKeys(ctx context.Context) (*stored, error) {
+	var resp *clientv3.TxnResponse
 	err := s.do(ctx, "reading", func(ctx context.Context) (err error) {
-		resp, err = s.cli.Get(ctx, s.key)
+		resp, err = s.cli.Txn(ctx).Then(clientv3.OpGet(s.key), clientv3.OpGet(s.bindings, clientv3.WithPrefix())).Commit()
 		return err
 	})
 	if err != nil {
 		return nil, err
 	}
-	if len(resp.Kvs) == 0 {
-		return nil, &AbsentError{Name: s.Name(), Namespace: s.cfg.Namespace}
+	st := &stored{revision: resp.Header.Revision, bound: map[string]*mvccpb.KeyValue{}}
+	if kvs := resp.Responses[0].GetResponseRange().Kvs; len(kvs) > 0 {
+		st.raw, st.present, st.version, st.modRev = kvs[0].Value, true, kvs[0].Version, kvs[0].ModRevision
 	}
-	kv := resp.Kvs[0]
-	p, err := Decode(kv.Value, s.Name(), s.cfg.Namespace, s.cfg.Shards)
-	if err != nil {
-		return nil, err
+	for _, kv := range resp.Responses[1].GetResponseRange().Kvs {
+		st.bound[strings.TrimPrefix(string(kv.Key), s.bindings)] = kv
 	}
-	return &stored{policy: p, raw: kv.Value, version: kv.Version, modRev: kv.ModRevision, revision: resp.Header.Revision}, nil
+	return st, nil
+}
+
+func sortedCells(m map[string]*mvccpb.KeyValue) []string {
+	cells := make([]string, 0, len(m))
+	for c := range m {
+		cells = append(cells, c)
+	}
+	slices.Sort(cells)
+	return cells
+}
+
+// bindingOps turns the change of bindings from what was read to next into
+// the transaction's conditions and operations: a new binding is put only
+// if its key is still absent (version 0: the claim of seed 000 §9), a
+// removed one is deleted only if its key is as read. A binding never
+// changes fingerprint in place: that is a conflict, refused.
+func (s *Store) bindingOps(read map[string]*mvccpb.KeyValue, next *ringfile.Policy) ([]clientv3.Cmp, []clientv3.Op, error) {
+	var cmps []clientv3.Cmp
+	var ops []clientv3.Op
+	want := map[string]string{}
+	for _, b := range next.Bindings() {
+		want[b.Cell] = b.Fingerprint
+		kv, ok := read[b.Cell]
+		switch {
+		case !ok:
+			cmps = append(cmps, clientv3.Compare(clientv3.Version(s.BindingKey(b.Cell)), "=", 0))
+			ops = append(ops, clientv3.OpPut(s.BindingKey(b.Cell), b.Fingerprint))
+		case string(kv.Value) != b.Fingerprint:
+			return nil, nil, &ringfile.BindingConflictError{Name: s.Name(), Namespace: next.Namespace, Cell: b.Cell, Bound: string(kv.Value), Claimed: b.Fingerprint}
+		}
+	}
+	for _, cell := range sortedCells(read) {
+		// A key with no value binds nothing (the policy does not show it):
+		// it is left as it is.
+		if _, kept := want[cell]; !kept && len(read[cell].Value) > 0 {
+			cmps = append(cmps, clientv3.Compare(clientv3.ModRevision(s.BindingKey(cell)), "=", read[cell].ModRevision))
+			ops = append(ops, clientv3.OpDelete(s.BindingKey(cell)))
+		}
+	}
+	return cmps, ops, nil
 }
 
 // Decode reads a stored value as the reference would, then as fusee does.
-// shards 0 takes the shard count from the rings.
-func Decode(value []byte, name, namespace string, shards int) (*ringfile.Policy, error) {
+// Each epoch's shard set is the shards its ring names.
+func Decode(value []byte, name, namespace string) (*ringfile.Policy, error) {
 	if err := checkShape(value); err != nil {
 		return nil, &ValueError{Name: name, Err: err}
 	}
-	p, err := ringfile.ImportWiggle(value, ringfile.ImportOptions{File: name, Namespace: namespace, Shards: shards})
+	p, err := ringfile.ImportWiggle(value, ringfile.ImportOptions{File: name, Namespace: namespace})
 	if err != nil {
 		return nil, &ValueError{Name: name, Err: err}
-	}
-	if shards == 0 {
-		p.Shards = ShardsOf(p)
 	}
 	p.File = name
 	return p, nil
@@ -187,18 +258,6 @@ func checkShape(value []byte) error {
 	return nil
 }
 
-// ShardsOf is the shard count the rings imply: one more than the highest
-// shard any ring places (0 with no epoch).
-func ShardsOf(p *ringfile.Policy) int {
-	n := 0
-	for _, e := range p.Epochs {
-		for _, sl := range e.Ring {
-			n = max(n, sl.Shard+1)
-		}
-	}
-	return n
-}
-
 // Encode is the value the reference writes for p: compact, no newline.
 func Encode(p *ringfile.Policy) []byte {
 	return bytes.TrimSuffix(ringfile.ExportWiggle(p, false), []byte("\n"))
@@ -212,22 +271,32 @@ func (s *Store) Create(ctx context.Context, p *ringfile.Policy, opt ringfile.Wri
 	if opt.ExpectRevision != ringfile.AnyRevision && opt.ExpectRevision != 0 {
 		return &ringfile.ConflictError{File: s.Name(), Expected: opt.ExpectRevision, Missing: true, What: opt.ExpectedBy, Noun: "key"}
 	}
-	if opt.DryRun {
-		_, err := s.read(ctx)
-		var absent *AbsentError
-		if errors.As(err, &absent) {
-			return nil
-		}
-		if err != nil {
-			return err
-		}
+	// Bindings may exist before the policy (nodes register before the
+	// first epoch): the new policy's must agree with them, and they are
+	// kept.
+	st, err := s.readKeys(ctx)
+	if err != nil {
+		return err
+	}
+	if st.present {
 		return s.exists()
 	}
+	withBound := p.Clone()
+	for _, cell := range sortedCells(st.bound) {
+		withBound.Declare(ringfile.CellDecl{ID: cell, Fingerprint: string(st.bound[cell].Value)})
+	}
+	cmps, ops, err := s.bindingOps(st.bound, withBound)
+	if err != nil {
+		return err
+	}
+	if opt.DryRun {
+		return nil
+	}
 	var resp *clientv3.TxnResponse
-	err := s.do(ctx, "creating", func(ctx context.Context) (err error) {
+	err = s.do(ctx, "creating", func(ctx context.Context) (err error) {
 		resp, err = s.cli.Txn(ctx).
-			If(clientv3.Compare(clientv3.CreateRevision(s.key), "=", 0)).
-			Then(clientv3.OpPut(s.key, string(Encode(p)))).
+			If(append([]clientv3.Cmp{clientv3.Compare(clientv3.CreateRevision(s.key), "=", 0)}, cmps...)...).
+			Then(append([]clientv3.Op{clientv3.OpPut(s.key, string(Encode(p)))}, ops...)...).
 			Commit()
 		return err
 	})
@@ -235,6 +304,10 @@ func (s *Store) Create(ctx context.Context, p *ringfile.Policy, opt ringfile.Wri
 		return err
 	}
 	if !resp.Succeeded {
+		now, err := s.readKeys(ctx)
+		if err == nil && !now.present {
+			return fmt.Errorf("%s: a cell binding changed while the policy was being created; nothing written: retry", s.Name())
+		}
 		return s.exists()
 	}
 	return nil
@@ -257,17 +330,24 @@ func (s *Store) Update(ctx context.Context, opt ringfile.WriteOptions, change fu
 			return nil, err
 		}
 		if opt.DryRun {
+			if _, _, err := s.bindingOps(cur.bound, next); err != nil {
+				return nil, err
+			}
 			return next, nil
 		}
 		if err := ctx.Err(); err != nil {
 			return nil, err
 		}
+		cmps, ops, err := s.bindingOps(cur.bound, next)
+		if err != nil {
+			return nil, err
+		}
 		var resp *clientv3.TxnResponse
 		err = s.do(ctx, "writing", func(ctx context.Context) (err error) {
 			resp, err = s.cli.Txn(ctx).
-				If(clientv3.Compare(clientv3.Version(s.key), "=", cur.version),
-					clientv3.Compare(clientv3.ModRevision(s.key), "=", cur.modRev)).
-				Then(clientv3.OpPut(s.key, string(Encode(next)))).
+				If(append([]clientv3.Cmp{clientv3.Compare(clientv3.Version(s.key), "=", cur.version),
+					clientv3.Compare(clientv3.ModRevision(s.key), "=", cur.modRev)}, cmps...)...).
+				Then(append([]clientv3.Op{clientv3.OpPut(s.key, string(Encode(next)))}, ops...)...).
 				Commit()
 			return err
 		})
@@ -337,16 +417,15 @@ func (s *Store) do(ctx context.Context, what string, req func(ctx context.Contex
 func (s *Store) explain(err error, what string, start time.Time, timeout string) error {
 	switch {
 	case errors.Is(err, rpctypes.ErrPermissionDenied):
-		return &DeniedError{Name: s.Name(), Key: s.key, User: s.cfg.Username, What: what, Err: err}
+		return &DeniedError{Name: s.Name(), Key: s.key, Bindings: s.bindings, User: s.cfg.Username, What: what, Err: err}
 	case errors.Is(err, rpctypes.ErrAuthFailed), errors.Is(err, rpctypes.ErrUserEmpty),
 		errors.Is(err, rpctypes.ErrAuthNotEnabled), errors.Is(err, rpctypes.ErrInvalidAuthToken):
-		return &DeniedError{Name: s.Name(), Key: s.key, User: s.cfg.Username, What: "authenticating", Err: err}
+		return &DeniedError{Name: s.Name(), Key: s.key, Bindings: s.bindings, User: s.cfg.Username, What: "authenticating", Err: err}
 	case errors.Is(err, context.DeadlineExceeded) || isUnavailable(err):
 		return &UnreachableError{Endpoints: s.cfg.Endpoints, Elapsed: time.Since(start), What: what, Key: s.key, Timeout: timeout, Err: err}
 	}
 	return fmt.Errorf("%s: %s %s: %w", s.Name(), what, s.key, err)
 }
 
-// SetShards sets the shard count reads give the policy; 0 takes it from
-// the rings.
-func (s *Store) SetShards(n int) { s.cfg.Shards = n }
+// Client is the store's etcd client, for tests that look at the keys.
+func (s *Store) Client() *clientv3.Client { return s.cli }

@@ -1,8 +1,7 @@
 # fusee ring file: one namespace's placement policy (docs/rings.md).
 # Change it with `fusee ring` commands: published rings are sealed.
-fusee-ring 1
+fusee-ring 2
 namespace payments
-shards 8
 revision 9
 current-epoch 2
 
@@ -10,14 +9,14 @@ cell pay-a
 cell pay-b
 cell pay-c
 
-epoch 0 retired
+epoch 0 retired shards=0-7
   0-7 pay-a
 
-epoch 1 draining
+epoch 1 draining shards=0-7
   0-3 pay-a
   4-7 pay-b@us-east
 
-epoch 2 open
+epoch 2 open shards=0-7
   4-5 pay-b@us-east
   0-2 pay-a
   6-7 pay-c@eu-west

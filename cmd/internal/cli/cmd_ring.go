@@ -33,9 +33,10 @@ func newRingCmd(ios *IO) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "ring",
 		Short: "Hold, check, plan and open the rings that place a namespace on cells",
-		Long: `A ring file holds one namespace's placement policy: its fixed shard count,
-its epochs (each OPEN, DRAINING or RETIRED) and each epoch's ring, which
-places every shard on one cell. An id carries its epoch and shard, so its
+		Long: `A ring file holds one namespace's placement policy: its epochs (each OPEN,
+DRAINING or RETIRED), each epoch's ring, which places each shard of the
+epoch's own shard set on one cell, and the cells with their bindings
+(storage fingerprints). An id carries its epoch and shard, so its
 cell is a lookup in its own epoch's ring and never changes.
 
 A published ring is sealed: the only way to change placement is
@@ -67,6 +68,7 @@ The format, the planner's rule and a worked split are in docs/rings.md.`,
 		newRingResolveCmd(ios), newRingActiveCellsCmd(ios), newRingMintCmd(ios),
 		newRingImportCmd(ios), newRingExportCmd(ios),
 		newRingPushCmd(ios), newRingPullCmd(ios),
+		newRingBindingsCmd(ios), newRingBindCmd(ios), newRingUnbindCmd(ios), newRingPruneBindingsCmd(ios),
 	)
 	return cmd
 }

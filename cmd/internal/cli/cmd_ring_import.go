@@ -14,7 +14,6 @@ import (
 
 type ringImportOptions struct {
 	from, namespace, cellsFrom string
-	shards                     int
 	write                      ringWriteFlags
 	store                      ringStoreFlags
 }
@@ -22,7 +21,7 @@ type ringImportOptions struct {
 func newRingImportCmd(ios *IO) *cobra.Command {
 	var opts ringImportOptions
 	cmd := &cobra.Command{
-		Use:   "import (FILE | --store etcd://HOST:PORT) --from POLICY.json --namespace NS --shards S [--cells-from RING]",
+		Use:   "import (FILE | --store etcd://HOST:PORT) --from POLICY.json --namespace NS [--cells-from RING]",
 		Short: "Make a ring file from the reference coordinator's stored policy JSON",
 		Long: `Import reads a namespace's policy as the reference coordinator stores it
 and writes it as a ring file. It accepts the etcd value (the key
@@ -35,29 +34,26 @@ SQL stores keep in a column (it carries no revision: it imports at 0, with
 the OPEN epoch as current). Unknown keys, duplicate keys and non-integer
 numbers are errors. --from - reads standard input.
 
-The JSON holds neither the namespace (it is in the key) nor a shard count:
-give them. Cells are declared from the rings, without fingerprints;
---cells-from RING carries the declarations (fingerprints) of another ring
-file over.
+The JSON does not hold the namespace (it is in the key): give it. Each
+epoch's shard set is the shards its ring names, as the reference has it.
+Cells are declared from the rings, without fingerprints; --cells-from RING
+carries the declarations (fingerprints, which are the cells' bindings) of
+another ring file over.
 
 The imported policy is validated before anything is written: the
-reference checks nothing, so a hole in a ring or a shard placed twice is
-listed with every other finding and the exit code is 1. If FILE does not
+reference checks nothing, so a shard placed twice is listed with every other finding and the exit code is 1. If FILE does not
 exist it is created; if it exists, the import must move it forward (a newer
 revision, every epoch and ring of FILE kept, no status going back) or it
 is refused. --expect-revision and --dry-run work as for every write.` + ringStoreHelp,
 		Example: `  etcdctl get --print-value-only /wiggle/coord/policy/orders > orders.json
-  fusee ring import orders.ring --from orders.json --namespace orders --shards 1024
-  fusee ring import orders.ring --from orders.json --namespace orders --shards 1024 --cells-from old.ring --dry-run`,
+  fusee ring import orders.ring --from orders.json --namespace orders
+  fusee ring import orders.ring --from orders.json --namespace orders --cells-from old.ring --dry-run`,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if err := requireFlags(cmd, "from", "namespace", "shards"); err != nil {
+			if err := requireFlags(cmd, "from", "namespace"); err != nil {
 				return err
 			}
 			if err := ringCheckNames("--namespace", opts.namespace); err != nil {
 				return err
-			}
-			if opts.shards < 1 || opts.shards > ringfile.MaxShards {
-				return usagef("--shards %d: want 1 to %d", opts.shards, ringfile.MaxShards)
 			}
 			return opts.store.run(args, func(st ringfile.Store) error { return runRingImport(cmd.Context(), ios, &opts, st) })
 		},
@@ -65,11 +61,9 @@ is refused. --expect-revision and --dry-run work as for every write.` + ringStor
 	f := cmd.Flags()
 	f.StringVar(&opts.from, "from", "", "the stored policy JSON to read, or - for standard input (required)")
 	f.StringVar(&opts.namespace, "namespace", "", "the namespace the policy is for (required)")
-	f.IntVar(&opts.shards, "shards", 0, "the namespace's shard count, 1 to 1024 (required)")
 	f.StringVar(&opts.cellsFrom, "cells-from", "", "carry the cell declarations (fingerprints) of this ring file over")
 	opts.write.add(cmd)
 	opts.store.add(cmd, &opts.namespace)
-	markCLIOnly(cmd, "shards")
 	return cmd
 }
 
@@ -89,7 +83,10 @@ func runRingImport(ctx context.Context, ios *IO, opts *ringImportOptions, st rin
 // ringPutHow says how ringPut reports and merges.
 type ringPutHow struct {
 	verb, from string
-	keepCells  bool // keep st's cell declarations (fingerprints) in what is written
+	// keepCells keeps st's cell declarations, and so its cell bindings, in
+	// what is written; a cell bound to two fingerprints, one on each side,
+	// is refused naming both.
+	keepCells bool
 }
 
 // ringPut writes a valid policy into st as import does: st is created if
@@ -114,12 +111,23 @@ func ringPut(ctx context.Context, ios *IO, st ringfile.Store, p *ringfile.Policy
 	next, err := st.Update(ctx, w.options(), func(cur *ringfile.Policy) (*ringfile.Policy, error) {
 		q := p.Clone()
 		if how.keepCells {
+			for _, b := range cur.Bindings() {
+				if fp := q.Bound(b.Cell); fp != "" && fp != b.Fingerprint {
+					return nil, &ringfile.BindingConflictError{Name: name, Namespace: b.Namespace, Cell: b.Cell, Bound: b.Fingerprint, Claimed: fp}
+				}
+			}
 			for _, c := range cur.Cells {
 				q.Declare(c)
 			}
 		}
 		if ringSameStored(st, cur, q) {
 			return nil, upToDate
+		}
+		// Only bindings differ (a node registered in etcd, which does not
+		// bump the policy's revision): carrying them over is a write of
+		// its own, at the next revision.
+		if how.keepCells && q.Revision == cur.Revision && string(ringfile.ExportWiggle(q, false)) == string(ringfile.ExportWiggle(cur, false)) {
+			q.Revision++
 		}
 		return q, nil
 	})
@@ -145,7 +153,7 @@ func (o *ringImportOptions) read(ios *IO) (*ringfile.Policy, error) {
 	if err != nil {
 		return nil, fmt.Errorf("reading %s: %w", o.from, err)
 	}
-	opt := ringfile.ImportOptions{File: o.from, Namespace: o.namespace, Shards: o.shards}
+	opt := ringfile.ImportOptions{File: o.from, Namespace: o.namespace}
 	if o.cellsFrom != "" {
 		from, err := ringfile.Load(o.cellsFrom)
 		if err != nil {

@@ -17,6 +17,8 @@ type ringOpenEpochOptions struct {
 	slots        []string
 	fingerprints map[string]string
 	newCells     []string
+	addShards    string
+	removeShards string
 	write        ringWriteFlags
 	store        ringStoreFlags
 }
@@ -24,7 +26,7 @@ type ringOpenEpochOptions struct {
 func newRingOpenEpochCmd(ios *IO) *cobra.Command {
 	var opts ringOpenEpochOptions
 	cmd := &cobra.Command{
-		Use:   "open-epoch (FILE | --store etcd://HOST:PORT --namespace NS) (--plan PLAN | --slots 0-127=a,128-255=b) [--expect-revision R]",
+		Use:   "open-epoch (FILE | --store etcd://HOST:PORT --namespace NS) (--plan PLAN | --slots 0-127=a,128-255=b [--add-shards LIST] [--remove-shards LIST]) [--expect-revision R]",
 		Short: "Open a new epoch with a new ring: the only write that changes placement",
 		Long: `Open-epoch publishes a ring as the next epoch: current+1 becomes OPEN and
 current, the previous OPEN epoch becomes DRAINING and keeps its ring (its
@@ -40,22 +42,37 @@ must already be declared in FILE or be introduced explicitly, with
 that is neither is refused as a likely typo, since it would move shards to
 a database that does not exist. A plan introduces its new cells itself.
 
-Preconditions: FILE is valid; the new ring places every shard on exactly
-one cell and differs from the current ring. A plan must have been computed
-from FILE's current revision, and --expect-revision R requires revision R:
-otherwise nothing is written and the exit code is 5 (re-read, re-plan,
-retry). Before opening, register the new ring's cells' nodes: ids minted in
-the new epoch resolve to them at once.` + ringStoreHelp,
+Each epoch's ring names its own shard set. A ring whose shards differ
+from the current epoch's is refused, naming the shards it leaves out and
+the ones it adds, unless the change is named exactly: --add-shards LIST
+for shards new to the ring, --remove-shards LIST for shards it drops
+(LIST as 8-11,14). So a typo in --slots never drops or adds a shard
+silently. The old epoch keeps its ring: ids born in it still resolve
+there, including on the shards the new ring drops. A plan carries its own
+change.
+
+Preconditions: FILE is valid; the new ring places every shard of its set
+on exactly one cell and differs from the current ring. A plan must have
+been computed from FILE's current revision, and --expect-revision R
+requires revision R: otherwise nothing is written and the exit code is 5
+(re-read, re-plan, retry). A plan that was opened already says so and
+exits 1: there is nothing to retry. Before opening, register the new
+ring's cells' nodes: ids minted in the new epoch resolve to them at once.` + ringStoreHelp,
 		Example: `  fusee ring open-epoch orders.ring --plan split.plan
   fusee ring open-epoch orders.ring --slots 0-511=cellA,512-1023=cellB --expect-revision 3
   fusee ring open-epoch orders.ring --slots 0-1023=cellC --fingerprint cellC=jdbc-77e1 --dry-run
-  fusee ring open-epoch orders.ring --slots 0-511=cellA,512-1023=cellD --new-cell cellD`,
+  fusee ring open-epoch orders.ring --slots 0-511=cellA,512-1023=cellD --new-cell cellD
+  fusee ring open-epoch orders.ring --slots 0-1=a,2-3=b,4=c --new-cell c --add-shards 4
+  fusee ring open-epoch orders.ring --slots 0-2=a --remove-shards 3`,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if (opts.plan == "") == (len(opts.slots) == 0) {
 				return usagef("give exactly one of --plan and --slots")
 			}
 			if opts.plan != "" && (len(opts.fingerprints) > 0 || len(opts.newCells) > 0) {
 				return usagef("--fingerprint and --new-cell go with --slots; a plan declares its own cells")
+			}
+			if opts.plan != "" && (opts.addShards != "" || opts.removeShards != "") {
+				return usagef("--add-shards and --remove-shards go with --slots; a plan carries its own change")
 			}
 			if err := ringCheckFingerprints(opts.fingerprints); err != nil {
 				return err
@@ -69,6 +86,8 @@ the new epoch resolve to them at once.` + ringStoreHelp,
 	f.StringSliceVar(&opts.slots, "slots", nil, "the new ring, FIRST-LAST=CELL[@REGION],... in ring order")
 	f.StringToStringVar(&opts.fingerprints, "fingerprint", nil, "storage fingerprint of a new cell, CELL=FP (repeatable)")
 	f.StringArrayVar(&opts.newCells, "new-cell", nil, "introduce a cell not yet declared, CELL or CELL=FP (repeatable)")
+	f.StringVar(&opts.addShards, "add-shards", "", "shards the new ring adds to the current epoch's set, e.g. 8-11,14")
+	f.StringVar(&opts.removeShards, "remove-shards", "", "shards the new ring drops from the current epoch's set, e.g. 3")
 	opts.write.add(cmd)
 	return cmd
 }
@@ -97,7 +116,7 @@ func runRingOpenEpoch(ctx context.Context, ios *IO, opts *ringOpenEpochOptions, 
 	if before != nil {
 		after := next.CurrentEpoch().Ring
 		keys := newRingKeys(ringDeclared(next), before.Cells(), after.Cells())
-		if err := printRingMoves(ios, keys, before, after, next.Shards, ringfile.CompareRings(before, after)); err != nil {
+		if err := printRingMoves(ios, keys, before, after, ringfile.CompareRings(before, after)); err != nil {
 			return err
 		}
 	}
@@ -120,11 +139,15 @@ func (o *ringOpenEpochOptions) opener(wopt *ringfile.WriteOptions) (func(*ringfi
 		if err != nil {
 			return nil, err
 		}
+		change, err := ringShardChange(o.addShards, o.removeShards)
+		if err != nil {
+			return nil, err
+		}
 		return func(cur *ringfile.Policy) (*ringfile.Policy, error) {
 			if err := ringCheckDeclared(cur, ring, introduced); err != nil {
 				return nil, err
 			}
-			return ringfile.OpenEpoch(cur, ring, decls...)
+			return ringfile.OpenEpoch(cur, ring, change, decls...)
 		}, nil
 	}
 	plan, err := ringfile.LoadPlan(o.plan)
@@ -135,6 +158,7 @@ func (o *ringOpenEpochOptions) opener(wopt *ringfile.WriteOptions) (func(*ringfi
 		return nil, usagef("--expect-revision %d contradicts the plan, computed from revision %d", wopt.ExpectRevision, plan.BaseRevision)
 	}
 	wopt.ExpectRevision, wopt.ExpectedBy = plan.BaseRevision, "the plan "+o.plan
+	wopt.Stale = func(cur *ringfile.Policy) error { return ringfile.PlanApplied(cur, plan) }
 	return func(cur *ringfile.Policy) (*ringfile.Policy, error) { return ringfile.OpenPlan(cur, plan) }, nil
 }
 
@@ -206,4 +230,26 @@ func ringThem(n int) string {
 		return "it"
 	}
 	return "them"
+}
+
+// ringShardChange reads --add-shards and --remove-shards.
+func ringShardChange(add, remove string) (ringfile.ShardChange, error) {
+	var ch ringfile.ShardChange
+	for _, f := range []struct {
+		flag, list string
+		into       *[]int
+	}{{"--add-shards", add, &ch.Add}, {"--remove-shards", remove, &ch.Remove}} {
+		if f.list == "" {
+			continue
+		}
+		set, err := ringfile.ParseShardList(f.list)
+		if err != nil {
+			return ch, usagef("%s %s: %v", f.flag, f.list, err)
+		}
+		if set[len(set)-1] >= ringfile.MaxShards {
+			return ch, usagef("%s %s: shard %d is outside 0..%d", f.flag, f.list, set[len(set)-1], ringfile.MaxShards-1)
+		}
+		*f.into = set
+	}
+	return ch, nil
 }

@@ -17,6 +17,7 @@ type ringPlanOptions struct {
 	rebalance                  bool
 	weights                    map[string]int
 	fingerprint, region        string
+	addShards, removeShards    string
 	output                     string
 	json                       bool
 	store                      ringStoreFlags
@@ -25,7 +26,7 @@ type ringPlanOptions struct {
 func newRingPlanCmd(ios *IO) *cobra.Command {
 	var opts ringPlanOptions
 	cmd := &cobra.Command{
-		Use:   "plan (FILE | --store etcd://HOST:PORT --namespace NS) (--add-cell C | --remove-cell C | --split A:B | --rebalance) [--weights a=2,b=1] [-o PLAN]",
+		Use:   "plan (FILE | --store etcd://HOST:PORT --namespace NS) (--add-cell C | --remove-cell C | --split A:B | --rebalance | --add-shards LIST | --remove-shards LIST) [--weights a=2,b=1] [-o PLAN]",
 		Short: "Compute the next ring that moves the fewest shards for a goal",
 		Long: `Plan computes the ring of the next epoch from the current one and prints
 the change as a diff: the current and the planned ring as two strips in
@@ -44,6 +45,14 @@ Goals (exactly one):
   --split A:B       new cell B takes the upper half of A's shards; no other
                     cell moves
   --rebalance       every cell ends at its weighted share
+  --add-shards LIST new shards (e.g. 8-11, none in the current ring), dealt
+                    one at a time to the cell with the fewest shards (ties
+                    to the earlier cell in ring order); no shard moves
+  --remove-shards LIST
+                    those shards leave the ring; no other shard moves;
+                    refused if a cell would be left with none
+  (--add-shards and --remove-shards may be given together: the removal
+  first, then the new shards dealt)
 
 Weights (--weights a=2,b=1; a cell not named weighs 1) set each cell's
 target: the floor of its share of the shards, the leftover shards going to
@@ -51,12 +60,16 @@ the largest remainders. Each cell keeps its lowest shards up to its target
 and only the shards above targets move, so the number moved is the lower
 bound: the sum over cells of max(0, before - target).
 
+The plan file carries the shards it adds and removes to open-epoch.
+
 Preconditions: FILE is valid and has a current epoch. Plan refuses a goal
 that leaves a kept cell with no shard, needs more cells than shards, or
 moves nothing (an epoch that changes nothing is needless).` + ringStoreHelp,
 		Example: `  fusee ring plan orders.ring --split cellA:cellB -o split.plan
   fusee ring plan orders.ring --add-cell cellC --fingerprint jdbc-77e1 --region eu-west
-  fusee ring plan orders.ring --rebalance --weights cellA=2,cellB=1 --json`,
+  fusee ring plan orders.ring --rebalance --weights cellA=2,cellB=1 --json
+  fusee ring plan orders.ring --add-shards 8-11 -o grow.plan
+  fusee ring plan orders.ring --remove-shards 6-7 -o shrink.plan`,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			goal, err := opts.goal()
 			if err != nil {
@@ -74,6 +87,8 @@ moves nothing (an epoch that changes nothing is needless).` + ringStoreHelp,
 	f.StringToIntVar(&opts.weights, "weights", nil, "cell weights, CELL=N (default 1 each)")
 	f.StringVar(&opts.fingerprint, "fingerprint", "", "storage fingerprint of the cell the plan adds")
 	f.StringVar(&opts.region, "region", "", "region of the slots of the cell the plan adds")
+	f.StringVar(&opts.addShards, "add-shards", "", "plan adding these new shards, e.g. 8-11")
+	f.StringVar(&opts.removeShards, "remove-shards", "", "plan removing these shards from the ring, e.g. 6-7")
 	f.StringVarP(&opts.output, "output", "o", "", "write the plan to this file")
 	f.BoolVar(&opts.json, "json", false, "print the plan as JSON")
 	return cmd
@@ -97,8 +112,18 @@ func (o ringPlanOptions) goal() (ringfile.Goal, error) {
 	if o.rebalance {
 		goals = append(goals, ringfile.Goal{Kind: ringfile.GoalRebalance})
 	}
+	if o.addShards != "" || o.removeShards != "" {
+		ch, err := ringShardChange(o.addShards, o.removeShards)
+		if err != nil {
+			return ringfile.Goal{}, err
+		}
+		if len(o.weights) > 0 {
+			return ringfile.Goal{}, usagef("--weights do not apply to --add-shards and --remove-shards, which move no shard")
+		}
+		goals = append(goals, ringfile.Goal{Kind: ringfile.GoalShards, AddShards: ch.Add, RemoveShards: ch.Remove})
+	}
 	if len(goals) != 1 {
-		return ringfile.Goal{}, usagef("give exactly one of --add-cell, --remove-cell, --split and --rebalance")
+		return ringfile.Goal{}, usagef("give exactly one of --add-cell, --remove-cell, --split, --rebalance and --add-shards/--remove-shards")
 	}
 	g := goals[0]
 	names := [][2]string{{"--add-cell", o.addCell}, {"--remove-cell", o.removeCell}, {"--region", o.region}}
@@ -128,7 +153,10 @@ func (o ringPlanOptions) goal() (ringfile.Goal, error) {
 	if (o.fingerprint != "" || o.region != "") && g.Kind != ringfile.GoalAddCell && g.Kind != ringfile.GoalSplit {
 		return ringfile.Goal{}, usagef("--fingerprint and --region describe the cell a plan adds (--add-cell or --split)")
 	}
-	g.Weights, g.Fingerprint, g.Region = o.weights, o.fingerprint, o.region
+	if g.Kind != ringfile.GoalShards {
+		g.Weights = o.weights
+	}
+	g.Fingerprint, g.Region = o.fingerprint, o.region
 	return g, nil
 }
 
@@ -148,13 +176,13 @@ func runRingPlan(ctx context.Context, ios *IO, opts ringPlanOptions, goal ringfi
 		}
 	}
 	if opts.json {
-		return ios.printJSON(newRingPlanView(res, p.Shards, opts.output))
+		return ios.printJSON(newRingPlanView(res, len(p.CurrentEpoch().ShardSet()), opts.output))
 	}
 	fmt.Fprintf(ios.Out, "plan for %s: %s (from revision %d; epoch %d drains, epoch %d opens)\n",
 		path, res.Plan.Goal, res.Plan.BaseRevision, res.Plan.BaseEpoch, res.Plan.BaseEpoch+1)
 	before := p.CurrentEpoch().Ring
 	keys := newRingKeys(ringDeclared(p), before.Cells(), res.Plan.Ring.Cells())
-	if err := printRingMoves(ios, keys, before, res.Plan.Ring, p.Shards, res.Changes); err != nil {
+	if err := printRingMoves(ios, keys, before, res.Plan.Ring, res.Changes); err != nil {
 		return err
 	}
 	fmt.Fprintf(ios.Out, "once opened, draining: epoch %s (workers keep polling their cells until each is retired)\n", ringJoinEpochs(res.Draining))
@@ -170,6 +198,8 @@ type ringPlanView struct {
 	BaseEpoch    int64                 `json:"base_epoch"`
 	Moved        int                   `json:"moved"`
 	Shards       int                   `json:"shards"`
+	AddedShards  []string              `json:"added_shards"`
+	RemovedShard []string              `json:"removed_shards"`
 	Moves        []ringfile.Move       `json:"moves"`
 	Cells        []ringfile.CellChange `json:"cells"`
 	Draining     []int64               `json:"draining"`
@@ -178,6 +208,19 @@ type ringPlanView struct {
 
 func newRingPlanView(res *ringfile.PlanResult, shards int, output string) ringPlanView {
 	return ringPlanView{Goal: res.Plan.Goal, BaseRevision: res.Plan.BaseRevision, BaseEpoch: res.Plan.BaseEpoch,
-		Moved: ringfile.Moved(res.Moves), Shards: shards, Moves: res.Moves, Cells: res.Changes,
+		Moved: ringfile.Moved(ringMovesOnly(res.Moves)), Shards: shards, Moves: ringNonNil(ringMovesOnly(res.Moves)), Cells: res.Changes,
+		AddedShards: ringNonNil(ringfile.ShardRanges(res.Plan.Change.Add)), RemovedShard: ringNonNil(ringfile.ShardRanges(res.Plan.Change.Remove)),
 		Draining: ringNonNil(res.Draining), Output: output}
+}
+
+// ringMovesOnly drops the runs of shards that are added or removed (an
+// empty from or to): they change the set, they do not move.
+func ringMovesOnly(moves []ringfile.Move) []ringfile.Move {
+	var out []ringfile.Move
+	for _, m := range moves {
+		if m.From != "" && m.To != "" {
+			out = append(out, m)
+		}
+	}
+	return out
 }

@@ -24,8 +24,12 @@ an import must (a newer revision, every epoch and ring kept, no status
 going back), and the transaction is conditioned on the key's version as
 read, so a coordinator or operator writing in between makes it exit 5.
 
-Cell fingerprints are checked in FILE but not stored: the reference's value
-has no place for them. --expect-revision R refers to the revision in etcd.` + ringStoreHelp,
+The push carries FILE's cell bindings (its cells' fingerprints) to etcd's
+binding keys: each new one is claimed in the same transaction, on the
+key's absence; a cell etcd binds to another fingerprint is refused, naming
+both (two databases would share one cell id), and nothing is written.
+Bindings etcd holds and FILE lacks (nodes that registered) are kept.
+--expect-revision R refers to the revision in etcd.` + ringStoreHelp,
 		Example: `  fusee ring push orders.ring --store etcd://10.0.0.1:2379 --namespace orders
   fusee ring push orders.ring --store etcd://10.0.0.1:2379 --namespace orders --expect-revision 6 --dry-run`,
 		Args: exactArgs(1),
@@ -45,7 +49,7 @@ has no place for them. --expect-revision R refers to the revision in etcd.` + ri
 				return err
 			}
 			defer done()
-			return ringPut(cmd.Context(), ios, st, p, &opts.write, ringPutHow{verb: "pushed", from: args[0]})
+			return ringPut(cmd.Context(), ios, st, p, &opts.write, ringPutHow{verb: "pushed", from: args[0], keepCells: true})
 		},
 	}
 	opts.write.add(cmd)
@@ -54,26 +58,26 @@ has no place for them. --expect-revision R refers to the revision in etcd.` + ri
 }
 
 type ringPullOptions struct {
-	shards int
-	write  ringWriteFlags
-	store  ringStoreFlags
+	write ringWriteFlags
+	store ringStoreFlags
 }
 
 func newRingPullCmd(ios *IO) *cobra.Command {
 	var opts ringPullOptions
 	cmd := &cobra.Command{
-		Use:   "pull --store etcd://HOST:PORT[,...] --namespace NS FILE [--shards S]",
+		Use:   "pull --store etcd://HOST:PORT[,...] --namespace NS FILE",
 		Short: "Write the coordinator's etcd policy to a ring file",
 		Long: `Pull reads the policy of namespace NS from etcd and writes it to FILE. The
 policy must be valid. If FILE does not exist it is created; if it exists,
-the pull must move it forward as an import must, and FILE's cell
-declarations (with their fingerprints, which etcd does not hold) are kept.
+the pull must move it forward as an import must. The cell bindings etcd
+holds become the cells' fingerprints in FILE; FILE's own declarations are
+kept, and a cell bound to another fingerprint in FILE than in etcd is
+refused, naming both.
 
-The shard count is taken from the rings (one more than the highest shard
-placed) unless --shards S gives it; validation checks it against every
-ring. --expect-revision R refers to FILE's revision.` + ringStoreHelp,
+Each epoch's shard set is the shards its ring names. --expect-revision R
+refers to FILE's revision.` + ringStoreHelp,
 		Example: `  fusee ring pull --store etcd://10.0.0.1:2379 --namespace orders orders.ring
-  fusee ring pull --store etcd://10.0.0.1:2379 --namespace orders orders.ring --shards 1024 --dry-run`,
+  fusee ring pull --store etcd://10.0.0.1:2379 --namespace orders orders.ring --dry-run`,
 		Args: exactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if !opts.store.etcd() {
@@ -84,7 +88,6 @@ ring. --expect-revision R refers to FILE's revision.` + ringStoreHelp,
 				return err
 			}
 			defer es.Close()
-			es.SetShards(opts.shards)
 			p, err := ringLoad(cmd.Context(), es)
 			if err != nil {
 				return err
@@ -93,9 +96,7 @@ ring. --expect-revision R refers to FILE's revision.` + ringStoreHelp,
 				ringPutHow{verb: "pulled", from: es.Name(), keepCells: true})
 		},
 	}
-	cmd.Flags().IntVar(&opts.shards, "shards", 0, "the namespace's shard count (default: from the rings)")
 	opts.write.add(cmd)
 	opts.store.add(cmd, nil)
-	markCLIOnly(cmd, "shards")
 	return cmd
 }

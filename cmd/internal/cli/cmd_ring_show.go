@@ -23,10 +23,12 @@ func newRingShowCmd(ios *IO) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "show (FILE | --store etcd://HOST:PORT --namespace NS) [--epoch E] [--json]",
 		Short: "Show a ring file: epochs, status, a strip of each ring, shards per cell, balance",
-		Long: `Show prints the namespace, shard count, revision and current epoch, the
-declared cells (with fingerprints) and the active cells workers must poll,
-then every epoch, newest first: its status, a strip of its shard -> cell
-map, and, per cell, how many shards it owns, which ranges, in which region,
+		Long: `Show prints the namespace, the current epoch's shard count, the revision
+and current epoch, the declared cells (with fingerprints, their bindings)
+and the active cells workers must poll, then every epoch, newest first: its
+status, the shards it added and removed against the epoch before it (when
+its set differs), a strip of its shard -> cell map ('.' for a shard not in
+its set), and, per cell, how many shards it owns, which ranges, in which region,
 and the ring's balance (fewest and most shards per cell against the even
 share).
 
@@ -70,12 +72,18 @@ type ringCellView struct {
 type ringEpochView struct {
 	Epoch     int64          `json:"epoch"`
 	Status    string         `json:"status"`
+	Shards    int            `json:"shards"`
+	ShardSet  []string       `json:"shard_set"`
+	Added     []string       `json:"added_shards"`   // vs the epoch before it
+	Removed   []string       `json:"removed_shards"` // vs the epoch before it
 	Cells     []ringCellView `json:"cells"`
 	MinShards int            `json:"min_shards"`
 	MaxShards int            `json:"max_shards"`
 	EvenShare float64        `json:"even_share"`
 
 	ring ringfile.Ring // for the strip; not in the JSON
+	set  []int
+	prev *int64 // the epoch Added and Removed compare with
 }
 
 type ringDeclView struct {
@@ -84,9 +92,10 @@ type ringDeclView struct {
 }
 
 type ringShowView struct {
-	File         string          `json:"file"`
-	Namespace    string          `json:"namespace"`
-	Shards       int             `json:"shards"`
+	File         string `json:"file"`
+	Namespace    string `json:"namespace"`
+	Shards       int    `json:"shards"` // the current epoch's
+	span         int
 	Revision     int64           `json:"revision"`
 	CurrentEpoch *int64          `json:"current_epoch"`
 	Cells        []ringDeclView  `json:"cells"`
@@ -114,24 +123,42 @@ func runRingShow(ctx context.Context, ios *IO, opts ringShowOptions, st ringfile
 }
 
 func newRingShowView(p *ringfile.Policy, only int64) ringShowView {
-	v := ringShowView{File: p.File, Namespace: p.Namespace, Shards: p.Shards, Revision: p.Revision,
+	v := ringShowView{File: p.File, Namespace: p.Namespace, Revision: p.Revision, span: p.Span(),
 		Cells: []ringDeclView{}, ActiveCells: ringNonNil(p.ActiveCells()), Epochs: []ringEpochView{}}
 	if p.Current != ringfile.NoEpoch {
 		v.CurrentEpoch = &p.Current
+	}
+	if cur := p.CurrentEpoch(); cur != nil {
+		v.Shards = len(cur.ShardSet())
 	}
 	for _, c := range p.Cells {
 		v.Cells = append(v.Cells, ringDeclView{c.ID, c.Fingerprint})
 	}
 	for i := len(p.Epochs) - 1; i >= 0; i-- {
 		if e := p.Epochs[i]; only == ringfile.NoEpoch || e.Number == only {
-			v.Epochs = append(v.Epochs, newRingEpochView(p.Shards, e))
+			var prev *ringfile.Epoch
+			if i > 0 {
+				prev = &p.Epochs[i-1]
+			}
+			v.Epochs = append(v.Epochs, newRingEpochView(e, prev))
 		}
 	}
 	return v
 }
 
-func newRingEpochView(shards int, e ringfile.Epoch) ringEpochView {
-	v := ringEpochView{Epoch: e.Number, Status: e.Status.String(), Cells: []ringCellView{}, ring: e.Ring}
+// newRingEpochView describes e; prev, the epoch before it (nil for the
+// first), is what its added and removed shards are counted against.
+func newRingEpochView(e ringfile.Epoch, prev *ringfile.Epoch) ringEpochView {
+	set := e.ShardSet()
+	v := ringEpochView{Epoch: e.Number, Status: e.Status.String(), Shards: len(set), ShardSet: ringNonNil(ringfile.ShardRanges(set)),
+		Added: []string{}, Removed: []string{}, Cells: []ringCellView{}, ring: e.Ring, set: set}
+	if prev != nil {
+		old := prev.ShardSet()
+		v.Added = ringNonNil(ringfile.ShardRanges(ringSetMinus(set, old)))
+		v.Removed = ringNonNil(ringfile.ShardRanges(ringSetMinus(old, set)))
+		v.prev = &prev.Number
+	}
+	shards := len(set)
 	for _, cell := range e.Ring.Cells() {
 		var owned []int
 		var regions []string
@@ -179,7 +206,17 @@ func printRingShow(ios *IO, v ringShowView) error {
 	}
 	for _, e := range v.Epochs {
 		fmt.Fprintf(ios.Out, "\nepoch %d %s\n", e.Epoch, e.Status)
-		ios.printRingStrip(keys, e.ring, v.Shards)
+		if len(e.Added) > 0 || len(e.Removed) > 0 {
+			change := []string{}
+			if len(e.Added) > 0 {
+				change = append(change, "added "+strings.Join(e.Added, ", "))
+			}
+			if len(e.Removed) > 0 {
+				change = append(change, "removed "+strings.Join(e.Removed, ", "))
+			}
+			fmt.Fprintf(ios.Out, "shards %s (%d): %s since epoch %d\n", strings.Join(e.ShardSet, ", "), e.Shards, strings.Join(change, "; "), *e.prev)
+		}
+		ios.printRingStrip(keys, e.ring, e.set, v.span)
 		if err := printRingEpoch(ios, e); err != nil {
 			return err
 		}
@@ -210,4 +247,15 @@ func printRingEpoch(ios *IO, e ringEpochView) error {
 	}
 	_, err := fmt.Fprintf(ios.Out, "balance: %d to %d shards per cell (even share %.1f)\n", e.MinShards, e.MaxShards, e.EvenShare)
 	return err
+}
+
+// ringSetMinus returns the members of a not in b.
+func ringSetMinus(a, b []int) []int {
+	var out []int
+	for _, x := range a {
+		if !slices.Contains(b, x) {
+			out = append(out, x)
+		}
+	}
+	return out
 }

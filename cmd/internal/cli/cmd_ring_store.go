@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"slices"
 	"strings"
 	"time"
 
@@ -197,12 +198,14 @@ func ringExists(ctx context.Context, st ringfile.Store) (bool, error) {
 }
 
 // ringSameStored reports whether two policies would be stored alike in st:
-// a ring file holds fingerprints, the etcd value does not.
+// a ring file holds every declaration; etcd holds the value and the cell
+// bindings, not the declarations of unbound cells no ring names.
 func ringSameStored(st ringfile.Store, a, b *ringfile.Policy) bool {
 	if _, ok := st.(ringfile.FileStore); ok {
 		return string(ringfile.Format(a)) == string(ringfile.Format(b))
 	}
-	return string(ringfile.ExportWiggle(a, false)) == string(ringfile.ExportWiggle(b, false))
+	return string(ringfile.ExportWiggle(a, false)) == string(ringfile.ExportWiggle(b, false)) &&
+		slices.Equal(a.Bindings(), b.Bindings())
 }
 
 // ringTargetArgs is what to give a ring command to work on st again.

@@ -25,9 +25,10 @@ func newRingValidateCmd(ios *IO) *cobra.Command {
   syntax     unknown keys, duplicate fields or epochs, malformed values
   epochs     exactly one epoch is open and it is the current one; none is
              newer than the current one
-  rings      every shard 0..S-1 is placed on exactly one cell in every
-             epoch's ring: a shard missing (its ids would resolve nowhere),
-             a shard placed twice (ambiguous), a shard outside 0..S-1
+  rings      every shard of each epoch's own shard set (its shards= in
+             the file) is placed on exactly one cell of its ring: a shard
+             missing (its ids would resolve nowhere), a shard placed twice
+             (ambiguous), a shard outside the set or beyond 0..1023
   cells      every cell a ring names is declared; one cell id declared with
              two different fingerprints (two databases conflated)
   standby    a declared cell with no shard in the current ring mints

@@ -12,6 +12,10 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
+
+	clientv3 "go.etcd.io/etcd/client/v3"
+	"go.uber.org/zap"
 
 	"github.com/fusee-dev/fusee/ringfile/etcdstore/etcdtest"
 )
@@ -55,7 +59,7 @@ const testULID = "01ARZ3NDEKTSV4RRFFQ69G5FAV"
 // The same history of ring commands, on a file and on etcd, gives the same
 // exit codes and the same output once the policy's name (the file's path,
 // or the etcd endpoints and key) and the file's line numbers are masked.
-func TestRingCommandsGiveTheSameResultsOnAFileAndOnEtcd(t *testing.T) {
+func TestEtcdRingCommandsGiveTheSameResultsOnAFileAndOnEtcd(t *testing.T) {
 	c := sharedEtcd(t)
 	fileDir, etcdDir := t.TempDir(), t.TempDir()
 	file := filepath.Join(fileDir, "orders.ring")
@@ -81,6 +85,41 @@ func TestRingCommandsGiveTheSameResultsOnAFileAndOnEtcd(t *testing.T) {
 		{"plan", "--rebalance", "--weights", "cellA=3,cellC=1", "--json"},
 		{"export"}, {"export", "--epochs-only"},
 		{"mint", "--cell", "cellB"}, // standby in epoch 2: refused
+		// Shard sets per epoch: grown by a plan, a typo refused, shrunk.
+		{"plan", "--add-shards", "8-9", "-o", "PLANDIR/grow.plan"},
+		{"open-epoch", "--plan", "PLANDIR/grow.plan"},
+		{"open-epoch", "--plan", "PLANDIR/grow.plan"}, // applied already
+		{"open-epoch", "--slots", "0-3=cellA,4-7=cellC@eu-west"},
+		{"open-epoch", "--slots", "0-3=cellA,4-7=cellC@eu-west,9=cellA", "--remove-shards", "8"},
+		{"show"}, {"show", "--json"}, {"validate"},
+		{"resolve", "orders.e3.s8." + testULID, "orders.e4.s9." + testULID, "orders.e2.s7." + testULID},
+		{"resolve", "orders.e4.s8." + testULID},
+		{"plan", "--remove-shards", "0-3"}, // would leave cellA with none
+		{"export"},
+		// Cell bindings: a claim, a replica, a conflict, no fingerprint, a
+		// cell no ring places; pruned against the live nodes.
+		{"bind", "--cell", "cellA", "--fingerprint", "db-a"},
+		{"bind", "--cell", "cellA", "--fingerprint", "db-a", "--json"},
+		{"bind", "--cell", "cellA", "--fingerprint", "db-other"},
+		{"bind", "--cell", "cellX"},
+		{"bind", "--cell", "cellX", "--fingerprint", "db-x", "--dry-run"},
+		{"bind", "--cell", "cellX", "--fingerprint", "db-x", "--expect-revision", "3"},
+		{"bind", "--cell", "cellX", "--fingerprint", "db-x"},
+		{"bind", "--cell", "cellB", "--fingerprint", "db-b"},
+		{"bindings"}, {"bindings", "--json"}, {"show"}, {"validate"},
+		{"unbind", "--cell", "cellA", "--live", "PLANDIR/live.json"},
+		{"prune-bindings", "--live", "PLANDIR/live.json", "--dry-run"},
+		{"prune-bindings", "--live", "PLANDIR/live.json", "--json"},
+		{"bind", "--cell", "cellX", "--fingerprint", "db-y"},
+		{"unbind", "--cell", "cellX", "--live", "PLANDIR/none.json"},
+		{"bindings", "--json"},
+	}
+	for _, dir := range []string{fileDir, etcdDir} {
+		for name, text := range map[string]string{"live.json": `[{"namespace": "orders", "cell_id": "cellB"}]`, "none.json": `[]`} {
+			if err := os.WriteFile(filepath.Join(dir, name), []byte(text), 0o644); err != nil {
+				t.Fatal(err)
+			}
+		}
 	}
 	mask := func(s, name, dir string) string {
 		s = strings.ReplaceAll(s, "--store "+c.Store()+" --namespace orders", "POLICY")
@@ -130,7 +169,7 @@ func TestRingCommandsGiveTheSameResultsOnAFileAndOnEtcd(t *testing.T) {
 
 // A dry run on etcd prints the value it would write, in the reference's
 // encoding, and writes nothing.
-func TestRingDryRunOnEtcdPrintsTheValue(t *testing.T) {
+func TestEtcdRingDryRunPrintsTheValue(t *testing.T) {
 	c := sharedEtcd(t)
 	target := []string{"--store", c.Store(), "--namespace", "dry"}
 	r := ringFusee(nil, append([]string{"ring", "init", "--shards", "2", "--cells", "a", "--dry-run"}, target...)...)
@@ -145,7 +184,7 @@ func TestRingDryRunOnEtcdPrintsTheValue(t *testing.T) {
 
 // Six fusee processes' worth of open-epoch race on one revision: exactly
 // one wins each time, the others exit 5 with the file's message.
-func TestRingOpenEpochRaceOnEtcd(t *testing.T) {
+func TestEtcdRingOpenEpochRace(t *testing.T) {
 	c := sharedEtcd(t)
 	target := []string{"--store", c.Store(), "--namespace", "race"}
 	if r := ringFusee(nil, append([]string{"ring", "init", "--shards", "32", "--cells", "a,b"}, target...)...); r.code != 0 {
@@ -189,7 +228,7 @@ func TestRingOpenEpochRaceOnEtcd(t *testing.T) {
 
 // Push and pull move a policy between a file and etcd under import's
 // forward-only rules; a pull keeps the file's fingerprints.
-func TestRingPushAndPull(t *testing.T) {
+func TestEtcdRingPushAndPull(t *testing.T) {
 	c := sharedEtcd(t)
 	dir := t.TempDir()
 	file := filepath.Join(dir, "orders.ring")
@@ -216,8 +255,54 @@ func TestRingPushAndPull(t *testing.T) {
 		t.Fatalf("pull: exit %d %s%s", r.code, r.out, r.err)
 	}
 	text, _ := os.ReadFile(file)
-	if !strings.Contains(string(text), "cell a fingerprint=jdbc-1\n") || !strings.Contains(string(text), "epoch 1 open\n  0-1 a\n  2-3 b\n") {
+	if !strings.Contains(string(text), "cell a fingerprint=jdbc-1\n") || !strings.Contains(string(text), "epoch 1 open shards=0-3\n  0-1 a\n  2-3 b\n") {
 		t.Fatalf("pulled file:\n%s", text)
+	}
+	// Bindings travel too: the push claimed a's in etcd; one a node made
+	// in etcd comes back with a pull; a cell bound to two fingerprints,
+	// one on each side, is refused both ways, naming both.
+	if r := ringFusee(nil, append([]string{"ring", "bindings"}, target...)...); r.code != 0 || !strings.Contains(r.out, "pushed     a     jdbc-1") {
+		t.Fatalf("bindings in etcd after the push: %s%s", r.out, r.err)
+	}
+	if r := ringFusee(nil, append([]string{"ring", "bind", "--cell", "b", "--fingerprint", "jdbc-2"}, target...)...); r.code != 0 {
+		t.Fatal(r.err)
+	}
+	if r := ringFusee(nil, append([]string{"ring", "pull", file}, target...)...); r.code != 0 {
+		t.Fatalf("pull: %s", r.err)
+	}
+	if text, _ := os.ReadFile(file); !strings.Contains(string(text), "cell b fingerprint=jdbc-2\n") {
+		t.Fatalf("the pull did not carry etcd's binding of b:\n%s", text)
+	}
+	// A binding a registering node made in etcd, which leaves the policy's
+	// revision as it was, comes over with a pull, at the next revision.
+	cli, err := clientv3.New(clientv3.Config{Endpoints: c.Endpoints(), DialTimeout: 5 * time.Second, Logger: zap.NewNop()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cli.Close()
+	if _, err := cli.Put(context.Background(), "/wiggle/coord/cellbinding/pushed/d", "jdbc-node"); err != nil {
+		t.Fatal(err)
+	}
+	if r := ringFusee(nil, append([]string{"ring", "pull", file}, target...)...); r.code != 0 || !strings.Contains(r.out, "pulled") {
+		t.Fatalf("pulling a node's binding: exit %d %s%s", r.code, r.out, r.err)
+	}
+	if text, _ := os.ReadFile(file); !strings.Contains(string(text), "cell d fingerprint=jdbc-node\n") {
+		t.Fatalf("the pull did not carry the node's binding of d:\n%s", text)
+	}
+	if r := ringFusee(nil, "ring", "bind", file, "--cell", "c", "--fingerprint", "jdbc-file"); r.code != 0 {
+		t.Fatal(r.err)
+	}
+	if r := ringFusee(nil, append([]string{"ring", "bind", "--cell", "c", "--fingerprint", "jdbc-etcd"}, target...)...); r.code != 0 {
+		t.Fatal(r.err)
+	}
+	before, _ := os.ReadFile(file)
+	r = ringFusee(nil, append([]string{"ring", "push", file}, target...)...)
+	if r.code != 1 || !strings.Contains(r.err, "cell c of pushed is bound to fingerprint jdbc-etcd, and jdbc-file is another database") {
+		t.Fatalf("pushing a conflicting binding: exit %d %s%s", r.code, r.out, r.err)
+	}
+	r = ringFusee(nil, append([]string{"ring", "pull", file}, target...)...)
+	if after, _ := os.ReadFile(file); r.code != 1 || !strings.Contains(r.err, "cell c of pushed is bound to fingerprint jdbc-file, and jdbc-etcd is another database") || string(after) != string(before) {
+		t.Fatalf("pulling a conflicting binding: exit %d %s%s", r.code, r.out, r.err)
 	}
 	fresh := filepath.Join(dir, "fresh.ring")
 	if r := ringFusee(nil, append([]string{"ring", "pull", fresh}, target...)...); r.code != 0 {
@@ -229,7 +314,7 @@ func TestRingPushAndPull(t *testing.T) {
 }
 
 // The errors an operator meets name what to do.
-func TestRingEtcdErrors(t *testing.T) {
+func TestEtcdRingErrors(t *testing.T) {
 	c := sharedEtcd(t)
 	r := ringFusee(nil, "ring", "show", "--store", "etcd://127.0.0.1:1", "--namespace", "orders", "--command-timeout", "300ms", "--dial-timeout", "200ms")
 	if r.code != 1 || !strings.Contains(r.err, "etcd at 127.0.0.1:1 did not answer reading /wiggle/coord/policy/orders within") {

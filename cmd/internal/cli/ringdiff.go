@@ -103,11 +103,18 @@ func ringDiffLines(k *ringKeys, before, after []int) []string {
 		line := func(mark string, owner int) string {
 			return fmt.Sprintf("%s %-*s  %s", mark, wide, span(r), ringCellName(k, owner))
 		}
-		if r.p.before == r.p.after {
+		switch {
+		case r.p.before == ringOwnerAbsent && r.p.after == ringOwnerAbsent:
+			// in neither ring: nothing to show
+		case r.p.before == r.p.after:
 			lines = append(lines, line(" ", r.p.before))
-			continue
+		case r.p.before == ringOwnerAbsent: // an added shard
+			lines = append(lines, line("+", r.p.after))
+		case r.p.after == ringOwnerAbsent: // a removed shard
+			lines = append(lines, line("-", r.p.before))
+		default:
+			lines = append(lines, line("-", r.p.before), line("+", r.p.after))
 		}
-		lines = append(lines, line("-", r.p.before), line("+", r.p.after))
 	}
 	return lines
 }
@@ -115,6 +122,8 @@ func ringDiffLines(k *ringKeys, before, after []int) []string {
 // ringCellName names the cell of key owner, or what an owner code means.
 func ringCellName(k *ringKeys, owner int) string {
 	switch owner {
+	case ringOwnerAbsent:
+		return "(not in the ring)"
 	case ringOwnerNone:
 		return "(none)"
 	case ringOwnerSeveral:
@@ -125,10 +134,12 @@ func ringCellName(k *ringKeys, owner int) string {
 
 // printRingMoves prints the change from ring before to ring after as a
 // diff: the aligned strips with the moved columns marked and a legend,
-// the number of shards moved, the ranges in diff form ('-' red and '+'
-// green on a terminal), and each cell's count before and after.
-func printRingMoves(ios *IO, k *ringKeys, before, after ringfile.Ring, shards int, changes []ringfile.CellChange) error {
-	ob, oa := k.owners(before, shards), k.owners(after, shards)
+// the number of shards moved, added and removed, the ranges in diff form
+// ('-' red and '+' green on a terminal; an added shard has only a + line,
+// a removed one only a - line), and each cell's count before and after.
+func printRingMoves(ios *IO, k *ringKeys, before, after ringfile.Ring, changes []ringfile.CellChange) error {
+	shards := ringSpan(before, after)
+	ob, oa := k.ownersIn(before, before.ShardSet(), shards), k.ownersIn(after, after.ShardSet(), shards)
 	const indent = "        "
 	width := ios.ringStripWidth()
 	segs, pairs, rows := ringDiffStrips(ob, oa, max(width-len(indent), 1), true)
@@ -144,12 +155,26 @@ func printRingMoves(ios *IO, k *ringKeys, before, after ringfile.Ring, shards in
 		return []int{pairs[code].before, pairs[code].after}
 	})
 	moved := 0
+	var added, removed []int
 	for s := range ob {
-		if ob[s] != oa[s] {
+		switch {
+		case ob[s] == oa[s]:
+		case ob[s] == ringOwnerAbsent:
+			added = append(added, s)
+		case oa[s] == ringOwnerAbsent:
+			removed = append(removed, s)
+		default:
 			moved++
 		}
 	}
-	fmt.Fprintf(ios.Out, "moves %d of %d shards:\n", moved, shards)
+	fmt.Fprintf(ios.Out, "moves %d of %d shards", moved, len(before.ShardSet()))
+	if len(added) > 0 {
+		fmt.Fprintf(ios.Out, "; adds %d (%s)", len(added), ringfile.FormatShardSet(added))
+	}
+	if len(removed) > 0 {
+		fmt.Fprintf(ios.Out, "; removes %d (%s)", len(removed), ringfile.FormatShardSet(removed))
+	}
+	fmt.Fprintln(ios.Out, ":")
 	for _, l := range ringDiffLines(k, ob, oa) {
 		switch l[0] {
 		case '-':

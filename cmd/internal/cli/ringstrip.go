@@ -24,9 +24,12 @@ const ringStripDefaultWidth = 80
 
 // Owner codes of a shard that is not on exactly one cell (a file shown
 // with errors): placed on none, or on several.
+// A shard the epoch's set does not have (another epoch's, drawn in the
+// same columns) is absent.
 const (
 	ringOwnerNone    = -1
 	ringOwnerSeveral = -2
+	ringOwnerAbsent  = -3
 )
 
 // ringKeys gives each cell a key symbol and a colour, the same for every
@@ -73,6 +76,8 @@ func ringKeySymbol(i int) byte {
 		return '?'
 	case i == ringOwnerSeveral:
 		return '*'
+	case i == ringOwnerAbsent:
+		return '.'
 	case i < len(ringKeySymbols):
 		return ringKeySymbols[i]
 	}
@@ -81,6 +86,9 @@ func ringKeySymbol(i int) byte {
 
 // style is how key i is drawn on a terminal.
 func ringKeyStyle(i int) lipgloss.Style {
+	if i == ringOwnerAbsent {
+		return lipgloss.NewStyle()
+	}
 	if i < 0 {
 		return lipgloss.NewStyle().Reverse(true)
 	}
@@ -109,6 +117,36 @@ func (k *ringKeys) owners(ring ringfile.Ring, shards int) []int {
 		}
 	}
 	return own
+}
+
+// ownersIn is owners over 0..span-1 with every shard outside set (the
+// epoch's shard set) marked absent rather than unplaced.
+func (k *ringKeys) ownersIn(ring ringfile.Ring, set []int, span int) []int {
+	own := k.owners(ring, span)
+	in := make([]bool, span)
+	for _, sh := range set {
+		if sh < span {
+			in[sh] = true
+		}
+	}
+	for i := range own {
+		if !in[i] && own[i] == ringOwnerNone {
+			own[i] = ringOwnerAbsent
+		}
+	}
+	return own
+}
+
+// ringSpan is one more than the highest shard of any of the rings: the
+// columns that show them all.
+func ringSpan(rings ...ringfile.Ring) int {
+	n := 0
+	for _, r := range rings {
+		if set := r.ShardSet(); len(set) > 0 {
+			n = max(n, set[len(set)-1]+1)
+		}
+	}
+	return n
 }
 
 // ringStripSeg is a stretch of the strip: cols columns of key owner,
@@ -242,13 +280,15 @@ func ringWrap(lead string, items []string, width int) []string {
 	return append(lines, cur)
 }
 
-// printRingStrip prints an epoch's strip, its scale and its legend.
-func (io *IO) printRingStrip(k *ringKeys, ring ringfile.Ring, shards int) {
+// printRingStrip prints an epoch's strip over shards 0..shards-1 (the
+// columns every epoch of the output shares), its scale and its legend;
+// set is the epoch's shard set.
+func (io *IO) printRingStrip(k *ringKeys, ring ringfile.Ring, set []int, shards int) {
 	if shards < 1 {
 		return
 	}
 	width := io.ringStripWidth()
-	segs := ringStrip(k.owners(ring, shards), width)
+	segs := ringStrip(k.ownersIn(ring, set, shards), width)
 	fmt.Fprintln(io.Out, renderStrip(segs, true))
 	io.printStripFooter(k, segs, shards, width, "", func(o int) []int { return []int{o} })
 }
@@ -309,6 +349,8 @@ func (io *IO) printStripFooter(k *ringKeys, segs []ringStripSeg, shards, width i
 // a column may stand for several shards.
 func ringKeyMeaning(k *ringKeys, owner int, compressed bool) string {
 	switch owner {
+	case ringOwnerAbsent:
+		return "not in this ring's shard set"
 	case ringOwnerNone:
 		return "no cell (shards the ring does not place)"
 	case ringOwnerSeveral:

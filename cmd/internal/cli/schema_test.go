@@ -21,27 +21,31 @@ var jsonSchemas = map[string]struct {
 	file  string
 	lines bool
 }{
-	"gen":               {"gen.json", false},
-	"version":           {"version.json", false},
-	"inspect":           {"inspect.json", false},
-	"verify":            {"verify.json", true},
-	"sim drive":         {"sim-drive.json", false},
-	"id parse":          {"id.json", false},
-	"id format":         {"id.json", false},
-	"id mint":           {"id.json", true},
-	"id shard":          {"id-shard.json", false},
-	"ring show":         {"ring-show.json", false},
-	"ring plan":         {"ring-plan.json", false},
-	"ring validate":     {"ring-validate.json", false},
-	"ring resolve":      {"ring-resolve.json", false},
-	"ring active-cells": {"ring-active-cells.json", false},
-	"ring mint":         {"id.json", true},
-	"ring init":         {"ring-write.json", false},
-	"ring open-epoch":   {"ring-write.json", false},
-	"ring retire":       {"ring-write.json", false},
-	"ring import":       {"ring-write.json", false},
-	"ring pull":         {"ring-write.json", false},
-	"ring push":         {"ring-write.json", false},
+	"gen":                 {"gen.json", false},
+	"version":             {"version.json", false},
+	"inspect":             {"inspect.json", false},
+	"verify":              {"verify.json", true},
+	"sim drive":           {"sim-drive.json", false},
+	"id parse":            {"id.json", false},
+	"id format":           {"id.json", false},
+	"id mint":             {"id.json", true},
+	"id shard":            {"id-shard.json", false},
+	"ring show":           {"ring-show.json", false},
+	"ring plan":           {"ring-plan.json", false},
+	"ring validate":       {"ring-validate.json", false},
+	"ring resolve":        {"ring-resolve.json", false},
+	"ring active-cells":   {"ring-active-cells.json", false},
+	"ring mint":           {"id.json", true},
+	"ring init":           {"ring-write.json", false},
+	"ring open-epoch":     {"ring-write.json", false},
+	"ring retire":         {"ring-write.json", false},
+	"ring import":         {"ring-write.json", false},
+	"ring pull":           {"ring-write.json", false},
+	"ring push":           {"ring-write.json", false},
+	"ring bindings":       {"ring-bindings.json", false},
+	"ring bind":           {"ring-bind.json", false},
+	"ring unbind":         {"ring-bindings-change.json", false},
+	"ring prune-bindings": {"ring-bindings-change.json", false},
 	// reshard's report and plan are specified in docs/reshard.md §7, and
 	// upgrade's report (the same report type) in §12.
 	"reshard": {"", false},
@@ -154,7 +158,16 @@ func TestJSONOutputMatchesSchemas(t *testing.T) {
 	if err := os.WriteFile("epochs.json", []byte(`{"currentEpoch":0,"revision":1,"epochs":{"0":{"status":"OPEN","ring":[{"shard":0,"cellId":"a"},{"shard":1,"cellId":"a"}]}}}`), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	check("ring import", run("ring", "import", "imp.ring", "--from", "epochs.json", "--namespace", "orders", "--shards", "2", "--json"))
+	check("ring import", run("ring", "import", "imp.ring", "--from", "epochs.json", "--namespace", "orders", "--json"))
+	check("ring bind", run("ring", "bind", "r.ring", "--cell", "z", "--fingerprint", "db-z", "--json"))
+	check("ring bind", run("ring", "bind", "r.ring", "--cell", "z", "--json"))
+	check("ring bindings", run("ring", "bindings", "r.ring", "--json"))
+	if err := os.WriteFile("live.json", []byte(`[{"namespace": "orders", "cell_id": "a"}]`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	check("ring bind", run("ring", "bind", "r.ring", "--cell", "y", "--fingerprint", "db-y", "--json"))
+	check("ring unbind", run("ring", "unbind", "r.ring", "--cell", "y", "--live", "live.json", "--json"))
+	check("ring prune-bindings", run("ring", "prune-bindings", "r.ring", "--live", "live.json", "--json"))
 	for cmd, spec := range jsonSchemas {
 		if spec.file != "" && !seen[cmd] && cmd != "ring pull" && cmd != "ring push" { // these need etcd: ring_etcd_test.go
 			t.Errorf("%s: no output checked against docs/schema/%s", cmd, spec.file)
