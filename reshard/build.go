@@ -8,6 +8,7 @@ import (
 	"github.com/fusee-dev/fusee/journal/store"
 	"github.com/fusee-dev/fusee/journal/wal"
 	"github.com/fusee-dev/fusee/meta"
+	"github.com/fusee-dev/fusee/reshard/internal/extsort"
 )
 
 // noSuchRun is the reserved run number a dangling reference is rewritten
@@ -27,7 +28,7 @@ func setTokenGen(rec *model.Record, gen uint64) {
 
 // build is pass 2: it reads every old shard again, rewrites each run, its
 // archive, its outbox messages, dedup and index entries for its new shard
-// and number, sorts the new stores' keys (runsort.go) and writes
+// and number, sorts the new stores' keys (internal/extsort) and writes
 // each new store under newDir with a new, empty shared log. It returns the
 // old directory's digest.
 //
@@ -36,7 +37,7 @@ func setTokenGen(rec *model.Record, gen uint64) {
 // token changes (its digest is nil).
 func (r *resharder) build(ctx context.Context, p *plan, newDir string, rep *Report) (*digest, error) {
 	dry := newDir == ""
-	sorter := newRunSorter(r.fs, r.fs.PathJoin(r.scratch, "sort"), r.newN, r.budget/mapShare)
+	sorter := extsort.New(r.fs, r.fs.PathJoin(r.scratch, "sort"), r.newN, r.budget/mapShare, workers)
 	oldDigest, newDigest := newDigestPair()
 	r.newDigest = newDigest
 	if dry {
@@ -348,7 +349,7 @@ func (r *resharder) createLog(newDir string) (wal.Position, error) {
 // writeStore writes new shard j's store from the sorted keys of its
 // prefix, each one digested by check on its way. Several run at once:
 // sorter takes no Put meanwhile.
-func (r *resharder) writeStore(sorter *runSorter, newDir string, j int, check *streamDigest) error {
+func (r *resharder) writeStore(sorter *extsort.Sorter, newDir string, j int, check *streamDigest) error {
 	if err := r.fs.MkdirAll(store.ShardDir(r.fs, newDir, j), 0o755); err != nil {
 		return err
 	}

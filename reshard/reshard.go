@@ -701,7 +701,7 @@ func hook(step string) error {
 // memory (or in its scratch store's memtables once spilled). At most four
 // maps are alive at once (plan, losers, runs and rev; then runs, the paged
 // run map's cache in rev's place, runmapfile.go, and the sort's arena,
-// runsort.go), or the compact run map (half the budget
+// internal/extsort), or the compact run map (half the budget
 // at most, runmap.go) and the sort's arena; and the report's two lists,
 // half a share each (reportlist.go), and a plan's two (applied) or its
 // renumbered runs (made). The rest of the budget is for the Go runtime,

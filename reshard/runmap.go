@@ -7,6 +7,7 @@ import (
 	"slices"
 
 	"github.com/fusee-dev/fusee/journal/model"
+	"github.com/fusee-dev/fusee/reshard/internal/extsort"
 )
 
 // The compact run map (docs/reshard.md §4, "Run lookups"). Pass 1 reads
@@ -214,7 +215,7 @@ func (c *runMap) merge(visit func(i, k int, n uint32, j int, wins bool)) {
 		}
 	}
 	less := func(a, b int) bool { return next[a] < next[b] || next[a] == next[b] && a < b }
-	heapInit(h, less)
+	extsort.HeapInit(h, less)
 	newN := len(c.new)
 	stamp := make([]uint64, newN) // the number best[j] is for, plus one
 	best := make([]int, newN)     // index in group of new shard j's winner
@@ -232,7 +233,7 @@ func (c *runMap) merge(visit func(i, k int, n uint32, j int, wins bool)) {
 				h[0] = h[len(h)-1]
 				h = h[:len(h)-1]
 			}
-			siftDown(h, 0, less)
+			extsort.SiftDown(h, 0, less)
 		}
 		// group is in old-shard order.
 		for g, m := range group {
