@@ -9,6 +9,7 @@ import (
 	"github.com/fusee-dev/fusee/journal/wal"
 	"github.com/fusee-dev/fusee/meta"
 	"github.com/fusee-dev/fusee/reshard/internal/extsort"
+	"github.com/fusee-dev/fusee/reshard/internal/plan"
 )
 
 // noSuchRun is the reserved run number a dangling reference is rewritten
@@ -35,7 +36,7 @@ func setTokenGen(rec *model.Record, gen uint64) {
 // A dry run (newDir "") does all of that but keep the keys and compute
 // the digest: it counts what the real run would write and reports the
 // token changes (its digest is nil).
-func (r *resharder) build(ctx context.Context, p *plan, newDir string, rep *Report) (*digest, error) {
+func (r *resharder) build(ctx context.Context, p *plan.Plan, newDir string, rep *Report) (*digest, error) {
 	dry := newDir == ""
 	sorter := extsort.New(r.fs, r.fs.PathJoin(r.scratch, "sort"), r.newN, r.budget/mapShare, workers)
 	oldDigest, newDigest := newDigestPair()
@@ -44,7 +45,7 @@ func (r *resharder) build(ctx context.Context, p *plan, newDir string, rep *Repo
 		// Nothing is read back: the old digest would be work for nothing.
 		oldDigest = nil
 	}
-	newGen := p.storeGen + 1
+	newGen := p.StoreGen + 1
 	seq := make([]uint64, r.newN) // each new shard's next outbox number
 	for j := range seq {
 		seq[j] = 1
@@ -75,7 +76,7 @@ func (r *resharder) build(ctx context.Context, p *plan, newDir string, rep *Repo
 	}()
 	header := func(j int) []byte {
 		hdr := model.CheckpointHeader{Version: model.StoreVersion, Shard: j, Count: r.newN,
-			NextRun: p.nextRun[j], NextSeq: seq[j], Log: pos, Now: p.now, Created: p.created, Gen: newGen}
+			NextRun: p.NextRun[j], NextSeq: seq[j], Log: pos, Now: p.Now, Created: p.Created, Gen: newGen}
 		return model.EncodeHeader(nil, &hdr)
 	}
 	var firstErr error
@@ -86,13 +87,13 @@ func (r *resharder) build(ctx context.Context, p *plan, newDir string, rep *Repo
 	}
 	// The rewrite (this goroutine) and the old digest (the reader's) look
 	// runs up, each through a cache of its own.
-	mine, theirs := &lookupCache{p: p}, &lookupCache{p: p}
+	mine, theirs := plan.NewCache(p), plan.NewCache(p)
 	mapper := func(_ model.RefField, ref model.RunRef) model.RunRef {
 		if ref.Run == noSuchRun {
 			rep.Counts.DanglingRefs++
 			return model.RunRef{Run: noSuchRun}
 		}
-		m, ok, err := mine.lookup(ref.Shard, ref.Run)
+		m, ok, err := mine.Lookup(ref.Shard, ref.Run)
 		if err != nil {
 			fail(err)
 			return ref
@@ -108,7 +109,7 @@ func (r *resharder) build(ctx context.Context, p *plan, newDir string, rep *Repo
 		return n
 	}
 	oldCanon := &canon{id: func(ref model.RunRef) (uint64, bool, error) {
-		m, ok, err := theirs.lookup(ref.Shard, ref.Run)
+		m, ok, err := theirs.Lookup(ref.Shard, ref.Run)
 		return m.ID, ok, err
 	}}
 	rep.NewShardBytes = make([]int64, r.newN)
@@ -163,7 +164,7 @@ func (r *resharder) build(ctx context.Context, p *plan, newDir string, rep *Repo
 			oldCanon.rawRun(oldDigest, i, run)
 			return oldCanon.err
 		}, func(run *store.RawRun) error {
-			m, ok, err := mine.lookup(i, run.No)
+			m, ok, err := mine.Lookup(i, run.No)
 			if err != nil {
 				return err
 			}
@@ -173,7 +174,7 @@ func (r *resharder) build(ctx context.Context, p *plan, newDir string, rep *Repo
 			if err := rw.run(run, i, m); err != nil {
 				return err
 			}
-			if m.No != run.No && unfinished(run.Entry.State) {
+			if m.No != run.No && plan.Unfinished(run.Entry.State) {
 				// The report's list is made here, where the run's pending
 				// tokens are known (its keys: by new shard, new number).
 				rr := renumberedRun(run.Entry.WorkflowID, i, run.No, m)
@@ -217,7 +218,7 @@ func (r *resharder) build(ctx context.Context, p *plan, newDir string, rep *Repo
 		if err == nil {
 			err = src.Timers(func(k model.TimerKey) error {
 				oldCanon.timer(oldDigest, k, i)
-				m, ok, err := mine.lookup(i, k.Run)
+				m, ok, err := mine.Lookup(i, k.Run)
 				if err != nil {
 					return err
 				}
@@ -232,7 +233,7 @@ func (r *resharder) build(ctx context.Context, p *plan, newDir string, rep *Repo
 		if err == nil {
 			err = src.Index(func(wf string, no model.RunNo) error {
 				oldCanon.index(oldDigest, wf, model.RunRef{Shard: i, Run: no})
-				m, ok, err := mine.lookup(i, no)
+				m, ok, err := mine.Lookup(i, no)
 				if err != nil {
 					return err
 				}
@@ -272,8 +273,8 @@ func (r *resharder) build(ctx context.Context, p *plan, newDir string, rep *Repo
 		// restart each one's clock).
 		r.progress("rewrite", int64(i+1), int64(r.oldN))
 	}
-	rep.Counts.RunsRenumbered = p.renumbered
-	rep.Counts.RunsMoved = p.moved
+	rep.Counts.RunsRenumbered = p.Renumbered
+	rep.Counts.RunsMoved = p.Moved
 	if dry {
 		return oldDigest, nil
 	}
@@ -480,7 +481,7 @@ func readAhead(ctx context.Context, src shardSource, look, fn func(*store.RawRun
 // opens it (its store, its header, the new log): a store that does not
 // open stops the reshard here. With readBackCheck set (tests), every new
 // shard is also read back whole and its digest must equal the stream's.
-func (r *resharder) checkNew(ctx context.Context, p *plan, newDir string) (*digest, error) {
+func (r *resharder) checkNew(ctx context.Context, p *plan.Plan, newDir string) (*digest, error) {
 	tails, err := logTails(ctx, r.fs, newDir, r.newN)
 	if err != nil {
 		return nil, fmt.Errorf("opening the new shards: %w", err)
@@ -516,7 +517,7 @@ var readBackCheck = false
 
 // readBack reads every new shard the way the engine will, and computes
 // its digest.
-func (r *resharder) readBack(ctx context.Context, p *plan, newDir string) (*digest, error) {
+func (r *resharder) readBack(ctx context.Context, p *plan.Plan, newDir string) (*digest, error) {
 	d := r.newDigest.empty()
 	tails, err := logTails(ctx, r.fs, newDir, r.newN)
 	if err != nil {
@@ -526,7 +527,7 @@ func (r *resharder) readBack(ctx context.Context, p *plan, newDir string) (*dige
 	err = parallel(ctx, r.newN, func(j int) error {
 		part := d.empty()
 		parts[j] = part
-		c := &canon{id: func(ref model.RunRef) (uint64, bool, error) { return p.identityAt(ref.Shard, ref.Run) }}
+		c := &canon{id: func(ref model.RunRef) (uint64, bool, error) { return p.IdentityAt(ref.Shard, ref.Run) }}
 		if err := r.readBackShard(ctx, c, part, newDir, j, tails); err != nil {
 			return fmt.Errorf("reading back new shard %d: %w", j, err)
 		}

@@ -4,7 +4,6 @@ import (
 	"bufio"
 	"bytes"
 	"crypto/sha256"
-	"encoding/binary"
 	"encoding/hex"
 	"encoding/json"
 	"errors"
@@ -15,6 +14,7 @@ import (
 	"github.com/cockroachdb/pebble/v2/vfs"
 
 	"github.com/fusee-dev/fusee/journal/model"
+	"github.com/fusee-dev/fusee/reshard/internal/plan"
 )
 
 // PlanVersion is the version of the plan file's JSON schema
@@ -300,7 +300,7 @@ func decodeList[T any](dec *json.Decoder, fs vfs.FS, dir string, budget int64) (
 // writtenPlan makes the plan of a dry run from its pass 1 (every run in
 // the run map whose number changes, each new shard's totals) and its
 // report, whose token changes it shares.
-func (r *resharder) writtenPlan(p *plan) (_ *Plan, err error) {
+func (r *resharder) writtenPlan(p *plan.Plan) (_ *Plan, err error) {
 	renumbered := newList[PlannedRun](r.fs, listStem(r.fs, r.opts.Scratch)+"-plan", r.budget/mapShare/listShare)
 	defer func() {
 		if err != nil {
@@ -326,15 +326,12 @@ func (r *resharder) writtenPlan(p *plan) (_ *Plan, err error) {
 // (losers always get a number above every old one, so "changed" is
 // "renumbered now", whatever the run's flag says about earlier reshards),
 // by old shard and old number; it returns each new shard's runs by state.
-func (r *resharder) planDetails(p *plan, fn func(*PlannedRun) error) ([]ShardTotals, error) {
+func (r *resharder) planDetails(p *plan.Plan, fn func(*PlannedRun) error) ([]ShardTotals, error) {
 	totals := make([]ShardTotals, r.newN)
 	for j := range totals {
 		totals[j] = ShardTotals{Shard: j, State: map[string]int64{}}
 	}
-	err := p.runs.Each(nil, func(k, v []byte) error {
-		oldShard := int(binary.BigEndian.Uint16(k))
-		oldNo := model.RunNo(binary.BigEndian.Uint64(k[2:]))
-		m := decodeMapped(v)
+	err := p.EachRun(func(oldShard int, oldNo model.RunNo, m plan.Mapped) error {
 		totals[m.Shard].Runs++
 		totals[m.Shard].State[m.State.String()]++
 		if m.No == oldNo {
@@ -351,7 +348,7 @@ func (r *resharder) planDetails(p *plan, fn func(*PlannedRun) error) ([]ShardTot
 // given to apply wrote down. With the same fingerprint it always is; a
 // difference is a bug, and stops the reshard before anything is switched.
 // The plan's list is read alongside the run map, an entry at a time.
-func (r *resharder) matchPlan(p *plan) error {
+func (r *resharder) matchPlan(p *plan.Plan) error {
 	want := r.opts.Plan
 	next, stop := iter.Pull2(want.Renumbered.items())
 	defer stop()
@@ -377,8 +374,8 @@ func (r *resharder) matchPlan(p *plan) error {
 	}
 	diff := ""
 	switch {
-	case p.storeGen+1 != want.StoreGen:
-		diff = fmt.Sprintf("store generation %d, the plan says %d", p.storeGen+1, want.StoreGen)
+	case p.StoreGen+1 != want.StoreGen:
+		diff = fmt.Sprintf("store generation %d, the plan says %d", p.StoreGen+1, want.StoreGen)
 	case n != want.Renumbered.Len():
 		diff = fmt.Sprintf("%d runs renumbered, the plan says %d", n, want.Renumbered.Len())
 	default:

@@ -5,6 +5,7 @@ import (
 
 	"github.com/fusee-dev/fusee/journal/model"
 	"github.com/fusee-dev/fusee/journal/store"
+	"github.com/fusee-dev/fusee/reshard/internal/plan"
 )
 
 // The byte-copy rewrite: a run is read as a store.RawRun (records
@@ -80,7 +81,7 @@ func (w *rawRewriter) decoded(oldShard int, rec []byte, dst []byte, unfinished b
 
 // run puts the keys of rr, old shard oldShard's run, as run m.No of new
 // shard m.Shard: its entry, its records and its archive.
-func (w *rawRewriter) run(rr *store.RawRun, oldShard int, m mapped) error {
+func (w *rawRewriter) run(rr *store.RawRun, oldShard int, m plan.Mapped) error {
 	e := rr.Entry
 	e.Renumbered = m.Renumbered
 	w.kb = store.AppendRunKey(w.kb[:0], m.No)
@@ -88,7 +89,7 @@ func (w *rawRewriter) run(rr *store.RawRun, oldShard int, m mapped) error {
 	if err := w.put(m.Shard, w.kb, w.vb); err != nil {
 		return err
 	}
-	unf := unfinished(e.State)
+	unf := plan.Unfinished(e.State)
 	w.async, w.pending = w.async[:0], w.pending[:0]
 	if unf {
 		clear(w.done)

@@ -279,17 +279,17 @@ func (r *resharder) rebuild(ctx context.Context, d *metaDir) (*Report, error) {
 		}
 	}
 	r.phase("plan", start)
-	rep.SpaceNeeded = r.spaceNeeded(oldBytes, p.rawBytes)
+	rep.SpaceNeeded = r.spaceNeeded(oldBytes, p.RawBytes)
 	if err := r.checkSpace(); err != nil {
 		return abandon(err)
 	}
-	for st, n := range p.byState {
+	for st, n := range p.ByState {
 		rep.Counts.Runs[st.String()] = n
 	}
-	rep.Counts.RunsRenumbered, rep.Counts.RunsMoved = p.renumbered, p.moved
-	rep.NewShardRuns = p.shardRuns
-	rep.StoreGen = p.storeGen + 1
-	rep.Spilled = p.runs.Spilled()
+	rep.Counts.RunsRenumbered, rep.Counts.RunsMoved = p.Renumbered, p.Moved
+	rep.NewShardRuns = p.ShardRuns
+	rep.StoreGen = p.StoreGen + 1
+	rep.Spilled = p.Spilled()
 	if opts.DryRun {
 		start = time.Now()
 		if _, err := r.build(ctx, p, "", rep); err != nil {
@@ -700,13 +700,17 @@ func hook(step string) error {
 // mapShare is the part of the memory budget each spill map may hold in
 // memory (or in its scratch store's memtables once spilled). At most four
 // maps are alive at once (plan, losers, runs and rev; then runs, the paged
-// run map's cache in rev's place, runmapfile.go, and the sort's arena,
+// run map's cache in rev's place, internal/plan/runmapfile.go, and the sort's arena,
 // internal/extsort), or the compact run map (half the budget
-// at most, runmap.go) and the sort's arena; and the report's two lists,
+// at most, internal/plan/runmap.go) and the sort's arena; and the report's two lists,
 // half a share each (reportlist.go), and a plan's two (applied) or its
 // renumbered runs (made). The rest of the budget is for the Go runtime,
 // the store readers' and writers' buffers and pebble's caches.
 const mapShare = 8
+
+// compactShares is the part of the budget (in mapShare units) the compact
+// map may hold: half of it (the other maps are not made on this path).
+const compactShares = mapShare / 2
 
 // newMap is a spill map under the scratch directory with a share of the
 // memory budget.

@@ -1,4 +1,4 @@
-package reshard
+package plan
 
 import (
 	"errors"
@@ -51,10 +51,6 @@ import (
 // list, 4 for its forward number, 4 for its rank in lost and 8 in the
 // sort (twice that while an array grows by appending).
 const compactEntryBytes = 64
-
-// compactShares is the part of the budget (in mapShare units) the compact
-// map may hold: half of it (the other maps are not made on this path).
-const compactShares = mapShare / 2
 
 // dst bits.
 const (
@@ -155,7 +151,7 @@ func (c *runMap) add(i int, no model.RunNo, j int, e *model.RunEntry) error {
 		c.seal(s)
 	}
 	d := uint16(j)
-	if unfinished(e.State) {
+	if Unfinished(e.State) {
 		d |= dstUnfinished
 	}
 	if e.Renumbered {
@@ -262,7 +258,7 @@ func (c *runMap) merge(visit func(i, k int, n uint32, j int, wins bool)) {
 // number, old shard) from maxUsed+1 up. It merges twice: once to count
 // (so that every array is made at its size, and the allowance is known
 // to hold them before any is), once to fill.
-func (c *runMap) assign(p *plan) error {
+func (c *runMap) assign(p *Plan) error {
 	if uint64(p.maxUsed)+uint64(c.runs) >= math.MaxUint32 {
 		return errMapFull
 	}
@@ -276,9 +272,9 @@ func (c *runMap) assign(p *plan) error {
 	lostNew := make([]int, newN)
 	lostOld := make([]int, oldN)
 	c.merge(func(i, _ int, n uint32, j int, wins bool) {
-		p.shardRuns[j]++
+		p.ShardRuns[j]++
 		if i != j {
-			p.moved++
+			p.Moved++
 		}
 		if !wins {
 			lostNew[j]++
@@ -290,7 +286,7 @@ func (c *runMap) assign(p *plan) error {
 		}
 		hi[j] = n
 		won[j]++
-		p.nextRun[j] = max(p.nextRun[j], model.RunNo(n)+1)
+		p.NextRun[j] = max(p.NextRun[j], model.RunNo(n)+1)
 	})
 	var need, sortNeed int64
 	for j := range c.new {
@@ -355,16 +351,16 @@ func (c *runMap) assign(p *plan) error {
 			r, _ := c.old[i].lost.rank(uint64(k))
 			c.old[i].to[r] = uint32(p.maxUsed) + 1 + uint32(t)
 		}
-		p.renumbered += int64(len(nw.lost))
+		p.Renumbered += int64(len(nw.lost))
 	}
 	for i := range c.old {
 		c.old[i].gen = nil
 		c.charge(i)
 	}
-	for j := range p.nextRun {
+	for j := range p.NextRun {
 		// As on the spill path: every new shard continues above every
 		// number any old shard used.
-		p.nextRun[j] = max(p.nextRun[j], p.maxUsed+model.RunNo(len(c.new[j].lost))+1)
+		p.NextRun[j] = max(p.NextRun[j], p.maxUsed+model.RunNo(len(c.new[j].lost))+1)
 	}
 	return nil
 }
@@ -381,17 +377,17 @@ func (c *runMap) oldOf(ref uint32) (int, int) {
 }
 
 // lookup returns where old run (shard, no) went.
-func (c *runMap) lookup(shard int, no model.RunNo) (mapped, bool) {
+func (c *runMap) lookup(shard int, no model.RunNo) (Mapped, bool) {
 	if shard < 0 || shard >= len(c.old) {
-		return mapped{}, false
+		return Mapped{}, false
 	}
 	o := &c.old[shard]
 	k, ok := o.nos.rank(uint64(no))
 	if !ok {
-		return mapped{}, false
+		return Mapped{}, false
 	}
 	d := o.dst[k]
-	m := mapped{Shard: int(d & dstShard), No: no, ID: runKey(shard, no)}
+	m := Mapped{Shard: int(d & dstShard), No: no, ID: RunKey(shard, no)}
 	if d&dstLost != 0 {
 		r, _ := o.lost.rank(uint64(k))
 		m.No = model.RunNo(o.to[r])
@@ -412,15 +408,15 @@ func (c *runMap) identityAt(shard int, no model.RunNo) (uint64, bool) {
 			return 0, false
 		}
 		i, k := c.oldOf(nw.lost[t])
-		return runKey(i, model.RunNo(c.old[i].nos.at(k))), true
+		return RunKey(i, model.RunNo(c.old[i].nos.at(k))), true
 	}
 	r, ok := nw.won.rank(uint64(no))
 	if !ok {
 		return 0, false
 	}
-	return runKey(int(nw.from[r]), no), true
+	return RunKey(int(nw.from[r]), no), true
 }
 
 // runKey packs a (shard, number) pair: numbers are below 2^48, shards
 // below 2^10.
-func runKey(shard int, no model.RunNo) uint64 { return uint64(shard)<<48 | uint64(no) }
+func RunKey(shard int, no model.RunNo) uint64 { return uint64(shard)<<48 | uint64(no) }

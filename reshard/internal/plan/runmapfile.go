@@ -1,4 +1,4 @@
-package reshard
+package plan
 
 import (
 	"bufio"
@@ -118,7 +118,7 @@ func (w *pagedWriter) add(s *pagedSection, rec []byte, key uint64) {
 
 // freezeRunMap writes the spill maps' run map and reverse (settled) into
 // a paged map at path, whose page cache holds cacheBytes.
-func freezeRunMap(fs vfs.FS, path string, p *plan, pageSize int, cacheBytes int64) (_ *pagedRunMap, err error) {
+func freezeRunMap(fs vfs.FS, path string, p *Plan, pageSize int, cacheBytes int64) (_ *pagedRunMap, err error) {
 	f, err := fs.Create(path, vfs.WriteCategoryUnspecified)
 	if err != nil {
 		return nil, fmt.Errorf("paged run map: %w", err)
@@ -238,14 +238,14 @@ func (m *pagedRunMap) search(s *pagedSection, size int, no uint64, fn func(rec [
 }
 
 // lookup returns where old run (shard, no) went.
-func (m *pagedRunMap) lookup(shard int, no model.RunNo) (mapped, bool, error) {
+func (m *pagedRunMap) lookup(shard int, no model.RunNo) (Mapped, bool, error) {
 	if shard < 0 || shard >= len(m.fwd) {
-		return mapped{}, false, nil
+		return Mapped{}, false, nil
 	}
-	var out mapped
+	var out Mapped
 	ok, err := m.search(&m.fwd[shard], fwdRecord, uint64(no), func(rec []byte) {
 		d := binary.BigEndian.Uint16(rec[12:])
-		out = mapped{Shard: int(d & dstShard), No: model.RunNo(get48(rec[6:])), ID: runKey(shard, no)}
+		out = Mapped{Shard: int(d & dstShard), No: model.RunNo(get48(rec[6:])), ID: RunKey(shard, no)}
 		out.Renumbered = d&dstFlag != 0
 	})
 	return out, ok, err
@@ -266,12 +266,12 @@ func (m *pagedRunMap) identityAt(shard int, no model.RunNo) (uint64, bool, error
 		per := uint64(m.pageSize / backRecord)
 		err := m.cache.with(s.page+int64(k/per), func(page []byte) {
 			rec := page[(k%per)*backRecord:]
-			id = runKey(int(binary.BigEndian.Uint16(rec)), model.RunNo(get48(rec[2:])))
+			id = RunKey(int(binary.BigEndian.Uint16(rec)), model.RunNo(get48(rec[2:])))
 		})
 		return id, err == nil, err
 	}
 	ok, err := m.search(&m.win[shard], backRecord, uint64(no), func(rec []byte) {
-		id = runKey(int(binary.BigEndian.Uint16(rec[6:])), no)
+		id = RunKey(int(binary.BigEndian.Uint16(rec[6:])), no)
 	})
 	return id, ok, err
 }
