@@ -12,7 +12,6 @@ import (
 	"iter"
 
 	"github.com/cockroachdb/pebble/v2/vfs"
-
 	"github.com/fusee-dev/fusee/journal/model"
 	"github.com/fusee-dev/fusee/reshard/internal/plan"
 )

@@ -10,7 +10,6 @@ import (
 	"testing"
 
 	"github.com/cockroachdb/pebble/v2/vfs"
-
 	"github.com/fusee-dev/fusee/journal/model"
 	"github.com/fusee-dev/fusee/journal/sim"
 	"github.com/fusee-dev/fusee/journal/store"

@@ -2,30 +2,30 @@ package reshard
 
 import (
 	"context"
-	"errors"
 	"fmt"
-	iofs "io/fs"
 	"os"
-	"slices"
 	"strconv"
 	"time"
 
 	"github.com/cockroachdb/pebble/v2/vfs"
 	"github.com/fusee-dev/fusee/journal"
+	"github.com/fusee-dev/fusee/journal/check"
 	"github.com/fusee-dev/fusee/journal/store"
-	"github.com/fusee-dev/fusee/journal/wal"
 	"github.com/fusee-dev/fusee/meta"
+	"github.com/fusee-dev/fusee/reshard/internal/switchdir"
 )
 
 // Names inside a data directory while a reshard runs.
 const (
-	NewDirName = "reshard.new" // the new shards and log, built before the switch
-	OldDirName = "reshard.old" // the old shards and log, moved aside during the switch
-	scratchDir = ".scratch"    // inside reshard.new (real run) or --scratch (dry run)
+	NewDirName = switchdir.NewDirName // the new shards and log, built before the switch
+	OldDirName = switchdir.OldDirName // the old shards and log, moved aside during the switch
+	scratchDir = ".scratch"           // inside reshard.new (real run) or --scratch (dry run)
 )
 
-// DefaultMemory is the default memory budget (Options.Memory).
-const DefaultMemory = 256 << 20
+// DefaultMemory is the default memory budget (Options.Memory): the one of
+// verify, dump and inspect (check.DefaultMemory), so that one figure is
+// written once.
+const DefaultMemory = check.DefaultMemory
 
 // Options configure a reshard.
 type Options struct {
@@ -108,7 +108,7 @@ type resharder struct {
 	newDigest  *digest
 	rep        *Report
 	tails      []store.ShardTail // the old shards' log tails, read once
-	owner      *ownership        // what new files get (nil: not on the disk)
+	owner      *switchdir.Owner  // what new files get (nil: not on the disk)
 	fp         *Fingerprint      // the old directory's, when a plan is made or applied
 	// switching is the fusee.meta written at the point of no return.
 	switching meta.Meta
@@ -149,7 +149,7 @@ func Reshard(ctx context.Context, fs vfs.FS, dir string, opts Options) (_ *Repor
 	newReportLists(fs, rep, opts.Scratch, opts.Memory)
 	defer closeOnError(rep, &err)
 	r := &resharder{fs: fs, dir: dir, opts: opts, rep: rep, budget: opts.Memory}
-	if r.owner, err = ownershipOf(fs, dir); err != nil {
+	if r.owner, err = switchdir.OwnerOf(fs, dir); err != nil {
 		return nil, err
 	}
 	if opts.Plan != nil {
@@ -165,21 +165,21 @@ func Reshard(ctx context.Context, fs vfs.FS, dir string, opts Options) (_ *Repor
 		if opts.Shards != 0 && opts.Shards != m.NewShards {
 			return nil, &InProgressError{Dir: dir, Asked: opts.Shards, Old: m.OldShards, New: m.NewShards}
 		}
-		if opts.KeepOld && !switchKeeps(fs, dir) {
+		if opts.KeepOld && !switchdir.Keeps(fs, dir) {
 			return nil, &KeepOldFinishError{Dir: dir}
 		}
 		return r.finishInterrupted(d, m.NewShards)
 	}
-	if pending := pendingReportPath(fs, dir); pending != "" && (opts.Shards == 0 || opts.Shards == m.Shards) {
+	if pending := switchdir.PendingReport(fs, dir); pending != "" && (opts.Shards == 0 || opts.Shards == m.Shards) {
 		// A switch finished and its cleanup did not: the same command
 		// (or one without a count) ends it and reports it.
-		if opts.KeepOld && !fileExists(fs, fs.PathJoin(dir, KeptDirName)) {
+		if opts.KeepOld && !switchdir.FileExists(fs, fs.PathJoin(dir, KeptDirName)) {
 			return nil, &KeepOldFinishError{Dir: dir}
 		}
 		return r.finishCleanup(pending)
 	}
 
-	if opts.KeepOld && (opts.Shards == 0 || opts.Shards == m.Shards) && !fileExists(fs, fs.PathJoin(dir, KeptDirName)) {
+	if opts.KeepOld && (opts.Shards == 0 || opts.Shards == m.Shards) && !switchdir.FileExists(fs, fs.PathJoin(dir, KeptDirName)) {
 		return nil, &KeepOldFinishError{Dir: dir, NothingToFinish: true}
 	}
 	if opts.Shards != 0 && opts.Shards != m.Shards {
@@ -226,7 +226,7 @@ func Reshard(ctx context.Context, fs vfs.FS, dir string, opts Options) (_ *Repor
 func (r *resharder) rebuild(ctx context.Context, d *metaDir) (*Report, error) {
 	fs, dir, opts, rep := r.fs, r.dir, r.opts, r.rep
 	newDir := fs.PathJoin(dir, NewDirName)
-	oldBytes, err := treeSize(fs, dir, NewDirName, OldDirName)
+	oldBytes, err := switchdir.TreeSize(fs, dir, NewDirName, OldDirName)
 	if err != nil {
 		return nil, err
 	}
@@ -331,7 +331,7 @@ func (r *resharder) rebuild(ctx context.Context, d *metaDir) (*Report, error) {
 	// The report, whole, goes into reshard.new with the new layout: from
 	// the point of no return on, whatever stops this run, the report is
 	// in the directory for the run that finishes it.
-	rep.ReportFile = fs.PathJoin(dir, ReportsDirName, newReportName(fs, dir, r.reportWhat(), time.Now()))
+	rep.ReportFile = fs.PathJoin(dir, ReportsDirName, switchdir.NewReportName(fs, dir, r.reportWhat(), time.Now()))
 	if opts.KeepOld {
 		rep.Kept = fs.PathJoin(dir, KeptDirName)
 		if err := r.recordKept(ctx, newDir); err != nil {
@@ -343,7 +343,7 @@ func (r *resharder) rebuild(ctx context.Context, d *metaDir) (*Report, error) {
 	if err := r.writeSourceReport(newDir); err != nil {
 		return abandon(err)
 	}
-	if err := r.owner.apply(newDir); err != nil {
+	if err := r.owner.Apply(newDir); err != nil {
 		return abandon(err)
 	}
 	if err := meta.SyncDir(fs, newDir); err != nil {
@@ -383,7 +383,7 @@ func (r *resharder) rebuild(ctx context.Context, d *metaDir) (*Report, error) {
 // reshard's, an upgrade's or an undo's): the report is the one the
 // interrupted run kept, and a dry run only says so.
 func (r *resharder) finishInterrupted(d *metaDir, newN int) (*Report, error) {
-	src := switchSource(r.fs, r.dir)
+	src := switchdir.Source(r.fs, r.dir)
 	if err := r.loadSwitchReport(src); err != nil {
 		return nil, err
 	}
@@ -410,7 +410,7 @@ func (r *resharder) finishCleanup(pending string) (*Report, error) {
 	r.rep.Outcome = OutcomeFinished
 	if r.opts.DryRun {
 		r.rep.DryRun = true
-		r.rep.CleanedUp = leftovers(r.fs, r.dir)
+		r.rep.CleanedUp = switchdir.Leftovers(r.fs, r.dir)
 		return r.rep, nil
 	}
 	start := time.Now()
@@ -462,7 +462,7 @@ func (r *resharder) checkLog() error {
 // gets its name) and removes the temporary files of fusee.meta and of
 // reports that a crash left.
 func (r *resharder) removeLeftovers() error {
-	for _, left := range leftovers(r.fs, r.dir) {
+	for _, left := range switchdir.Leftovers(r.fs, r.dir) {
 		r.rep.CleanedUp = append(r.rep.CleanedUp, left)
 		if r.opts.DryRun {
 			continue
@@ -478,208 +478,10 @@ func (r *resharder) removeLeftovers() error {
 		return nil
 	}
 	meta.RemoveTempFiles(r.fs, r.dir, meta.FileName)
-	if err := finishReport(r.fs, r.dir, ""); err != nil {
+	if err := r.switchDir().FinishReport("", readReportName(r.fs)); err != nil {
 		return err
 	}
-	return pruneReports(r.fs, r.dir)
-}
-
-// finishSwitch does the steps after fusee.meta says format=reshard (or,
-// for an upgrade, format=upgrade). Every step can be repeated, so a rerun
-// after a crash anywhere here finishes the job: the old log and shards
-// (where still in place) move to reshard.old, then the new ones (where
-// still in reshard.new) move in; the report moves into reshard-reports
-// (pending); then the final fusee.meta; then reshard.old and reshard.new
-// are deleted and the report gets its name (reportstore.go).
-//
-// An undo (undo.go) goes through the same steps with reshard.kept in
-// place of reshard.new; a reshard with KeepOld moves reshard.old to
-// reshard.kept before the final fusee.meta (keep.go).
-func (r *resharder) finishSwitch(d *metaDir, newN int) error {
-	fs, dir := r.fs, r.dir
-	src, oldDir := switchSource(fs, dir), fs.PathJoin(dir, OldDirName)
-	if err := checkNewShards(fs, dir, src, newN, r.upgrade); err != nil {
-		return err
-	}
-	// As seed 004 orders it: every old component aside, then every new
-	// one in. Per component the state stays unambiguous: while src/X
-	// exists the new X is not in, and X in place is the old one unless
-	// reshard.old/X exists too (then it is a second copy: moveAside).
-	for _, name := range layoutNames {
-		if err := r.moveAside(src, oldDir, name); err != nil {
-			return err
-		}
-	}
-	for _, name := range layoutNames {
-		if err := r.moveIn(src, name); err != nil {
-			return err
-		}
-	}
-	if err := r.keepOld(src, oldDir); err != nil {
-		return err
-	}
-	if err := carryReport(fs, dir, src); err != nil {
-		return err
-	}
-	if err := r.writeFinalMeta(d, src, newN); err != nil {
-		return err
-	}
-	if err := hook("meta-final"); err != nil {
-		return err
-	}
-	for _, left := range []string{oldDir, src} {
-		if err := fs.RemoveAll(left); err != nil {
-			return fmt.Errorf("removing %s: %w", left, err)
-		}
-	}
-	meta.RemoveTempFiles(fs, dir, meta.FileName)
-	if err := meta.SyncDir(fs, dir); err != nil {
-		return err
-	}
-	return finishReport(fs, dir, fs.PathBase(r.rep.ReportFile))
-}
-
-// layoutNames are the components of the engine's layout a switch moves,
-// in the order it moves them.
-var layoutNames = []string{"wal", "shards"}
-
-// moveAside moves the old component name to reshard.old, unless the new
-// one is in already (src/name is gone) or the old one is aside already.
-func (r *resharder) moveAside(src, oldDir, name string) error {
-	fs, dir := r.fs, r.dir
-	if _, err := fs.Stat(fs.PathJoin(src, name)); err != nil {
-		if errors.Is(err, iofs.ErrNotExist) {
-			return nil // already moved in
-		}
-		return fmt.Errorf("switching: %w", err)
-	}
-	cur, aside := fs.PathJoin(dir, name), fs.PathJoin(oldDir, name)
-	if _, err := fs.Stat(cur); err != nil {
-		return nil // aside already
-	}
-	if fileExists(fs, aside) {
-		// The old X is aside already (reshard.old was synced right
-		// after it moved). X is a second copy that a power cut left
-		// where each directory keeps only what was synced in it: of
-		// the old X (its removal here not yet synced) or of the new
-		// one (its removal from the source not yet synced). Either
-		// way it goes; moving it aside would replace the old X, which
-		// a kept layout needs.
-		if err := fs.RemoveAll(cur); err != nil {
-			return fmt.Errorf("switching: removing a second copy of %s: %w", name, err)
-		}
-		return meta.SyncDir(fs, dir)
-	}
-	if err := fs.MkdirAll(oldDir, 0o755); err != nil {
-		return fmt.Errorf("switching: %w", err)
-	}
-	if err := meta.SyncDir(fs, dir); err != nil {
-		return err
-	}
-	if err := fs.Rename(cur, aside); err != nil {
-		return fmt.Errorf("switching: moving the old %s aside: %w", name, err)
-	}
-	if err := hook("old-" + name + "-aside"); err != nil {
-		return err
-	}
-	if err := meta.SyncDir(fs, oldDir); err != nil {
-		return err
-	}
-	return meta.SyncDir(fs, dir)
-}
-
-// moveIn moves the new component name from src into place, unless it is
-// in already.
-func (r *resharder) moveIn(src, name string) error {
-	fs, dir := r.fs, r.dir
-	from := fs.PathJoin(src, name)
-	if _, err := fs.Stat(from); err != nil {
-		if errors.Is(err, iofs.ErrNotExist) {
-			return nil // already moved in
-		}
-		return fmt.Errorf("switching: %w", err)
-	}
-	if err := fs.Rename(from, fs.PathJoin(dir, name)); err != nil {
-		return fmt.Errorf("switching: moving the new %s in: %w", name, err)
-	}
-	if err := hook("new-" + name + "-in"); err != nil {
-		return err
-	}
-	if err := meta.SyncDir(fs, dir); err != nil {
-		return err
-	}
-	return meta.SyncDir(fs, src)
-}
-
-// writeMeta replaces fusee.meta and gives the new file the old one's owner
-// and mode.
-func (r *resharder) writeMeta(d *metaDir, m meta.Meta) error {
-	if err := d.Write(m); err != nil {
-		return err
-	}
-	return r.owner.apply(r.fs.PathJoin(r.dir, meta.FileName))
-}
-
-// SwitchStateError is an interrupted switch whose new shards are not the
-// ones fusee.meta names: finishing it would give the directory the wrong
-// shards, so nothing is done.
-type SwitchStateError struct {
-	Dir     string
-	Shards  int    // new_shards in fusee.meta (an upgrade's: shards)
-	Where   string // where the new shards should be
-	Err     error
-	Upgrade bool // the interrupted switch is an upgrade's
-}
-
-func (e *SwitchStateError) Error() string {
-	what := fmt.Sprintf("a reshard to %d shards", e.Shards)
-	if e.Upgrade {
-		what = fmt.Sprintf("an upgrade of %d shards to log format %d", e.Shards, meta.LogShared)
-	}
-	return fmt.Sprintf("%s: fusee.meta says %s was interrupted, but %s does not hold %d new shards (%v); refusing to finish it, nothing was changed: was fusee.meta or reshard.new changed by hand? Restore the directory from a backup",
-		e.Dir, what, e.Where, e.Shards, e.Err)
-}
-
-func (e *SwitchStateError) Unwrap() error { return e.Err }
-
-// checkNewShards makes sure that the shards the switch moves in (still in
-// reshard.new, or already moved in) are newN shards of a newN-shard
-// directory, before anything is moved. For an upgrade, whose old shards
-// have the same count, they must also be rebuilt ones: no per-shard log
-// beside a store, and a checkpoint at LSN 0 of a shared log.
-func checkNewShards(fs vfs.FS, dir, newDir string, newN int, upgrade bool) error {
-	base := newDir
-	if _, err := fs.Stat(fs.PathJoin(base, "shards")); err != nil {
-		base = dir
-	}
-	where := fs.PathJoin(base, "shards")
-	fail := func(err error) error {
-		return &SwitchStateError{Dir: dir, Shards: newN, Where: where, Err: err, Upgrade: upgrade}
-	}
-	for j := range newN {
-		h, err := store.ReadHeader(fs, base, j, newN)
-		if err != nil {
-			return fail(err)
-		}
-		if !upgrade {
-			continue
-		}
-		if old := wal.ShardLogDir(fs, base, j); fileExists(fs, old) {
-			return fail(fmt.Errorf("%s is a log format 2 shard's log", old))
-		}
-		if h.LSN != 0 || h.Log.Segment == 0 {
-			return fail(fmt.Errorf("shard %d's checkpoint is at LSN %d, log position %v: not a store rebuilt for a new shared log", j, h.LSN, h.Log))
-		}
-	}
-	if extra := store.ShardDir(fs, base, newN); fileExists(fs, extra) {
-		return fail(fmt.Errorf("it has a shard %d as well", newN))
-	}
-	return nil
-}
-
-func fileExists(fs vfs.FS, path string) bool {
-	_, err := fs.Stat(path)
-	return err == nil
+	return switchdir.PruneReports(r.fs, r.dir)
 }
 
 // StepHook is a testing knob, never set in production: when set, it is
@@ -738,28 +540,6 @@ func (r *resharder) phase(name string, start time.Time) {
 	r.rep.Phases = append(r.rep.Phases, Phase{Name: name, Seconds: el.Seconds(), elapsed: el})
 }
 
-// treeSize is the total size of the files under dir, skipping the named
-// top-level entries.
-func treeSize(fs vfs.FS, dir string, skip ...string) (int64, error) {
-	var total int64
-	names, err := fs.List(dir)
-	if err != nil {
-		return 0, fmt.Errorf("reading %s: %w", dir, err)
-	}
-	for _, n := range names {
-		if slices.Contains(skip, n) {
-			continue
-		}
-		if err := walkFiles(fs, dir, n, func(_ string, size int64) error {
-			total += size
-			return nil
-		}); err != nil {
-			return 0, err
-		}
-	}
-	return total, nil
-}
-
 // spaceNeeded estimates the free space a real run needs, from the old
 // directory's bytes (oldBytes, without reshard.new) and its stores' keys
 // and values uncompressed (rawBytes, 0 before the plan has read them):
@@ -799,34 +579,6 @@ const spaceMargin = 64 << 20
 // storeFiles is what spaceNeeded allows for a new store's files beyond
 // its data (its manifest, options file and table footers and indexes).
 const storeFiles = 16 << 10
-
-// walkFiles calls fn with every file at or under root/rel (rel: names
-// joined by '/'), by its path relative to root and its size, in name
-// order. A missing root/rel has no files.
-func walkFiles(fs vfs.FS, root, rel string, fn func(rel string, size int64) error) error {
-	p := fs.PathJoin(root, rel)
-	st, err := fs.Stat(p)
-	if errors.Is(err, iofs.ErrNotExist) {
-		return nil
-	}
-	if err != nil {
-		return fmt.Errorf("reading %s: %w", p, err)
-	}
-	if !st.IsDir() {
-		return fn(rel, st.Size())
-	}
-	names, err := fs.List(p)
-	if err != nil {
-		return fmt.Errorf("reading %s: %w", p, err)
-	}
-	slices.Sort(names)
-	for _, n := range names {
-		if err := walkFiles(fs, root, rel+"/"+n, fn); err != nil {
-			return err
-		}
-	}
-	return nil
-}
 
 // HumanBytes renders a byte count for people: "512 B", "1.5 MiB".
 func HumanBytes(n int64) string {

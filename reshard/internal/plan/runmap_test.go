@@ -8,11 +8,9 @@ import (
 	"testing"
 
 	"github.com/cockroachdb/pebble/v2/vfs"
-
-	"pgregory.net/rapid"
-
 	"github.com/fusee-dev/fusee/journal/model"
 	"github.com/fusee-dev/fusee/journal/store"
+	"pgregory.net/rapid"
 )
 
 // TestRunMapMatchesOracle: the compact run map's assignment and lookups
