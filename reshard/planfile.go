@@ -13,6 +13,7 @@ import (
 
 	"github.com/cockroachdb/pebble/v2/vfs"
 	"github.com/fusee-dev/fusee/journal/model"
+	"github.com/fusee-dev/fusee/meta"
 	"github.com/fusee-dev/fusee/reshard/internal/plan"
 )
 
@@ -178,13 +179,7 @@ func ReadPlan(fs vfs.FS, path, scratch string, budget int64) (*Plan, error) {
 // past budget bytes each; then it checks the checksum by rendering the
 // plan again (planChecksum).
 func decodePlan(path string, r io.Reader, fs vfs.FS, stem string, budget int64) (_ *Plan, err error) {
-	fail := func(msg string, err error) error {
-		var syntax *json.SyntaxError
-		if errors.As(err, &syntax) || errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, io.EOF) {
-			msg = "not a readable plan" // not JSON, or cut short
-		}
-		return &PlanFileError{Path: path, Msg: msg + " (" + err.Error() + ")"}
-	}
+	fail := func(msg string, err error) error { return planFileFail(path, msg, err) }
 	dec := json.NewDecoder(bufio.NewReaderSize(r, 64<<10))
 	dec.DisallowUnknownFields()
 	if t, err := dec.Token(); err != nil || t != json.Delim('{') {
@@ -229,12 +224,8 @@ func decodePlan(path string, r io.Reader, fs vfs.FS, stem string, budget int64) 
 		if key == "plan_version" {
 			// Checked as soon as it is read: a plan of another version
 			// is refused for that, whatever else it holds.
-			var v int
-			if err := json.Unmarshal(rest[key], &v); err != nil {
-				return nil, fail("not a readable plan", err)
-			}
-			if v != PlanVersion {
-				return nil, &PlanFileError{Path: path, Msg: fmt.Sprintf("plan version %d; this fusee reads version %d", v, PlanVersion)}
+			if err := checkPlanVersion(path, rest[key], fail); err != nil {
+				return nil, err
 			}
 			version = true
 		}
@@ -261,10 +252,32 @@ func decodePlan(path string, r io.Reader, fs vfs.FS, stem string, budget int64) 
 	if p.Checksum == "" || sum != p.Checksum {
 		return nil, &PlanFileError{Path: path, Msg: "damaged or edited: its checksum does not match its content"}
 	}
-	if p.OldShards < 1 || p.NewShards < 1 || p.NewShards > 1024 || len(p.Shards) != p.NewShards || p.Identity.Shards != p.OldShards {
+	if p.OldShards < 1 || p.NewShards < 1 || p.NewShards > meta.MaxShards || len(p.Shards) != p.NewShards || p.Identity.Shards != p.OldShards {
 		return nil, &PlanFileError{Path: path, Msg: fmt.Sprintf("inconsistent: %d to %d shards with %d shard totals", p.OldShards, p.NewShards, len(p.Shards))}
 	}
 	return p, nil
+}
+
+// planFileFail is the PlanFileError for err, met reading the plan at path:
+// msg, or "not a readable plan" when it is not JSON or is cut short.
+func planFileFail(path, msg string, err error) error {
+	var syntax *json.SyntaxError
+	if errors.As(err, &syntax) || errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, io.EOF) {
+		msg = "not a readable plan" // not JSON, or cut short
+	}
+	return &PlanFileError{Path: path, Msg: msg + " (" + err.Error() + ")"}
+}
+
+// checkPlanVersion refuses a plan_version other than PlanVersion.
+func checkPlanVersion(path string, raw json.RawMessage, fail func(string, error) error) error {
+	var v int
+	if err := json.Unmarshal(raw, &v); err != nil {
+		return fail("not a readable plan", err)
+	}
+	if v != PlanVersion {
+		return &PlanFileError{Path: path, Msg: fmt.Sprintf("plan version %d; this fusee reads version %d", v, PlanVersion)}
+	}
+	return nil
 }
 
 // decodeList reads a JSON array from dec, an element at a time, into a

@@ -12,6 +12,7 @@ import (
 	"github.com/fusee-dev/fusee/journal/check"
 	"github.com/fusee-dev/fusee/journal/store"
 	"github.com/fusee-dev/fusee/meta"
+	"github.com/fusee-dev/fusee/reshard/internal/plan"
 	"github.com/fusee-dev/fusee/reshard/internal/switchdir"
 )
 
@@ -131,8 +132,8 @@ func (r *resharder) finishCommand() string {
 // docs/reshard.md for what moves, the renumbering rules and why a crash
 // at any point is safe.
 func Reshard(ctx context.Context, fs vfs.FS, dir string, opts Options) (_ *Report, err error) {
-	if opts.Shards < 0 || opts.Shards > meta.MaxShards {
-		return nil, &CountError{Shards: opts.Shards}
+	if err := opts.Validate(); err != nil {
+		return nil, err
 	}
 	if opts.Memory <= 0 {
 		opts.Memory = DefaultMemory
@@ -157,28 +158,55 @@ func Reshard(ctx context.Context, fs vfs.FS, dir string, opts Options) (_ *Repor
 		if err := r.checkPlan(ctx, m); err != nil {
 			return nil, err
 		}
-		opts.Shards, r.opts.Shards = opts.Plan.NewShards, opts.Plan.NewShards
+		r.opts.Shards = opts.Plan.NewShards
 	}
+	if rep, done, err := r.finishBegun(d, m); done {
+		return rep, err
+	}
+	return r.start(ctx, d, m)
+}
 
+// Validate checks the options before anything is read: the count is
+// 1..meta.MaxShards, or 0 (finish what was begun).
+func (o *Options) Validate() error {
+	if o.Shards < 0 || o.Shards > meta.MaxShards {
+		return &CountError{Shards: o.Shards}
+	}
+	return nil
+}
+
+// finishBegun finishes what an earlier run began, if anything (done): an
+// interrupted switch, or the cleanup of one that finished.
+func (r *resharder) finishBegun(d *metaDir, m meta.Meta) (_ *Report, done bool, _ error) {
+	fs, dir, opts, rep := r.fs, r.dir, r.opts, r.rep
 	if m.Switching() {
 		rep.OldShards, rep.NewShards = m.OldShards, m.NewShards
 		if opts.Shards != 0 && opts.Shards != m.NewShards {
-			return nil, &InProgressError{Dir: dir, Asked: opts.Shards, Old: m.OldShards, New: m.NewShards}
+			return nil, true, &InProgressError{Dir: dir, Asked: opts.Shards, Old: m.OldShards, New: m.NewShards}
 		}
 		if opts.KeepOld && !switchdir.Keeps(fs, dir) {
-			return nil, &KeepOldFinishError{Dir: dir}
+			return nil, true, &KeepOldFinishError{Dir: dir}
 		}
-		return r.finishInterrupted(d, m.NewShards)
+		rep, err := r.finishInterrupted(d, m.NewShards)
+		return rep, true, err
 	}
 	if pending := switchdir.PendingReport(fs, dir); pending != "" && (opts.Shards == 0 || opts.Shards == m.Shards) {
 		// A switch finished and its cleanup did not: the same command
 		// (or one without a count) ends it and reports it.
 		if opts.KeepOld && !switchdir.FileExists(fs, fs.PathJoin(dir, KeptDirName)) {
-			return nil, &KeepOldFinishError{Dir: dir}
+			return nil, true, &KeepOldFinishError{Dir: dir}
 		}
-		return r.finishCleanup(pending)
+		rep, err := r.finishCleanup(pending)
+		return rep, true, err
 	}
+	return nil, false, nil
+}
 
+// start begins a reshard of the directory, at rest with fusee.meta m, to
+// r.opts.Shards: leftovers go first; the same count, or none, is nothing
+// to do.
+func (r *resharder) start(ctx context.Context, d *metaDir, m meta.Meta) (*Report, error) {
+	fs, dir, opts, rep := r.fs, r.dir, r.opts, r.rep
 	if opts.KeepOld && (opts.Shards == 0 || opts.Shards == m.Shards) && !switchdir.FileExists(fs, fs.PathJoin(dir, KeptDirName)) {
 		return nil, &KeepOldFinishError{Dir: dir, NothingToFinish: true}
 	}
@@ -189,7 +217,6 @@ func Reshard(ctx context.Context, fs vfs.FS, dir string, opts Options) (_ *Repor
 			return nil, err
 		}
 	}
-
 	if err := r.removeLeftovers(); err != nil {
 		return nil, err
 	}
@@ -212,7 +239,6 @@ func Reshard(ctx context.Context, fs vfs.FS, dir string, opts Options) (_ *Repor
 			return nil, err
 		}
 	}
-
 	r.switching = meta.Meta{Format: meta.Switching, Log: meta.LogShared, Shards: r.newN, OldShards: r.oldN, NewShards: r.newN}
 	return r.rebuild(ctx, d)
 }
@@ -224,64 +250,99 @@ func Reshard(ctx context.Context, fs vfs.FS, dir string, opts Options) (_ *Repor
 // an upgrade (which rebuilds the same shards with the shared log) differ
 // only in what they read and in that switching state.
 func (r *resharder) rebuild(ctx context.Context, d *metaDir) (*Report, error) {
-	fs, dir, opts, rep := r.fs, r.dir, r.opts, r.rep
-	newDir := fs.PathJoin(dir, NewDirName)
-	oldBytes, err := switchdir.TreeSize(fs, dir, NewDirName, OldDirName)
+	newDir := r.fs.PathJoin(r.dir, NewDirName)
+	oldBytes, err := r.prepare(newDir)
 	if err != nil {
 		return nil, err
+	}
+	defer func() { _ = r.fs.RemoveAll(r.scratch) }()
+	defer r.closeMaps() // a failure may leave maps open (and their stores locked)
+	p, err := r.planPass(ctx, oldBytes)
+	if p != nil {
+		defer p.Close()
+	}
+	if err != nil {
+		return r.abandon(err)
+	}
+	if r.opts.DryRun {
+		return r.dryRun(ctx, p)
+	}
+	start := time.Now()
+	oldDigest, err := r.build(ctx, p, newDir, r.rep)
+	if err != nil {
+		return r.abandon(err)
+	}
+	r.phase("rewrite", start)
+	if err := r.checkAndKeep(ctx, p, newDir, oldDigest); err != nil {
+		return r.abandon(err)
+	}
+	return r.switchTo(d, newDir)
+}
+
+// prepare checks the space the new layout needs, as far as it is known
+// before the plan, and makes the scratch folder's place: inside
+// reshard.new for a real run, outside the directory for a dry run. It
+// returns the old layout's size.
+func (r *resharder) prepare(newDir string) (int64, error) {
+	fs, opts, rep := r.fs, r.opts, r.rep
+	oldBytes, err := switchdir.TreeSize(fs, r.dir, NewDirName, OldDirName)
+	if err != nil {
+		return 0, err
 	}
 	rep.Counts.BytesRead = oldBytes
 	// What the plan does not need to know: the new stores. The plan
 	// adds the sort's scratch files (spaceNeeded) and checks again.
 	rep.SpaceNeeded = r.spaceNeeded(oldBytes, 0)
 	if err := r.checkSpace(); err != nil {
-		return nil, err
+		return 0, err
 	}
-
-	// Scratch space: inside reshard.new for a real run, outside the
-	// directory for a dry run.
 	if opts.DryRun {
 		base := opts.Scratch
 		if base == "" {
 			base = os.TempDir()
 		}
 		r.scratch = fs.PathJoin(base, "fusee-reshard-"+strconv.Itoa(os.Getpid())+"-"+strconv.FormatInt(time.Now().UnixNano(), 36))
-	} else {
-		if err := fs.MkdirAll(newDir, 0o755); err != nil {
-			return nil, fmt.Errorf("creating %s: %w", newDir, err)
-		}
-		r.scratch = fs.PathJoin(newDir, scratchDir)
+		return oldBytes, nil
 	}
-	defer func() { _ = fs.RemoveAll(r.scratch) }()
-	defer r.closeMaps() // a failure may leave maps open (and their stores locked)
-	abandon := func(err error) (*Report, error) {
-		r.closeMaps()
-		if !opts.DryRun {
-			// Before the switch the old directory is untouched; what was
-			// built is discarded (a rerun would discard it anyway). The
-			// directory is not synced: err may be its failed fsync, which
-			// is never retried, and a reshard.new a crash brings back is a
-			// leftover the next reshard removes.
-			_ = fs.RemoveAll(newDir)
-		}
-		return nil, err
+	if err := fs.MkdirAll(newDir, 0o755); err != nil {
+		return 0, fmt.Errorf("creating %s: %w", newDir, err)
 	}
+	r.scratch = fs.PathJoin(newDir, scratchDir)
+	return oldBytes, nil
+}
 
+// abandon ends a run that failed before its switch: the old directory is
+// untouched, and what was built is discarded (a rerun would discard it
+// anyway). The directory is not synced: err may be its failed fsync,
+// which is never retried, and a reshard.new a crash brings back is a
+// leftover the next reshard removes.
+func (r *resharder) abandon(err error) (*Report, error) {
+	r.closeMaps()
+	if !r.opts.DryRun {
+		_ = r.fs.RemoveAll(r.fs.PathJoin(r.dir, NewDirName))
+	}
+	return nil, err
+}
+
+// planPass makes the plan (pass 1), checks it against an applied plan
+// file and the space it says the new layout needs, and puts its counts
+// in the report. The plan is returned, to be closed, even with an error.
+func (r *resharder) planPass(ctx context.Context, oldBytes int64) (*plan.Plan, error) {
+	rep := r.rep
 	start := time.Now()
 	p, err := r.makePlan(ctx)
 	if err != nil {
-		return abandon(err)
+		return nil, err
 	}
-	defer p.Close()
-	if opts.Plan != nil {
+	if r.opts.Plan != nil {
 		if err := r.matchPlan(p); err != nil {
-			return abandon(err)
+			return p, err
 		}
 	}
 	r.phase("plan", start)
 	rep.SpaceNeeded = r.spaceNeeded(oldBytes, p.RawBytes)
 	if err := r.checkSpace(); err != nil {
-		return abandon(err)
+		return p, err
 	}
 	for st, n := range p.ByState {
 		rep.Counts.Runs[st.String()] = n
@@ -290,84 +351,89 @@ func (r *resharder) rebuild(ctx context.Context, d *metaDir) (*Report, error) {
 	rep.NewShardRuns = p.ShardRuns
 	rep.StoreGen = p.StoreGen + 1
 	rep.Spilled = p.Spilled()
-	if opts.DryRun {
-		start = time.Now()
-		if _, err := r.build(ctx, p, "", rep); err != nil {
-			return nil, err
-		}
-		r.phase("rewrite", start)
-		rep.Outcome = OutcomePlanned
-		if opts.MakePlan {
-			if rep.Plan, err = r.writtenPlan(p); err != nil {
-				return nil, err
-			}
-		}
-		return rep, nil
-	}
+	return p, nil
+}
 
-	start = time.Now()
-	oldDigest, err := r.build(ctx, p, newDir, rep)
-	if err != nil {
-		return abandon(err)
+// dryRun is pass 2 without a new layout: the report counts what a real
+// run would write, and (MakePlan) carries the plan.
+func (r *resharder) dryRun(ctx context.Context, p *plan.Plan) (*Report, error) {
+	rep := r.rep
+	start := time.Now()
+	if _, err := r.build(ctx, p, "", rep); err != nil {
+		return nil, err
 	}
 	r.phase("rewrite", start)
+	rep.Outcome = OutcomePlanned
+	if r.opts.MakePlan {
+		var err error
+		if rep.Plan, err = r.writtenPlan(p); err != nil {
+			return nil, err
+		}
+	}
+	return rep, nil
+}
 
-	start = time.Now()
+// checkAndKeep checks the new layout against the old one's digest, then
+// puts in reshard.new, synced, what the switch needs: the report, whole
+// (from the point of no return on, whatever stops this run, the report
+// is in the directory for the run that finishes it), and the kept
+// layout's record.
+func (r *resharder) checkAndKeep(ctx context.Context, p *plan.Plan, newDir string, oldDigest *digest) error {
+	fs, dir, rep := r.fs, r.dir, r.rep
+	start := time.Now()
 	newDigest, err := r.checkNew(ctx, p, newDir)
 	if err != nil {
-		return abandon(err)
+		return err
 	}
 	if diff := oldDigest.diff(newDigest); diff != "" {
-		return abandon(&CheckError{Diff: diff})
+		return &CheckError{Diff: diff}
 	}
 	// The new shards and the sort's scratch files are all on disk here:
 	// reshard.new is at its largest (spaceNeeded).
 	if err := hook("new-checked"); err != nil {
-		return abandon(err)
+		return err
 	}
 	if err := fs.RemoveAll(r.scratch); err != nil {
-		return abandon(err)
+		return err
 	}
-	// The report, whole, goes into reshard.new with the new layout: from
-	// the point of no return on, whatever stops this run, the report is
-	// in the directory for the run that finishes it.
 	rep.ReportFile = fs.PathJoin(dir, ReportsDirName, switchdir.NewReportName(fs, dir, r.reportWhat(), time.Now()))
-	if opts.KeepOld {
+	if r.opts.KeepOld {
 		rep.Kept = fs.PathJoin(dir, KeptDirName)
 		if err := r.recordKept(ctx, newDir); err != nil {
-			return abandon(err)
+			return err
 		}
 	}
 	r.phase("check", start)
 	rep.Outcome = OutcomeDone
 	if err := r.writeSourceReport(newDir); err != nil {
-		return abandon(err)
+		return err
 	}
 	if err := r.owner.Apply(newDir); err != nil {
-		return abandon(err)
+		return err
 	}
 	if err := meta.SyncDir(fs, newDir); err != nil {
-		return abandon(err)
+		return err
 	}
 	if err := meta.SyncDir(fs, dir); err != nil {
-		return abandon(err)
+		return err
 	}
-	if err := ctx.Err(); err != nil {
-		return abandon(err)
-	}
+	return ctx.Err()
+}
 
-	// The point of no return: from here a crash leaves a directory that
-	// only `fusee reshard` opens, and that it finishes.
-	start = time.Now()
+// switchTo passes the point of no return: fusee.meta becomes r.switching,
+// from which a crash leaves a directory that only `fusee reshard` opens,
+// and that it finishes; then the switch.
+func (r *resharder) switchTo(d *metaDir, newDir string) (*Report, error) {
+	start := time.Now()
 	if err := hook("before-switch"); err != nil {
-		return abandon(err)
+		return r.abandon(err)
 	}
 	if err := r.writeMeta(d, r.switching); err != nil {
 		// fusee.meta may be the new one already (renamed into place, the
 		// directory's fsync failed): reshard.new stays, for the rerun that
 		// finishes the switch; if fusee.meta is still the old one, the
 		// rerun removes reshard.new as a leftover.
-		return nil, &SwitchError{Dir: dir, Op: r.op(), MaybeNotBegun: true, Report: r.reportNow(newDir), Err: err}
+		return nil, &SwitchError{Dir: r.dir, Op: r.op(), MaybeNotBegun: true, Report: r.reportNow(newDir), Err: err}
 	}
 	if err := hook("meta-switching"); err != nil {
 		return nil, r.switchFailed(err)
@@ -376,7 +442,7 @@ func (r *resharder) rebuild(ctx context.Context, d *metaDir) (*Report, error) {
 		return nil, r.switchFailed(err)
 	}
 	r.phase("switch", start)
-	return rep, nil
+	return r.rep, nil
 }
 
 // finishInterrupted finishes a switch that fusee.meta says began (a

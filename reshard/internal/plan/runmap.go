@@ -266,36 +266,72 @@ func (c *runMap) assign(p *Plan) error {
 	for i := range c.old {
 		c.seal(i)
 	}
-	oldN, newN := len(c.old), len(c.new)
-	won := make([]int, newN)
-	lo, hi := make([]uint32, newN), make([]uint32, newN)
-	lostNew := make([]int, newN)
-	lostOld := make([]int, oldN)
-	c.merge(func(i, _ int, n uint32, j int, wins bool) {
+	n := c.count(p)
+	sortNeed, err := c.allocate(n)
+	if err != nil {
+		return err
+	}
+	c.fill()
+	c.orderLosers(p, sortNeed)
+	for i := range c.old {
+		c.old[i].gen = nil
+		c.charge(i)
+	}
+	for j := range p.NextRun {
+		// As on the spill path: every new shard continues above every
+		// number any old shard used.
+		p.NextRun[j] = max(p.NextRun[j], p.maxUsed+model.RunNo(len(c.new[j].lost))+1)
+	}
+	return nil
+}
+
+// assignCounts is what assign's first merge counts, so that every array
+// is made at its size.
+type assignCounts struct {
+	won     []int    // per new shard: its winners
+	lo, hi  []uint32 // per new shard: its winners' lowest and highest number
+	lostNew []int    // per new shard: its losers
+	lostOld []int    // per old shard: its runs that lose their number
+}
+
+// count is assign's first merge: the winners' spans and every shard's
+// losers, and p's counters.
+func (c *runMap) count(p *Plan) *assignCounts {
+	newN := len(c.new)
+	n := &assignCounts{won: make([]int, newN), lo: make([]uint32, newN), hi: make([]uint32, newN),
+		lostNew: make([]int, newN), lostOld: make([]int, len(c.old))}
+	c.merge(func(i, _ int, no uint32, j int, wins bool) {
 		p.ShardRuns[j]++
 		if i != j {
 			p.Moved++
 		}
 		if !wins {
-			lostNew[j]++
-			lostOld[i]++
+			n.lostNew[j]++
+			n.lostOld[i]++
 			return
 		}
-		if won[j] == 0 {
-			lo[j] = n
+		if n.won[j] == 0 {
+			n.lo[j] = no
 		}
-		hi[j] = n
-		won[j]++
-		p.NextRun[j] = max(p.NextRun[j], model.RunNo(n)+1)
+		n.hi[j] = no
+		n.won[j]++
+		p.NextRun[j] = max(p.NextRun[j], model.RunNo(no)+1)
 	})
+	return n
+}
+
+// allocate makes the arrays of the assignment at their sizes, or says
+// errMapFull when they and the losers' sort would not fit the allowance;
+// it returns what the sort needs.
+func (c *runMap) allocate(n *assignCounts) (int64, error) {
 	var need, sortNeed int64
 	for j := range c.new {
-		s := newRankSet(lo[j], hi[j], won[j])
-		need += s.bytes() + 2*int64(won[j]) + 4*int64(lostNew[j])
-		sortNeed = max(sortNeed, 8*int64(lostNew[j]))
-		c.new[j] = newRuns{won: s, from: make([]uint16, 0, won[j]), lost: make([]uint32, 0, lostNew[j])}
+		s := newRankSet(n.lo[j], n.hi[j], n.won[j])
+		need += s.bytes() + 2*int64(n.won[j]) + 4*int64(n.lostNew[j])
+		sortNeed = max(sortNeed, 8*int64(n.lostNew[j]))
+		c.new[j] = newRuns{won: s, from: make([]uint16, 0, n.won[j]), lost: make([]uint32, 0, n.lostNew[j])}
 		if need+c.bytes > c.limit { // stop making arrays that will not be kept
-			return errMapFull
+			return 0, errMapFull
 		}
 	}
 	var base uint32
@@ -304,15 +340,21 @@ func (c *runMap) assign(p *Plan) error {
 		o.base = base
 		base += uint32(o.nos.n)
 		if o.nos.n > 0 {
-			o.lost = newRankSet(0, uint32(o.nos.n-1), lostOld[i])
+			o.lost = newRankSet(0, uint32(o.nos.n-1), n.lostOld[i])
 		}
-		o.to = make([]uint32, lostOld[i])
-		need += o.lost.bytes() + 4*int64(lostOld[i])
+		o.to = make([]uint32, n.lostOld[i])
+		need += o.lost.bytes() + 4*int64(n.lostOld[i])
 	}
 	if c.bytes+need+sortNeed > c.limit {
-		return errMapFull
+		return 0, errMapFull
 	}
 	c.bytes += need
+	return sortNeed, nil
+}
+
+// fill is assign's second merge: winners into their new shard's set,
+// losers flagged and listed in (old number, old shard) order.
+func (c *runMap) fill() {
 	c.merge(func(i, k int, n uint32, j int, wins bool) {
 		o, nw := &c.old[i], &c.new[j]
 		if wins {
@@ -330,6 +372,11 @@ func (c *runMap) assign(p *Plan) error {
 	for i := range c.old {
 		c.old[i].lost.seal()
 	}
+}
+
+// orderLosers numbers each new shard's losers from maxUsed+1 up, by
+// (generation, old number, old shard).
+func (c *runMap) orderLosers(p *Plan, sortNeed int64) {
 	keys := make([]uint64, 0, sortNeed/8)
 	for j := range c.new {
 		nw := &c.new[j]
@@ -353,16 +400,6 @@ func (c *runMap) assign(p *Plan) error {
 		}
 		p.Renumbered += int64(len(nw.lost))
 	}
-	for i := range c.old {
-		c.old[i].gen = nil
-		c.charge(i)
-	}
-	for j := range p.NextRun {
-		// As on the spill path: every new shard continues above every
-		// number any old shard used.
-		p.NextRun[j] = max(p.NextRun[j], p.maxUsed+model.RunNo(len(c.new[j].lost))+1)
-	}
-	return nil
 }
 
 // oldOf is the old shard and rank of a loser's reference.

@@ -131,9 +131,29 @@ func freezeRunMap(fs vfs.FS, path string, p *Plan, pageSize int, cacheBytes int6
 		}
 	}()
 	w := &pagedWriter{w: bufio.NewWriterSize(f, 256<<10), pageSize: pageSize}
+	if err := m.writeForward(w, p); err != nil {
+		return nil, err
+	}
+	if err := m.writeBack(w, p); err != nil {
+		return nil, err
+	}
+	w.pad()
+	if w.err == nil {
+		w.err = w.w.Flush()
+	}
+	if w.err != nil {
+		return nil, fmt.Errorf("paged run map %s: %w", path, w.err)
+	}
+	m.cache.init(f, path, pageSize, int(max(cacheBytes/int64(pageSize), 8)))
+	return m, nil
+}
+
+// writeForward writes the forward sections, one per old shard, from the
+// spill run map.
+func (m *pagedRunMap) writeForward(w *pagedWriter, p *Plan) error {
 	cur := -1
 	var rec [fwdRecord]byte
-	err = p.runs.Each(nil, func(k, v []byte) error {
+	err := p.runs.Each(nil, func(k, v []byte) error {
 		i := int(binary.BigEndian.Uint16(k))
 		no := binary.BigEndian.Uint64(k[2:])
 		if i >= p.oldN || i < cur {
@@ -155,15 +175,21 @@ func freezeRunMap(fs vfs.FS, path string, p *Plan, pageSize int, cacheBytes int6
 		return w.err
 	})
 	if err != nil {
-		return nil, err
+		return err
 	}
 	for cur < p.oldN-1 {
 		cur++
 		m.fwd[cur] = w.start()
 	}
+	return nil
+}
+
+// writeBack writes the winners' and losers' sections, per new shard, from
+// the spill reverse map.
+func (m *pagedRunMap) writeBack(w *pagedWriter, p *Plan) error {
 	cur, inLosers := -1, false
 	var back [backRecord]byte
-	err = p.rev.Each(nil, func(k, v []byte) error {
+	err := p.rev.Each(nil, func(k, v []byte) error {
 		j := int(binary.BigEndian.Uint16(k))
 		no := model.RunNo(binary.BigEndian.Uint64(k[2:]))
 		if j >= p.newN || j < cur {
@@ -191,21 +217,13 @@ func freezeRunMap(fs vfs.FS, path string, p *Plan, pageSize int, cacheBytes int6
 		return w.err
 	})
 	if err != nil {
-		return nil, err
+		return err
 	}
 	for cur < p.newN-1 {
 		cur++
 		m.win[cur] = w.start()
 	}
-	w.pad()
-	if w.err == nil {
-		w.err = w.w.Flush()
-	}
-	if w.err != nil {
-		return nil, fmt.Errorf("paged run map %s: %w", path, w.err)
-	}
-	m.cache.init(f, path, pageSize, int(max(cacheBytes/int64(pageSize), 8)))
-	return m, nil
+	return nil
 }
 
 // search finds no in sorted section s of records of size size, each
