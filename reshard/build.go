@@ -316,12 +316,8 @@ func (b *builder) index(i int, src shardSource) error {
 // reads the old ones, without a sort: a grow to a multiple of at most
 // maxDirectStores (an upgrade, which keeps the count, is one).
 func (r *resharder) growsDirectly() bool {
-	return r.newN%r.oldN == 0 && r.newN/r.oldN <= maxDirectStores && directWrite
+	return r.newN%r.oldN == 0 && r.newN/r.oldN <= maxDirectStores && !Testing.sortGrows
 }
-
-// directWrite lets a grow to a multiple write its stores as it reads (a
-// test turns it off to compare with the sorted path).
-var directWrite = true
 
 // maxDirectStores is the most new stores a grow to a multiple writes at
 // once (a store being written holds a pebble store open and a table
@@ -481,7 +477,7 @@ func readAhead(ctx context.Context, src shardSource, look, fn func(*store.RawRun
 // checkNew returns the new shards' digest, computed as they were written
 // (streamdigest.go), after opening every new shard the way the engine
 // opens it (its store, its header, the new log): a store that does not
-// open stops the reshard here. With readBackCheck set (tests), every new
+// open stops the reshard here. With Testing.readBackCheck set, every new
 // shard is also read back whole and its digest must equal the stream's.
 func (r *resharder) checkNew(ctx context.Context, p *plan.Plan, newDir string) (*digest, error) {
 	tails, err := logTails(ctx, r.fs, newDir, r.newN)
@@ -498,7 +494,7 @@ func (r *resharder) checkNew(ctx context.Context, p *plan.Plan, newDir string) (
 		}
 		r.progress("check", int64(j+1), int64(r.newN))
 	}
-	if readBackCheck {
+	if Testing.readBackCheck {
 		back, err := r.readBack(ctx, p, newDir)
 		if err != nil {
 			return nil, err
@@ -509,13 +505,6 @@ func (r *resharder) checkNew(ctx context.Context, p *plan.Plan, newDir string) (
 	}
 	return r.newDigest, nil
 }
-
-// corruptWrite, when set (tests), may change or drop (keep false) each
-// key's value the rewrite hands over, as a bug in the rewrite would.
-var corruptWrite func(shard int, key, value []byte) (_ []byte, keep bool)
-
-// readBackCheck makes checkNew read every new shard back as well (tests).
-var readBackCheck = false
 
 // readBack reads every new shard the way the engine will, and computes
 // its digest.

@@ -118,14 +118,6 @@ type resharder struct {
 	upgrade, undo bool
 }
 
-// finishCommand is the command that finishes what r began, quoted.
-func (r *resharder) finishCommand() string {
-	if r.upgrade {
-		return "fusee upgrade " + meta.ShellQuote(r.dir)
-	}
-	return finishCommand(r.dir)
-}
-
 // Reshard changes the shard count of the closed data directory dir to
 // opts.Shards, or finishes a reshard that was interrupted after its switch
 // began. It takes the directory's lock for its whole run. See
@@ -550,19 +542,30 @@ func (r *resharder) removeLeftovers() error {
 	return switchdir.PruneReports(r.fs, r.dir)
 }
 
-// StepHook is a testing knob, never set in production: when set, it is
-// called at each named step of a switch (and of its report's way into
-// reshard-reports), and an error it returns stops the operation there,
-// as a crash would. cmd/fusee's test binary sets it to kill itself at a
-// step (FUSEE_TEST_KILL_AT), the only way a test of the real binary can
-// stop it at an exact rename.
-var StepHook func(step string) error
+// Testing holds reshard's testing knobs, all in one place; none is ever
+// set in production. Its own tests set them through export_test.go.
+var Testing struct {
+	// Step, when set, is called at each named step of a switch (and of
+	// its report's way into reshard-reports), and an error it returns
+	// stops the operation there, as a crash would. cmd/fusee's test
+	// binary sets it to kill itself at a step (FUSEE_TEST_KILL_AT), the
+	// only way a test of the real binary can stop it at an exact rename.
+	Step func(step string) error
+	// sortGrows makes a grow to a multiple go through the sort rather
+	// than write its stores as it reads (to compare the two paths).
+	sortGrows bool
+	// corruptWrite may change or drop (keep false) each key's value the
+	// rewrite hands to a new store, as a bug in the rewrite would.
+	corruptWrite func(shard int, key, value []byte) (_ []byte, keep bool)
+	// readBackCheck makes checkNew read every new shard back as well.
+	readBackCheck bool
+}
 
 func hook(step string) error {
-	if StepHook == nil {
+	if Testing.Step == nil {
 		return nil
 	}
-	return StepHook(step)
+	return Testing.Step(step)
 }
 
 // mapShare is the part of the memory budget each spill map may hold in

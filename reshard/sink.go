@@ -26,19 +26,19 @@ type sink interface {
 }
 
 // counted counts every key for the report, and (a testing knob, writing
-// sinks only) lets corruptWrite change or drop it, before its sink.
+// sinks only) lets Testing.corruptWrite change or drop it, before its sink.
 type counted struct {
 	rep   *Report
 	next  sink
-	write bool // the sink writes stores: corruptWrite applies
+	write bool // the sink writes stores: Testing.corruptWrite applies
 }
 
 func (c *counted) Put(j int, key, value []byte) error {
 	c.rep.Counts.BytesWritten += int64(len(key) + len(value))
 	c.rep.NewShardBytes[j] += int64(len(key) + len(value))
-	if c.write && corruptWrite != nil {
+	if c.write && Testing.corruptWrite != nil {
 		var keep bool
-		if value, keep = corruptWrite(j, key, value); !keep {
+		if value, keep = Testing.corruptWrite(j, key, value); !keep {
 			return nil
 		}
 	}

@@ -32,7 +32,7 @@ type (
 	SwitchStateError = switchdir.SwitchStateError
 )
 
-// switchDir is r's directory as the switch sees it, with StepHook.
+// switchDir is r's directory as the switch sees it, with Testing.Step.
 func (r *resharder) switchDir() switchdir.Dir {
 	return switchdir.Dir{FS: r.fs, Path: r.dir, Step: hook}
 }

@@ -42,10 +42,10 @@ var jsonSchemas = map[string]struct {
 	"ring import":       {"ring-write.json", false},
 	"ring pull":         {"ring-write.json", false},
 	"ring push":         {"ring-write.json", false},
-	// reshard's report and plan are specified in docs/reshard.md §7, and
-	// upgrade's report (the same report type) in §12.
-	"reshard": {"", false},
-	"upgrade": {"", false},
+	// reshard's and upgrade's report are one type (docs/reshard.md §9);
+	// the plan file is specified in docs/reshard.md.
+	"reshard": {"reshard-report.json", false},
+	"upgrade": {"reshard-report.json", false},
 }
 
 // Every command that has --json has a schema here (or a named reason).
@@ -155,6 +155,12 @@ func TestJSONOutputMatchesSchemas(t *testing.T) {
 		t.Fatal(err)
 	}
 	check("ring import", run("ring", "import", "imp.ring", "--from", "epochs.json", "--namespace", "orders", "--shards", "2", "--json"))
+	check("reshard", run("reshard", "d", "2", "--dry-run", "--json"))
+	check("reshard", run("reshard", "d", "5", "--json"))
+	check("reshard", run("reshard", "d", "--json"))
+	run("gen", "old", "--shards", "2", "--runs", "50", "--log", "2")
+	check("upgrade", run("upgrade", "old", "--dry-run", "--json"))
+	check("upgrade", run("upgrade", "old", "--json"))
 	for cmd, spec := range jsonSchemas {
 		if spec.file != "" && !seen[cmd] && cmd != "ring pull" && cmd != "ring push" { // these need etcd: ring_etcd_test.go
 			t.Errorf("%s: no output checked against docs/schema/%s", cmd, spec.file)
