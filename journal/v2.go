@@ -174,11 +174,9 @@ func WriteV2(ctx context.Context, fs vfs.FS, dir string) error {
 	}
 	defer d.Close()
 	n := d.Meta().Shards
-	headers := make([]model.CheckpointHeader, n)
-	for i := range headers {
-		if headers[i], err = store.ReadHeader(fs, dir, i, n); err != nil {
-			return err
-		}
+	headers, err := store.ReadHeaders(ctx, fs, dir, n)
+	if err != nil {
+		return err
 	}
 	tails, _, err := ReadTails(ctx, fs, dir, headers)
 	if err != nil {

@@ -3,10 +3,9 @@ package meta
 import (
 	"bytes"
 	"errors"
-	"os"
-	"path/filepath"
-	"strings"
 	"testing"
+
+	"github.com/fusee-dev/fusee/internal/txtarfiles"
 )
 
 // FuzzParse feeds arbitrary bytes to Parse, which reads fusee.meta from
@@ -48,7 +47,7 @@ func FuzzParse(f *testing.F) {
 	} {
 		f.Add([]byte(s))
 	}
-	for _, data := range txtarFiles(f, "../cmd/internal/cli/testdata/script", ".meta") {
+	for _, data := range txtarfiles.Files(f, "../cmd/internal/cli/testdata/script", ".meta") {
 		f.Add(data)
 	}
 	f.Fuzz(func(t *testing.T, data []byte) {
@@ -80,45 +79,4 @@ func FuzzParse(f *testing.F) {
 			t.Fatalf("Marshal is not a fixed point (%v):\n%q\n%q", err, canon, twice)
 		}
 	})
-}
-
-// txtarFiles returns the content of every file in the txtar archives of dir
-// whose name ends with suffix: the example files of the command tests.
-func txtarFiles(tb testing.TB, dir, suffix string) [][]byte {
-	tb.Helper()
-	archives, err := filepath.Glob(filepath.Join(dir, "*.txtar"))
-	if err != nil {
-		tb.Fatal(err)
-	}
-	var out [][]byte
-	for _, a := range archives {
-		data, err := os.ReadFile(a)
-		if err != nil {
-			tb.Fatal(err)
-		}
-		var cur *bytes.Buffer
-		flush := func() {
-			if cur != nil {
-				out = append(out, cur.Bytes())
-			}
-			cur = nil
-		}
-		for _, line := range strings.SplitAfter(string(data), "\n") {
-			if name, ok := strings.CutPrefix(strings.TrimSuffix(line, "\n"), "-- "); ok && strings.HasSuffix(name, " --") {
-				flush()
-				if strings.HasSuffix(strings.TrimSuffix(name, " --"), suffix) {
-					cur = new(bytes.Buffer)
-				}
-				continue
-			}
-			if cur != nil {
-				cur.WriteString(line)
-			}
-		}
-		flush()
-	}
-	if len(out) == 0 {
-		tb.Fatalf("no %s files in the archives of %s", suffix, dir)
-	}
-	return out
 }

@@ -5,16 +5,17 @@ import (
 	"fmt"
 
 	"github.com/fusee-dev/fusee/meta"
+	"github.com/fusee-dev/fusee/reshard/internal/switchdir"
 )
 
 // identify reads the old directory's fingerprint, and keeps the log tails
 // read on the way for the plan pass.
 func (r *resharder) identify(ctx context.Context, m meta.Meta) error {
-	data, err := readMetaBytes(r.fs, r.dir)
+	data, err := switchdir.ReadMetaBytes(r.fs, r.dir)
 	if err != nil {
 		return err
 	}
-	fp, tails, err := readFingerprint(ctx, r.fs, r.dir, m.Shards, data)
+	fp, tails, err := switchdir.ReadFingerprint(ctx, r.fs, r.dir, m.Shards, data)
 	if err != nil {
 		return err
 	}

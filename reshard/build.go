@@ -8,6 +8,8 @@ import (
 	"github.com/fusee-dev/fusee/journal/store"
 	"github.com/fusee-dev/fusee/journal/wal"
 	"github.com/fusee-dev/fusee/meta"
+	"github.com/fusee-dev/fusee/reshard/internal/extsort"
+	"github.com/fusee-dev/fusee/reshard/internal/plan"
 )
 
 // noSuchRun is the reserved run number a dangling reference is rewritten
@@ -27,297 +29,295 @@ func setTokenGen(rec *model.Record, gen uint64) {
 
 // build is pass 2: it reads every old shard again, rewrites each run, its
 // archive, its outbox messages, dedup and index entries for its new shard
-// and number, sorts the new stores' keys (runsort.go) and writes
-// each new store under newDir with a new, empty shared log. It returns the
-// old directory's digest.
+// and number, and puts the new stores' keys into a sink (sink.go) that
+// writes each new store under newDir, with a new, empty shared log. It
+// returns the old directory's digest.
 //
 // A dry run (newDir "") does all of that but keep the keys and compute
 // the digest: it counts what the real run would write and reports the
 // token changes (its digest is nil).
-func (r *resharder) build(ctx context.Context, p *plan, newDir string, rep *Report) (*digest, error) {
-	dry := newDir == ""
-	sorter := newRunSorter(r.fs, r.fs.PathJoin(r.scratch, "sort"), r.newN, r.budget/mapShare)
-	oldDigest, newDigest := newDigestPair()
-	r.newDigest = newDigest
-	if dry {
-		// Nothing is read back: the old digest would be work for nothing.
-		oldDigest = nil
+func (r *resharder) build(ctx context.Context, p *plan.Plan, newDir string, rep *Report) (*digest, error) {
+	b, err := r.newBuilder(p, newDir, rep)
+	if err != nil {
+		return nil, err
 	}
-	newGen := p.storeGen + 1
-	seq := make([]uint64, r.newN) // each new shard's next outbox number
-	for j := range seq {
-		seq[j] = 1
-	}
-	// Growing to a multiple renumbers nothing and each new shard draws
-	// from one old shard: every kind of key reaches its new store in
-	// ascending order, so the stores are written as the old shard is read
-	// (a StoreWriter takes each kind in order), with no sort. Timers are
-	// then the old store's own, which come in order too.
-	// Each old shard then has newN/oldN stores open at once: only for a
-	// few, so that the memory stays within the budget whatever the count.
-	direct := !dry && r.growsDirectly()
-	var pos wal.Position
-	if !dry {
-		var err error
-		if pos, err = r.createLog(newDir); err != nil {
-			return nil, err
-		}
-		if err := r.fs.MkdirAll(r.fs.PathJoin(newDir, "shards"), 0o755); err != nil {
-			return nil, err
-		}
-	}
-	writers := map[int]*store.StoreWriter{} // direct: the stores being written
-	defer func() {
-		for _, sw := range writers {
-			sw.Abort()
-		}
-	}()
-	header := func(j int) []byte {
-		hdr := model.CheckpointHeader{Version: model.StoreVersion, Shard: j, Count: r.newN,
-			NextRun: p.nextRun[j], NextSeq: seq[j], Log: pos, Now: p.now, Created: p.created, Gen: newGen}
-		return model.EncodeHeader(nil, &hdr)
-	}
-	var firstErr error
-	fail := func(err error) {
-		if firstErr == nil {
-			firstErr = err
-		}
-	}
-	// The rewrite (this goroutine) and the old digest (the reader's) look
-	// runs up, each through a cache of its own.
-	mine, theirs := &lookupCache{p: p}, &lookupCache{p: p}
-	mapper := func(_ model.RefField, ref model.RunRef) model.RunRef {
-		if ref.Run == noSuchRun {
-			rep.Counts.DanglingRefs++
-			return model.RunRef{Run: noSuchRun}
-		}
-		m, ok, err := mine.lookup(ref.Shard, ref.Run)
-		if err != nil {
-			fail(err)
-			return ref
-		}
-		if !ok {
-			rep.Counts.DanglingRefs++
-			return model.RunRef{Run: noSuchRun}
-		}
-		n := model.RunRef{Shard: m.Shard, Run: m.No}
-		if n != ref {
-			rep.Counts.RefsRewritten++
-		}
-		return n
-	}
-	oldCanon := &canon{id: func(ref model.RunRef) (uint64, bool, error) {
-		m, ok, err := theirs.lookup(ref.Shard, ref.Run)
-		return m.ID, ok, err
-	}}
-	rep.NewShardBytes = make([]int64, r.newN)
-	// The new shards' digests, computed from what their store writers get
-	// (streamdigest.go).
-	var checks []*streamDigest
-	if !dry {
-		checks = make([]*streamDigest, r.newN)
-		for j := range checks {
-			checks[j] = newStreamDigest(p, newDigest, j)
-		}
-	}
-	put := func(shard int, key, value []byte) error {
-		rep.Counts.BytesWritten += int64(len(key) + len(value))
-		rep.NewShardBytes[shard] += int64(len(key) + len(value))
-		if dry {
-			return nil
-		}
-		if corruptWrite != nil {
-			var keep bool
-			if value, keep = corruptWrite(shard, key, value); !keep {
-				return nil
-			}
-		}
-		if direct {
-			if err := checks[shard].add(key, value); err != nil {
-				return err
-			}
-			return writers[shard].Add(key, value)
-		}
-		return sorter.Put(shard, key, value)
-	}
-	rw := &rawRewriter{mapper: mapper, gen: newGen, put: put, rep: rep}
+	defer b.out.Abort()
 	for i := range r.oldN {
-		if direct {
-			for j := i; j < r.newN; j += r.oldN {
-				if err := r.fs.MkdirAll(store.ShardDir(r.fs, newDir, j), 0o755); err != nil {
-					return nil, err
-				}
-				sw, err := store.NewStoreWriter(r.fs, store.StoreDir(r.fs, newDir, j))
-				if err != nil {
-					return nil, err
-				}
-				writers[j] = sw
-			}
-		}
-		src, err := openSource(r.fs, r.dir, i, r.oldN, r.tails)
-		if err != nil {
+		if err := b.readShard(ctx, i); err != nil {
 			return nil, err
-		}
-		err = readAhead(ctx, src, func(run *store.RawRun) error {
-			oldCanon.rawRun(oldDigest, i, run)
-			return oldCanon.err
-		}, func(run *store.RawRun) error {
-			m, ok, err := mine.lookup(i, run.No)
-			if err != nil {
-				return err
-			}
-			if !ok {
-				return fmt.Errorf("internal error: run %d of old shard %d is not in the plan", run.No, i)
-			}
-			if err := rw.run(run, i, m); err != nil {
-				return err
-			}
-			if m.No != run.No && unfinished(run.Entry.State) {
-				// The report's list is made here, where the run's pending
-				// tokens are known (its keys: by new shard, new number).
-				rr := renumberedRun(run.Entry.WorkflowID, i, run.No, m)
-				rr.Tokens = append(make([]RunToken, 0, len(rw.pending)), rw.pending...)
-				if err := rep.Renumbered.add(renumberedOrder(m.Shard, uint64(m.No)), rr); err != nil {
-					return err
-				}
-			}
-			return firstErr
-		})
-		if err == nil {
-			err = src.Outbox(func(msg *model.Message) error {
-				oldCanon.message(oldDigest, *msg)
-				nm := *msg
-				nm.MapRefs(mapper)
-				if nm.From.Run == noSuchRun || nm.From.IsZero() {
-					return fmt.Errorf("old shard %d's outbox message %q names sender %s, which does not exist: the directory is damaged; run `fusee verify %s`",
-						i, msg.ID, msg.From, r.dir)
-				}
-				j := nm.From.Shard
-				nm.Seq = seq[j]
-				seq[j]++
-				rep.Counts.Outbox++
-				if j != i {
-					rep.Counts.OutboxMoved++
-				}
-				return put(j, store.OutboxKey(nm.Seq), model.EncodeMessage(nil, &nm))
-			})
-		}
-		if err == nil {
-			err = src.Seen(func(id, wf string) error {
-				oldCanon.seen(oldDigest, id, wf)
-				j := model.ShardOf(wf, r.newN)
-				rep.Counts.Dedup++
-				if j != i {
-					rep.Counts.DedupMoved++
-				}
-				return put(j, store.SeenKey(id), model.EncodeSeenValue(nil, wf))
-			})
-		}
-		if err == nil {
-			err = src.Timers(func(k model.TimerKey) error {
-				oldCanon.timer(oldDigest, k, i)
-				m, ok, err := mine.lookup(i, k.Run)
-				if err != nil {
-					return err
-				}
-				if !ok {
-					return fmt.Errorf("old shard %d has a timer of run %d, which does not exist: the directory is damaged; run `fusee verify %s`", i, k.Run, r.dir)
-				}
-				rep.Counts.Timers++
-				k.Run = m.No
-				return put(m.Shard, store.TimerKeyBytes(k), nil)
-			})
-		}
-		if err == nil {
-			err = src.Index(func(wf string, no model.RunNo) error {
-				oldCanon.index(oldDigest, wf, model.RunRef{Shard: i, Run: no})
-				m, ok, err := mine.lookup(i, no)
-				if err != nil {
-					return err
-				}
-				if !ok {
-					return fmt.Errorf("old shard %d's index names run %d for %q, which does not exist: the directory is damaged; run `fusee verify %s`", i, no, wf, r.dir)
-				}
-				return put(m.Shard, store.IndexKey(wf), store.EncodeIndexValue(m.No))
-			})
-		}
-		if cerr := src.Close(); err == nil {
-			err = cerr
-		}
-		if err == nil {
-			err = firstErr
-		}
-		if err == nil {
-			err = oldCanon.err
-		}
-		if err != nil {
-			return nil, err
-		}
-		for j := i; direct && j < r.newN; j += r.oldN {
-			if err := put(j, store.HeaderKey(), header(j)); err != nil {
-				return nil, err
-			}
-			sw := writers[j]
-			delete(writers, j)
-			if err := sw.Finish(); err != nil {
-				return nil, err
-			}
-			if err := meta.SyncDir(r.fs, store.ShardDir(r.fs, newDir, j)); err != nil {
-				return nil, err
-			}
 		}
 		// A direct write has no phase of its own: the stores are written
 		// within the rewrite (progress interleaving two phases would
 		// restart each one's clock).
 		r.progress("rewrite", int64(i+1), int64(r.oldN))
 	}
-	rep.Counts.RunsRenumbered = p.renumbered
-	rep.Counts.RunsMoved = p.moved
-	if dry {
-		return oldDigest, nil
+	rep.Counts.RunsRenumbered = p.Renumbered
+	rep.Counts.RunsMoved = p.Moved
+	if b.dry {
+		return b.oldDigest, nil
 	}
+	if err := b.out.Finish(ctx); err != nil {
+		return nil, err
+	}
+	return b.oldDigest, b.finish()
+}
 
-	if !direct {
-		for j := range r.newN {
-			if err := put(j, store.HeaderKey(), header(j)); err != nil {
-				return nil, err
-			}
-		}
-		if err := sorter.Settle(); err != nil {
+// A builder is one pass 2: the old shards read in order, each one's keys
+// rewritten into out.
+type builder struct {
+	r      *resharder
+	p      *plan.Plan
+	rep    *Report
+	newDir string
+	dry    bool
+	newGen uint64
+	seq    []uint64     // each new shard's next outbox number
+	pos    wal.Position // where the new log's first batch goes
+	// The rewrite (this goroutine) and the old digest (the reader's) look
+	// runs up, each through a cache of its own.
+	mine, theirs *plan.Cache
+	oldCanon     *canon
+	oldDigest    *digest
+	// checks are the new shards' digests, computed from what their store
+	// writers get (streamdigest.go).
+	checks   []*streamDigest
+	sorter   *extsort.Sorter // the sort sink's
+	out      sink
+	rw       *rawRewriter
+	firstErr error // the first lookup error of the mapper
+}
+
+// newBuilder sets up pass 2: the new log and shards folder of a real run,
+// the digests and the sink.
+func (r *resharder) newBuilder(p *plan.Plan, newDir string, rep *Report) (*builder, error) {
+	b := &builder{r: r, p: p, rep: rep, newDir: newDir, dry: newDir == "", newGen: p.StoreGen + 1,
+		seq: make([]uint64, r.newN), mine: plan.NewCache(p), theirs: plan.NewCache(p)}
+	oldDigest, newDigest := newDigestPair()
+	r.newDigest = newDigest
+	if !b.dry {
+		// Nothing is read back in a dry run: the old digest would be work
+		// for nothing.
+		b.oldDigest = oldDigest
+	}
+	for j := range b.seq {
+		b.seq[j] = 1
+	}
+	if !b.dry {
+		var err error
+		if b.pos, err = r.createLog(newDir); err != nil {
 			return nil, err
 		}
-		err := parallel(ctx, r.newN, func(j int) error { return r.writeStore(sorter, newDir, j, checks[j]) },
-			func(done int) { r.progress("write", int64(done), int64(r.newN)) })
-		if err != nil {
+		if err := r.fs.MkdirAll(r.fs.PathJoin(newDir, "shards"), 0o755); err != nil {
 			return nil, err
 		}
 	}
-	if err := meta.SyncDir(r.fs, r.fs.PathJoin(newDir, "shards")); err != nil {
-		return nil, err
+	b.oldCanon = &canon{id: func(ref model.RunRef) (uint64, bool, error) {
+		m, ok, err := b.theirs.Lookup(ref.Shard, ref.Run)
+		return m.ID, ok, err
+	}}
+	rep.NewShardBytes = make([]int64, r.newN)
+	if !b.dry {
+		b.checks = make([]*streamDigest, r.newN)
+		for j := range b.checks {
+			b.checks[j] = newStreamDigest(p, newDigest, j)
+		}
 	}
-	if err := meta.SyncDir(r.fs, newDir); err != nil {
-		return nil, err
+	var next sink = drySink{}
+	switch {
+	case b.dry:
+	case r.growsDirectly():
+		next = &directSink{b: b, writers: map[int]*store.StoreWriter{}}
+	default:
+		b.sorter = extsort.New(r.fs, r.fs.PathJoin(r.scratch, "sort"), r.newN, r.budget/mapShare, workers)
+		next = &sortSink{b: b, sorter: b.sorter}
 	}
-	rep.Spilled = rep.Spilled || sorter.Spilled()
-	for _, c := range checks {
+	b.out = &counted{rep: rep, next: next, write: !b.dry}
+	b.rw = &rawRewriter{mapper: b.mapRef, gen: b.newGen, put: b.out.Put, rep: rep}
+	return b, nil
+}
+
+// header is new shard j's checkpoint header, once its outbox is whole.
+func (b *builder) header(j int) []byte {
+	hdr := model.CheckpointHeader{Version: model.StoreVersion, Shard: j, Count: b.r.newN,
+		NextRun: b.p.NextRun[j], NextSeq: b.seq[j], Log: b.pos, Now: b.p.Now, Created: b.p.Created, Gen: b.newGen}
+	return model.EncodeHeader(nil, &hdr)
+}
+
+// mapRef is the rewrite's model.RunMapper: where a reference's run went,
+// or noSuchRun (counted as dangling); a lookup error is kept in firstErr.
+func (b *builder) mapRef(_ model.RefField, ref model.RunRef) model.RunRef {
+	if ref.Run == noSuchRun {
+		b.rep.Counts.DanglingRefs++
+		return model.RunRef{Run: noSuchRun}
+	}
+	m, ok, err := b.mine.Lookup(ref.Shard, ref.Run)
+	if err != nil {
+		if b.firstErr == nil {
+			b.firstErr = err
+		}
+		return ref
+	}
+	if !ok {
+		b.rep.Counts.DanglingRefs++
+		return model.RunRef{Run: noSuchRun}
+	}
+	n := model.RunRef{Shard: m.Shard, Run: m.No}
+	if n != ref {
+		b.rep.Counts.RefsRewritten++
+	}
+	return n
+}
+
+// finish syncs the new layout and checks every new shard's digest.
+func (b *builder) finish() error {
+	r := b.r
+	if err := meta.SyncDir(r.fs, r.fs.PathJoin(b.newDir, "shards")); err != nil {
+		return err
+	}
+	if err := meta.SyncDir(r.fs, b.newDir); err != nil {
+		return err
+	}
+	b.rep.Spilled = b.rep.Spilled || (b.sorter != nil && b.sorter.Spilled())
+	for _, c := range b.checks {
 		if err := c.finish(); err != nil {
-			return nil, err
+			return err
 		}
-		newDigest.merge(c.d)
+		r.newDigest.merge(c.d)
 	}
-	return oldDigest, nil
+	return nil
+}
+
+// readShard reads old shard i whole into the sink: its runs, outbox,
+// dedup entries, timers and index.
+func (b *builder) readShard(ctx context.Context, i int) error {
+	if err := b.out.Begin(i); err != nil {
+		return err
+	}
+	src, err := openSource(b.r.fs, b.r.dir, i, b.r.oldN, b.r.tails)
+	if err != nil {
+		return err
+	}
+	err = readAhead(ctx, src, func(run *store.RawRun) error {
+		b.oldCanon.rawRun(b.oldDigest, i, run)
+		return b.oldCanon.err
+	}, func(run *store.RawRun) error { return b.run(i, run) })
+	for _, part := range []func(int, shardSource) error{b.outbox, b.seen, b.timers, b.index} {
+		if err == nil {
+			err = part(i, src)
+		}
+	}
+	if cerr := src.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil {
+		err = b.firstErr
+	}
+	if err == nil {
+		err = b.oldCanon.err
+	}
+	if err != nil {
+		return err
+	}
+	return b.out.End(i)
+}
+
+// run rewrites old shard i's run; an unfinished run that changes number
+// goes into the report's list here, where its pending tokens are known.
+func (b *builder) run(i int, run *store.RawRun) error {
+	m, ok, err := b.mine.Lookup(i, run.No)
+	if err != nil {
+		return err
+	}
+	if !ok {
+		return fmt.Errorf("internal error: run %d of old shard %d is not in the plan", run.No, i)
+	}
+	if err := b.rw.run(run, i, m); err != nil {
+		return err
+	}
+	if m.No != run.No && plan.Unfinished(run.Entry.State) {
+		// The list's keys: by new shard, new number.
+		rr := renumberedRun(run.Entry.WorkflowID, i, run.No, m)
+		rr.Tokens = append(make([]RunToken, 0, len(b.rw.pending)), b.rw.pending...)
+		if err := b.rep.Renumbered.add(renumberedOrder(m.Shard, uint64(m.No)), rr); err != nil {
+			return err
+		}
+	}
+	return b.firstErr
+}
+
+// outbox moves old shard i's outbox messages to their sender's new shard,
+// renumbered in the order they come.
+func (b *builder) outbox(i int, src shardSource) error {
+	return src.Outbox(func(msg *model.Message) error {
+		b.oldCanon.message(b.oldDigest, *msg)
+		nm := *msg
+		nm.MapRefs(b.mapRef)
+		if nm.From.Run == noSuchRun || nm.From.IsZero() {
+			return fmt.Errorf("old shard %d's outbox message %q names sender %s, which does not exist: the directory is damaged; run `fusee verify %s`",
+				i, msg.ID, msg.From, b.r.dir)
+		}
+		j := nm.From.Shard
+		nm.Seq = b.seq[j]
+		b.seq[j]++
+		b.rep.Counts.Outbox++
+		if j != i {
+			b.rep.Counts.OutboxMoved++
+		}
+		return b.out.Put(j, store.OutboxKey(nm.Seq), model.EncodeMessage(nil, &nm))
+	})
+}
+
+// seen moves old shard i's dedup entries to their workflow's new shard.
+func (b *builder) seen(i int, src shardSource) error {
+	return src.Seen(func(id, wf string) error {
+		b.oldCanon.seen(b.oldDigest, id, wf)
+		j := model.ShardOf(wf, b.r.newN)
+		b.rep.Counts.Dedup++
+		if j != i {
+			b.rep.Counts.DedupMoved++
+		}
+		return b.out.Put(j, store.SeenKey(id), model.EncodeSeenValue(nil, wf))
+	})
+}
+
+// timers moves old shard i's timers with their runs.
+func (b *builder) timers(i int, src shardSource) error {
+	return src.Timers(func(k model.TimerKey) error {
+		b.oldCanon.timer(b.oldDigest, k, i)
+		m, ok, err := b.mine.Lookup(i, k.Run)
+		if err != nil {
+			return err
+		}
+		if !ok {
+			return fmt.Errorf("old shard %d has a timer of run %d, which does not exist: the directory is damaged; run `fusee verify %s`", i, k.Run, b.r.dir)
+		}
+		b.rep.Counts.Timers++
+		k.Run = m.No
+		return b.out.Put(m.Shard, store.TimerKeyBytes(k), nil)
+	})
+}
+
+// index moves old shard i's ID index entries with their runs.
+func (b *builder) index(i int, src shardSource) error {
+	return src.Index(func(wf string, no model.RunNo) error {
+		b.oldCanon.index(b.oldDigest, wf, model.RunRef{Shard: i, Run: no})
+		m, ok, err := b.mine.Lookup(i, no)
+		if err != nil {
+			return err
+		}
+		if !ok {
+			return fmt.Errorf("old shard %d's index names run %d for %q, which does not exist: the directory is damaged; run `fusee verify %s`", i, no, wf, b.r.dir)
+		}
+		return b.out.Put(m.Shard, store.IndexKey(wf), store.EncodeIndexValue(m.No))
+	})
 }
 
 // growsDirectly says whether a real run writes its new stores as it
 // reads the old ones, without a sort: a grow to a multiple of at most
 // maxDirectStores (an upgrade, which keeps the count, is one).
 func (r *resharder) growsDirectly() bool {
-	return r.newN%r.oldN == 0 && r.newN/r.oldN <= maxDirectStores && directWrite
+	return r.newN%r.oldN == 0 && r.newN/r.oldN <= maxDirectStores && !Testing.sortGrows
 }
-
-// directWrite lets a grow to a multiple write its stores as it reads (a
-// test turns it off to compare with the sorted path).
-var directWrite = true
 
 // maxDirectStores is the most new stores a grow to a multiple writes at
 // once (a store being written holds a pebble store open and a table
@@ -348,7 +348,7 @@ func (r *resharder) createLog(newDir string) (wal.Position, error) {
 // writeStore writes new shard j's store from the sorted keys of its
 // prefix, each one digested by check on its way. Several run at once:
 // sorter takes no Put meanwhile.
-func (r *resharder) writeStore(sorter *runSorter, newDir string, j int, check *streamDigest) error {
+func (r *resharder) writeStore(sorter *extsort.Sorter, newDir string, j int, check *streamDigest) error {
 	if err := r.fs.MkdirAll(store.ShardDir(r.fs, newDir, j), 0o755); err != nil {
 		return err
 	}
@@ -477,9 +477,9 @@ func readAhead(ctx context.Context, src shardSource, look, fn func(*store.RawRun
 // checkNew returns the new shards' digest, computed as they were written
 // (streamdigest.go), after opening every new shard the way the engine
 // opens it (its store, its header, the new log): a store that does not
-// open stops the reshard here. With readBackCheck set (tests), every new
+// open stops the reshard here. With Testing.readBackCheck set, every new
 // shard is also read back whole and its digest must equal the stream's.
-func (r *resharder) checkNew(ctx context.Context, p *plan, newDir string) (*digest, error) {
+func (r *resharder) checkNew(ctx context.Context, p *plan.Plan, newDir string) (*digest, error) {
 	tails, err := logTails(ctx, r.fs, newDir, r.newN)
 	if err != nil {
 		return nil, fmt.Errorf("opening the new shards: %w", err)
@@ -494,7 +494,7 @@ func (r *resharder) checkNew(ctx context.Context, p *plan, newDir string) (*dige
 		}
 		r.progress("check", int64(j+1), int64(r.newN))
 	}
-	if readBackCheck {
+	if Testing.readBackCheck {
 		back, err := r.readBack(ctx, p, newDir)
 		if err != nil {
 			return nil, err
@@ -506,16 +506,9 @@ func (r *resharder) checkNew(ctx context.Context, p *plan, newDir string) (*dige
 	return r.newDigest, nil
 }
 
-// corruptWrite, when set (tests), may change or drop (keep false) each
-// key's value the rewrite hands over, as a bug in the rewrite would.
-var corruptWrite func(shard int, key, value []byte) (_ []byte, keep bool)
-
-// readBackCheck makes checkNew read every new shard back as well (tests).
-var readBackCheck = false
-
 // readBack reads every new shard the way the engine will, and computes
 // its digest.
-func (r *resharder) readBack(ctx context.Context, p *plan, newDir string) (*digest, error) {
+func (r *resharder) readBack(ctx context.Context, p *plan.Plan, newDir string) (*digest, error) {
 	d := r.newDigest.empty()
 	tails, err := logTails(ctx, r.fs, newDir, r.newN)
 	if err != nil {
@@ -525,7 +518,7 @@ func (r *resharder) readBack(ctx context.Context, p *plan, newDir string) (*dige
 	err = parallel(ctx, r.newN, func(j int) error {
 		part := d.empty()
 		parts[j] = part
-		c := &canon{id: func(ref model.RunRef) (uint64, bool, error) { return p.identityAt(ref.Shard, ref.Run) }}
+		c := &canon{id: func(ref model.RunRef) (uint64, bool, error) { return p.IdentityAt(ref.Shard, ref.Run) }}
 		if err := r.readBackShard(ctx, c, part, newDir, j, tails); err != nil {
 			return fmt.Errorf("reading back new shard %d: %w", j, err)
 		}

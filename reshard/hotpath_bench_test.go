@@ -20,6 +20,7 @@ import (
 	"github.com/fusee-dev/fusee/journal/model"
 	"github.com/fusee-dev/fusee/journal/sim"
 	"github.com/fusee-dev/fusee/journal/store"
+	"github.com/fusee-dev/fusee/reshard/internal/plan"
 )
 
 const hotShards, hotRuns = 4, 2000
@@ -150,7 +151,7 @@ func BenchmarkDigestRun(b *testing.B) {
 	}
 	c := &canon{id: func(ref model.RunRef) (uint64, bool, error) {
 		_, ok := ids[ref]
-		return runKey(ref.Shard, ref.Run), ok, nil
+		return plan.RunKey(ref.Shard, ref.Run), ok, nil
 	}}
 	d, _ := newDigestPair()
 	b.SetBytes(encodedBytes(enc))
@@ -228,7 +229,7 @@ func BenchmarkPlan(b *testing.B) {
 		if err != nil {
 			b.Fatal(err)
 		}
-		if got := p.shardRuns[0] + p.shardRuns[1] + p.shardRuns[2]; got != int64(len(runs)) {
+		if got := p.ShardRuns[0] + p.ShardRuns[1] + p.ShardRuns[2]; got != int64(len(runs)) {
 			b.Fatalf("plan has %d runs, the directory %d", got, len(runs))
 		}
 		p.Close()
@@ -286,7 +287,7 @@ func BenchmarkRawRewrite(b *testing.B) {
 	for b.Loop() {
 		memLists(w.rep) // the token changes of one pass
 		for _, rr := range raws {
-			if err := w.run(rr, 0, mapped{Shard: 1, No: rr.No}); err != nil {
+			if err := w.run(rr, 0, plan.Mapped{Shard: 1, No: rr.No}); err != nil {
 				b.Fatal(err)
 			}
 		}
@@ -300,7 +301,7 @@ func BenchmarkDigestRawRun(b *testing.B) {
 	ids := map[model.RunRef]uint64{}
 	for _, r := range runs {
 		s := model.ShardOf(r.WorkflowID, hotShards)
-		ids[model.RunRef{Shard: s, Run: r.No}] = runKey(s, r.No)
+		ids[model.RunRef{Shard: s, Run: r.No}] = plan.RunKey(s, r.No)
 	}
 	c := &canon{id: func(ref model.RunRef) (uint64, bool, error) { id, ok := ids[ref]; return id, ok, nil }}
 	d, _ := newDigestPair()

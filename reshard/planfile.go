@@ -4,7 +4,6 @@ import (
 	"bufio"
 	"bytes"
 	"crypto/sha256"
-	"encoding/binary"
 	"encoding/hex"
 	"encoding/json"
 	"errors"
@@ -13,8 +12,9 @@ import (
 	"iter"
 
 	"github.com/cockroachdb/pebble/v2/vfs"
-
 	"github.com/fusee-dev/fusee/journal/model"
+	"github.com/fusee-dev/fusee/meta"
+	"github.com/fusee-dev/fusee/reshard/internal/plan"
 )
 
 // PlanVersion is the version of the plan file's JSON schema
@@ -179,13 +179,7 @@ func ReadPlan(fs vfs.FS, path, scratch string, budget int64) (*Plan, error) {
 // past budget bytes each; then it checks the checksum by rendering the
 // plan again (planChecksum).
 func decodePlan(path string, r io.Reader, fs vfs.FS, stem string, budget int64) (_ *Plan, err error) {
-	fail := func(msg string, err error) error {
-		var syntax *json.SyntaxError
-		if errors.As(err, &syntax) || errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, io.EOF) {
-			msg = "not a readable plan" // not JSON, or cut short
-		}
-		return &PlanFileError{Path: path, Msg: msg + " (" + err.Error() + ")"}
-	}
+	fail := func(msg string, err error) error { return planFileFail(path, msg, err) }
 	dec := json.NewDecoder(bufio.NewReaderSize(r, 64<<10))
 	dec.DisallowUnknownFields()
 	if t, err := dec.Token(); err != nil || t != json.Delim('{') {
@@ -230,12 +224,8 @@ func decodePlan(path string, r io.Reader, fs vfs.FS, stem string, budget int64) 
 		if key == "plan_version" {
 			// Checked as soon as it is read: a plan of another version
 			// is refused for that, whatever else it holds.
-			var v int
-			if err := json.Unmarshal(rest[key], &v); err != nil {
-				return nil, fail("not a readable plan", err)
-			}
-			if v != PlanVersion {
-				return nil, &PlanFileError{Path: path, Msg: fmt.Sprintf("plan version %d; this fusee reads version %d", v, PlanVersion)}
+			if err := checkPlanVersion(path, rest[key], fail); err != nil {
+				return nil, err
 			}
 			version = true
 		}
@@ -262,10 +252,32 @@ func decodePlan(path string, r io.Reader, fs vfs.FS, stem string, budget int64) 
 	if p.Checksum == "" || sum != p.Checksum {
 		return nil, &PlanFileError{Path: path, Msg: "damaged or edited: its checksum does not match its content"}
 	}
-	if p.OldShards < 1 || p.NewShards < 1 || p.NewShards > 1024 || len(p.Shards) != p.NewShards || p.Identity.Shards != p.OldShards {
+	if p.OldShards < 1 || p.NewShards < 1 || p.NewShards > meta.MaxShards || len(p.Shards) != p.NewShards || p.Identity.Shards != p.OldShards {
 		return nil, &PlanFileError{Path: path, Msg: fmt.Sprintf("inconsistent: %d to %d shards with %d shard totals", p.OldShards, p.NewShards, len(p.Shards))}
 	}
 	return p, nil
+}
+
+// planFileFail is the PlanFileError for err, met reading the plan at path:
+// msg, or "not a readable plan" when it is not JSON or is cut short.
+func planFileFail(path, msg string, err error) error {
+	var syntax *json.SyntaxError
+	if errors.As(err, &syntax) || errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, io.EOF) {
+		msg = "not a readable plan" // not JSON, or cut short
+	}
+	return &PlanFileError{Path: path, Msg: msg + " (" + err.Error() + ")"}
+}
+
+// checkPlanVersion refuses a plan_version other than PlanVersion.
+func checkPlanVersion(path string, raw json.RawMessage, fail func(string, error) error) error {
+	var v int
+	if err := json.Unmarshal(raw, &v); err != nil {
+		return fail("not a readable plan", err)
+	}
+	if v != PlanVersion {
+		return &PlanFileError{Path: path, Msg: fmt.Sprintf("plan version %d; this fusee reads version %d", v, PlanVersion)}
+	}
+	return nil
 }
 
 // decodeList reads a JSON array from dec, an element at a time, into a
@@ -300,7 +312,7 @@ func decodeList[T any](dec *json.Decoder, fs vfs.FS, dir string, budget int64) (
 // writtenPlan makes the plan of a dry run from its pass 1 (every run in
 // the run map whose number changes, each new shard's totals) and its
 // report, whose token changes it shares.
-func (r *resharder) writtenPlan(p *plan) (_ *Plan, err error) {
+func (r *resharder) writtenPlan(p *plan.Plan) (_ *Plan, err error) {
 	renumbered := newList[PlannedRun](r.fs, listStem(r.fs, r.opts.Scratch)+"-plan", r.budget/mapShare/listShare)
 	defer func() {
 		if err != nil {
@@ -326,15 +338,12 @@ func (r *resharder) writtenPlan(p *plan) (_ *Plan, err error) {
 // (losers always get a number above every old one, so "changed" is
 // "renumbered now", whatever the run's flag says about earlier reshards),
 // by old shard and old number; it returns each new shard's runs by state.
-func (r *resharder) planDetails(p *plan, fn func(*PlannedRun) error) ([]ShardTotals, error) {
+func (r *resharder) planDetails(p *plan.Plan, fn func(*PlannedRun) error) ([]ShardTotals, error) {
 	totals := make([]ShardTotals, r.newN)
 	for j := range totals {
 		totals[j] = ShardTotals{Shard: j, State: map[string]int64{}}
 	}
-	err := p.runs.Each(nil, func(k, v []byte) error {
-		oldShard := int(binary.BigEndian.Uint16(k))
-		oldNo := model.RunNo(binary.BigEndian.Uint64(k[2:]))
-		m := decodeMapped(v)
+	err := p.EachRun(func(oldShard int, oldNo model.RunNo, m plan.Mapped) error {
 		totals[m.Shard].Runs++
 		totals[m.Shard].State[m.State.String()]++
 		if m.No == oldNo {
@@ -351,7 +360,7 @@ func (r *resharder) planDetails(p *plan, fn func(*PlannedRun) error) ([]ShardTot
 // given to apply wrote down. With the same fingerprint it always is; a
 // difference is a bug, and stops the reshard before anything is switched.
 // The plan's list is read alongside the run map, an entry at a time.
-func (r *resharder) matchPlan(p *plan) error {
+func (r *resharder) matchPlan(p *plan.Plan) error {
 	want := r.opts.Plan
 	next, stop := iter.Pull2(want.Renumbered.items())
 	defer stop()
@@ -377,8 +386,8 @@ func (r *resharder) matchPlan(p *plan) error {
 	}
 	diff := ""
 	switch {
-	case p.storeGen+1 != want.StoreGen:
-		diff = fmt.Sprintf("store generation %d, the plan says %d", p.storeGen+1, want.StoreGen)
+	case p.StoreGen+1 != want.StoreGen:
+		diff = fmt.Sprintf("store generation %d, the plan says %d", p.StoreGen+1, want.StoreGen)
 	case n != want.Renumbered.Len():
 		diff = fmt.Sprintf("%d runs renumbered, the plan says %d", n, want.Renumbered.Len())
 	default:

@@ -5,6 +5,7 @@ import (
 
 	"github.com/fusee-dev/fusee/journal/model"
 	"github.com/fusee-dev/fusee/journal/store"
+	"github.com/fusee-dev/fusee/reshard/internal/plan"
 )
 
 // The byte-copy rewrite: a run is read as a store.RawRun (records
@@ -80,7 +81,7 @@ func (w *rawRewriter) decoded(oldShard int, rec []byte, dst []byte, unfinished b
 
 // run puts the keys of rr, old shard oldShard's run, as run m.No of new
 // shard m.Shard: its entry, its records and its archive.
-func (w *rawRewriter) run(rr *store.RawRun, oldShard int, m mapped) error {
+func (w *rawRewriter) run(rr *store.RawRun, oldShard int, m plan.Mapped) error {
 	e := rr.Entry
 	e.Renumbered = m.Renumbered
 	w.kb = store.AppendRunKey(w.kb[:0], m.No)
@@ -88,7 +89,7 @@ func (w *rawRewriter) run(rr *store.RawRun, oldShard int, m mapped) error {
 	if err := w.put(m.Shard, w.kb, w.vb); err != nil {
 		return err
 	}
-	unf := unfinished(e.State)
+	unf := plan.Unfinished(e.State)
 	w.async, w.pending = w.async[:0], w.pending[:0]
 	if unf {
 		clear(w.done)
@@ -114,6 +115,18 @@ func (w *rawRewriter) run(rr *store.RawRun, oldShard int, m mapped) error {
 		}
 	}
 	w.rep.Counts.Records += int64(len(rr.Records))
+	if err := w.pendingTokens(e.WorkflowID); err != nil {
+		return err
+	}
+	if rr.Archive == nil {
+		return nil
+	}
+	return w.archive(rr, oldShard, m)
+}
+
+// pendingTokens reports the last run's completion tokens that no
+// completion record answered: the run's pending ones.
+func (w *rawRewriter) pendingTokens(wf string) error {
 	for _, t := range w.async {
 		if w.done[t.pos] {
 			continue
@@ -121,22 +134,24 @@ func (w *rawRewriter) run(rr *store.RawRun, oldShard int, m mapped) error {
 		w.rep.Counts.PendingTokens++
 		rt := RunToken{Position: t.pos, Old: t.old.String(), New: t.new.String()}
 		w.pending = append(w.pending, rt)
-		err := w.rep.Tokens.add(nil, TokenChange{WorkflowID: e.WorkflowID, Position: rt.Position, Old: rt.Old, New: rt.New})
+		err := w.rep.Tokens.add(nil, TokenChange{WorkflowID: wf, Position: rt.Position, Old: rt.Old, New: rt.New})
 		if err != nil {
 			return err
 		}
 	}
-	if rr.Archive == nil {
-		return nil
-	}
+	return nil
+}
+
+// archive puts rr's history archive as run m.No's: copied whole unless a
+// record in it has a reference; from the first such record on, it is
+// built again in w.hb.
+func (w *rawRewriter) archive(rr *store.RawRun, oldShard int, m plan.Mapped) error {
 	n, err := model.HistoryLen(rr.Archive)
 	if err != nil {
 		return err
 	}
 	w.rep.Counts.Archives++
 	w.rep.Counts.Records += int64(n)
-	// The history is copied whole unless a record in it has a reference:
-	// from the first such record on, it is built again in w.hb.
 	rewrite := false
 	err = model.EachHistoryRecordAt(rr.Archive, func(at int, rec []byte, h *model.RecordHead) error {
 		if !h.HasRefs() {

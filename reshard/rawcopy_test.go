@@ -13,6 +13,7 @@ import (
 	"github.com/fusee-dev/fusee/journal/model"
 	"github.com/fusee-dev/fusee/journal/sim"
 	"github.com/fusee-dev/fusee/journal/store"
+	"github.com/fusee-dev/fusee/reshard/internal/plan"
 )
 
 // TestRawRewriteMatchesDecode: on random generated directories, every run
@@ -88,7 +89,7 @@ func TestRawRewriteMatchesDecode(t *testing.T) {
 				cd, cr := &canon{id: ids}, &canon{id: ids}
 				for k, w := range want {
 					rr := raws[k]
-					m := mapped{Shard: rng.IntN(9), No: model.RunNo(1 + rng.IntN(1<<20))}
+					m := plan.Mapped{Shard: rng.IntN(9), No: model.RunNo(1 + rng.IntN(1<<20))}
 					m.Renumbered = rng.IntN(2) == 0
 					cd.run(dDecoded, i, w.run, w.archive)
 					cr.rawRun(dRaw, i, rr)
@@ -169,7 +170,7 @@ func mapRecords(recs []model.Record, keyShard int, m model.RunMapper, gen uint64
 // tokenChanges is what the report lists for a run's pending completions,
 // from the decoded run before (old) and after (nr) its rewrite.
 func tokenChanges(old, nr *model.Run) []TokenChange {
-	if !unfinished(old.State) {
+	if !plan.Unfinished(old.State) {
 		return nil
 	}
 	done := map[uint32]bool{}

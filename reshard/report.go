@@ -69,7 +69,7 @@ type Report struct {
 	// Kept is the kept old layout, with Options.KeepOld.
 	Kept string `json:"kept,omitempty"`
 	// ReportFile is where the directory keeps this report
-	// (<dir>/reshard-reports/<name>, reportstore.go): written before the
+	// (<dir>/reshard-reports/<name>, internal/switchdir/reports.go): written before the
 	// switch, so that it survives whatever stops the command after it.
 	// Empty for a dry run and for a run that changed no layout.
 	ReportFile string `json:"report_file,omitempty"`

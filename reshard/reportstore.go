@@ -3,16 +3,12 @@ package reshard
 import (
 	"bufio"
 	"encoding/json"
-	"errors"
 	"fmt"
-	iofs "io/fs"
-	"regexp"
-	"slices"
-	"strings"
 	"time"
 
 	"github.com/cockroachdb/pebble/v2/vfs"
 	"github.com/fusee-dev/fusee/meta"
+	"github.com/fusee-dev/fusee/reshard/internal/switchdir"
 )
 
 // The kept reports (docs/reshard.md §9).
@@ -33,40 +29,6 @@ import (
 // cleanup did not. The folder is not part of the engine's layout:
 // verify, dump and the engine ignore it; undo leaves it as it is.
 
-// Names of the kept reports.
-const (
-	ReportsDirName = "reshard-reports" // in the data directory
-	reportInSource = "report.json"     // in reshard.new (or reshard.kept, for an undo) until the switch
-	pendingReport  = "pending.json"    // in reshard-reports: carried in, not yet given its name
-)
-
-// KeepReports is how many reports reshard-reports keeps: the oldest go
-// when a new one is added (never one that a kept layout's undo needs).
-const KeepReports = 10
-
-// reportNamePattern matches the names reports are kept under.
-var reportNamePattern = regexp.MustCompile(`^[0-9]{8}T[0-9]{6}\.[0-9]{3}Z-[a-z0-9-]+\.json$`)
-
-// reportStamp is the time part of a report's name: UTC to the
-// millisecond, so that names sort by time.
-const reportStamp = "20060102T150405.000Z"
-
-// newReportName is the name the report of an operation (what: e.g.
-// "3-to-5", "undo-5-to-3", "upgrade-4-shards") gets in dir's
-// reshard-reports: its time, made later than every kept report's (a clock
-// set back, or two in one millisecond, must not make "the latest" an
-// older one), and what it is.
-func newReportName(fs vfs.FS, dir, what string, now time.Time) string {
-	at := now.UTC()
-	if names, err := reportNames(fs, dir); err == nil && len(names) > 0 {
-		last, err := time.Parse(reportStamp, strings.SplitN(names[len(names)-1], "-", 2)[0])
-		if err == nil && !at.After(last) {
-			at = last.Add(time.Millisecond)
-		}
-	}
-	return at.Format(reportStamp) + "-" + what + ".json"
-}
-
 // reportWhat is the part of a report's name that says what it is.
 func (r *resharder) reportWhat() string {
 	if r.upgrade {
@@ -79,136 +41,10 @@ func (r *resharder) reportWhat() string {
 // the report as the switch will carry it into reshard-reports (outcome
 // done or undone, no switch phase yet).
 func (r *resharder) writeSourceReport(src string) error {
-	if err := meta.ReplaceFileWith(r.fs, r.fs.PathJoin(src, reportInSource), r.rep.WriteJSON); err != nil {
+	if err := meta.ReplaceFileWith(r.fs, r.fs.PathJoin(src, switchdir.ReportInSource), r.rep.WriteJSON); err != nil {
 		return fmt.Errorf("keeping the report before the switch: %w", err)
 	}
 	return nil
-}
-
-// carryReport moves the report from the switch's source (src/report.json)
-// into reshard-reports/pending.json, if it is still in src. It runs once
-// the new layout is in place and before the final fusee.meta.
-func carryReport(fs vfs.FS, dir, src string) error {
-	from := fs.PathJoin(src, reportInSource)
-	if ok, err := exists(fs, from); err != nil || !ok {
-		return err
-	}
-	reports := fs.PathJoin(dir, ReportsDirName)
-	if err := fs.MkdirAll(reports, 0o755); err != nil {
-		return fmt.Errorf("switching: %w", err)
-	}
-	if err := meta.SyncDir(fs, dir); err != nil {
-		return err
-	}
-	if err := fs.Rename(from, fs.PathJoin(reports, pendingReport)); err != nil {
-		return fmt.Errorf("switching: moving the report into %s: %w", reports, err)
-	}
-	if err := hook("report-carried"); err != nil {
-		return err
-	}
-	if err := meta.SyncDir(fs, reports); err != nil {
-		return err
-	}
-	return meta.SyncDir(fs, src)
-}
-
-// switchReportPath is where the report of the switch being finished is:
-// still in its source, or carried in and pending ("" if neither: a switch
-// begun by a fusee that kept no reports).
-func switchReportPath(fs vfs.FS, dir, src string) string {
-	for _, p := range []string{fs.PathJoin(src, reportInSource), fs.PathJoin(dir, ReportsDirName, pendingReport)} {
-		if fileExists(fs, p) {
-			return p
-		}
-	}
-	return ""
-}
-
-// pendingReportPath is reshard-reports/pending.json if it is there: a
-// switch finished and its cleanup did not ("" otherwise).
-func pendingReportPath(fs vfs.FS, dir string) string {
-	p := fs.PathJoin(dir, ReportsDirName, pendingReport)
-	if fileExists(fs, p) {
-		return p
-	}
-	return ""
-}
-
-// finishReport gives the pending report its name (the one in its
-// report_file), then drops the oldest reports beyond KeepReports, and
-// removes report temporary files that a crash left. It runs after the
-// switch's leftovers are gone; name is the report's name when the caller
-// knows it ("": read it from the pending report).
-func finishReport(fs vfs.FS, dir, name string) error {
-	reports := fs.PathJoin(dir, ReportsDirName)
-	pending := fs.PathJoin(reports, pendingReport)
-	if ok, err := exists(fs, pending); err != nil || !ok {
-		return err
-	}
-	if name == "" {
-		h, err := readReportHead(fs, pending)
-		if err != nil {
-			return err
-		}
-		name = fs.PathBase(h.ReportFile)
-	}
-	if !reportNamePattern.MatchString(name) {
-		return fmt.Errorf("%s: its report_file names %q, not a report's name; was it edited?", pending, name)
-	}
-	if err := fs.Rename(pending, fs.PathJoin(reports, name)); err != nil {
-		return fmt.Errorf("naming the report %s: %w", fs.PathJoin(reports, name), err)
-	}
-	if err := hook("report-named"); err != nil {
-		return err
-	}
-	if err := pruneReports(fs, dir); err != nil {
-		return err
-	}
-	return meta.SyncDir(fs, reports)
-}
-
-// pruneReports removes the oldest kept reports beyond KeepReports, never
-// the one a kept layout's undo needs, and stray temporary files. The
-// caller syncs the folder.
-func pruneReports(fs vfs.FS, dir string) error {
-	reports := fs.PathJoin(dir, ReportsDirName)
-	names, err := reportNames(fs, dir)
-	if err != nil {
-		return err
-	}
-	protect := ""
-	if rec, err := readKeptRecord(fs, fs.PathJoin(dir, KeptDirName)); err == nil {
-		protect = rec.Report
-	}
-	for len(names) > KeepReports {
-		if names[0] != protect {
-			if err := fs.Remove(fs.PathJoin(reports, names[0])); err != nil {
-				return fmt.Errorf("removing the old report %s: %w", fs.PathJoin(reports, names[0]), err)
-			}
-		}
-		names = names[1:]
-	}
-	meta.RemoveTempFiles(fs, reports, "")
-	return nil
-}
-
-// reportNames lists the kept reports' names, oldest first.
-func reportNames(fs vfs.FS, dir string) ([]string, error) {
-	all, err := fs.List(fs.PathJoin(dir, ReportsDirName))
-	if errors.Is(err, iofs.ErrNotExist) {
-		return nil, nil
-	}
-	if err != nil {
-		return nil, fmt.Errorf("reading %s: %w", fs.PathJoin(dir, ReportsDirName), err)
-	}
-	var names []string
-	for _, n := range all {
-		if reportNamePattern.MatchString(n) {
-			names = append(names, n)
-		}
-	}
-	slices.Sort(names)
-	return names, nil
 }
 
 // KeptReport is one report in a data directory's reshard-reports, as
@@ -224,12 +60,12 @@ type KeptReport struct {
 // ListReports lists dir's kept reports, oldest first (a pending one
 // last). It reads only names and sizes.
 func ListReports(fs vfs.FS, dir string) ([]KeptReport, error) {
-	names, err := reportNames(fs, dir)
+	names, err := switchdir.ReportNames(fs, dir)
 	if err != nil {
 		return nil, err
 	}
-	if fileExists(fs, fs.PathJoin(dir, ReportsDirName, pendingReport)) {
-		names = append(names, pendingReport)
+	if switchdir.FileExists(fs, fs.PathJoin(dir, ReportsDirName, switchdir.PendingReportName)) {
+		names = append(names, switchdir.PendingReportName)
 	}
 	out := make([]KeptReport, 0, len(names))
 	for _, n := range names {
@@ -238,7 +74,7 @@ func ListReports(fs vfs.FS, dir string) ([]KeptReport, error) {
 		if err != nil {
 			return nil, fmt.Errorf("reading %s: %w", p, err)
 		}
-		out = append(out, KeptReport{Path: p, Bytes: st.Size(), Pending: n == pendingReport})
+		out = append(out, KeptReport{Path: p, Bytes: st.Size(), Pending: n == switchdir.PendingReportName})
 	}
 	return out, nil
 }
@@ -263,11 +99,11 @@ func OpenReport(fs vfs.FS, dir, name, scratch string, budget int64) (*Report, er
 	path := ""
 	switch {
 	case name == "":
-		if p := inFlightReport(fs, dir); p != "" {
+		if p := switchdir.InFlightReport(fs, dir); p != "" {
 			path = p
 			break
 		}
-		names, err := reportNames(fs, dir)
+		names, err := switchdir.ReportNames(fs, dir)
 		if err != nil {
 			return nil, err
 		}
@@ -277,7 +113,7 @@ func OpenReport(fs vfs.FS, dir, name, scratch string, budget int64) (*Report, er
 		path = fs.PathJoin(dir, ReportsDirName, names[len(names)-1])
 	default:
 		path = fs.PathJoin(dir, ReportsDirName, fs.PathBase(name))
-		if !fileExists(fs, path) {
+		if !switchdir.FileExists(fs, path) {
 			return nil, &ReportNotFoundError{Dir: dir, Name: fs.PathBase(name)}
 		}
 	}
@@ -371,7 +207,7 @@ func readReportHead(fs vfs.FS, path string) (*Report, error) {
 // fusee that kept no reports), r.rep stays as it is and its ListsUnknown
 // says so.
 func (r *resharder) loadSwitchReport(src string) error {
-	path := switchReportPath(r.fs, r.dir, src)
+	path := switchdir.ReportPath(r.fs, r.dir, src)
 	if path == "" {
 		r.rep.ListsUnknown = true
 		return nil
@@ -391,17 +227,4 @@ func (r *resharder) loadReport(path string) error {
 	got.Dir, got.DryRun, got.CleanedUp = r.rep.Dir, r.rep.DryRun, r.rep.CleanedUp
 	*r.rep = *got
 	return nil
-}
-
-// inFlightReport is the report of a switch that began and whose cleanup
-// has not finished: pending in reshard-reports, or, while fusee.meta says
-// the switch is under way, still in the switch's source ("" if none).
-func inFlightReport(fs vfs.FS, dir string) string {
-	if p := pendingReportPath(fs, dir); p != "" {
-		return p
-	}
-	if m, err := meta.ReadAny(fs, dir); err == nil && (m.Switching() || m.Upgrading()) {
-		return switchReportPath(fs, dir, switchSource(fs, dir))
-	}
-	return ""
 }

@@ -2,30 +2,31 @@ package reshard
 
 import (
 	"context"
-	"errors"
 	"fmt"
-	iofs "io/fs"
 	"os"
-	"slices"
 	"strconv"
 	"time"
 
 	"github.com/cockroachdb/pebble/v2/vfs"
 	"github.com/fusee-dev/fusee/journal"
+	"github.com/fusee-dev/fusee/journal/check"
 	"github.com/fusee-dev/fusee/journal/store"
-	"github.com/fusee-dev/fusee/journal/wal"
 	"github.com/fusee-dev/fusee/meta"
+	"github.com/fusee-dev/fusee/reshard/internal/plan"
+	"github.com/fusee-dev/fusee/reshard/internal/switchdir"
 )
 
 // Names inside a data directory while a reshard runs.
 const (
-	NewDirName = "reshard.new" // the new shards and log, built before the switch
-	OldDirName = "reshard.old" // the old shards and log, moved aside during the switch
-	scratchDir = ".scratch"    // inside reshard.new (real run) or --scratch (dry run)
+	NewDirName = switchdir.NewDirName // the new shards and log, built before the switch
+	OldDirName = switchdir.OldDirName // the old shards and log, moved aside during the switch
+	scratchDir = ".scratch"           // inside reshard.new (real run) or --scratch (dry run)
 )
 
-// DefaultMemory is the default memory budget (Options.Memory).
-const DefaultMemory = 256 << 20
+// DefaultMemory is the default memory budget (Options.Memory): the one of
+// verify, dump and inspect (check.DefaultMemory), so that one figure is
+// written once.
+const DefaultMemory = check.DefaultMemory
 
 // Options configure a reshard.
 type Options struct {
@@ -108,7 +109,7 @@ type resharder struct {
 	newDigest  *digest
 	rep        *Report
 	tails      []store.ShardTail // the old shards' log tails, read once
-	owner      *ownership        // what new files get (nil: not on the disk)
+	owner      *switchdir.Owner  // what new files get (nil: not on the disk)
 	fp         *Fingerprint      // the old directory's, when a plan is made or applied
 	// switching is the fusee.meta written at the point of no return.
 	switching meta.Meta
@@ -117,22 +118,14 @@ type resharder struct {
 	upgrade, undo bool
 }
 
-// finishCommand is the command that finishes what r began, quoted.
-func (r *resharder) finishCommand() string {
-	if r.upgrade {
-		return "fusee upgrade " + meta.ShellQuote(r.dir)
-	}
-	return finishCommand(r.dir)
-}
-
 // Reshard changes the shard count of the closed data directory dir to
 // opts.Shards, or finishes a reshard that was interrupted after its switch
 // began. It takes the directory's lock for its whole run. See
 // docs/reshard.md for what moves, the renumbering rules and why a crash
 // at any point is safe.
 func Reshard(ctx context.Context, fs vfs.FS, dir string, opts Options) (_ *Report, err error) {
-	if opts.Shards < 0 || opts.Shards > meta.MaxShards {
-		return nil, &CountError{Shards: opts.Shards}
+	if err := opts.Validate(); err != nil {
+		return nil, err
 	}
 	if opts.Memory <= 0 {
 		opts.Memory = DefaultMemory
@@ -149,7 +142,7 @@ func Reshard(ctx context.Context, fs vfs.FS, dir string, opts Options) (_ *Repor
 	newReportLists(fs, rep, opts.Scratch, opts.Memory)
 	defer closeOnError(rep, &err)
 	r := &resharder{fs: fs, dir: dir, opts: opts, rep: rep, budget: opts.Memory}
-	if r.owner, err = ownershipOf(fs, dir); err != nil {
+	if r.owner, err = switchdir.OwnerOf(fs, dir); err != nil {
 		return nil, err
 	}
 	if opts.Plan != nil {
@@ -157,29 +150,56 @@ func Reshard(ctx context.Context, fs vfs.FS, dir string, opts Options) (_ *Repor
 		if err := r.checkPlan(ctx, m); err != nil {
 			return nil, err
 		}
-		opts.Shards, r.opts.Shards = opts.Plan.NewShards, opts.Plan.NewShards
+		r.opts.Shards = opts.Plan.NewShards
 	}
+	if rep, done, err := r.finishBegun(d, m); done {
+		return rep, err
+	}
+	return r.start(ctx, d, m)
+}
 
+// Validate checks the options before anything is read: the count is
+// 1..meta.MaxShards, or 0 (finish what was begun).
+func (o *Options) Validate() error {
+	if o.Shards < 0 || o.Shards > meta.MaxShards {
+		return &CountError{Shards: o.Shards}
+	}
+	return nil
+}
+
+// finishBegun finishes what an earlier run began, if anything (done): an
+// interrupted switch, or the cleanup of one that finished.
+func (r *resharder) finishBegun(d *metaDir, m meta.Meta) (_ *Report, done bool, _ error) {
+	fs, dir, opts, rep := r.fs, r.dir, r.opts, r.rep
 	if m.Switching() {
 		rep.OldShards, rep.NewShards = m.OldShards, m.NewShards
 		if opts.Shards != 0 && opts.Shards != m.NewShards {
-			return nil, &InProgressError{Dir: dir, Asked: opts.Shards, Old: m.OldShards, New: m.NewShards}
+			return nil, true, &InProgressError{Dir: dir, Asked: opts.Shards, Old: m.OldShards, New: m.NewShards}
 		}
-		if opts.KeepOld && !switchKeeps(fs, dir) {
-			return nil, &KeepOldFinishError{Dir: dir}
+		if opts.KeepOld && !switchdir.Keeps(fs, dir) {
+			return nil, true, &KeepOldFinishError{Dir: dir}
 		}
-		return r.finishInterrupted(d, m.NewShards)
+		rep, err := r.finishInterrupted(d, m.NewShards)
+		return rep, true, err
 	}
-	if pending := pendingReportPath(fs, dir); pending != "" && (opts.Shards == 0 || opts.Shards == m.Shards) {
+	if pending := switchdir.PendingReport(fs, dir); pending != "" && (opts.Shards == 0 || opts.Shards == m.Shards) {
 		// A switch finished and its cleanup did not: the same command
 		// (or one without a count) ends it and reports it.
-		if opts.KeepOld && !fileExists(fs, fs.PathJoin(dir, KeptDirName)) {
-			return nil, &KeepOldFinishError{Dir: dir}
+		if opts.KeepOld && !switchdir.FileExists(fs, fs.PathJoin(dir, KeptDirName)) {
+			return nil, true, &KeepOldFinishError{Dir: dir}
 		}
-		return r.finishCleanup(pending)
+		rep, err := r.finishCleanup(pending)
+		return rep, true, err
 	}
+	return nil, false, nil
+}
 
-	if opts.KeepOld && (opts.Shards == 0 || opts.Shards == m.Shards) && !fileExists(fs, fs.PathJoin(dir, KeptDirName)) {
+// start begins a reshard of the directory, at rest with fusee.meta m, to
+// r.opts.Shards: leftovers go first; the same count, or none, is nothing
+// to do.
+func (r *resharder) start(ctx context.Context, d *metaDir, m meta.Meta) (*Report, error) {
+	fs, dir, opts, rep := r.fs, r.dir, r.opts, r.rep
+	if opts.KeepOld && (opts.Shards == 0 || opts.Shards == m.Shards) && !switchdir.FileExists(fs, fs.PathJoin(dir, KeptDirName)) {
 		return nil, &KeepOldFinishError{Dir: dir, NothingToFinish: true}
 	}
 	if opts.Shards != 0 && opts.Shards != m.Shards {
@@ -189,7 +209,6 @@ func Reshard(ctx context.Context, fs vfs.FS, dir string, opts Options) (_ *Repor
 			return nil, err
 		}
 	}
-
 	if err := r.removeLeftovers(); err != nil {
 		return nil, err
 	}
@@ -212,7 +231,6 @@ func Reshard(ctx context.Context, fs vfs.FS, dir string, opts Options) (_ *Repor
 			return nil, err
 		}
 	}
-
 	r.switching = meta.Meta{Format: meta.Switching, Log: meta.LogShared, Shards: r.newN, OldShards: r.oldN, NewShards: r.newN}
 	return r.rebuild(ctx, d)
 }
@@ -224,150 +242,190 @@ func Reshard(ctx context.Context, fs vfs.FS, dir string, opts Options) (_ *Repor
 // an upgrade (which rebuilds the same shards with the shared log) differ
 // only in what they read and in that switching state.
 func (r *resharder) rebuild(ctx context.Context, d *metaDir) (*Report, error) {
-	fs, dir, opts, rep := r.fs, r.dir, r.opts, r.rep
-	newDir := fs.PathJoin(dir, NewDirName)
-	oldBytes, err := treeSize(fs, dir, NewDirName, OldDirName)
+	newDir := r.fs.PathJoin(r.dir, NewDirName)
+	oldBytes, err := r.prepare(newDir)
 	if err != nil {
 		return nil, err
+	}
+	defer func() { _ = r.fs.RemoveAll(r.scratch) }()
+	defer r.closeMaps() // a failure may leave maps open (and their stores locked)
+	p, err := r.planPass(ctx, oldBytes)
+	if p != nil {
+		defer p.Close()
+	}
+	if err != nil {
+		return r.abandon(err)
+	}
+	if r.opts.DryRun {
+		return r.dryRun(ctx, p)
+	}
+	start := time.Now()
+	oldDigest, err := r.build(ctx, p, newDir, r.rep)
+	if err != nil {
+		return r.abandon(err)
+	}
+	r.phase("rewrite", start)
+	if err := r.checkAndKeep(ctx, p, newDir, oldDigest); err != nil {
+		return r.abandon(err)
+	}
+	return r.switchTo(d, newDir)
+}
+
+// prepare checks the space the new layout needs, as far as it is known
+// before the plan, and makes the scratch folder's place: inside
+// reshard.new for a real run, outside the directory for a dry run. It
+// returns the old layout's size.
+func (r *resharder) prepare(newDir string) (int64, error) {
+	fs, opts, rep := r.fs, r.opts, r.rep
+	oldBytes, err := switchdir.TreeSize(fs, r.dir, NewDirName, OldDirName)
+	if err != nil {
+		return 0, err
 	}
 	rep.Counts.BytesRead = oldBytes
 	// What the plan does not need to know: the new stores. The plan
 	// adds the sort's scratch files (spaceNeeded) and checks again.
 	rep.SpaceNeeded = r.spaceNeeded(oldBytes, 0)
 	if err := r.checkSpace(); err != nil {
-		return nil, err
+		return 0, err
 	}
-
-	// Scratch space: inside reshard.new for a real run, outside the
-	// directory for a dry run.
 	if opts.DryRun {
 		base := opts.Scratch
 		if base == "" {
 			base = os.TempDir()
 		}
 		r.scratch = fs.PathJoin(base, "fusee-reshard-"+strconv.Itoa(os.Getpid())+"-"+strconv.FormatInt(time.Now().UnixNano(), 36))
-	} else {
-		if err := fs.MkdirAll(newDir, 0o755); err != nil {
-			return nil, fmt.Errorf("creating %s: %w", newDir, err)
-		}
-		r.scratch = fs.PathJoin(newDir, scratchDir)
+		return oldBytes, nil
 	}
-	defer func() { _ = fs.RemoveAll(r.scratch) }()
-	defer r.closeMaps() // a failure may leave maps open (and their stores locked)
-	abandon := func(err error) (*Report, error) {
-		r.closeMaps()
-		if !opts.DryRun {
-			// Before the switch the old directory is untouched; what was
-			// built is discarded (a rerun would discard it anyway). The
-			// directory is not synced: err may be its failed fsync, which
-			// is never retried, and a reshard.new a crash brings back is a
-			// leftover the next reshard removes.
-			_ = fs.RemoveAll(newDir)
-		}
-		return nil, err
+	if err := fs.MkdirAll(newDir, 0o755); err != nil {
+		return 0, fmt.Errorf("creating %s: %w", newDir, err)
 	}
+	r.scratch = fs.PathJoin(newDir, scratchDir)
+	return oldBytes, nil
+}
 
+// abandon ends a run that failed before its switch: the old directory is
+// untouched, and what was built is discarded (a rerun would discard it
+// anyway). The directory is not synced: err may be its failed fsync,
+// which is never retried, and a reshard.new a crash brings back is a
+// leftover the next reshard removes.
+func (r *resharder) abandon(err error) (*Report, error) {
+	r.closeMaps()
+	if !r.opts.DryRun {
+		_ = r.fs.RemoveAll(r.fs.PathJoin(r.dir, NewDirName))
+	}
+	return nil, err
+}
+
+// planPass makes the plan (pass 1), checks it against an applied plan
+// file and the space it says the new layout needs, and puts its counts
+// in the report. The plan is returned, to be closed, even with an error.
+func (r *resharder) planPass(ctx context.Context, oldBytes int64) (*plan.Plan, error) {
+	rep := r.rep
 	start := time.Now()
 	p, err := r.makePlan(ctx)
 	if err != nil {
-		return abandon(err)
+		return nil, err
 	}
-	defer p.Close()
-	if opts.Plan != nil {
+	if r.opts.Plan != nil {
 		if err := r.matchPlan(p); err != nil {
-			return abandon(err)
+			return p, err
 		}
 	}
 	r.phase("plan", start)
-	rep.SpaceNeeded = r.spaceNeeded(oldBytes, p.rawBytes)
+	rep.SpaceNeeded = r.spaceNeeded(oldBytes, p.RawBytes)
 	if err := r.checkSpace(); err != nil {
-		return abandon(err)
+		return p, err
 	}
-	for st, n := range p.byState {
+	for st, n := range p.ByState {
 		rep.Counts.Runs[st.String()] = n
 	}
-	rep.Counts.RunsRenumbered, rep.Counts.RunsMoved = p.renumbered, p.moved
-	rep.NewShardRuns = p.shardRuns
-	rep.StoreGen = p.storeGen + 1
-	rep.Spilled = p.runs.Spilled()
-	if opts.DryRun {
-		start = time.Now()
-		if _, err := r.build(ctx, p, "", rep); err != nil {
-			return nil, err
-		}
-		r.phase("rewrite", start)
-		rep.Outcome = OutcomePlanned
-		if opts.MakePlan {
-			if rep.Plan, err = r.writtenPlan(p); err != nil {
-				return nil, err
-			}
-		}
-		return rep, nil
-	}
+	rep.Counts.RunsRenumbered, rep.Counts.RunsMoved = p.Renumbered, p.Moved
+	rep.NewShardRuns = p.ShardRuns
+	rep.StoreGen = p.StoreGen + 1
+	rep.Spilled = p.Spilled()
+	return p, nil
+}
 
-	start = time.Now()
-	oldDigest, err := r.build(ctx, p, newDir, rep)
-	if err != nil {
-		return abandon(err)
+// dryRun is pass 2 without a new layout: the report counts what a real
+// run would write, and (MakePlan) carries the plan.
+func (r *resharder) dryRun(ctx context.Context, p *plan.Plan) (*Report, error) {
+	rep := r.rep
+	start := time.Now()
+	if _, err := r.build(ctx, p, "", rep); err != nil {
+		return nil, err
 	}
 	r.phase("rewrite", start)
+	rep.Outcome = OutcomePlanned
+	if r.opts.MakePlan {
+		var err error
+		if rep.Plan, err = r.writtenPlan(p); err != nil {
+			return nil, err
+		}
+	}
+	return rep, nil
+}
 
-	start = time.Now()
+// checkAndKeep checks the new layout against the old one's digest, then
+// puts in reshard.new, synced, what the switch needs: the report, whole
+// (from the point of no return on, whatever stops this run, the report
+// is in the directory for the run that finishes it), and the kept
+// layout's record.
+func (r *resharder) checkAndKeep(ctx context.Context, p *plan.Plan, newDir string, oldDigest *digest) error {
+	fs, dir, rep := r.fs, r.dir, r.rep
+	start := time.Now()
 	newDigest, err := r.checkNew(ctx, p, newDir)
 	if err != nil {
-		return abandon(err)
+		return err
 	}
 	if diff := oldDigest.diff(newDigest); diff != "" {
-		return abandon(&CheckError{Diff: diff})
+		return &CheckError{Diff: diff}
 	}
 	// The new shards and the sort's scratch files are all on disk here:
 	// reshard.new is at its largest (spaceNeeded).
 	if err := hook("new-checked"); err != nil {
-		return abandon(err)
+		return err
 	}
 	if err := fs.RemoveAll(r.scratch); err != nil {
-		return abandon(err)
+		return err
 	}
-	// The report, whole, goes into reshard.new with the new layout: from
-	// the point of no return on, whatever stops this run, the report is
-	// in the directory for the run that finishes it.
-	rep.ReportFile = fs.PathJoin(dir, ReportsDirName, newReportName(fs, dir, r.reportWhat(), time.Now()))
-	if opts.KeepOld {
+	rep.ReportFile = fs.PathJoin(dir, ReportsDirName, switchdir.NewReportName(fs, dir, r.reportWhat(), time.Now()))
+	if r.opts.KeepOld {
 		rep.Kept = fs.PathJoin(dir, KeptDirName)
 		if err := r.recordKept(ctx, newDir); err != nil {
-			return abandon(err)
+			return err
 		}
 	}
 	r.phase("check", start)
 	rep.Outcome = OutcomeDone
 	if err := r.writeSourceReport(newDir); err != nil {
-		return abandon(err)
+		return err
 	}
-	if err := r.owner.apply(newDir); err != nil {
-		return abandon(err)
+	if err := r.owner.Apply(newDir); err != nil {
+		return err
 	}
 	if err := meta.SyncDir(fs, newDir); err != nil {
-		return abandon(err)
+		return err
 	}
 	if err := meta.SyncDir(fs, dir); err != nil {
-		return abandon(err)
+		return err
 	}
-	if err := ctx.Err(); err != nil {
-		return abandon(err)
-	}
+	return ctx.Err()
+}
 
-	// The point of no return: from here a crash leaves a directory that
-	// only `fusee reshard` opens, and that it finishes.
-	start = time.Now()
+// switchTo passes the point of no return: fusee.meta becomes r.switching,
+// from which a crash leaves a directory that only `fusee reshard` opens,
+// and that it finishes; then the switch.
+func (r *resharder) switchTo(d *metaDir, newDir string) (*Report, error) {
+	start := time.Now()
 	if err := hook("before-switch"); err != nil {
-		return abandon(err)
+		return r.abandon(err)
 	}
 	if err := r.writeMeta(d, r.switching); err != nil {
 		// fusee.meta may be the new one already (renamed into place, the
 		// directory's fsync failed): reshard.new stays, for the rerun that
 		// finishes the switch; if fusee.meta is still the old one, the
 		// rerun removes reshard.new as a leftover.
-		return nil, &SwitchError{Dir: dir, Op: r.op(), MaybeNotBegun: true, Report: r.reportNow(newDir), Err: err}
+		return nil, &SwitchError{Dir: r.dir, Op: r.op(), MaybeNotBegun: true, Report: r.reportNow(newDir), Err: err}
 	}
 	if err := hook("meta-switching"); err != nil {
 		return nil, r.switchFailed(err)
@@ -376,14 +434,14 @@ func (r *resharder) rebuild(ctx context.Context, d *metaDir) (*Report, error) {
 		return nil, r.switchFailed(err)
 	}
 	r.phase("switch", start)
-	return rep, nil
+	return r.rep, nil
 }
 
 // finishInterrupted finishes a switch that fusee.meta says began (a
 // reshard's, an upgrade's or an undo's): the report is the one the
 // interrupted run kept, and a dry run only says so.
 func (r *resharder) finishInterrupted(d *metaDir, newN int) (*Report, error) {
-	src := switchSource(r.fs, r.dir)
+	src := switchdir.Source(r.fs, r.dir)
 	if err := r.loadSwitchReport(src); err != nil {
 		return nil, err
 	}
@@ -410,7 +468,7 @@ func (r *resharder) finishCleanup(pending string) (*Report, error) {
 	r.rep.Outcome = OutcomeFinished
 	if r.opts.DryRun {
 		r.rep.DryRun = true
-		r.rep.CleanedUp = leftovers(r.fs, r.dir)
+		r.rep.CleanedUp = switchdir.Leftovers(r.fs, r.dir)
 		return r.rep, nil
 	}
 	start := time.Now()
@@ -462,7 +520,7 @@ func (r *resharder) checkLog() error {
 // gets its name) and removes the temporary files of fusee.meta and of
 // reports that a crash left.
 func (r *resharder) removeLeftovers() error {
-	for _, left := range leftovers(r.fs, r.dir) {
+	for _, left := range switchdir.Leftovers(r.fs, r.dir) {
 		r.rep.CleanedUp = append(r.rep.CleanedUp, left)
 		if r.opts.DryRun {
 			continue
@@ -478,238 +536,52 @@ func (r *resharder) removeLeftovers() error {
 		return nil
 	}
 	meta.RemoveTempFiles(r.fs, r.dir, meta.FileName)
-	if err := finishReport(r.fs, r.dir, ""); err != nil {
+	if err := r.switchDir().FinishReport("", readReportName(r.fs)); err != nil {
 		return err
 	}
-	return pruneReports(r.fs, r.dir)
+	return switchdir.PruneReports(r.fs, r.dir)
 }
 
-// finishSwitch does the steps after fusee.meta says format=reshard (or,
-// for an upgrade, format=upgrade). Every step can be repeated, so a rerun
-// after a crash anywhere here finishes the job: the old log and shards
-// (where still in place) move to reshard.old, then the new ones (where
-// still in reshard.new) move in; the report moves into reshard-reports
-// (pending); then the final fusee.meta; then reshard.old and reshard.new
-// are deleted and the report gets its name (reportstore.go).
-//
-// An undo (undo.go) goes through the same steps with reshard.kept in
-// place of reshard.new; a reshard with KeepOld moves reshard.old to
-// reshard.kept before the final fusee.meta (keep.go).
-func (r *resharder) finishSwitch(d *metaDir, newN int) error {
-	fs, dir := r.fs, r.dir
-	src, oldDir := switchSource(fs, dir), fs.PathJoin(dir, OldDirName)
-	if err := checkNewShards(fs, dir, src, newN, r.upgrade); err != nil {
-		return err
-	}
-	// As seed 004 orders it: every old component aside, then every new
-	// one in. Per component the state stays unambiguous: while src/X
-	// exists the new X is not in, and X in place is the old one unless
-	// reshard.old/X exists too (then it is a second copy: moveAside).
-	for _, name := range layoutNames {
-		if err := r.moveAside(src, oldDir, name); err != nil {
-			return err
-		}
-	}
-	for _, name := range layoutNames {
-		if err := r.moveIn(src, name); err != nil {
-			return err
-		}
-	}
-	if err := r.keepOld(src, oldDir); err != nil {
-		return err
-	}
-	if err := carryReport(fs, dir, src); err != nil {
-		return err
-	}
-	if err := r.owner.apply(fs.PathJoin(dir, ReportsDirName)); err != nil && !errors.Is(err, iofs.ErrNotExist) {
-		return err
-	}
-	if err := r.writeFinalMeta(d, src, newN); err != nil {
-		return err
-	}
-	if err := hook("meta-final"); err != nil {
-		return err
-	}
-	for _, left := range []string{oldDir, src} {
-		if err := fs.RemoveAll(left); err != nil {
-			return fmt.Errorf("removing %s: %w", left, err)
-		}
-	}
-	meta.RemoveTempFiles(fs, dir, meta.FileName)
-	if err := meta.SyncDir(fs, dir); err != nil {
-		return err
-	}
-	return finishReport(fs, dir, fs.PathBase(r.rep.ReportFile))
+// Testing holds reshard's testing knobs, all in one place; none is ever
+// set in production. Its own tests set them through export_test.go.
+var Testing struct {
+	// Step, when set, is called at each named step of a switch (and of
+	// its report's way into reshard-reports), and an error it returns
+	// stops the operation there, as a crash would. cmd/fusee's test
+	// binary sets it to kill itself at a step (FUSEE_TEST_KILL_AT), the
+	// only way a test of the real binary can stop it at an exact rename.
+	Step func(step string) error
+	// sortGrows makes a grow to a multiple go through the sort rather
+	// than write its stores as it reads (to compare the two paths).
+	sortGrows bool
+	// corruptWrite may change or drop (keep false) each key's value the
+	// rewrite hands to a new store, as a bug in the rewrite would.
+	corruptWrite func(shard int, key, value []byte) (_ []byte, keep bool)
+	// readBackCheck makes checkNew read every new shard back as well.
+	readBackCheck bool
 }
-
-// layoutNames are the components of the engine's layout a switch moves,
-// in the order it moves them.
-var layoutNames = []string{"wal", "shards"}
-
-// moveAside moves the old component name to reshard.old, unless the new
-// one is in already (src/name is gone) or the old one is aside already.
-func (r *resharder) moveAside(src, oldDir, name string) error {
-	fs, dir := r.fs, r.dir
-	if _, err := fs.Stat(fs.PathJoin(src, name)); err != nil {
-		if errors.Is(err, iofs.ErrNotExist) {
-			return nil // already moved in
-		}
-		return fmt.Errorf("switching: %w", err)
-	}
-	cur, aside := fs.PathJoin(dir, name), fs.PathJoin(oldDir, name)
-	if _, err := fs.Stat(cur); err != nil {
-		return nil // aside already
-	}
-	if fileExists(fs, aside) {
-		// The old X is aside already (reshard.old was synced right
-		// after it moved). X is a second copy that a power cut left
-		// where each directory keeps only what was synced in it: of
-		// the old X (its removal here not yet synced) or of the new
-		// one (its removal from the source not yet synced). Either
-		// way it goes; moving it aside would replace the old X, which
-		// a kept layout needs.
-		if err := fs.RemoveAll(cur); err != nil {
-			return fmt.Errorf("switching: removing a second copy of %s: %w", name, err)
-		}
-		return meta.SyncDir(fs, dir)
-	}
-	if err := fs.MkdirAll(oldDir, 0o755); err != nil {
-		return fmt.Errorf("switching: %w", err)
-	}
-	if err := meta.SyncDir(fs, dir); err != nil {
-		return err
-	}
-	if err := fs.Rename(cur, aside); err != nil {
-		return fmt.Errorf("switching: moving the old %s aside: %w", name, err)
-	}
-	if err := hook("old-" + name + "-aside"); err != nil {
-		return err
-	}
-	if err := meta.SyncDir(fs, oldDir); err != nil {
-		return err
-	}
-	return meta.SyncDir(fs, dir)
-}
-
-// moveIn moves the new component name from src into place, unless it is
-// in already.
-func (r *resharder) moveIn(src, name string) error {
-	fs, dir := r.fs, r.dir
-	from := fs.PathJoin(src, name)
-	if _, err := fs.Stat(from); err != nil {
-		if errors.Is(err, iofs.ErrNotExist) {
-			return nil // already moved in
-		}
-		return fmt.Errorf("switching: %w", err)
-	}
-	if err := fs.Rename(from, fs.PathJoin(dir, name)); err != nil {
-		return fmt.Errorf("switching: moving the new %s in: %w", name, err)
-	}
-	if err := hook("new-" + name + "-in"); err != nil {
-		return err
-	}
-	if err := meta.SyncDir(fs, dir); err != nil {
-		return err
-	}
-	return meta.SyncDir(fs, src)
-}
-
-// writeMeta replaces fusee.meta and gives the new file the old one's owner
-// and mode.
-func (r *resharder) writeMeta(d *metaDir, m meta.Meta) error {
-	if err := d.Write(m); err != nil {
-		return err
-	}
-	return r.owner.apply(r.fs.PathJoin(r.dir, meta.FileName))
-}
-
-// SwitchStateError is an interrupted switch whose new shards are not the
-// ones fusee.meta names: finishing it would give the directory the wrong
-// shards, so nothing is done.
-type SwitchStateError struct {
-	Dir     string
-	Shards  int    // new_shards in fusee.meta (an upgrade's: shards)
-	Where   string // where the new shards should be
-	Err     error
-	Upgrade bool // the interrupted switch is an upgrade's
-}
-
-func (e *SwitchStateError) Error() string {
-	what := fmt.Sprintf("a reshard to %d shards", e.Shards)
-	if e.Upgrade {
-		what = fmt.Sprintf("an upgrade of %d shards to log format %d", e.Shards, meta.LogShared)
-	}
-	return fmt.Sprintf("%s: fusee.meta says %s was interrupted, but %s does not hold %d new shards (%v); refusing to finish it, nothing was changed: was fusee.meta or reshard.new changed by hand? Restore the directory from a backup",
-		e.Dir, what, e.Where, e.Shards, e.Err)
-}
-
-func (e *SwitchStateError) Unwrap() error { return e.Err }
-
-// checkNewShards makes sure that the shards the switch moves in (still in
-// reshard.new, or already moved in) are newN shards of a newN-shard
-// directory, before anything is moved. For an upgrade, whose old shards
-// have the same count, they must also be rebuilt ones: no per-shard log
-// beside a store, and a checkpoint at LSN 0 of a shared log.
-func checkNewShards(fs vfs.FS, dir, newDir string, newN int, upgrade bool) error {
-	base := newDir
-	if _, err := fs.Stat(fs.PathJoin(base, "shards")); err != nil {
-		base = dir
-	}
-	where := fs.PathJoin(base, "shards")
-	fail := func(err error) error {
-		return &SwitchStateError{Dir: dir, Shards: newN, Where: where, Err: err, Upgrade: upgrade}
-	}
-	for j := range newN {
-		h, err := store.ReadHeader(fs, base, j, newN)
-		if err != nil {
-			return fail(err)
-		}
-		if !upgrade {
-			continue
-		}
-		if old := wal.ShardLogDir(fs, base, j); fileExists(fs, old) {
-			return fail(fmt.Errorf("%s is a log format 2 shard's log", old))
-		}
-		if h.LSN != 0 || h.Log.Segment == 0 {
-			return fail(fmt.Errorf("shard %d's checkpoint is at LSN %d, log position %v: not a store rebuilt for a new shared log", j, h.LSN, h.Log))
-		}
-	}
-	if extra := store.ShardDir(fs, base, newN); fileExists(fs, extra) {
-		return fail(fmt.Errorf("it has a shard %d as well", newN))
-	}
-	return nil
-}
-
-func fileExists(fs vfs.FS, path string) bool {
-	_, err := fs.Stat(path)
-	return err == nil
-}
-
-// StepHook is a testing knob, never set in production: when set, it is
-// called at each named step of a switch (and of its report's way into
-// reshard-reports), and an error it returns stops the operation there,
-// as a crash would. cmd/fusee's test binary sets it to kill itself at a
-// step (FUSEE_TEST_KILL_AT), the only way a test of the real binary can
-// stop it at an exact rename.
-var StepHook func(step string) error
 
 func hook(step string) error {
-	if StepHook == nil {
+	if Testing.Step == nil {
 		return nil
 	}
-	return StepHook(step)
+	return Testing.Step(step)
 }
 
 // mapShare is the part of the memory budget each spill map may hold in
 // memory (or in its scratch store's memtables once spilled). At most four
 // maps are alive at once (plan, losers, runs and rev; then runs, the paged
-// run map's cache in rev's place, runmapfile.go, and the sort's arena,
-// runsort.go), or the compact run map (half the budget
-// at most, runmap.go) and the sort's arena; and the report's two lists,
+// run map's cache in rev's place, internal/plan/runmapfile.go, and the sort's arena,
+// internal/extsort), or the compact run map (half the budget
+// at most, internal/plan/runmap.go) and the sort's arena; and the report's two lists,
 // half a share each (reportlist.go), and a plan's two (applied) or its
 // renumbered runs (made). The rest of the budget is for the Go runtime,
 // the store readers' and writers' buffers and pebble's caches.
 const mapShare = 8
+
+// compactShares is the part of the budget (in mapShare units) the compact
+// map may hold: half of it (the other maps are not made on this path).
+const compactShares = mapShare / 2
 
 // newMap is a spill map under the scratch directory with a share of the
 // memory budget.
@@ -735,28 +607,6 @@ func (r *resharder) progress(phase string, done, total int64) {
 func (r *resharder) phase(name string, start time.Time) {
 	el := time.Since(start)
 	r.rep.Phases = append(r.rep.Phases, Phase{Name: name, Seconds: el.Seconds(), elapsed: el})
-}
-
-// treeSize is the total size of the files under dir, skipping the named
-// top-level entries.
-func treeSize(fs vfs.FS, dir string, skip ...string) (int64, error) {
-	var total int64
-	names, err := fs.List(dir)
-	if err != nil {
-		return 0, fmt.Errorf("reading %s: %w", dir, err)
-	}
-	for _, n := range names {
-		if slices.Contains(skip, n) {
-			continue
-		}
-		if err := walkFiles(fs, dir, n, func(_ string, size int64) error {
-			total += size
-			return nil
-		}); err != nil {
-			return 0, err
-		}
-	}
-	return total, nil
 }
 
 // spaceNeeded estimates the free space a real run needs, from the old
@@ -798,34 +648,6 @@ const spaceMargin = 64 << 20
 // storeFiles is what spaceNeeded allows for a new store's files beyond
 // its data (its manifest, options file and table footers and indexes).
 const storeFiles = 16 << 10
-
-// walkFiles calls fn with every file at or under root/rel (rel: names
-// joined by '/'), by its path relative to root and its size, in name
-// order. A missing root/rel has no files.
-func walkFiles(fs vfs.FS, root, rel string, fn func(rel string, size int64) error) error {
-	p := fs.PathJoin(root, rel)
-	st, err := fs.Stat(p)
-	if errors.Is(err, iofs.ErrNotExist) {
-		return nil
-	}
-	if err != nil {
-		return fmt.Errorf("reading %s: %w", p, err)
-	}
-	if !st.IsDir() {
-		return fn(rel, st.Size())
-	}
-	names, err := fs.List(p)
-	if err != nil {
-		return fmt.Errorf("reading %s: %w", p, err)
-	}
-	slices.Sort(names)
-	for _, n := range names {
-		if err := walkFiles(fs, root, rel+"/"+n, fn); err != nil {
-			return err
-		}
-	}
-	return nil
-}
 
 // HumanBytes renders a byte count for people: "512 B", "1.5 MiB".
 func HumanBytes(n int64) string {

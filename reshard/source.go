@@ -38,13 +38,9 @@ type shardSource interface {
 // returns every shard's entries after its checkpoint (small: bounded by
 // how often the engine checkpoints), for openSource.
 func logTails(ctx context.Context, fs vfs.FS, dir string, count int) ([]store.ShardTail, error) {
-	headers := make([]model.CheckpointHeader, count)
-	for i := range headers {
-		h, err := store.ReadHeader(fs, dir, i, count)
-		if err != nil {
-			return nil, err
-		}
-		headers[i] = h
+	headers, err := store.ReadHeaders(ctx, fs, dir, count)
+	if err != nil {
+		return nil, err
 	}
 	tails, _, err := journal.ReadTails(ctx, fs, dir, headers)
 	if err != nil {

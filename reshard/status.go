@@ -8,6 +8,7 @@ import (
 
 	"github.com/cockroachdb/pebble/v2/vfs"
 	"github.com/fusee-dev/fusee/meta"
+	"github.com/fusee-dev/fusee/reshard/internal/switchdir"
 )
 
 // State is where a data directory stands with respect to reshard, as its
@@ -74,7 +75,7 @@ func ReadStatus(fs vfs.FS, dir string) (*Status, error) {
 	defer d.Close()
 	fs = d.FS()
 	m := d.Meta()
-	newDir, oldDir := switchSource(fs, dir), fs.PathJoin(dir, OldDirName)
+	newDir, oldDir := switchdir.Source(fs, dir), fs.PathJoin(dir, OldDirName)
 	exists := func(p string) (bool, error) {
 		_, err := fs.Stat(p)
 		if errors.Is(err, iofs.ErrNotExist) {
@@ -86,7 +87,7 @@ func ReadStatus(fs vfs.FS, dir string) (*Status, error) {
 		return true, nil
 	}
 	st := &Status{State: StateNone}
-	if st.Kept, err = readKeptLayout(fs, dir); err != nil {
+	if st.Kept, err = switchdir.ReadKeptLayout(fs, dir); err != nil {
 		return nil, err
 	}
 	if st.Reports, err = ListReports(fs, dir); err != nil {
@@ -96,14 +97,14 @@ func ReadStatus(fs vfs.FS, dir string) (*Status, error) {
 		st.State, st.OldShards, st.NewShards = StateSwitching, m.OldShards, m.NewShards
 		// The same test finishSwitch makes: while reshard.new/X exists
 		// the new X has not moved in, and X in place is the old one.
-		for _, name := range layoutNames {
+		for _, name := range switchdir.LayoutNames {
 			pending, err := exists(fs.PathJoin(newDir, name))
 			if err != nil {
 				return nil, err
 			}
 			if pending {
 				old := fs.PathJoin(dir, name)
-				if aside := fs.PathJoin(oldDir, name); fileExists(fs, aside) {
+				if aside := fs.PathJoin(oldDir, name); switchdir.FileExists(fs, aside) {
 					old = aside
 				}
 				st.OldFiles = append(st.OldFiles, old)
@@ -116,8 +117,8 @@ func ReadStatus(fs vfs.FS, dir string) (*Status, error) {
 		st.Command = finishCommand(dir)
 		return st, nil
 	}
-	st.Leftovers = leftovers(fs, dir)
-	st.Report = pendingReportPath(fs, dir)
+	st.Leftovers = switchdir.Leftovers(fs, dir)
+	st.Report = switchdir.PendingReport(fs, dir)
 	switch {
 	case st.Report != "":
 		// A switch finished (its report carried in, the final

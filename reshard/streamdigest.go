@@ -5,6 +5,7 @@ import (
 
 	"github.com/fusee-dev/fusee/journal/model"
 	"github.com/fusee-dev/fusee/journal/store"
+	"github.com/fusee-dev/fusee/reshard/internal/plan"
 )
 
 // A streamDigest computes a new shard's digest (digest.go) from the keys
@@ -36,9 +37,9 @@ type streamDigest struct {
 	maxRun, maxSeq uint64
 }
 
-func newStreamDigest(p *plan, d *digest, shard int) *streamDigest {
+func newStreamDigest(p *plan.Plan, d *digest, shard int) *streamDigest {
 	s := &streamDigest{d: d.empty(), shard: shard}
-	s.c.id = func(ref model.RunRef) (uint64, bool, error) { return p.identityAt(ref.Shard, ref.Run) }
+	s.c.id = func(ref model.RunRef) (uint64, bool, error) { return p.IdentityAt(ref.Shard, ref.Run) }
 	return s
 }
 

@@ -4,8 +4,8 @@ import (
 	"errors"
 	"fmt"
 
-	"github.com/cockroachdb/pebble/v2/vfs"
 	"github.com/fusee-dev/fusee/meta"
+	"github.com/fusee-dev/fusee/reshard/internal/switchdir"
 )
 
 // Op names the operation whose switch a SwitchError is about.
@@ -69,10 +69,10 @@ func (r *resharder) op() Op {
 // reportNow is where the report of the switch r runs is at this moment:
 // in the source, pending, or named.
 func (r *resharder) reportNow(src string) string {
-	if p := switchReportPath(r.fs, r.dir, src); p != "" {
+	if p := switchdir.ReportPath(r.fs, r.dir, src); p != "" {
 		return p
 	}
-	if r.rep.ReportFile != "" && fileExists(r.fs, r.rep.ReportFile) {
+	if r.rep.ReportFile != "" && switchdir.FileExists(r.fs, r.rep.ReportFile) {
 		return r.rep.ReportFile
 	}
 	return ""
@@ -86,7 +86,7 @@ func (r *resharder) switchFailed(err error) error {
 	if err == nil || errors.As(err, &se) || errors.As(err, &state) {
 		return err // a refusal before anything moved says so itself
 	}
-	e := &SwitchError{Dir: r.dir, Op: r.op(), Err: err, Report: r.reportNow(switchSource(r.fs, r.dir))}
+	e := &SwitchError{Dir: r.dir, Op: r.op(), Err: err, Report: r.reportNow(switchdir.Source(r.fs, r.dir))}
 	if m, merr := meta.ReadAny(r.fs, r.dir); merr == nil && !m.Switching() && !m.Upgrading() {
 		e.Completed = true
 	}
@@ -108,16 +108,4 @@ func (e *KeepOldFinishError) Error() string {
 		return fmt.Sprintf("%s: --keep-old keeps the old layout of a reshard to a new count; no reshard is being finished here and no count was given; nothing was changed", e.Dir)
 	}
 	return fmt.Sprintf("%s: --keep-old cannot be honoured: the reshard being finished was started without it, so its old layout was not recorded before its switch and cannot be kept now; nothing was changed", e.Dir)
-}
-
-// switchKeeps says whether the switch being finished in dir keeps its old
-// layout (its record is in reshard.new or reshard.old, or the layout is
-// kept already).
-func switchKeeps(fs vfs.FS, dir string) bool {
-	for _, p := range []string{fs.PathJoin(dir, NewDirName, keptRecord), fs.PathJoin(dir, OldDirName, keptRecord), fs.PathJoin(dir, KeptDirName, keptRecord)} {
-		if fileExists(fs, p) {
-			return true
-		}
-	}
-	return false
 }

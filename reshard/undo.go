@@ -7,6 +7,7 @@ import (
 
 	"github.com/cockroachdb/pebble/v2/vfs"
 	"github.com/fusee-dev/fusee/meta"
+	"github.com/fusee-dev/fusee/reshard/internal/switchdir"
 )
 
 // Undo (docs/reshard.md §11): the kept old layout goes back in place
@@ -22,7 +23,7 @@ import (
 //
 // While fusee.meta says format=reshard, the marker makes every finisher
 // (`fusee reshard <dir>`, with or without --undo) take reshard.kept as the
-// source (switchSource). A crash before u2 leaves the resharded directory
+// source (switchdir.Source). A crash before u2 leaves the resharded directory
 // as it was, with its kept layout (marked, which changes nothing); after
 // u5, reshard.kept holds only its record and is a leftover.
 
@@ -55,33 +56,33 @@ func Undo(ctx context.Context, fs vfs.FS, dir string) (*Report, error) {
 		Counts: Counts{Runs: map[string]int64{}}}
 	emptyLists(rep)
 	r := &resharder{fs: fs, dir: dir, rep: rep, budget: DefaultMemory, undo: true}
-	if r.owner, err = ownershipOf(fs, dir); err != nil {
+	if r.owner, err = switchdir.OwnerOf(fs, dir); err != nil {
 		return nil, err
 	}
 	kept := fs.PathJoin(dir, KeptDirName)
 	if m.Switching() {
 		rep.OldShards, rep.NewShards = m.OldShards, m.NewShards
-		if switchSource(fs, dir) != kept {
+		if switchdir.Source(fs, dir) != kept {
 			return nil, &UndoError{Dir: dir, Reason: fmt.Sprintf("a reshard from %d to %d shards is interrupted; finish it first with `fusee reshard %s`",
 				m.OldShards, m.NewShards, meta.ShellQuote(dir))}
 		}
 		return r.finishInterrupted(d, m.NewShards)
 	}
-	if ok, err := exists(fs, kept); err != nil || !ok {
+	if ok, err := switchdir.Exists(fs, kept); err != nil || !ok {
 		if err != nil {
 			return nil, err
 		}
-		if pending := pendingReportPath(fs, dir); pending != "" {
+		if pending := switchdir.PendingReport(fs, dir); pending != "" {
 			return r.finishCleanup(pending) // an undo that finished, its cleanup cut short
 		}
 		return nil, &UndoError{Dir: dir, Reason: "it keeps no old layout (" + KeptDirName + "): only a reshard run with --keep-old can be undone"}
 	}
-	if done, err := keptLayoutDone(fs, kept); err != nil || done {
+	if done, err := switchdir.KeptLayoutDone(fs, kept); err != nil || done {
 		if err != nil {
 			return nil, err
 		}
 		// An undo that finished and stopped before removing its leftovers.
-		if pending := pendingReportPath(fs, dir); pending != "" {
+		if pending := switchdir.PendingReport(fs, dir); pending != "" {
 			return r.finishCleanup(pending)
 		}
 		if err := r.removeLeftovers(); err != nil {
@@ -90,7 +91,7 @@ func Undo(ctx context.Context, fs vfs.FS, dir string) (*Report, error) {
 		rep.Outcome = OutcomeCleanedUp
 		return rep, nil
 	}
-	rec, err := readKeptRecord(fs, kept)
+	rec, err := switchdir.ReadKeptRecord(fs, kept)
 	if err != nil {
 		return nil, &UndoError{Dir: dir, Reason: fmt.Sprintf("its kept layout's record cannot be read (%v): part of %s was removed or changed. The directory in place is the resharded one and opens as it is; remove what is left with `fusee reshard %s --discard-kept`",
 			err, KeptDirName, meta.ShellQuote(dir))}
@@ -115,11 +116,11 @@ func (r *resharder) undoSwitch(d *metaDir, m meta.Meta, rec *KeptRecord) (*Repor
 	fs, dir, rep := r.fs, r.dir, r.rep
 	kept := fs.PathJoin(dir, KeptDirName)
 	start := time.Now()
-	rep.ReportFile = fs.PathJoin(dir, ReportsDirName, newReportName(fs, dir, fmt.Sprintf("undo-%d-to-%d", m.Shards, rec.OldShards), start))
+	rep.ReportFile = fs.PathJoin(dir, ReportsDirName, switchdir.NewReportName(fs, dir, fmt.Sprintf("undo-%d-to-%d", m.Shards, rec.OldShards), start))
 	if err := r.writeSourceReport(kept); err != nil {
 		return nil, err
 	}
-	if err := meta.ReplaceFile(fs, fs.PathJoin(kept, undoMarker), nil); err != nil {
+	if err := meta.ReplaceFile(fs, fs.PathJoin(kept, switchdir.UndoMarker), nil); err != nil {
 		return nil, err
 	}
 	if err := hook("undo-marked"); err != nil {
@@ -187,7 +188,7 @@ func (r *resharder) checkUndoable(ctx context.Context, m meta.Meta, rec *KeptRec
 	if err := checkKeptWhole(r.fs, r.dir, r.fs.PathJoin(r.dir, KeptDirName), rec); err != nil {
 		return err
 	}
-	if rec.Report != "" && !fileExists(r.fs, r.fs.PathJoin(r.dir, ReportsDirName, rec.Report)) {
+	if rec.Report != "" && !switchdir.FileExists(r.fs, r.fs.PathJoin(r.dir, ReportsDirName, rec.Report)) {
 		return &UndoError{Dir: r.dir, Reason: fmt.Sprintf("the report of the reshard it would undo, %s, is missing; undo reports every token it changes back, from that report: restore the file from a backup, or keep the resharded layout (remove the kept one with `fusee reshard %s --discard-kept`)",
 			r.fs.PathJoin(r.dir, ReportsDirName, rec.Report), meta.ShellQuote(r.dir))}
 	}
@@ -209,13 +210,13 @@ func CheckUndo(ctx context.Context, fs vfs.FS, dir string) error {
 		return &UndoError{Dir: dir, Reason: "a switch is interrupted; finish it first"}
 	}
 	kept := fs.PathJoin(dir, KeptDirName)
-	if done, err := keptLayoutDone(fs, kept); err != nil || done || !fileExists(fs, kept) {
+	if done, err := switchdir.KeptLayoutDone(fs, kept); err != nil || done || !switchdir.FileExists(fs, kept) {
 		if err != nil {
 			return err
 		}
 		return &UndoError{Dir: dir, Reason: "it keeps no old layout (" + KeptDirName + ")"}
 	}
-	rec, err := readKeptRecord(fs, kept)
+	rec, err := switchdir.ReadKeptRecord(fs, kept)
 	if err != nil {
 		return &UndoError{Dir: dir, Reason: fmt.Sprintf("its kept layout's record cannot be read (%v)", err)}
 	}
@@ -230,11 +231,11 @@ func (r *resharder) checkUnchanged(ctx context.Context, m meta.Meta, rec *KeptRe
 	if m.Shards != rec.NewShards {
 		return &UndoError{Dir: r.dir, Reason: fmt.Sprintf("it has %d shards, the kept layout was replaced by %d", m.Shards, rec.NewShards)}
 	}
-	data, err := readMetaBytes(r.fs, r.dir)
+	data, err := switchdir.ReadMetaBytes(r.fs, r.dir)
 	if err != nil {
 		return err
 	}
-	fp, _, err := readFingerprint(ctx, r.fs, r.dir, m.Shards, data)
+	fp, _, err := switchdir.ReadFingerprint(ctx, r.fs, r.dir, m.Shards, data)
 	if err != nil {
 		return err
 	}
@@ -274,7 +275,7 @@ func DiscardKept(_ context.Context, fs vfs.FS, dir string) (*Report, error) {
 	kept, aside := fs.PathJoin(dir, KeptDirName), fs.PathJoin(dir, OldDirName)
 	// Leftovers first: reshard.old may be a kept layout whose discard a
 	// crash cut short.
-	for _, left := range leftovers(fs, dir) {
+	for _, left := range switchdir.Leftovers(fs, dir) {
 		if err := fs.RemoveAll(left); err != nil {
 			return nil, fmt.Errorf("removing the leftover %s: %w", left, err)
 		}
@@ -287,10 +288,10 @@ func DiscardKept(_ context.Context, fs vfs.FS, dir string) (*Report, error) {
 	// A switch that finished and whose cleanup did not: its report gets
 	// its name (before the kept layout, which may protect it, goes).
 	meta.RemoveTempFiles(fs, dir, meta.FileName)
-	if err := finishReport(fs, dir, ""); err != nil {
+	if err := (switchdir.Dir{FS: fs, Path: dir, Step: hook}).FinishReport("", readReportName(fs)); err != nil {
 		return nil, err
 	}
-	if ok, err := exists(fs, kept); err != nil || !ok {
+	if ok, err := switchdir.Exists(fs, kept); err != nil || !ok {
 		return rep, err
 	}
 	if err := fs.Rename(kept, aside); err != nil {

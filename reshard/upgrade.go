@@ -5,9 +5,9 @@ import (
 
 	"github.com/cockroachdb/pebble/v2/vfs"
 	"github.com/fusee-dev/fusee/journal"
-	"github.com/fusee-dev/fusee/journal/model"
 	"github.com/fusee-dev/fusee/journal/store"
 	"github.com/fusee-dev/fusee/meta"
+	"github.com/fusee-dev/fusee/reshard/internal/switchdir"
 )
 
 // Upgrade converts a log format 2 directory (a log per shard) to log
@@ -58,14 +58,14 @@ func Upgrade(ctx context.Context, fs vfs.FS, dir string, opts UpgradeOptions) (_
 	defer closeOnError(rep, &err)
 	r := &resharder{fs: fs, dir: dir, rep: rep, budget: opts.Memory, upgrade: true,
 		opts: Options{DryRun: opts.DryRun, Scratch: opts.Scratch, Memory: opts.Memory, Progress: opts.Progress}}
-	if r.owner, err = ownershipOf(fs, dir); err != nil {
+	if r.owner, err = switchdir.OwnerOf(fs, dir); err != nil {
 		return nil, err
 	}
 	if m.Upgrading() {
 		rep.OldLog = meta.LogPerShard
 		return r.finishInterrupted(d, m.Shards)
 	}
-	if pending := pendingReportPath(fs, dir); pending != "" && m.Log == meta.LogShared {
+	if pending := switchdir.PendingReport(fs, dir); pending != "" && m.Log == meta.LogShared {
 		return r.finishCleanup(pending)
 	}
 	if err := r.removeLeftovers(); err != nil {
@@ -80,11 +80,9 @@ func Upgrade(ctx context.Context, fs vfs.FS, dir string, opts UpgradeOptions) (_
 	}
 	n := m.Shards
 	r.oldN, r.newN = n, n
-	headers := make([]model.CheckpointHeader, n)
-	for i := range headers {
-		if headers[i], err = store.ReadHeader(fs, dir, i, n); err != nil {
-			return nil, err
-		}
+	headers, err := store.ReadHeaders(ctx, fs, dir, n)
+	if err != nil {
+		return nil, err
 	}
 	if r.tails, _, err = journal.ReadTailsV2(ctx, fs, dir, headers); err != nil {
 		return nil, err

@@ -7,6 +7,7 @@ import (
 
 	"github.com/cockroachdb/pebble/v2/vfs"
 	"github.com/fusee-dev/fusee/journal/model"
+	"github.com/fusee-dev/fusee/journal/store"
 	"github.com/fusee-dev/fusee/meta"
 )
 
@@ -48,13 +49,8 @@ func VerifyPlan(ctx context.Context, fs vfs.FS, dir string, plan *Plan, scratch 
 	defer d.Close()
 	m := d.Meta()
 	c := &PlanCheck{Dir: dir, Shards: m.Shards, Differences: []string{}}
-	differ := func(format string, args ...any) {
-		if len(c.Differences) < maxDifferences {
-			c.Differences = append(c.Differences, fmt.Sprintf(format, args...))
-		}
-	}
 	if m.Shards != plan.NewShards {
-		differ("the directory has %d shards, the plan goes to %d", m.Shards, plan.NewShards)
+		c.differ("the directory has %d shards, the plan goes to %d", m.Shards, plan.NewShards)
 		return c, nil
 	}
 	// The planned runs by new shard and number: the order the shards'
@@ -69,67 +65,21 @@ func VerifyPlan(ctx context.Context, fs vfs.FS, dir string, plan *Plan, scratch 
 	}
 	next, stop := iter.Pull2(byNew.items())
 	defer stop()
-	cur, err, _ := next() // the next planned run not yet met; nil: none
-	if err != nil {
+	jn := &planJoin{c: c, next: next}
+	if jn.cur, err, _ = next(); err != nil {
 		return nil, err
-	}
-	// meet compares the planned runs at new (shard, no) with the run
-	// there (id "": none) and moves past them.
-	meet := func(shard int, no model.RunNo, id string, gen uint32) error {
-		for cur != nil && cur.NewShard == shard && cur.NewRun == uint64(no) {
-			p := cur
-			switch {
-			case id == "":
-				differ("%s#%d (old %d:%d) is not at %d:%d as planned: that number holds no run", p.WorkflowID, p.Gen, p.OldShard, p.OldRun, p.NewShard, p.NewRun)
-			case id != p.WorkflowID || gen != p.Gen:
-				differ("%s#%d (old %d:%d) is not at %d:%d as planned: that number holds %s#%d", p.WorkflowID, p.Gen, p.OldShard, p.OldRun, p.NewShard, p.NewRun, id, gen)
-			default:
-				c.Renumbered++
-			}
-			if cur, err, _ = next(); err != nil {
-				return err
-			}
-		}
-		return nil
-	}
-	// before: whether the next planned run comes before new (shard, no).
-	before := func(shard int, no model.RunNo) bool {
-		return cur != nil && (cur.NewShard < shard || cur.NewShard == shard && cur.NewRun < uint64(no))
 	}
 	tails, err := logTails(ctx, fs, dir, m.Shards)
 	if err != nil {
 		return nil, err
 	}
 	for j := range m.Shards {
-		src, err := openSource(fs, dir, j, m.Shards, tails)
-		if err != nil {
+		if err := jn.shard(ctx, fs, dir, j, m.Shards, tails, plan); err != nil {
 			return nil, err
-		}
-		if g := src.Header().Gen; g != plan.StoreGen {
-			differ("shard %d's store is generation %d, the plan's new stores are %d", j, g, plan.StoreGen)
-		}
-		var runs int64
-		err = src.RunEntries(ctx, func(no model.RunNo, e model.RunEntry) error {
-			runs++
-			for before(j, no) {
-				if err := meet(cur.NewShard, model.RunNo(cur.NewRun), "", 0); err != nil {
-					return err
-				}
-			}
-			return meet(j, no, e.WorkflowID, e.Gen)
-		})
-		if cerr := src.Close(); err == nil {
-			err = cerr
-		}
-		if err != nil {
-			return nil, err
-		}
-		if runs < plan.Shards[j].Runs {
-			differ("shard %d holds %d runs, the plan gives it %d", j, runs, plan.Shards[j].Runs)
 		}
 	}
-	for cur != nil { // planned where no shard has a run
-		if err := meet(cur.NewShard, model.RunNo(cur.NewRun), "", 0); err != nil {
+	for jn.cur != nil { // planned where no shard has a run
+		if err := jn.meet(jn.cur.NewShard, model.RunNo(jn.cur.NewRun), "", 0); err != nil {
 			return nil, err
 		}
 	}
@@ -137,4 +87,78 @@ func VerifyPlan(ctx context.Context, fs vfs.FS, dir string, plan *Plan, scratch 
 		c.Differences = append(c.Differences, "… and possibly more (the list stops at 100)")
 	}
 	return c, nil
+}
+
+// differ adds a difference, up to maxDifferences.
+func (c *PlanCheck) differ(format string, args ...any) {
+	if len(c.Differences) < maxDifferences {
+		c.Differences = append(c.Differences, fmt.Sprintf(format, args...))
+	}
+}
+
+// planJoin joins the planned runs, by new shard and number, with the
+// shards' runs as they are read.
+type planJoin struct {
+	c    *PlanCheck
+	next func() (*PlannedRun, error, bool)
+	cur  *PlannedRun // the next planned run not yet met; nil: none
+}
+
+// meet compares the planned runs at new (shard, no) with the run there
+// (id "": none) and moves past them.
+func (jn *planJoin) meet(shard int, no model.RunNo, id string, gen uint32) error {
+	for jn.cur != nil && jn.cur.NewShard == shard && jn.cur.NewRun == uint64(no) {
+		p := jn.cur
+		switch {
+		case id == "":
+			jn.c.differ("%s#%d (old %d:%d) is not at %d:%d as planned: that number holds no run", p.WorkflowID, p.Gen, p.OldShard, p.OldRun, p.NewShard, p.NewRun)
+		case id != p.WorkflowID || gen != p.Gen:
+			jn.c.differ("%s#%d (old %d:%d) is not at %d:%d as planned: that number holds %s#%d", p.WorkflowID, p.Gen, p.OldShard, p.OldRun, p.NewShard, p.NewRun, id, gen)
+		default:
+			jn.c.Renumbered++
+		}
+		var err error
+		if jn.cur, err, _ = jn.next(); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// before says whether the next planned run comes before new (shard, no).
+func (jn *planJoin) before(shard int, no model.RunNo) bool {
+	cur := jn.cur
+	return cur != nil && (cur.NewShard < shard || cur.NewShard == shard && cur.NewRun < uint64(no))
+}
+
+// shard reads shard j's runs (of count) into the join, and checks its
+// store generation and its number of runs against the plan.
+func (jn *planJoin) shard(ctx context.Context, fs vfs.FS, dir string, j, count int, tails []store.ShardTail, plan *Plan) error {
+	src, err := openSource(fs, dir, j, count, tails)
+	if err != nil {
+		return err
+	}
+	if g := src.Header().Gen; g != plan.StoreGen {
+		jn.c.differ("shard %d's store is generation %d, the plan's new stores are %d", j, g, plan.StoreGen)
+	}
+	var runs int64
+	err = src.RunEntries(ctx, func(no model.RunNo, e model.RunEntry) error {
+		runs++
+		for jn.before(j, no) {
+			if err := jn.meet(jn.cur.NewShard, model.RunNo(jn.cur.NewRun), "", 0); err != nil {
+				return err
+			}
+		}
+		return jn.meet(j, no, e.WorkflowID, e.Gen)
+	})
+	if cerr := src.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return err
+	}
+	if runs < plan.Shards[j].Runs {
+		jn.c.differ("shard %d holds %d runs, the plan gives it %d", j, runs, plan.Shards[j].Runs)
+	}
+	return nil
 }

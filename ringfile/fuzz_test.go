@@ -7,13 +7,14 @@ import (
 	"fmt"
 	"maps"
 	"os"
-	"path/filepath"
 	"reflect"
 	"slices"
 	"strconv"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/fusee-dev/fusee/internal/txtarfiles"
 )
 
 // The fuzz targets of this file read what an operator or another system
@@ -37,7 +38,7 @@ func FuzzParse(f *testing.F) {
 		f.Add(readSeed(f, path))
 	}
 	for _, suffix := range []string{".ring", ".orig"} {
-		for _, data := range txtarFiles(f, "../cmd/internal/cli/testdata/script", suffix) {
+		for _, data := range txtarfiles.Files(f, "../cmd/internal/cli/testdata/script", suffix) {
 			f.Add(data)
 		}
 	}
@@ -88,7 +89,7 @@ func FuzzParse(f *testing.F) {
 // are *SyntaxError values, never both. An accepted plan formats to text
 // that parses back to the same plan and formats to the same bytes.
 func FuzzParsePlan(f *testing.F) {
-	for _, data := range txtarFiles(f, "../cmd/internal/cli/testdata/script", ".plan") {
+	for _, data := range txtarfiles.Files(f, "../cmd/internal/cli/testdata/script", ".plan") {
 		f.Add(data)
 	}
 	// Plans the planner makes from the golden rings.
@@ -156,7 +157,7 @@ func FuzzParsePlan(f *testing.F) {
 // package, so the round trip goes through writeCensus below: what the
 // parser read, written out again, reads back the same.
 func FuzzParseCensus(f *testing.F) {
-	for _, data := range txtarFiles(f, "../cmd/internal/cli/testdata/script", ".census") {
+	for _, data := range txtarfiles.Files(f, "../cmd/internal/cli/testdata/script", ".census") {
 		f.Add(data)
 	}
 	for _, s := range []string{
@@ -198,7 +199,7 @@ func FuzzParseCensus(f *testing.F) {
 // same policy.
 func FuzzImportWiggle(f *testing.F) {
 	f.Add(readSeed(f, goldenWiggle), uint16(8))
-	for _, data := range txtarFiles(f, "../cmd/internal/cli/testdata/script", ".json") {
+	for _, data := range txtarfiles.Files(f, "../cmd/internal/cli/testdata/script", ".json") {
 		if bytes.Contains(data, []byte(`"epochs"`)) {
 			f.Add(data, uint16(8))
 		}
@@ -408,47 +409,6 @@ func diffCensus(a, b *Census) string {
 		}
 	}
 	return ""
-}
-
-// txtarFiles returns the content of every file in the txtar archives of dir
-// whose name ends with suffix: the example files of the command tests.
-func txtarFiles(tb testing.TB, dir, suffix string) [][]byte {
-	tb.Helper()
-	archives, err := filepath.Glob(filepath.Join(dir, "*.txtar"))
-	if err != nil {
-		tb.Fatal(err)
-	}
-	var out [][]byte
-	for _, a := range archives {
-		data, err := os.ReadFile(a)
-		if err != nil {
-			tb.Fatal(err)
-		}
-		var cur *bytes.Buffer
-		flush := func() {
-			if cur != nil {
-				out = append(out, cur.Bytes())
-			}
-			cur = nil
-		}
-		for _, line := range strings.SplitAfter(string(data), "\n") {
-			if name, ok := strings.CutPrefix(strings.TrimSuffix(line, "\n"), "-- "); ok && strings.HasSuffix(name, " --") {
-				flush()
-				if strings.HasSuffix(strings.TrimSuffix(name, " --"), suffix) {
-					cur = new(bytes.Buffer)
-				}
-				continue
-			}
-			if cur != nil {
-				cur.WriteString(line)
-			}
-		}
-		flush()
-	}
-	if len(out) == 0 {
-		tb.Fatalf("no %s files in the archives of %s", suffix, dir)
-	}
-	return out
 }
 
 func readSeed(tb testing.TB, path string) []byte {

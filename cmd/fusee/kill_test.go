@@ -31,14 +31,14 @@ var fuseeBin string // set by TestMain
 // (without -race) on a fresh machine, most of this package's test time.
 const asFusee = "FUSEE_TEST_RUN_MAIN"
 
-// killAtEnv, set with asFusee, names a step of a switch (reshard.StepHook)
+// killAtEnv, set with asFusee, names a step of a switch (reshard.Testing.Step)
 // at which the fusee the tests start SIGKILLs itself.
 const killAtEnv = "FUSEE_TEST_KILL_AT"
 
 func TestMain(m *testing.M) {
 	if os.Getenv(asFusee) == "1" {
 		if step := os.Getenv(killAtEnv); step != "" {
-			reshard.StepHook = func(s string) error {
+			reshard.Testing.Step = func(s string) error {
 				if s == step {
 					_ = syscall.Kill(os.Getpid(), syscall.SIGKILL)
 					select {} // the signal is on its way

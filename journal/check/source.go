@@ -292,14 +292,9 @@ func OpenDir(ctx context.Context, fs vfs.FS, dir string) (_ *Dir, err error) {
 			d.Close()
 		}
 	}()
-	headers := make([]model.CheckpointHeader, m.Shards)
-	for i := range headers {
-		if err := ctx.Err(); err != nil {
-			return nil, err
-		}
-		if headers[i], err = store.ReadHeader(fs, dir, i, m.Shards); err != nil {
-			return nil, err
-		}
+	headers, err := store.ReadHeaders(ctx, fs, dir, m.Shards)
+	if err != nil {
+		return nil, err
 	}
 	tails, rep, err := journal.ReadTails(ctx, fs, dir, headers)
 	if err != nil {

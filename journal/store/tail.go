@@ -1,6 +1,7 @@
 package store
 
 import (
+	"context"
 	"errors"
 	"fmt"
 
@@ -52,6 +53,22 @@ func ReadHeader(fs vfs.FS, dir string, shard, count int) (model.CheckpointHeader
 		err = fmt.Errorf("closing shard store %s: %w", path, cerr)
 	}
 	return hdr, err
+}
+
+// ReadHeaders reads the checkpoint headers of the count shards of dir
+// (ReadHeader, shard by shard), stopping when ctx is done.
+func ReadHeaders(ctx context.Context, fs vfs.FS, dir string, count int) ([]model.CheckpointHeader, error) {
+	headers := make([]model.CheckpointHeader, count)
+	for i := range headers {
+		if err := ctx.Err(); err != nil {
+			return nil, err
+		}
+		var err error
+		if headers[i], err = ReadHeader(fs, dir, i, count); err != nil {
+			return nil, err
+		}
+	}
+	return headers, nil
 }
 
 // readStoreHeader reads and checks the "H" key of an open store.

@@ -315,19 +315,13 @@ func countOrUnknown(n int) string {
 	return strconv.Itoa(n)
 }
 
-// sizeOrUnknown renders a byte count for people: 512 B, 3.2 KiB, 1.0 MiB.
+// sizeOrUnknown renders a byte count for people (reshard.HumanBytes:
+// 512 B, 3.2 KiB, 1.0 MiB), or "?" for an unknown one.
 func sizeOrUnknown(n int64) string {
-	switch {
-	case n < 0:
+	if n < 0 {
 		return "?"
-	case n < 1024:
-		return fmt.Sprintf("%d B", n)
-	case n < 1<<20:
-		return fmt.Sprintf("%.1f KiB", float64(n)/1024)
-	case n < 1<<30:
-		return fmt.Sprintf("%.1f MiB", float64(n)/(1<<20))
 	}
-	return fmt.Sprintf("%.1f GiB", float64(n)/(1<<30))
+	return reshard.HumanBytes(n)
 }
 
 // printKeptReport prints a report the directory keeps (--report): the

@@ -13,6 +13,7 @@ import (
 	"github.com/cockroachdb/pebble/v2/vfs"
 	"github.com/spf13/cobra"
 
+	"github.com/fusee-dev/fusee/journal/check"
 	"github.com/fusee-dev/fusee/meta"
 	"github.com/fusee-dev/fusee/reshard"
 )
@@ -125,10 +126,10 @@ built is removed; run the same command again. A signal during the switch
 			if len(args) == 2 {
 				n, err := strconv.Atoi(args[1])
 				if err != nil {
-					return usagef("shard count %q: want a number from 1 to 1024", args[1])
+					return usagef("shard count %q: want a number from 1 to %d", args[1], meta.MaxShards)
 				}
-				if n < 1 || n > 1024 {
-					return usagef("shard count %d: want a number from 1 to 1024", n)
+				if err := (&reshard.Options{Shards: n}).Validate(); err != nil || n == 0 {
+					return usagef("shard count %d: want a number from 1 to %d", n, meta.MaxShards)
 				}
 				shards = n
 			}
@@ -154,7 +155,7 @@ built is removed; run the same command again. A signal during the switch
 	f.BoolVar(&opts.json, "json", false, "print the report as JSON")
 	f.StringVar(&opts.report, "report", "", "also write the JSON report to `FILE` (atomically, synced)")
 	f.StringVar(&opts.scratch, "scratch", "", "scratch `DIR` for a dry run's plan larger than --memory, and for the report's long lists (default: the system temp directory)")
-	f.StringVar(&opts.memory, "memory", "256MiB", "memory `BUDGET` before the plan spills to a scratch store (e.g. 64MiB, 1GiB)")
+	f.StringVar(&opts.memory, "memory", defaultMemory, "memory `BUDGET` before the plan spills to a scratch store (e.g. 64MiB, 1GiB)")
 	f.StringVarP(&opts.output, "output", "o", "", "with --dry-run: write the plan to `PLAN` (JSON, atomically) for review and --plan")
 	f.StringVar(&opts.plan, "plan", "", "apply exactly the plan in `PLAN` (the count comes from it); refused if the directory changed since")
 	f.StringVar(&opts.verifyPlan, "verify-plan", "", "check that the directory is what `PLAN` said a reshard would make (exit 1 with the differences)")
@@ -411,6 +412,10 @@ func droppedTailLine(t *reshard.DroppedTail, dryRun bool) string {
 	}
 	return line
 }
+
+// defaultMemory is --memory's default, check.DefaultMemory as a flag
+// value ("256MiB").
+var defaultMemory = fmt.Sprintf("%dMiB", check.DefaultMemory>>20)
 
 // parseSize reads a byte count: a number with an optional unit (B, KiB,
 // MiB, GiB, or K, M, G as the same powers of two).

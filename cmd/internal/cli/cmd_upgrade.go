@@ -74,7 +74,7 @@ ever before the switch: the directory is unchanged.`,
 	f.BoolVar(&opts.dryRun, "dry-run", false, "read and check everything, change nothing")
 	f.BoolVar(&opts.json, "json", false, "print the report as JSON")
 	f.StringVar(&opts.scratch, "scratch", "", "scratch `DIR` for a dry run's plan larger than --memory, and for the report's long lists (default: the system temp directory)")
-	f.StringVar(&opts.memory, "memory", "256MiB", "memory `BUDGET` before the plan spills to a scratch store (e.g. 64MiB, 1GiB)")
+	f.StringVar(&opts.memory, "memory", defaultMemory, "memory `BUDGET` before the plan spills to a scratch store (e.g. 64MiB, 1GiB)")
 	addProgressFlag(cmd, &opts.progress)
 	markCLIOnly(cmd, "dry-run")
 	return cmd

@@ -29,7 +29,7 @@ type checkLimits struct {
 }
 
 func (l *checkLimits) flags(cmd *cobra.Command) {
-	cmd.Flags().StringVar(&l.memory, "memory", "256MiB", "memory `BUDGET` for sorts and joins before they spill to a scratch store (e.g. 64MiB, 1GiB)")
+	cmd.Flags().StringVar(&l.memory, "memory", defaultMemory, "memory `BUDGET` for sorts and joins before they spill to a scratch store (e.g. 64MiB, 1GiB)")
 	cmd.Flags().StringVar(&l.scratch, "scratch", "", "scratch `DIR` for what outgrows --memory (default: the system temp directory)")
 	l.prof.add(cmd, "the "+cmd.Name())
 }

@@ -46,10 +46,10 @@ var jsonSchemas = map[string]struct {
 	"ring bind":           {"ring-bind.json", false},
 	"ring unbind":         {"ring-bindings-change.json", false},
 	"ring prune-bindings": {"ring-bindings-change.json", false},
-	// reshard's report and plan are specified in docs/reshard.md §7, and
-	// upgrade's report (the same report type) in §12.
-	"reshard": {"", false},
-	"upgrade": {"", false},
+	// reshard's and upgrade's report are one type (docs/reshard.md §9);
+	// the plan file is specified in docs/reshard.md.
+	"reshard": {"reshard-report.json", false},
+	"upgrade": {"reshard-report.json", false},
 }
 
 // Every command that has --json has a schema here (or a named reason).
@@ -168,6 +168,12 @@ func TestJSONOutputMatchesSchemas(t *testing.T) {
 	check("ring bind", run("ring", "bind", "r.ring", "--cell", "y", "--fingerprint", "db-y", "--json"))
 	check("ring unbind", run("ring", "unbind", "r.ring", "--cell", "y", "--live", "live.json", "--json"))
 	check("ring prune-bindings", run("ring", "prune-bindings", "r.ring", "--live", "live.json", "--json"))
+	check("reshard", run("reshard", "d", "2", "--dry-run", "--json"))
+	check("reshard", run("reshard", "d", "5", "--json"))
+	check("reshard", run("reshard", "d", "--json"))
+	run("gen", "old", "--shards", "2", "--runs", "50", "--log", "2")
+	check("upgrade", run("upgrade", "old", "--dry-run", "--json"))
+	check("upgrade", run("upgrade", "old", "--json"))
 	for cmd, spec := range jsonSchemas {
 		if spec.file != "" && !seen[cmd] && cmd != "ring pull" && cmd != "ring push" { // these need etcd: ring_etcd_test.go
 			t.Errorf("%s: no output checked against docs/schema/%s", cmd, spec.file)

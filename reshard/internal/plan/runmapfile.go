@@ -1,4 +1,4 @@
-package reshard
+package plan
 
 import (
 	"bufio"
@@ -118,7 +118,7 @@ func (w *pagedWriter) add(s *pagedSection, rec []byte, key uint64) {
 
 // freezeRunMap writes the spill maps' run map and reverse (settled) into
 // a paged map at path, whose page cache holds cacheBytes.
-func freezeRunMap(fs vfs.FS, path string, p *plan, pageSize int, cacheBytes int64) (_ *pagedRunMap, err error) {
+func freezeRunMap(fs vfs.FS, path string, p *Plan, pageSize int, cacheBytes int64) (_ *pagedRunMap, err error) {
 	f, err := fs.Create(path, vfs.WriteCategoryUnspecified)
 	if err != nil {
 		return nil, fmt.Errorf("paged run map: %w", err)
@@ -131,9 +131,29 @@ func freezeRunMap(fs vfs.FS, path string, p *plan, pageSize int, cacheBytes int6
 		}
 	}()
 	w := &pagedWriter{w: bufio.NewWriterSize(f, 256<<10), pageSize: pageSize}
+	if err := m.writeForward(w, p); err != nil {
+		return nil, err
+	}
+	if err := m.writeBack(w, p); err != nil {
+		return nil, err
+	}
+	w.pad()
+	if w.err == nil {
+		w.err = w.w.Flush()
+	}
+	if w.err != nil {
+		return nil, fmt.Errorf("paged run map %s: %w", path, w.err)
+	}
+	m.cache.init(f, path, pageSize, int(max(cacheBytes/int64(pageSize), 8)))
+	return m, nil
+}
+
+// writeForward writes the forward sections, one per old shard, from the
+// spill run map.
+func (m *pagedRunMap) writeForward(w *pagedWriter, p *Plan) error {
 	cur := -1
 	var rec [fwdRecord]byte
-	err = p.runs.Each(nil, func(k, v []byte) error {
+	err := p.runs.Each(nil, func(k, v []byte) error {
 		i := int(binary.BigEndian.Uint16(k))
 		no := binary.BigEndian.Uint64(k[2:])
 		if i >= p.oldN || i < cur {
@@ -155,15 +175,21 @@ func freezeRunMap(fs vfs.FS, path string, p *plan, pageSize int, cacheBytes int6
 		return w.err
 	})
 	if err != nil {
-		return nil, err
+		return err
 	}
 	for cur < p.oldN-1 {
 		cur++
 		m.fwd[cur] = w.start()
 	}
+	return nil
+}
+
+// writeBack writes the winners' and losers' sections, per new shard, from
+// the spill reverse map.
+func (m *pagedRunMap) writeBack(w *pagedWriter, p *Plan) error {
 	cur, inLosers := -1, false
 	var back [backRecord]byte
-	err = p.rev.Each(nil, func(k, v []byte) error {
+	err := p.rev.Each(nil, func(k, v []byte) error {
 		j := int(binary.BigEndian.Uint16(k))
 		no := model.RunNo(binary.BigEndian.Uint64(k[2:]))
 		if j >= p.newN || j < cur {
@@ -191,21 +217,13 @@ func freezeRunMap(fs vfs.FS, path string, p *plan, pageSize int, cacheBytes int6
 		return w.err
 	})
 	if err != nil {
-		return nil, err
+		return err
 	}
 	for cur < p.newN-1 {
 		cur++
 		m.win[cur] = w.start()
 	}
-	w.pad()
-	if w.err == nil {
-		w.err = w.w.Flush()
-	}
-	if w.err != nil {
-		return nil, fmt.Errorf("paged run map %s: %w", path, w.err)
-	}
-	m.cache.init(f, path, pageSize, int(max(cacheBytes/int64(pageSize), 8)))
-	return m, nil
+	return nil
 }
 
 // search finds no in sorted section s of records of size size, each
@@ -238,14 +256,14 @@ func (m *pagedRunMap) search(s *pagedSection, size int, no uint64, fn func(rec [
 }
 
 // lookup returns where old run (shard, no) went.
-func (m *pagedRunMap) lookup(shard int, no model.RunNo) (mapped, bool, error) {
+func (m *pagedRunMap) lookup(shard int, no model.RunNo) (Mapped, bool, error) {
 	if shard < 0 || shard >= len(m.fwd) {
-		return mapped{}, false, nil
+		return Mapped{}, false, nil
 	}
-	var out mapped
+	var out Mapped
 	ok, err := m.search(&m.fwd[shard], fwdRecord, uint64(no), func(rec []byte) {
 		d := binary.BigEndian.Uint16(rec[12:])
-		out = mapped{Shard: int(d & dstShard), No: model.RunNo(get48(rec[6:])), ID: runKey(shard, no)}
+		out = Mapped{Shard: int(d & dstShard), No: model.RunNo(get48(rec[6:])), ID: RunKey(shard, no)}
 		out.Renumbered = d&dstFlag != 0
 	})
 	return out, ok, err
@@ -266,12 +284,12 @@ func (m *pagedRunMap) identityAt(shard int, no model.RunNo) (uint64, bool, error
 		per := uint64(m.pageSize / backRecord)
 		err := m.cache.with(s.page+int64(k/per), func(page []byte) {
 			rec := page[(k%per)*backRecord:]
-			id = runKey(int(binary.BigEndian.Uint16(rec)), model.RunNo(get48(rec[2:])))
+			id = RunKey(int(binary.BigEndian.Uint16(rec)), model.RunNo(get48(rec[2:])))
 		})
 		return id, err == nil, err
 	}
 	ok, err := m.search(&m.win[shard], backRecord, uint64(no), func(rec []byte) {
-		id = runKey(int(binary.BigEndian.Uint16(rec[6:])), no)
+		id = RunKey(int(binary.BigEndian.Uint16(rec[6:])), no)
 	})
 	return id, ok, err
 }

@@ -1,4 +1,13 @@
-package reshard
+// Package extsort sorts the new stores' keys by shard and key within a
+// memory budget (docs/reshard.md §5, pass 2): whole runs are items, an
+// arena in memory spills to sorted scratch chunks that are merged per
+// shard. It also holds the typed binary min-heap that the k-way merges
+// (its own and the run map's) share.
+//
+// It owns only scratch files under the directory it is given and must
+// never read or write anything else: it knows nothing of shards' stores,
+// the plan or the switch.
+package extsort
 
 import (
 	"bufio"
@@ -65,30 +74,35 @@ type chunk struct {
 	sections []int64
 }
 
-// runSorter sorts the new stores' keys by shard and key. Put is called
+// Sorter sorts the new stores' keys by shard and key. Put is called
 // from one goroutine; after Settle, Each may run on several at once.
-type runSorter struct {
+type Sorter struct {
 	fs     vfs.FS
 	dir    string
 	budget int64
 	shards int
-	arena  []byte
-	items  []sortItem
-	chunks []chunk
-	starts []int // after Settle, without chunks: shard j's items are items[starts[j]:starts[j+1]]
+	// mergers is how many shards' merges may run at once: they share
+	// the budget's read buffers.
+	mergers int
+	arena   []byte
+	items   []sortItem
+	chunks  []chunk
+	starts  []int // after Settle, without chunks: shard j's items are items[starts[j]:starts[j+1]]
 }
 
-func newRunSorter(fs vfs.FS, dir string, shards int, budget int64) *runSorter {
-	return &runSorter{fs: fs, dir: dir, shards: shards, budget: min(max(budget, minChunk), 1<<30)}
+// New is an empty sorter for shards new shards whose chunks go under dir,
+// its arena within budget; mergers shards' Each may run at once.
+func New(fs vfs.FS, dir string, shards int, budget int64, mergers int) *Sorter {
+	return &Sorter{fs: fs, dir: dir, shards: shards, budget: min(max(budget, minChunk), 1<<30), mergers: max(mergers, 1)}
 }
 
 // Spilled reports whether chunks went to scratch files.
-func (s *runSorter) Spilled() bool { return len(s.chunks) > 0 }
+func (s *Sorter) Spilled() bool { return len(s.chunks) > 0 }
 
 // Put adds key and value (copied) to new shard j's keys: to the last
 // item when it is the same run's ('R' keys of one run number, one
 // after the other), else as a new item.
-func (s *runSorter) Put(j int, key, value []byte) error {
+func (s *Sorter) Put(j int, key, value []byte) error {
 	if int64(len(s.arena))+int64(len(key)+len(value)+20) >= maxArena {
 		return fmt.Errorf("reshard sort: a key of %d and a value of %d bytes do not fit a chunk", len(key), len(value))
 	}
@@ -130,7 +144,7 @@ func (s *runSorter) Put(j int, key, value []byte) error {
 // room makes room for an item of about need bytes in the arena and
 // the items, growing them by doubling up to their limits (the arena 70%
 // of the share, the items the rest), and reports whether it fit.
-func (s *runSorter) room(need int) bool {
+func (s *Sorter) room(need int) bool {
 	arenaMax, itemsMax := int(s.budget*7/10), int(s.budget*3/10/sortItemBytes)+1
 	if len(s.arena)+need > cap(s.arena) {
 		if cap(s.arena) >= arenaMax {
@@ -147,17 +161,17 @@ func (s *runSorter) room(need int) bool {
 	return len(s.arena)+need <= cap(s.arena)
 }
 
-func (s *runSorter) appendPair(key, value []byte) {
+func (s *Sorter) appendPair(key, value []byte) {
 	s.arena = binary.AppendUvarint(s.arena, uint64(len(key)))
 	s.arena = append(s.arena, key...)
 	s.arena = binary.AppendUvarint(s.arena, uint64(len(value)))
 	s.arena = append(s.arena, value...)
 }
 
-func (s *runSorter) key(it *sortItem) []byte { return s.arena[it.keyOff : it.keyOff+it.keyLen] }
+func (s *Sorter) key(it *sortItem) []byte { return s.arena[it.keyOff : it.keyOff+it.keyLen] }
 
 // sortArena sorts the items in memory by (shard, key).
-func (s *runSorter) sortArena() {
+func (s *Sorter) sortArena() {
 	slices.SortFunc(s.items, func(a, b sortItem) int {
 		switch {
 		case a.shard != b.shard:
@@ -172,7 +186,7 @@ func (s *runSorter) sortArena() {
 }
 
 // flush writes the arena's items, sorted, as a new chunk.
-func (s *runSorter) flush() error {
+func (s *Sorter) flush() error {
 	if len(s.items) == 0 {
 		return nil
 	}
@@ -218,7 +232,7 @@ func (s *runSorter) flush() error {
 
 // flushAllBut writes every item but the last (the run being added) as a
 // chunk and moves the last to the start of the arena.
-func (s *runSorter) flushAllBut() error {
+func (s *Sorter) flushAllBut() error {
 	last := s.items[len(s.items)-1]
 	b := bytes.Clone(s.arena[last.off:last.end])
 	s.items = s.items[:len(s.items)-1]
@@ -235,7 +249,7 @@ func (s *runSorter) flushAllBut() error {
 
 // Settle ends the Puts: the arena is sorted, or written as the last
 // chunk if others were.
-func (s *runSorter) Settle() error {
+func (s *Sorter) Settle() error {
 	if len(s.chunks) > 0 {
 		if err := s.flush(); err != nil {
 			return err
@@ -279,7 +293,7 @@ func eachPair(b []byte, fn func(k, v []byte) error) error {
 
 // Each calls fn with every key of new shard j and its value, in key
 // order. Key and value are valid only during the call.
-func (s *runSorter) Each(j int, fn func(k, v []byte) error) error {
+func (s *Sorter) Each(j int, fn func(k, v []byte) error) error {
 	if len(s.chunks) == 0 {
 		for k := s.starts[j]; k < s.starts[j+1]; k++ {
 			it := &s.items[k]
@@ -321,10 +335,10 @@ func (c *chunkCursor) next() (bool, error) {
 }
 
 // merge is Each from the chunks: a merge of their sections for shard j.
-func (s *runSorter) merge(j int, fn func(k, v []byte) error) error {
+func (s *Sorter) merge(j int, fn func(k, v []byte) error) error {
 	// The sorter's share is for the arena; merging, two stores at once
 	// read every chunk through a buffer of their half of it.
-	buf := int(min(max(s.budget/int64(2*workers*len(s.chunks)), 4<<10), 1<<20))
+	buf := int(min(max(s.budget/int64(2*s.mergers*len(s.chunks)), 4<<10), 1<<20))
 	var cursors []*chunkCursor
 	for _, c := range s.chunks {
 		if c.sections[j] == c.sections[j+1] {
@@ -346,7 +360,7 @@ func (s *runSorter) merge(j int, fn func(k, v []byte) error) error {
 	}
 	// A heap of cursors by their current key.
 	less := func(a, b *chunkCursor) bool { return bytes.Compare(a.key, b.key) < 0 }
-	heapInit(cursors, less)
+	HeapInit(cursors, less)
 	for len(cursors) > 0 {
 		cur := cursors[0]
 		if err := eachPair(cur.item, fn); err != nil {
@@ -360,7 +374,7 @@ func (s *runSorter) merge(j int, fn func(k, v []byte) error) error {
 			cursors[0] = cursors[len(cursors)-1]
 			cursors = cursors[:len(cursors)-1]
 		}
-		siftDown(cursors, 0, less)
+		SiftDown(cursors, 0, less)
 	}
 	return nil
 }

@@ -1,4 +1,4 @@
-package reshard
+package extsort
 
 import (
 	"bytes"
@@ -20,7 +20,7 @@ func TestRunSorterMatchesSort(t *testing.T) {
 	rapid.Check(t, func(t *rapid.T) {
 		shards := rapid.IntRange(1, 4).Draw(t, "shards")
 		budget := rapid.SampledFrom([]int64{0, 1 << 10, 1 << 30}).Draw(t, "budget")
-		s := newRunSorter(vfs.NewMem(), "/sort", shards, budget)
+		s := New(vfs.NewMem(), "/sort", shards, budget, 2)
 		if budget == 1<<10 {
 			s.budget = 1 // every item a chunk of its own
 		}

@@ -1,4 +1,4 @@
-package reshard
+package plan
 
 import (
 	"errors"
@@ -7,6 +7,7 @@ import (
 	"slices"
 
 	"github.com/fusee-dev/fusee/journal/model"
+	"github.com/fusee-dev/fusee/reshard/internal/extsort"
 )
 
 // The compact run map (docs/reshard.md §4, "Run lookups"). Pass 1 reads
@@ -50,10 +51,6 @@ import (
 // list, 4 for its forward number, 4 for its rank in lost and 8 in the
 // sort (twice that while an array grows by appending).
 const compactEntryBytes = 64
-
-// compactShares is the part of the budget (in mapShare units) the compact
-// map may hold: half of it (the other maps are not made on this path).
-const compactShares = mapShare / 2
 
 // dst bits.
 const (
@@ -154,7 +151,7 @@ func (c *runMap) add(i int, no model.RunNo, j int, e *model.RunEntry) error {
 		c.seal(s)
 	}
 	d := uint16(j)
-	if unfinished(e.State) {
+	if Unfinished(e.State) {
 		d |= dstUnfinished
 	}
 	if e.Renumbered {
@@ -214,7 +211,7 @@ func (c *runMap) merge(visit func(i, k int, n uint32, j int, wins bool)) {
 		}
 	}
 	less := func(a, b int) bool { return next[a] < next[b] || next[a] == next[b] && a < b }
-	heapInit(h, less)
+	extsort.HeapInit(h, less)
 	newN := len(c.new)
 	stamp := make([]uint64, newN) // the number best[j] is for, plus one
 	best := make([]int, newN)     // index in group of new shard j's winner
@@ -232,7 +229,7 @@ func (c *runMap) merge(visit func(i, k int, n uint32, j int, wins bool)) {
 				h[0] = h[len(h)-1]
 				h = h[:len(h)-1]
 			}
-			siftDown(h, 0, less)
+			extsort.SiftDown(h, 0, less)
 		}
 		// group is in old-shard order.
 		for g, m := range group {
@@ -261,7 +258,7 @@ func (c *runMap) merge(visit func(i, k int, n uint32, j int, wins bool)) {
 // number, old shard) from maxUsed+1 up. It merges twice: once to count
 // (so that every array is made at its size, and the allowance is known
 // to hold them before any is), once to fill.
-func (c *runMap) assign(p *plan) error {
+func (c *runMap) assign(p *Plan) error {
 	if uint64(p.maxUsed)+uint64(c.runs) >= math.MaxUint32 {
 		return errMapFull
 	}
@@ -269,36 +266,72 @@ func (c *runMap) assign(p *plan) error {
 	for i := range c.old {
 		c.seal(i)
 	}
-	oldN, newN := len(c.old), len(c.new)
-	won := make([]int, newN)
-	lo, hi := make([]uint32, newN), make([]uint32, newN)
-	lostNew := make([]int, newN)
-	lostOld := make([]int, oldN)
-	c.merge(func(i, _ int, n uint32, j int, wins bool) {
-		p.shardRuns[j]++
+	n := c.count(p)
+	sortNeed, err := c.allocate(n)
+	if err != nil {
+		return err
+	}
+	c.fill()
+	c.orderLosers(p, sortNeed)
+	for i := range c.old {
+		c.old[i].gen = nil
+		c.charge(i)
+	}
+	for j := range p.NextRun {
+		// As on the spill path: every new shard continues above every
+		// number any old shard used.
+		p.NextRun[j] = max(p.NextRun[j], p.maxUsed+model.RunNo(len(c.new[j].lost))+1)
+	}
+	return nil
+}
+
+// assignCounts is what assign's first merge counts, so that every array
+// is made at its size.
+type assignCounts struct {
+	won     []int    // per new shard: its winners
+	lo, hi  []uint32 // per new shard: its winners' lowest and highest number
+	lostNew []int    // per new shard: its losers
+	lostOld []int    // per old shard: its runs that lose their number
+}
+
+// count is assign's first merge: the winners' spans and every shard's
+// losers, and p's counters.
+func (c *runMap) count(p *Plan) *assignCounts {
+	newN := len(c.new)
+	n := &assignCounts{won: make([]int, newN), lo: make([]uint32, newN), hi: make([]uint32, newN),
+		lostNew: make([]int, newN), lostOld: make([]int, len(c.old))}
+	c.merge(func(i, _ int, no uint32, j int, wins bool) {
+		p.ShardRuns[j]++
 		if i != j {
-			p.moved++
+			p.Moved++
 		}
 		if !wins {
-			lostNew[j]++
-			lostOld[i]++
+			n.lostNew[j]++
+			n.lostOld[i]++
 			return
 		}
-		if won[j] == 0 {
-			lo[j] = n
+		if n.won[j] == 0 {
+			n.lo[j] = no
 		}
-		hi[j] = n
-		won[j]++
-		p.nextRun[j] = max(p.nextRun[j], model.RunNo(n)+1)
+		n.hi[j] = no
+		n.won[j]++
+		p.NextRun[j] = max(p.NextRun[j], model.RunNo(no)+1)
 	})
+	return n
+}
+
+// allocate makes the arrays of the assignment at their sizes, or says
+// errMapFull when they and the losers' sort would not fit the allowance;
+// it returns what the sort needs.
+func (c *runMap) allocate(n *assignCounts) (int64, error) {
 	var need, sortNeed int64
 	for j := range c.new {
-		s := newRankSet(lo[j], hi[j], won[j])
-		need += s.bytes() + 2*int64(won[j]) + 4*int64(lostNew[j])
-		sortNeed = max(sortNeed, 8*int64(lostNew[j]))
-		c.new[j] = newRuns{won: s, from: make([]uint16, 0, won[j]), lost: make([]uint32, 0, lostNew[j])}
+		s := newRankSet(n.lo[j], n.hi[j], n.won[j])
+		need += s.bytes() + 2*int64(n.won[j]) + 4*int64(n.lostNew[j])
+		sortNeed = max(sortNeed, 8*int64(n.lostNew[j]))
+		c.new[j] = newRuns{won: s, from: make([]uint16, 0, n.won[j]), lost: make([]uint32, 0, n.lostNew[j])}
 		if need+c.bytes > c.limit { // stop making arrays that will not be kept
-			return errMapFull
+			return 0, errMapFull
 		}
 	}
 	var base uint32
@@ -307,15 +340,21 @@ func (c *runMap) assign(p *plan) error {
 		o.base = base
 		base += uint32(o.nos.n)
 		if o.nos.n > 0 {
-			o.lost = newRankSet(0, uint32(o.nos.n-1), lostOld[i])
+			o.lost = newRankSet(0, uint32(o.nos.n-1), n.lostOld[i])
 		}
-		o.to = make([]uint32, lostOld[i])
-		need += o.lost.bytes() + 4*int64(lostOld[i])
+		o.to = make([]uint32, n.lostOld[i])
+		need += o.lost.bytes() + 4*int64(n.lostOld[i])
 	}
 	if c.bytes+need+sortNeed > c.limit {
-		return errMapFull
+		return 0, errMapFull
 	}
 	c.bytes += need
+	return sortNeed, nil
+}
+
+// fill is assign's second merge: winners into their new shard's set,
+// losers flagged and listed in (old number, old shard) order.
+func (c *runMap) fill() {
 	c.merge(func(i, k int, n uint32, j int, wins bool) {
 		o, nw := &c.old[i], &c.new[j]
 		if wins {
@@ -333,6 +372,11 @@ func (c *runMap) assign(p *plan) error {
 	for i := range c.old {
 		c.old[i].lost.seal()
 	}
+}
+
+// orderLosers numbers each new shard's losers from maxUsed+1 up, by
+// (generation, old number, old shard).
+func (c *runMap) orderLosers(p *Plan, sortNeed int64) {
 	keys := make([]uint64, 0, sortNeed/8)
 	for j := range c.new {
 		nw := &c.new[j]
@@ -354,18 +398,8 @@ func (c *runMap) assign(p *plan) error {
 			r, _ := c.old[i].lost.rank(uint64(k))
 			c.old[i].to[r] = uint32(p.maxUsed) + 1 + uint32(t)
 		}
-		p.renumbered += int64(len(nw.lost))
+		p.Renumbered += int64(len(nw.lost))
 	}
-	for i := range c.old {
-		c.old[i].gen = nil
-		c.charge(i)
-	}
-	for j := range p.nextRun {
-		// As on the spill path: every new shard continues above every
-		// number any old shard used.
-		p.nextRun[j] = max(p.nextRun[j], p.maxUsed+model.RunNo(len(c.new[j].lost))+1)
-	}
-	return nil
 }
 
 // oldOf is the old shard and rank of a loser's reference.
@@ -380,17 +414,17 @@ func (c *runMap) oldOf(ref uint32) (int, int) {
 }
 
 // lookup returns where old run (shard, no) went.
-func (c *runMap) lookup(shard int, no model.RunNo) (mapped, bool) {
+func (c *runMap) lookup(shard int, no model.RunNo) (Mapped, bool) {
 	if shard < 0 || shard >= len(c.old) {
-		return mapped{}, false
+		return Mapped{}, false
 	}
 	o := &c.old[shard]
 	k, ok := o.nos.rank(uint64(no))
 	if !ok {
-		return mapped{}, false
+		return Mapped{}, false
 	}
 	d := o.dst[k]
-	m := mapped{Shard: int(d & dstShard), No: no, ID: runKey(shard, no)}
+	m := Mapped{Shard: int(d & dstShard), No: no, ID: RunKey(shard, no)}
 	if d&dstLost != 0 {
 		r, _ := o.lost.rank(uint64(k))
 		m.No = model.RunNo(o.to[r])
@@ -411,15 +445,15 @@ func (c *runMap) identityAt(shard int, no model.RunNo) (uint64, bool) {
 			return 0, false
 		}
 		i, k := c.oldOf(nw.lost[t])
-		return runKey(i, model.RunNo(c.old[i].nos.at(k))), true
+		return RunKey(i, model.RunNo(c.old[i].nos.at(k))), true
 	}
 	r, ok := nw.won.rank(uint64(no))
 	if !ok {
 		return 0, false
 	}
-	return runKey(int(nw.from[r]), no), true
+	return RunKey(int(nw.from[r]), no), true
 }
 
 // runKey packs a (shard, number) pair: numbers are below 2^48, shards
 // below 2^10.
-func runKey(shard int, no model.RunNo) uint64 { return uint64(shard)<<48 | uint64(no) }
+func RunKey(shard int, no model.RunNo) uint64 { return uint64(shard)<<48 | uint64(no) }

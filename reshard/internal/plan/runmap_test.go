@@ -1,4 +1,4 @@
-package reshard
+package plan
 
 import (
 	"cmp"
@@ -8,8 +8,8 @@ import (
 	"testing"
 
 	"github.com/cockroachdb/pebble/v2/vfs"
-
 	"github.com/fusee-dev/fusee/journal/model"
+	"github.com/fusee-dev/fusee/journal/store"
 	"pgregory.net/rapid"
 )
 
@@ -108,16 +108,16 @@ func TestRunMapMatchesOracle(t *testing.T) {
 		}
 
 		// check compares a map's answers and p's counters with the oracle.
-		check := func(name string, p *plan, lookup func(int, model.RunNo) (mapped, bool, error), identityAt func(int, model.RunNo) (uint64, bool, error)) {
+		check := func(name string, p *Plan, lookup func(int, model.RunNo) (Mapped, bool, error), identityAt func(int, model.RunNo) (uint64, bool, error)) {
 			for k, w := range fwd {
 				m, ok, err := lookup(k.shard, k.no)
-				if err != nil || !ok || m.Shard != w.to.shard || m.No != w.to.no || m.Renumbered != w.flag || m.ID != runKey(k.shard, k.no) {
+				if err != nil || !ok || m.Shard != w.to.shard || m.No != w.to.no || m.Renumbered != w.flag || m.ID != RunKey(k.shard, k.no) {
 					t.Fatalf("%s: lookup %v = %+v %v %v, want %+v", name, k, m, ok, err, w)
 				}
 			}
 			for k, old := range rev {
 				id, ok, err := identityAt(k.shard, k.no)
-				if err != nil || !ok || id != runKey(old.shard, old.no) {
+				if err != nil || !ok || id != RunKey(old.shard, old.no) {
 					t.Fatalf("%s: identityAt %v = %x %v %v, want %v", name, k, id, ok, err, old)
 				}
 			}
@@ -134,11 +134,11 @@ func TestRunMapMatchesOracle(t *testing.T) {
 					t.Fatalf("%s: identityAt %d:%d found %v (%v), want %v", name, s, no, okR, err, want)
 				}
 			}
-			if !slices.Equal(p.nextRun, next) {
-				t.Fatalf("%s: next runs %v, want %v", name, p.nextRun, next)
+			if !slices.Equal(p.NextRun, next) {
+				t.Fatalf("%s: next runs %v, want %v", name, p.NextRun, next)
 			}
-			if p.renumbered != int64(len(losers)) {
-				t.Fatalf("%s: renumbered %d, want %d", name, p.renumbered, len(losers))
+			if p.Renumbered != int64(len(losers)) {
+				t.Fatalf("%s: renumbered %d, want %d", name, p.Renumbered, len(losers))
 			}
 			var moved int64
 			shardRuns := make([]int64, newN)
@@ -148,8 +148,8 @@ func TestRunMapMatchesOracle(t *testing.T) {
 					moved++
 				}
 			}
-			if p.moved != moved || !slices.Equal(p.shardRuns, shardRuns) {
-				t.Fatalf("%s: moved %d, runs per shard %v; want %d, %v", name, p.moved, p.shardRuns, moved, shardRuns)
+			if p.Moved != moved || !slices.Equal(p.ShardRuns, shardRuns) {
+				t.Fatalf("%s: moved %d, runs per shard %v; want %d, %v", name, p.Moved, p.ShardRuns, moved, shardRuns)
 			}
 		}
 		state := func(unfinished bool) model.RunState {
@@ -169,30 +169,37 @@ func TestRunMapMatchesOracle(t *testing.T) {
 		if err := c.add(0, math.MaxUint32+1, 0, &model.RunEntry{}); !errors.Is(err, errMapFull) {
 			t.Fatalf("a run past the allowance: %v, want errMapFull", err)
 		}
-		p := &plan{maxUsed: maxUsed, nextRun: make([]model.RunNo, newN), shardRuns: make([]int64, newN)}
+		p := &Plan{maxUsed: maxUsed, NextRun: make([]model.RunNo, newN), ShardRuns: make([]int64, newN)}
 		if err := c.assign(p); err != nil {
 			t.Fatal(err)
 		}
-		check("compact", p, func(s int, no model.RunNo) (mapped, bool, error) { m, ok := c.lookup(s, no); return m, ok, nil },
+		check("compact", p, func(s int, no model.RunNo) (Mapped, bool, error) { m, ok := c.lookup(s, no); return m, ok, nil },
 			func(s int, no model.RunNo) (uint64, bool, error) { id, ok := c.identityAt(s, no); return id, ok, nil })
 
 		// The spill maps' assignment, then the paged map, its pages as
 		// small as one record and its cache eight pages, so that lookups
 		// cross pages and evict.
 		fs := vfs.NewMem()
-		r := &resharder{fs: fs, scratch: "scratch", oldN: oldN, newN: newN, rep: &Report{},
-			budget: rapid.SampledFrom([]int64{1, 1 << 20}).Draw(t, "spill budget")}
-		newReportLists(fs, r.rep, "lists", r.budget)
-		defer r.rep.Close()
-		defer r.closeMaps()
-		keys := r.newMap("plan")
+		budget := rapid.SampledFrom([]int64{1, 1 << 20}).Draw(t, "spill budget")
+		var maps []*store.SpillMap
+		newMap := func(name string) *store.SpillMap {
+			m := store.NewSpillMap(fs, fs.PathJoin("scratch", name), budget)
+			maps = append(maps, m)
+			return m
+		}
+		defer func() {
+			for _, m := range maps {
+				m.Close()
+			}
+		}()
+		keys := newMap("plan")
 		for _, run := range runs {
-			e := planEntry{State: state(run.unfinished), Gen: run.gen, Renumbered: run.prior, WorkflowID: "wf"}
+			e := Entry{State: state(run.unfinished), Gen: run.gen, Renumbered: run.prior, WorkflowID: "wf"}
 			if err := keys.Put(planKey(run.j, run.no, run.unfinished, run.shard), encodePlanValue(e)); err != nil {
 				t.Fatal(err)
 			}
 		}
-		ps, err := r.assignSpilled(&plan{oldN: oldN, newN: newN, maxUsed: maxUsed, nextRun: make([]model.RunNo, newN), shardRuns: make([]int64, newN)}, keys)
+		ps, err := assignSpilled(&Plan{oldN: oldN, newN: newN, maxUsed: maxUsed, NextRun: make([]model.RunNo, newN), ShardRuns: make([]int64, newN)}, keys, newMap)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -245,7 +252,7 @@ func TestRunMapRefuses(t *testing.T) {
 	if err := c.add(0, math.MaxUint32+1, 0, e); !errors.Is(err, errMapFull) {
 		t.Errorf("a number past 32 bits: %v", err)
 	}
-	if err := c.assign(&plan{maxUsed: math.MaxUint32 - 1, nextRun: make([]model.RunNo, 1), shardRuns: make([]int64, 1)}); !errors.Is(err, errMapFull) {
+	if err := c.assign(&Plan{maxUsed: math.MaxUint32 - 1, NextRun: make([]model.RunNo, 1), ShardRuns: make([]int64, 1)}); !errors.Is(err, errMapFull) {
 		t.Errorf("new numbers past 32 bits: %v", err)
 	}
 }

@@ -1,4 +1,4 @@
-package reshard
+package switchdir
 
 import (
 	"context"
@@ -52,22 +52,21 @@ type StoreFingerprint struct {
 	Header        string `json:"header_sha256"`
 }
 
-// readFingerprint reads the fingerprint of the log format 3 layout of
+// ReadFingerprint reads the fingerprint of the log format 3 layout of
 // count shards in dir (a data directory, or reshard.new, which has the
 // same wal/ and shards/), with metaBytes standing for its fusee.meta. It
 // returns the log tails it read on the way, for the plan pass. Nothing is
 // written; the caller holds the directory's lock.
-func readFingerprint(ctx context.Context, fs vfs.FS, dir string, count int, metaBytes []byte) (Fingerprint, []store.ShardTail, error) {
+func ReadFingerprint(ctx context.Context, fs vfs.FS, dir string, count int, metaBytes []byte) (Fingerprint, []store.ShardTail, error) {
 	sum := sha256.Sum256(metaBytes)
 	f := Fingerprint{Meta: hex.EncodeToString(sum[:]), Shards: count}
-	headers := make([]model.CheckpointHeader, count)
+	headers, err := store.ReadHeaders(ctx, fs, dir, count)
+	if err != nil {
+		return Fingerprint{}, nil, err
+	}
 	for i := range headers {
-		h, err := store.ReadHeader(fs, dir, i, count)
-		if err != nil {
-			return Fingerprint{}, nil, err
-		}
-		headers[i] = h
-		hs := sha256.Sum256(model.EncodeHeader(nil, &h))
+		h := &headers[i]
+		hs := sha256.Sum256(model.EncodeHeader(nil, h))
 		f.Stores = append(f.Stores, StoreFingerprint{Shard: i, Generation: h.Gen, CheckpointSeq: h.Seq,
 			CheckpointLSN: h.LSN, NextRun: uint64(h.NextRun), Header: hex.EncodeToString(hs[:])})
 	}
@@ -79,8 +78,8 @@ func readFingerprint(ctx context.Context, fs vfs.FS, dir string, count int, meta
 	return f, tails, nil
 }
 
-// readMetaBytes reads dir's fusee.meta as it is on disk.
-func readMetaBytes(fs vfs.FS, dir string) ([]byte, error) {
+// ReadMetaBytes reads dir's fusee.meta as it is on disk.
+func ReadMetaBytes(fs vfs.FS, dir string) ([]byte, error) {
 	path := fs.PathJoin(dir, meta.FileName)
 	f, err := fs.Open(path)
 	if err != nil {

@@ -1,4 +1,4 @@
-package reshard
+package plan
 
 import (
 	"math"

@@ -1,20 +1,20 @@
-package reshard
+package extsort
 
 // The k-way merges of the run map (old shards by their next run number)
 // and of the run sorter (scratch chunks by their next key) keep their
 // inputs in a binary min-heap through these two functions, typed, so
 // that no comparison goes through container/heap's interface.
 
-// heapInit orders h as a min-heap under less.
-func heapInit[T any](h []T, less func(a, b T) bool) {
+// HeapInit orders h as a min-heap under less.
+func HeapInit[T any](h []T, less func(a, b T) bool) {
 	for k := len(h)/2 - 1; k >= 0; k-- {
-		siftDown(h, k, less)
+		SiftDown(h, k, less)
 	}
 }
 
-// siftDown moves h[k] down the min-heap h to its place, after it grew or
+// SiftDown moves h[k] down the min-heap h to its place, after it grew or
 // was replaced.
-func siftDown[T any](h []T, k int, less func(a, b T) bool) {
+func SiftDown[T any](h []T, k int, less func(a, b T) bool) {
 	for {
 		l := 2*k + 1
 		if l >= len(h) {

@@ -1,0 +1,145 @@
+package reshard
+
+import (
+	"context"
+
+	"github.com/fusee-dev/fusee/journal/store"
+	"github.com/fusee-dev/fusee/meta"
+	"github.com/fusee-dev/fusee/reshard/internal/extsort"
+)
+
+// A sink is where pass 2's rewrite puts the new stores' keys (build.go):
+// a dry run's counts only (drySink), the stores written as the old
+// shards are read (directSink: a grow to a small multiple), or the
+// external sort and then the stores (sortSink). Every key goes through
+// counted first, which counts it for the report.
+type sink interface {
+	// Put adds key and value to new shard j's store.
+	Put(j int, key, value []byte) error
+	// Begin and End frame the reading of old shard i.
+	Begin(i int) error
+	End(i int) error
+	// Finish writes and syncs what is left once every old shard is read.
+	Finish(ctx context.Context) error
+	// Abort drops what a failed build left open.
+	Abort()
+}
+
+// counted counts every key for the report, and (a testing knob, writing
+// sinks only) lets Testing.corruptWrite change or drop it, before its sink.
+type counted struct {
+	rep   *Report
+	next  sink
+	write bool // the sink writes stores: Testing.corruptWrite applies
+}
+
+func (c *counted) Put(j int, key, value []byte) error {
+	c.rep.Counts.BytesWritten += int64(len(key) + len(value))
+	c.rep.NewShardBytes[j] += int64(len(key) + len(value))
+	if c.write && Testing.corruptWrite != nil {
+		var keep bool
+		if value, keep = Testing.corruptWrite(j, key, value); !keep {
+			return nil
+		}
+	}
+	return c.next.Put(j, key, value)
+}
+
+func (c *counted) Begin(i int) error                { return c.next.Begin(i) }
+func (c *counted) End(i int) error                  { return c.next.End(i) }
+func (c *counted) Finish(ctx context.Context) error { return c.next.Finish(ctx) }
+func (c *counted) Abort()                           { c.next.Abort() }
+
+// drySink keeps nothing: a dry run only counts.
+type drySink struct{}
+
+func (drySink) Put(int, []byte, []byte) error { return nil }
+func (drySink) Begin(int) error               { return nil }
+func (drySink) End(int) error                 { return nil }
+func (drySink) Finish(context.Context) error  { return nil }
+func (drySink) Abort()                        {}
+
+// directSink writes the new stores as the old shards are read: growing
+// to a multiple renumbers nothing and each new shard draws from one old
+// shard (j = i, i+oldN, ...), so every kind of key reaches its new store
+// in ascending order (a StoreWriter takes each kind in order), with no
+// sort. Each old shard has newN/oldN stores open at once.
+type directSink struct {
+	b       *builder
+	writers map[int]*store.StoreWriter // the stores being written
+}
+
+func (s *directSink) Put(j int, key, value []byte) error {
+	if err := s.b.checks[j].add(key, value); err != nil {
+		return err
+	}
+	return s.writers[j].Add(key, value)
+}
+
+func (s *directSink) Begin(i int) error {
+	r, newDir := s.b.r, s.b.newDir
+	for j := i; j < r.newN; j += r.oldN {
+		if err := r.fs.MkdirAll(store.ShardDir(r.fs, newDir, j), 0o755); err != nil {
+			return err
+		}
+		sw, err := store.NewStoreWriter(r.fs, store.StoreDir(r.fs, newDir, j))
+		if err != nil {
+			return err
+		}
+		s.writers[j] = sw
+	}
+	return nil
+}
+
+// End finishes the stores old shard i fed: their header, then synced.
+func (s *directSink) End(i int) error {
+	r, newDir := s.b.r, s.b.newDir
+	for j := i; j < r.newN; j += r.oldN {
+		if err := s.b.out.Put(j, store.HeaderKey(), s.b.header(j)); err != nil {
+			return err
+		}
+		sw := s.writers[j]
+		delete(s.writers, j)
+		if err := sw.Finish(); err != nil {
+			return err
+		}
+		if err := meta.SyncDir(r.fs, store.ShardDir(r.fs, newDir, j)); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (s *directSink) Finish(context.Context) error { return nil }
+
+func (s *directSink) Abort() {
+	for _, sw := range s.writers {
+		sw.Abort()
+	}
+}
+
+// sortSink sorts the new stores' keys (internal/extsort), then writes
+// every store from its sorted keys, workers at a time.
+type sortSink struct {
+	b      *builder
+	sorter *extsort.Sorter
+}
+
+func (s *sortSink) Put(j int, key, value []byte) error { return s.sorter.Put(j, key, value) }
+func (s *sortSink) Begin(int) error                    { return nil }
+func (s *sortSink) End(int) error                      { return nil }
+func (s *sortSink) Abort()                             {}
+
+func (s *sortSink) Finish(ctx context.Context) error {
+	b, r := s.b, s.b.r
+	for j := range r.newN {
+		if err := b.out.Put(j, store.HeaderKey(), b.header(j)); err != nil {
+			return err
+		}
+	}
+	if err := s.sorter.Settle(); err != nil {
+		return err
+	}
+	return parallel(ctx, r.newN, func(j int) error { return r.writeStore(s.sorter, b.newDir, j, b.checks[j]) },
+		func(done int) { r.progress("write", int64(done), int64(r.newN)) })
+}
