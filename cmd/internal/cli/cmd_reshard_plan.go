@@ -29,6 +29,10 @@ func (o *reshardOptions) checkPlanFlags(shards int) error {
 	switch {
 	case modes > 1:
 		return usagef("--plan, --verify-plan, --undo and --discard-kept are separate steps: give one")
+	case outputFormatNames[o.output]:
+		// kubectl's -o json asks for a format; here -o names the plan file,
+		// and a plan of millions of runs written to ./json is no answer.
+		return usagef("-o %s: -o names the plan file, not an output format; for the report as JSON say --json, for a plan file of that name say -o ./%s", o.output, o.output)
 	case o.output != "" && (!o.dryRun || shards == 0 && o.plan == ""):
 		return usagef("-o writes a plan: it goes with --dry-run and a shard count")
 	case o.plan != "" && shards != 0:
@@ -40,6 +44,10 @@ func (o *reshardOptions) checkPlanFlags(shards int) error {
 	}
 	return nil
 }
+
+// outputFormatNames are the -o values other tools take as an output format
+// (kubectl, gh): refused as a plan file's name, which they would silently be.
+var outputFormatNames = map[string]bool{"json": true, "yaml": true, "yml": true, "wide": true, "name": true, "text": true, "table": true}
 
 // readPlanFile reads and checks the plan file at path ("" none), its
 // lists spilling under --scratch past their share of --memory (budget).
