@@ -6,6 +6,7 @@ import (
 	"io"
 	"io/fs"
 	"os"
+	"path/filepath"
 	"time"
 
 	"github.com/cockroachdb/pebble/v2/vfs"
@@ -38,19 +39,44 @@ func FS(fs vfs.FS) vfs.FS {
 	return lockingFS{FS: fs, disk: vfs.Root(fs) == vfs.Default}
 }
 
-// lockingFS is the filesystem FS returns.
+// ReadOnlyFS is FS for a command that only reads (inspect, verify, dump, a
+// dry run): on the disk its Lock never creates a lock file. A LOCK that
+// exists is flocked as FS's is; where it is missing (a directory restored
+// without it, a store copied without it), the directory that would hold it
+// is flocked instead, so that the command leaves every byte and every
+// name as it found them. A store's own lock is redundant under its data
+// directory's; the data directory's is excluded from writers because Lock
+// takes the directory's flock too when it creates or opens LOCK for them.
+// On a memory filesystem it is FS.
+func ReadOnlyFS(fs vfs.FS) vfs.FS {
+	l := FS(fs).(lockingFS)
+	l.readOnly = l.disk
+	return l
+}
+
+// lockingFS is the filesystem FS and ReadOnlyFS return.
 type lockingFS struct {
 	vfs.FS
-	disk bool // the OS disk: Lock is flock(2)
+	disk     bool // the OS disk: Lock is flock(2)
+	readOnly bool // Lock creates no file (only on the disk)
 }
 
 // Lock implements vfs.FS. A lock held elsewhere is an error matching
 // unix.EWOULDBLOCK (memfs reports EAGAIN, the same errno on Linux).
 func (l lockingFS) Lock(name string) (io.Closer, error) {
-	if !l.disk {
+	switch {
+	case !l.disk:
 		return l.FS.Lock(name)
+	case l.readOnly:
+		return flockExisting(name)
 	}
 	return flockFile(name)
+}
+
+// readOnlyFS reports whether fs is a ReadOnlyFS on the disk.
+func readOnlyFS(fs vfs.FS) bool {
+	l, ok := fs.(lockingFS)
+	return ok && l.readOnly
 }
 
 // Unwrap implements vfs.FS, so vfs.Root still finds the filesystem
@@ -59,6 +85,24 @@ func (l lockingFS) Unwrap() vfs.FS { return l.FS }
 
 func flockFile(name string) (io.Closer, error) {
 	f, err := openLockFile(name)
+	if err != nil {
+		return nil, err
+	}
+	l, err := LockFile(context.Background(), f, time.Time{}, nil)
+	if err != nil {
+		f.Close()
+		return nil, err
+	}
+	return l, nil
+}
+
+// flockExisting flocks the lock file name if it exists, else the directory
+// that would hold it; it creates nothing.
+func flockExisting(name string) (io.Closer, error) {
+	f, err := os.Open(name)
+	if errors.Is(err, fs.ErrNotExist) {
+		f, err = os.Open(filepath.Dir(name))
+	}
 	if err != nil {
 		return nil, err
 	}

@@ -246,3 +246,33 @@ func TestLockReadOnly(t *testing.T) {
 	}
 	d.Close()
 }
+
+// A reader's lock (ReadOnlyFS) creates no LOCK: where it is missing it
+// locks the directory itself, and a writer, which locks LOCK and the
+// directory, is kept out as the reader is kept out by it.
+func TestReadOnlyLockCreatesNothing(t *testing.T) {
+	dir := t.TempDir()
+	r, err := Lock(ReadOnlyFS(vfs.Default), dir)
+	if err != nil {
+		t.Fatalf("reader's Lock: %v", err)
+	}
+	if _, err := os.Stat(filepath.Join(dir, LockName)); !errors.Is(err, fs.ErrNotExist) {
+		t.Fatalf("the reader's lock created %s (%v)", LockName, err)
+	}
+	if _, err := Lock(vfs.Default, dir); !errors.Is(err, ErrInUse) {
+		t.Fatalf("writer's Lock under a reader = %v, want ErrInUse", err)
+	}
+	if _, err := os.Stat(filepath.Join(dir, LockName)); err != nil {
+		t.Logf("the refused writer left no LOCK either")
+	}
+	r.Unlock()
+	w, err := Lock(vfs.Default, dir)
+	if err != nil {
+		t.Fatalf("writer's Lock: %v", err)
+	}
+	os.Remove(filepath.Join(dir, LockName)) // a writer's LOCK deleted under it
+	if _, err := Lock(ReadOnlyFS(vfs.Default), dir); !errors.Is(err, ErrInUse) {
+		t.Fatalf("reader's Lock under a writer whose LOCK is gone = %v, want ErrInUse", err)
+	}
+	w.Unlock()
+}

@@ -137,6 +137,9 @@ func Reshard(ctx context.Context, fs vfs.FS, dir string, opts Options) (_ *Repor
 		opts.Memory = DefaultMemory
 	}
 	fs = meta.FS(fs) // LOCK and the stores' locks are flock(2) on the disk
+	if opts.DryRun {
+		fs = meta.ReadOnlyFS(fs) // a dry run creates no LOCK either
+	}
 	d, err := lockDir(fs, dir)
 	if err != nil {
 		return nil, err

@@ -280,7 +280,7 @@ func OpenDir(ctx context.Context, fs vfs.FS, dir string) (_ *Dir, err error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
-	fs = meta.FS(fs)
+	fs = meta.ReadOnlyFS(fs) // creates no LOCK, in the directory or a store
 	lock, err := meta.Open(fs, dir, meta.Options{Log: meta.LogShared})
 	if err != nil {
 		return nil, err
