@@ -54,11 +54,29 @@ func ReadOnlyFS(fs vfs.FS) vfs.FS {
 	return l
 }
 
+// WithLockWait is FS(fs) (or the ReadOnlyFS it is) whose locks on the disk
+// wait up to wait for a holder to let go, calling onWait (if not nil) once
+// with the lock file's path and its holder (LockHolder) when they start
+// waiting. Every lock taken through it waits: the data directory's, which
+// is the one another process holds, and its stores'.
+func WithLockWait(fs vfs.FS, wait time.Duration, onWait func(path, holder string)) vfs.FS {
+	l := FS(fs).(lockingFS)
+	l.wait = &lockWait{wait: wait, onWait: onWait}
+	return l
+}
+
 // lockingFS is the filesystem FS and ReadOnlyFS return.
 type lockingFS struct {
 	vfs.FS
-	disk     bool // the OS disk: Lock is flock(2)
-	readOnly bool // Lock creates no file (only on the disk)
+	disk     bool      // the OS disk: Lock is flock(2)
+	readOnly bool      // Lock creates no file (only on the disk)
+	wait     *lockWait // nil: a held lock fails at once
+}
+
+// lockWait is how long a lockingFS's Lock waits, and whom it tells.
+type lockWait struct {
+	wait   time.Duration
+	onWait func(path, holder string)
 }
 
 // Lock implements vfs.FS. A lock held elsewhere is an error matching
@@ -68,9 +86,9 @@ func (l lockingFS) Lock(name string) (io.Closer, error) {
 	case !l.disk:
 		return l.FS.Lock(name)
 	case l.readOnly:
-		return flockExisting(name)
+		return flockExisting(name, l.wait)
 	}
-	return flockFile(name)
+	return flockFile(name, l.wait)
 }
 
 // readOnlyFS reports whether fs is a ReadOnlyFS on the disk.
@@ -83,12 +101,30 @@ func readOnlyFS(fs vfs.FS) bool {
 // underneath.
 func (l lockingFS) Unwrap() vfs.FS { return l.FS }
 
-func flockFile(name string) (io.Closer, error) {
+func flockFile(name string, w *lockWait) (io.Closer, error) {
 	f, err := openLockFile(name)
 	if err != nil {
 		return nil, err
 	}
-	l, err := LockFile(context.Background(), f, time.Time{}, nil)
+	return flockOpen(f, w)
+}
+
+// flockOpen flocks the open file f, waiting as w says (nil: not at all);
+// on an error it closes f.
+func flockOpen(f *os.File, w *lockWait) (io.Closer, error) {
+	var deadline time.Time
+	var waiting func()
+	if w != nil && w.wait > 0 {
+		deadline = time.Now().Add(w.wait)
+		told := false
+		waiting = func() {
+			if !told && w.onWait != nil {
+				w.onWait(f.Name(), LockHolder(f))
+			}
+			told = true
+		}
+	}
+	l, err := LockFile(context.Background(), f, deadline, waiting)
 	if err != nil {
 		f.Close()
 		return nil, err
@@ -98,7 +134,7 @@ func flockFile(name string) (io.Closer, error) {
 
 // flockExisting flocks the lock file name if it exists, else the directory
 // that would hold it; it creates nothing.
-func flockExisting(name string) (io.Closer, error) {
+func flockExisting(name string, w *lockWait) (io.Closer, error) {
 	f, err := os.Open(name)
 	if errors.Is(err, fs.ErrNotExist) {
 		f, err = os.Open(filepath.Dir(name))
@@ -106,12 +142,7 @@ func flockExisting(name string) (io.Closer, error) {
 	if err != nil {
 		return nil, err
 	}
-	l, err := LockFile(context.Background(), f, time.Time{}, nil)
-	if err != nil {
-		f.Close()
-		return nil, err
-	}
-	return l, nil
+	return flockOpen(f, w)
 }
 
 // openLockFile opens name read-only, creating it (mode 0644) if it is

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"os"
 	"path/filepath"
 	"syscall"
 
@@ -44,7 +45,7 @@ func Lock(fs vfs.FS, dir string) (*DirLock, error) {
 	}
 	if err != nil {
 		if errors.Is(err, syscall.EWOULDBLOCK) || errors.Is(err, syscall.EAGAIN) {
-			return nil, &InUseError{Dir: dir}
+			return nil, &InUseError{Dir: dir, Holder: lockHolderOf(fs, dir)}
 		}
 		return nil, fmt.Errorf("locking %s: %w", path, err)
 	}
@@ -55,12 +56,33 @@ func Lock(fs vfs.FS, dir string) (*DirLock, error) {
 // releases c if dir's is held elsewhere (a reader of a directory that had
 // no LOCK).
 func alsoLockDir(c io.Closer, dir string) (io.Closer, error) {
-	d, err := flockExisting(filepath.Join(dir, "."))
+	d, err := flockExisting(filepath.Join(dir, "."), nil)
 	if err != nil {
 		c.Close()
 		return nil, err
 	}
 	return bothLocks{c, d}, nil
+}
+
+// lockHolderOf says who holds dir's lock: the holder of LOCK's flock, else
+// of the directory's (LockHolder), "" when it cannot be told (not on the
+// disk, or no /proc/locks).
+func lockHolderOf(fs vfs.FS, dir string) string {
+	if vfs.Root(fs) != vfs.Default {
+		return ""
+	}
+	for _, p := range []string{filepath.Join(dir, LockName), dir} {
+		f, err := os.Open(p)
+		if err != nil {
+			continue
+		}
+		h := LockHolder(f)
+		f.Close()
+		if h != "another process" {
+			return h
+		}
+	}
+	return ""
 }
 
 // bothLocks is a writer's two flocks, released together.

@@ -138,7 +138,7 @@ func runGen(cmd *cobra.Command, ios *IO, opts genOptions, dir string) error {
 	if err != nil {
 		return err
 	}
-	rep, err := sim.Generate(cmd.Context(), vfs.Default, dir, o)
+	rep, err := sim.Generate(cmd.Context(), dataFS(cmd.Context()), dir, o)
 	if err == nil {
 		prog.set(state(sim.Progress{Now: rep.Now, Started: opts.runs}))
 	}

@@ -26,7 +26,7 @@ func openDir(ctx context.Context, dir string) (*check.Dir, error) {
 	if err := refuseGenTemp(dir); err != nil {
 		return nil, err
 	}
-	d, err := check.OpenDir(ctx, vfs.Default, dir)
+	d, err := check.OpenDir(ctx, dataFS(ctx), dir)
 	if err != nil {
 		return nil, dirError(ctx, dir, err)
 	}
@@ -176,7 +176,7 @@ func runInspect(ctx context.Context, ios *IO, opts inspectOptions, dir string) e
 	}
 	// The reshard state first, under the lock and without opening a
 	// shard: an unfinished switch must not be opened at all.
-	rs, err := reshard.ReadStatus(vfs.Default, dir)
+	rs, err := reshard.ReadStatus(dataFS(ctx), dir)
 	if err != nil {
 		return explainDirError(vfs.Default, dir, err)
 	}

@@ -133,7 +133,7 @@ func runVerifyPlan(ctx context.Context, ios *IO, opts reshardOptions, dir string
 		return err
 	}
 	defer plan.Close()
-	c, err := reshard.VerifyPlan(ctx, vfs.Default, dir, plan, opts.scratch, budget)
+	c, err := reshard.VerifyPlan(ctx, dataFS(ctx), dir, plan, opts.scratch, budget)
 	if err != nil {
 		return explainDirError(vfs.Default, dir, err)
 	}
@@ -157,7 +157,7 @@ func runVerifyPlan(ctx context.Context, ios *IO, opts reshardOptions, dir string
 }
 
 func runUndo(ctx context.Context, ios *IO, opts reshardOptions, dir string) error {
-	rep, err := reshard.Undo(ctx, vfs.Default, dir)
+	rep, err := reshard.Undo(ctx, dataFS(ctx), dir)
 	if err != nil {
 		var ue *reshard.UndoError
 		if errors.As(err, &ue) {
@@ -183,7 +183,7 @@ func runUndo(ctx context.Context, ios *IO, opts reshardOptions, dir string) erro
 }
 
 func runDiscardKept(ctx context.Context, ios *IO, opts reshardOptions, dir string) error {
-	rep, err := reshard.DiscardKept(ctx, vfs.Default, dir)
+	rep, err := reshard.DiscardKept(ctx, dataFS(ctx), dir)
 	if err != nil {
 		return explainDirError(vfs.Default, dir, err)
 	}

@@ -84,7 +84,7 @@ func runSimDrive(cmd *cobra.Command, ios *IO, opts simDriveOptions, dir string) 
 		return progressState{phase: "run", unit: "batches", done: int64(p.Batches),
 			note: fmt.Sprintf("virtual %s, %d runs started", virtualTime(p.Now), p.Started)}
 	})
-	rep, err := sim.Drive(cmd.Context(), vfs.Default, dir, o)
+	rep, err := sim.Drive(cmd.Context(), dataFS(cmd.Context()), dir, o)
 	prog.end()
 	if err != nil {
 		return explainDirError(vfs.Default, dir, err)

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"strings"
 
-	"github.com/cockroachdb/pebble/v2/vfs"
 	"github.com/spf13/cobra"
 
 	"github.com/fusee-dev/fusee/meta"
@@ -86,7 +85,7 @@ func runUpgrade(ctx context.Context, ios *IO, opts upgradeOptions, dir string) e
 		return usagef("--memory %q: %v", opts.memory, err)
 	}
 	prog := ios.startProgress("upgrade", opts.progress, false)
-	rep, err := reshard.Upgrade(ctx, vfs.Default, dir, reshard.UpgradeOptions{
+	rep, err := reshard.Upgrade(ctx, dataFS(ctx), dir, reshard.UpgradeOptions{
 		DryRun: opts.dryRun, Scratch: opts.scratch, Memory: budget, Progress: prog.phaseFunc("shards"),
 	})
 	prog.end()
