@@ -31,6 +31,7 @@ func init() {
 type reshardOptions struct {
 	dryRun  bool
 	json    bool
+	quiet   bool // no report on stdout, no progress (--report FILE still written)
 	report  string
 	scratch string
 	memory  string
@@ -162,6 +163,7 @@ built is removed; run the same command again. A signal during the switch
 	f.BoolVar(&opts.undo, "undo", false, "restore the layout kept by --keep-old, if nothing wrote to the directory since")
 	f.BoolVar(&opts.discard, "discard-kept", false, "remove the layout kept by --keep-old for good (crash-safely)")
 	opts.profile.add(cmd, "the reshard")
+	addQuietFlag(cmd, &opts.quiet, "print no report and no progress (--report FILE is still written); the exit code says how it went")
 	addProgressFlag(cmd, &opts.progress)
 	markCLIOnly(cmd, "report", "dry-run", "output", "plan", "verify-plan", "keep-old", "undo", "discard-kept")
 	return cmd
@@ -183,7 +185,7 @@ func runReshard(ctx context.Context, ios *IO, opts reshardOptions, dir string, s
 	if err != nil {
 		return err
 	}
-	prog := ios.startProgress("reshard", opts.progress, false)
+	prog := ios.startProgress("reshard", opts.progress, opts.quiet)
 	restore := lowerHeapLimit(reshardHeapLimit(budget))
 	rep, err := reshard.Reshard(ctx, dataFS(ctx), dir, reshard.Options{
 		Shards: shards, DryRun: opts.dryRun, Scratch: opts.scratch, Memory: budget, Progress: prog.phaseFunc("shards"),
@@ -209,6 +211,9 @@ func runReshard(ctx context.Context, ios *IO, opts reshardOptions, dir string, s
 	}
 	if err := writePlanFile(opts.output, rep); err != nil {
 		return err
+	}
+	if opts.quiet {
+		return nil
 	}
 	if opts.json {
 		return rep.WriteJSON(ios.Out) // streamed: see Report.WriteJSON

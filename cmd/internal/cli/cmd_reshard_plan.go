@@ -137,14 +137,16 @@ func runVerifyPlan(ctx context.Context, ios *IO, opts reshardOptions, dir string
 	if err != nil {
 		return explainDirError(vfs.Default, dir, err)
 	}
-	if opts.json {
+	switch {
+	case opts.quiet:
+	case opts.json:
 		if err := ios.printJSON(c); err != nil {
 			return err
 		}
-	} else if c.OK() {
+	case c.OK():
 		fmt.Fprintln(ios.Out, styleGood.Render(fmt.Sprintf("ok: %s is what plan %s said: %d shards, all %d renumbered runs at their planned numbers",
 			dir, opts.verifyPlan, c.Shards, c.Renumbered)))
-	} else {
+	default:
 		fmt.Fprintf(ios.Out, "%s differs from plan %s:\n", dir, opts.verifyPlan)
 		for _, d := range c.Differences {
 			fmt.Fprintf(ios.Out, "  %s\n", d)
@@ -165,7 +167,10 @@ func runUndo(ctx context.Context, ios *IO, opts reshardOptions, dir string) erro
 		}
 		return explainDirError(vfs.Default, dir, err)
 	}
-	if opts.json {
+	switch {
+	case opts.quiet:
+		return nil
+	case opts.json:
 		return ios.printJSON(rep)
 	}
 	switch rep.Outcome {
@@ -187,7 +192,10 @@ func runDiscardKept(ctx context.Context, ios *IO, opts reshardOptions, dir strin
 	if err != nil {
 		return explainDirError(vfs.Default, dir, err)
 	}
-	if opts.json {
+	switch {
+	case opts.quiet:
+		return nil
+	case opts.json:
 		return ios.printJSON(rep)
 	}
 	switch rep.Outcome {

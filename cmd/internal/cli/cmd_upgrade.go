@@ -20,6 +20,7 @@ type upgradeOptions struct {
 	scratch  string
 	memory   string
 	progress progressMode
+	quiet    bool // no report on stdout, no progress
 }
 
 func newUpgradeCmd(ios *IO) *cobra.Command {
@@ -74,6 +75,7 @@ ever before the switch: the directory is unchanged.`,
 	f.BoolVar(&opts.json, "json", false, "print the report as JSON")
 	f.StringVar(&opts.scratch, "scratch", "", "scratch `DIR` for a dry run's plan larger than --memory, and for the report's long lists (default: the system temp directory)")
 	f.StringVar(&opts.memory, "memory", "256MiB", "memory `BUDGET` before the plan spills to a scratch store (e.g. 64MiB, 1GiB)")
+	addQuietFlag(cmd, &opts.quiet, "print no report and no progress; the exit code says how it went")
 	addProgressFlag(cmd, &opts.progress)
 	markCLIOnly(cmd, "dry-run")
 	return cmd
@@ -84,7 +86,7 @@ func runUpgrade(ctx context.Context, ios *IO, opts upgradeOptions, dir string) e
 	if err != nil {
 		return usagef("--memory %q: %v", opts.memory, err)
 	}
-	prog := ios.startProgress("upgrade", opts.progress, false)
+	prog := ios.startProgress("upgrade", opts.progress, opts.quiet)
 	rep, err := reshard.Upgrade(ctx, dataFS(ctx), dir, reshard.UpgradeOptions{
 		DryRun: opts.dryRun, Scratch: opts.scratch, Memory: budget, Progress: prog.phaseFunc("shards"),
 	})
@@ -96,7 +98,10 @@ func runUpgrade(ctx context.Context, ios *IO, opts upgradeOptions, dir string) e
 		return err
 	}
 	defer rep.Close() // what its lists spilled, once printed
-	if opts.json {
+	switch {
+	case opts.quiet:
+		return nil
+	case opts.json:
 		return rep.WriteJSON(ios.Out) // streamed: see Report.WriteJSON
 	}
 	return printUpgradeReport(ios, rep)
