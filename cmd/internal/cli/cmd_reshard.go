@@ -200,7 +200,7 @@ func runReshard(ctx context.Context, ios *IO, opts reshardOptions, dir string, s
 		if ctx.Err() != nil && errors.Is(err, ctx.Err()) {
 			return interrupted(dir, opts.dryRun)
 		}
-		return err
+		return explainBeforeSwitch(dir, err)
 	}
 	defer rep.Close() // what its lists spilled, once printed
 	if opts.report != "" {

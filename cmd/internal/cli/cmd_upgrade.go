@@ -95,7 +95,7 @@ func runUpgrade(ctx context.Context, ios *IO, opts upgradeOptions, dir string) e
 		if ctx.Err() != nil && errors.Is(err, ctx.Err()) {
 			return upgradeInterrupted(dir, opts.dryRun)
 		}
-		return err
+		return explainBeforeSwitch(dir, err)
 	}
 	defer rep.Close() // what its lists spilled, once printed
 	switch {

@@ -284,3 +284,16 @@ func filesNeeded(fs vfs.FS, dir string) (need, files, shards int) {
 	}
 	return files + 4*shards + 128, files, shards
 }
+
+// explainBeforeSwitch explains a reshard's or upgrade's error as inspect's
+// and verify's are explained (a missing path, a file, a missing or damaged
+// store: explainDirError), as long as the directory is not switching:
+// before its switch a reshard has changed nothing, so the directory's
+// layout says what is wrong; during it the layout is half moved by design
+// and the error's own message names the command that finishes it.
+func explainBeforeSwitch(dir string, err error) error {
+	if m, merr := meta.ReadAny(vfs.Default, dir); merr == nil && m.Format != meta.FormatLocal {
+		return err
+	}
+	return explainDirError(vfs.Default, dir, err)
+}
