@@ -292,7 +292,10 @@ type DriveOptions struct {
 	Config   Config
 	NoSync   bool
 	Progress func(Progress) // called at each checkpoint (nil: not)
-	spillAt  int            // tests: Engine.spillAt
+	// Removed is called with each stale event scratch store of an
+	// earlier, killed drive of the directory that Drive removed (nil: not).
+	Removed func(path string)
+	spillAt int // tests: Engine.spillAt
 }
 
 // DriveReport says what Drive did and how the runs ended.
@@ -320,7 +323,10 @@ func Drive(ctx context.Context, fs vfs.FS, dir string, o DriveOptions) (*DriveRe
 	e := newEngine(dbBackend{db}, o.Config)
 	e.progress = o.Progress
 	e.spillAt = o.spillAt
-	e.scratch, err = openScratch(fs, filepath.Clean(dir)+scratchSuffix+"-"+randomSuffix())
+	err = removeStaleEventStores(fs, dir, o.Removed)
+	if err == nil {
+		e.scratch, err = openScratch(fs, filepath.Clean(dir)+scratchSuffix+"-"+randomSuffix())
+	}
 	from := e.now
 	if err == nil {
 		e.recover()

@@ -55,7 +55,8 @@ The directory must be closed: drive takes its lock (exit 3 when another
 process holds it) and refuses an interrupted reshard (exit 4). It writes
 to the directory: log batches and checkpoints. Its pending events spill
 to a scratch store next to the directory (<dir>.events-<random>), removed
-when drive ends; one left by a killed drive can be deleted.`,
+when drive ends; the next drive of the directory removes one a killed drive
+left, and says so.`,
 		Example: `  fusee gen /tmp/data --shards 3 --runs 500 && fusee sim drive /tmp/data
   fusee sim drive /tmp/data --json | jq .census.statuses`,
 		Args: exactArgs(1),
@@ -78,7 +79,9 @@ func runSimDrive(cmd *cobra.Command, ios *IO, opts simDriveOptions, dir string) 
 	if err := refuseGenTemp(dir); err != nil {
 		return err
 	}
-	o := sim.DriveOptions{Config: sim.Config{Retention: opts.retention.Milliseconds()}}
+	o := sim.DriveOptions{Config: sim.Config{Retention: opts.retention.Milliseconds()}, Removed: func(path string) {
+		ios.warnf("removed %s: an earlier drive of %s was killed before it finished and left it", path, dir)
+	}}
 	prog := ios.startProgress("sim drive", opts.progress, opts.quiet)
 	o.Progress = simProgress(prog, func(p sim.Progress) progressState {
 		return progressState{phase: "run", unit: "batches", done: int64(p.Batches),
