@@ -359,6 +359,7 @@ type view struct {
 	rec        *journal.RecoveryReport
 	stats      *journal.Stats
 	opts       Options
+	counted    int64 // the runs countRuns counted (0: not counted)
 	// pointRefs makes verify resolve each reference by a point lookup as
 	// its run passes instead of by the sorted join (verify_join.go): the
 	// join's oracle in tests.
