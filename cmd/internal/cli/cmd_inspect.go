@@ -114,8 +114,9 @@ building, switching or cleaning-up; leftovers, old_shards, new_shards,
 old_files, new_files and command when there is something to finish; kept:
 path, old_shards, new_shards, bytes, undoing, damaged, when a reshard
 with --keep-old kept the old layout). A
-size that is not known is -1. While switching, --json prints only dir,
-format and reshard, and the exit code is 4.`,
+size that is not known is -1. While a reshard or an upgrade is switching,
+--json prints only dir, format (reshard or upgrade) and reshard, and the
+exit code is 4.`,
 		Example: `  fusee inspect /var/lib/engine/data
   fusee inspect /var/lib/engine/data --json | jq .total
   fusee inspect /var/lib/engine/data --json | jq -r .reshard.state`,
@@ -178,6 +179,9 @@ func runInspect(ctx context.Context, ios *IO, opts inspectOptions, dir string) e
 	// shard: an unfinished switch must not be opened at all.
 	rs, err := reshard.ReadStatus(dataFS(ctx), dir)
 	if err != nil {
+		if errors.As(err, new(*meta.UpgradingError)) {
+			return inspectUpgrading(ios, opts, dir, err)
+		}
 		return explainDirError(vfs.Default, dir, err)
 	}
 	if rs.State == reshard.StateSwitching {
@@ -194,7 +198,7 @@ func runInspect(ctx context.Context, ios *IO, opts inspectOptions, dir string) e
 	}
 	d, err := openDir(ctx, dir)
 	if err != nil {
-		return err
+		return withLeftovers(err, rs)
 	}
 	sum, err := d.Inspect(ctx)
 	if err = closeDir(ctx, d, err); err != nil {
