@@ -141,6 +141,7 @@ func (r *resharder) build(ctx context.Context, p *plan, newDir string, rep *Repo
 		return sorter.Put(shard, key, value)
 	}
 	rw := &rawRewriter{mapper: mapper, gen: newGen, put: put, rep: rep}
+	r.progress("rewrite", 0, int64(r.oldN)) // the phase's clock starts here, not at its first shard
 	for i := range r.oldN {
 		if direct {
 			for j := i; j < r.newN; j += r.oldN {
@@ -285,6 +286,7 @@ func (r *resharder) build(ctx context.Context, p *plan, newDir string, rep *Repo
 		if err := sorter.Settle(); err != nil {
 			return nil, err
 		}
+		r.progress("write", 0, int64(r.newN))
 		err := parallel(ctx, r.newN, func(j int) error { return r.writeStore(sorter, newDir, j, checks[j]) },
 			func(done int) { r.progress("write", int64(done), int64(r.newN)) })
 		if err != nil {
@@ -483,6 +485,7 @@ func (r *resharder) checkNew(ctx context.Context, p *plan, newDir string) (*dige
 	if err != nil {
 		return nil, fmt.Errorf("opening the new shards: %w", err)
 	}
+	r.progress("check", 0, int64(r.newN))
 	for j := range r.newN {
 		src, err := openSource(r.fs, newDir, j, r.newN, tails)
 		if err == nil {
@@ -491,7 +494,9 @@ func (r *resharder) checkNew(ctx context.Context, p *plan, newDir string) (*dige
 		if err != nil {
 			return nil, fmt.Errorf("opening new shard %d: %w", j, err)
 		}
-		r.progress("check", int64(j+1), int64(r.newN))
+		if !readBackCheck { // else the read back below counts the shards
+			r.progress("check", int64(j+1), int64(r.newN))
+		}
 	}
 	if readBackCheck {
 		back, err := r.readBack(ctx, p, newDir)

@@ -275,6 +275,7 @@ func (r *resharder) rebuild(ctx context.Context, d *metaDir) (*Report, error) {
 			return abandon(err)
 		}
 	}
+	r.progress("plan", int64(r.oldN), int64(r.oldN))
 	r.phase("plan", start)
 	rep.SpaceNeeded = r.spaceNeeded(oldBytes, p.rawBytes)
 	if err := r.checkSpace(); err != nil {

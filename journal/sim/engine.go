@@ -98,7 +98,7 @@ type Engine struct {
 // Progress is reported at every checkpoint of a long gen or drive.
 type Progress struct {
 	Now     int64 // virtual clock (ms)
-	Started int   // runs ever started in the directory
+	Started int   // runs started: by Generate, all of them; by Drive, those it started
 	Batches int   // batches committed so far
 }
 

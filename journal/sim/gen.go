@@ -330,6 +330,12 @@ func Drive(ctx context.Context, fs vfs.FS, dir string, o DriveOptions) (*DriveRe
 	from := e.now
 	if err == nil {
 		e.recover()
+		// Drive reports the runs it starts, not e.started, which counts
+		// from the next run numbers and so counts every run ever started
+		// there (and more after a reshard renumbered runs above them).
+		if before := e.started; o.Progress != nil {
+			e.progress = func(p Progress) { p.Started -= before; o.Progress(p) }
+		}
 		e.b.evict(e.cfg.MaxResident / 2)
 		from = e.now
 		err = e.recErr

@@ -298,7 +298,7 @@ func printReshardReport(ios *IO, rep *reshard.Report) error {
 			[]string{"dedup entries (moved)", fmt.Sprintf("%d (%d)", c.Dedup, c.DedupMoved)},
 			[]string{"archives rewritten", strconv.FormatInt(c.Archives, 10)},
 			[]string{"pending completion tokens", strconv.FormatInt(c.PendingTokens, 10)},
-			[]string{"bytes read / written", fmt.Sprintf("%s / %s", reshard.HumanBytes(c.BytesRead), reshard.HumanBytes(c.BytesWritten))},
+			[]string{bytesRow(rep.DryRun), fmt.Sprintf("%s / %s", reshard.HumanBytes(c.BytesRead), reshard.HumanBytes(c.BytesWritten))},
 		)
 	}
 	if rep.DryRun {

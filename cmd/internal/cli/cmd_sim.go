@@ -85,7 +85,7 @@ func runSimDrive(cmd *cobra.Command, ios *IO, opts simDriveOptions, dir string) 
 	prog := ios.startProgress("sim drive", opts.progress, opts.quiet)
 	o.Progress = simProgress(prog, func(p sim.Progress) progressState {
 		return progressState{phase: "run", unit: "batches", done: int64(p.Batches),
-			note: fmt.Sprintf("virtual %s, %d runs started", virtualTime(p.Now), p.Started)}
+			note: fmt.Sprintf("virtual %s, %d runs started by this drive", virtualTime(p.Now), p.Started)}
 	})
 	rep, err := sim.Drive(cmd.Context(), dataFS(cmd.Context()), dir, o)
 	prog.end()
@@ -99,7 +99,9 @@ func runSimDrive(cmd *cobra.Command, ios *IO, opts simDriveOptions, dir string) 
 		return ios.printJSON(newDriveJSON(rep))
 	}
 	c := rep.Census
-	fmt.Fprintf(ios.Out, "drove %s: %d runs on %d shards finished, virtual %s to %s\n",
+	// Every run has ended, finished or (its retention over) tombstoned:
+	// the table under this line says how many of each.
+	fmt.Fprintf(ios.Out, "drove %s until every run ended: %d runs on %d shards, virtual %s to %s\n",
 		rep.Dir, c.Runs, rep.Shards, virtualTime(rep.From), virtualTime(rep.Now))
 	return printCensus(ios, c)
 }

@@ -150,7 +150,7 @@ func printUpgradeReport(ios *IO, rep *reshard.Report) error {
 		{"archives rewritten", fmt.Sprint(c.Archives)},
 		{"pending completion tokens", fmt.Sprint(c.PendingTokens)},
 		{"new store generation", fmt.Sprint(rep.StoreGen)},
-		{"bytes read / written", fmt.Sprintf("%s / %s", reshard.HumanBytes(c.BytesRead), reshard.HumanBytes(c.BytesWritten))},
+		{bytesRow(rep.DryRun), fmt.Sprintf("%s / %s", reshard.HumanBytes(c.BytesRead), reshard.HumanBytes(c.BytesWritten))},
 	}
 	if rep.DryRun {
 		rows = append(rows, []string{"free space the real run needs", "about " + reshard.HumanBytes(rep.SpaceNeeded)})

@@ -39,3 +39,12 @@ func withLeftovers(err error, rs *reshard.Status) error {
 	}
 	return fmt.Errorf("%w; %s is left from an upgrade or reshard that stopped: the upgrade removes it first", err, strings.Join(rs.Leftovers, " and "))
 }
+
+// bytesRow names a reshard's or upgrade's byte counts: a dry run writes
+// nothing, and its second figure is what the real run would write.
+func bytesRow(dryRun bool) string {
+	if dryRun {
+		return "bytes read / the real run writes"
+	}
+	return "bytes read / written"
+}
