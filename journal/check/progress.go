@@ -26,6 +26,7 @@ const (
 	PhaseCheck = "check" // verify's pass over every run
 	PhaseSort  = "sort"  // dump's first pass: the runs put in order
 	PhaseWrite = "write" // dump's second pass: each run written
+	PhaseJoin  = "join"  // verify's references resolved, a shard at a time (counted in shards)
 )
 
 // runsExpected is the number of runs counted (countRuns), or, before
@@ -86,4 +87,11 @@ func (w *view) countRuns(ctx context.Context) error {
 	w.progressEnd(PhaseCount, n)
 	w.counted = int64(max(n, 1))
 	return nil
+}
+
+// joinProgress reports the reference join's shards (PhaseJoin).
+func (w *view) joinProgress(done, total int) {
+	if w.opts.Progress != nil {
+		w.opts.Progress(PhaseJoin, int64(done), int64(total))
+	}
 }

@@ -172,10 +172,10 @@ func (w *view) verify(ctx context.Context, fn func(Finding) error) (runs int, er
 	if err := inOrder(n, produce, work, func(runs int) error { v.runs += runs; return nil }); err != nil {
 		return 0, err
 	}
+	w.progressEnd(PhaseCheck, v.runs)
 	if err := v.joinRefs(); err != nil {
 		return 0, err
 	}
-	w.progressEnd(PhaseCheck, v.runs)
 	if err := v.outboxIDsAcrossShards(); err != nil {
 		return 0, err
 	}
