@@ -227,14 +227,19 @@ func generateInto(ctx context.Context, fs vfs.FS, tmp string, o GenOptions) (*En
 		err = e.generate(ctx, o)
 		db.SetNow(e.now)
 	}
+	// The census phase starts as closing does: closing flushes every store.
+	var census func(done, total int)
+	if err == nil {
+		census = censusProgress(o.Progress, o.Shards)
+	}
 	if cerr := errors.Join(db.Close(), e.scratch.close()); err == nil {
 		err = cerr
 	}
 	if err != nil {
 		return e, nil, err
 	}
-	census, err := CensusOfDir(ctx, fs, tmp, o.Shards)
-	return e, census, err
+	c, err := censusOfDir(ctx, fs, tmp, o.Shards, census)
+	return e, c, err
 }
 
 // moveInto renames the closed directory tmp to dir, removing dir first if
@@ -343,12 +348,16 @@ func Drive(ctx context.Context, fs vfs.FS, dir string, o DriveOptions) (*DriveRe
 			err = e.Drive(ctx)
 		}
 	}
+	var progress func(done, total int)
+	if err == nil {
+		progress = censusProgress(o.Progress, len(db.Shards)) // closing flushes every store
+	}
 	if cerr := errors.Join(db.Close(), e.scratch.close()); err == nil {
 		err = cerr
 	}
 	var census *Census
 	if err == nil {
-		census, err = CensusOfDir(ctx, fs, dir, len(db.Shards))
+		census, err = censusOfDir(ctx, fs, dir, len(db.Shards), progress)
 	}
 	if err != nil {
 		return nil, fmt.Errorf("sim drive %s: %w", dir, err)

@@ -84,6 +84,9 @@ func runSimDrive(cmd *cobra.Command, ios *IO, opts simDriveOptions, dir string) 
 	}}
 	prog := ios.startProgress("sim drive", opts.progress, opts.quiet)
 	o.Progress = simProgress(prog, func(p sim.Progress) progressState {
+		if p.Phase != "" {
+			return simPhaseState(p)
+		}
 		return progressState{phase: "run", unit: "batches", done: int64(p.Batches),
 			note: fmt.Sprintf("virtual %s, %d runs started by this drive", virtualTime(p.Now), p.Started)}
 	})
@@ -158,4 +161,10 @@ func newDriveJSON(rep *sim.DriveReport) driveJSON {
 		}
 	}
 	return v
+}
+
+// simPhaseState is a gen's or drive's phase after its engine ran (the
+// census of what the directory holds), counted in shards.
+func simPhaseState(p sim.Progress) progressState {
+	return progressState{phase: p.Phase, unit: "shards", done: int64(p.Done), total: int64(p.Total)}
 }
