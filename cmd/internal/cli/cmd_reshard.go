@@ -174,7 +174,7 @@ func runReshard(ctx context.Context, ios *IO, opts reshardOptions, dir string, s
 	if err != nil {
 		return usagef("--memory %q: %v", opts.memory, err)
 	}
-	plan, err := readPlanFile(opts.plan, opts, budget)
+	plan, err := readPlanFile(ios, opts.plan, opts, budget)
 	if err != nil {
 		return err
 	}

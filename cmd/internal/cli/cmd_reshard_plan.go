@@ -52,11 +52,22 @@ var outputFormatNames = map[string]bool{"json": true, "yaml": true, "yml": true,
 // readPlanFile reads and checks the plan file at path ("" none), its
 // lists spilling under --scratch past their share of --memory (budget).
 // Close the plan when done.
-func readPlanFile(path string, opts reshardOptions, budget int64) (*reshard.Plan, error) {
+//
+// Reading a plan of many runs takes seconds (it is parsed, its lists put
+// into scratch stores, its checksum computed): progress shows it as a
+// phase of its own, "read plan".
+func readPlanFile(ios *IO, path string, opts reshardOptions, budget int64) (*reshard.Plan, error) {
 	if path == "" {
 		return nil, nil
 	}
-	return reshard.ReadPlan(vfs.Default, path, opts.scratch, budget)
+	prog := ios.startProgress("reshard", opts.progress, opts.quiet)
+	defer prog.end()
+	prog.set(progressState{phase: "read plan", unit: "files", total: 1})
+	p, err := reshard.ReadPlan(vfs.Default, path, opts.scratch, budget)
+	if err == nil {
+		prog.set(progressState{phase: "read plan", unit: "files", done: 1, total: 1})
+	}
+	return p, err
 }
 
 // writePlanFile writes a dry run's plan to path ("" none), atomically,
@@ -128,7 +139,7 @@ func runVerifyPlan(ctx context.Context, ios *IO, opts reshardOptions, dir string
 	if err != nil {
 		return usagef("--memory %q: %v", opts.memory, err)
 	}
-	plan, err := readPlanFile(opts.verifyPlan, opts, budget)
+	plan, err := readPlanFile(ios, opts.verifyPlan, opts, budget)
 	if err != nil {
 		return err
 	}
