@@ -268,11 +268,17 @@ func (r *resharder) build(ctx context.Context, p *plan, newDir string, rep *Repo
 		}
 		// A direct write has no phase of its own: the stores are written
 		// within the rewrite (progress interleaving two phases would
-		// restart each one's clock).
-		r.progress("rewrite", int64(i+1), int64(r.oldN))
+		// restart each one's clock). The last shard is reported once the
+		// phase's work is done: a sort's last chunk is settled after it.
+		if i+1 < r.oldN {
+			r.progress("rewrite", int64(i+1), int64(r.oldN))
+		}
 	}
 	rep.Counts.RunsRenumbered = p.renumbered
 	rep.Counts.RunsMoved = p.moved
+	if dry || direct {
+		r.progress("rewrite", int64(r.oldN), int64(r.oldN))
+	}
 	if dry {
 		return oldDigest, nil
 	}
@@ -286,6 +292,7 @@ func (r *resharder) build(ctx context.Context, p *plan, newDir string, rep *Repo
 		if err := sorter.Settle(); err != nil {
 			return nil, err
 		}
+		r.progress("rewrite", int64(r.oldN), int64(r.oldN))
 		r.progress("write", 0, int64(r.newN))
 		err := parallel(ctx, r.newN, func(j int) error { return r.writeStore(sorter, newDir, j, checks[j]) },
 			func(done int) { r.progress("write", int64(done), int64(r.newN)) })
@@ -494,8 +501,8 @@ func (r *resharder) checkNew(ctx context.Context, p *plan, newDir string) (*dige
 		if err != nil {
 			return nil, fmt.Errorf("opening new shard %d: %w", j, err)
 		}
-		if !readBackCheck { // else the read back below counts the shards
-			r.progress("check", int64(j+1), int64(r.newN))
+		if !readBackCheck && j+1 < r.newN { // else the read back below counts the shards
+			r.progress("check", int64(j+1), int64(r.newN)) // the last once all is synced (rebuild)
 		}
 	}
 	if readBackCheck {
@@ -534,7 +541,11 @@ func (r *resharder) readBack(ctx context.Context, p *plan, newDir string) (*dige
 			return fmt.Errorf("reading back new shard %d: %w", j, err)
 		}
 		return nil
-	}, func(done int) { r.progress("check", int64(done), int64(r.newN)) })
+	}, func(done int) {
+		if done < r.newN { // the last once all is synced (rebuild)
+			r.progress("check", int64(done), int64(r.newN))
+		}
+	})
 	if err != nil {
 		return nil, err
 	}

@@ -343,6 +343,7 @@ func (r *resharder) rebuild(ctx context.Context, d *metaDir) (*Report, error) {
 	if err := meta.SyncDir(fs, dir); err != nil {
 		return abandon(err)
 	}
+	r.progress("check", int64(r.newN), int64(r.newN))
 	r.phase("check", start)
 	if err := ctx.Err(); err != nil {
 		return abandon(err)
