@@ -37,6 +37,9 @@ func OpenContext(ctx context.Context, fs vfs.FS, dir string, opts OpenOptions) (
 		return nil, nil, err
 	}
 	fs = meta.FS(fs) // the stores' LOCK files are flock(2) locks too
+	if opts.ReadOnly {
+		fs = meta.ReadOnlyFS(fs) // and read-only, none is created
+	}
 	lock, err := meta.Open(fs, dir, meta.Options{Log: meta.LogShared})
 	if err != nil {
 		return nil, nil, err

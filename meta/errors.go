@@ -20,10 +20,14 @@ var (
 	ErrOldLog = errors.New("data directory has an older log format")
 )
 
-// InUseError is returned when the lock is held by someone else.
-type InUseError struct{ Dir string }
+// InUseError is returned when the lock is held by someone else. Holder
+// names it ("pid 123 (fusee verify /data)"), "" when that is not known.
+type InUseError struct{ Dir, Holder string }
 
 func (e *InUseError) Error() string {
+	if e.Holder != "" {
+		return fmt.Sprintf("%s is in use by %s; stop it and retry", e.Dir, e.Holder)
+	}
 	return fmt.Sprintf("%s is in use by another process (engine, reshard or inspect); stop it and retry", e.Dir)
 }
 

@@ -3,10 +3,12 @@ package meta
 import (
 	"bufio"
 	"errors"
+	"fmt"
 	"io/fs"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/cockroachdb/pebble/v2/vfs"
@@ -26,8 +28,9 @@ func TestLockExcludes(t *testing.T) {
 	if !errors.Is(err, ErrInUse) {
 		t.Fatalf("second Lock = %v, want ErrInUse", err)
 	}
-	want := dir + " is in use by another process (engine, reshard or inspect); stop it and retry"
-	if err.Error() != want {
+	// The holder, from /proc/locks, is this process.
+	want := fmt.Sprintf("%s is in use by pid %d (%s", dir, os.Getpid(), os.Args[0][:min(len(os.Args[0]), 30)])
+	if !strings.HasPrefix(err.Error(), want) || !strings.HasSuffix(err.Error(), "); stop it and retry") {
 		t.Errorf("error:\n got %s\nwant %s", err, want)
 	}
 	var iu *InUseError
@@ -245,4 +248,34 @@ func TestLockReadOnly(t *testing.T) {
 		t.Errorf("second Open = %v, want ErrInUse", err)
 	}
 	d.Close()
+}
+
+// A reader's lock (ReadOnlyFS) creates no LOCK: where it is missing it
+// locks the directory itself, and a writer, which locks LOCK and the
+// directory, is kept out as the reader is kept out by it.
+func TestReadOnlyLockCreatesNothing(t *testing.T) {
+	dir := t.TempDir()
+	r, err := Lock(ReadOnlyFS(vfs.Default), dir)
+	if err != nil {
+		t.Fatalf("reader's Lock: %v", err)
+	}
+	if _, err := os.Stat(filepath.Join(dir, LockName)); !errors.Is(err, fs.ErrNotExist) {
+		t.Fatalf("the reader's lock created %s (%v)", LockName, err)
+	}
+	if _, err := Lock(vfs.Default, dir); !errors.Is(err, ErrInUse) {
+		t.Fatalf("writer's Lock under a reader = %v, want ErrInUse", err)
+	}
+	if _, err := os.Stat(filepath.Join(dir, LockName)); err != nil {
+		t.Logf("the refused writer left no LOCK either")
+	}
+	r.Unlock()
+	w, err := Lock(vfs.Default, dir)
+	if err != nil {
+		t.Fatalf("writer's Lock: %v", err)
+	}
+	os.Remove(filepath.Join(dir, LockName)) // a writer's LOCK deleted under it
+	if _, err := Lock(ReadOnlyFS(vfs.Default), dir); !errors.Is(err, ErrInUse) {
+		t.Fatalf("reader's Lock under a writer whose LOCK is gone = %v, want ErrInUse", err)
+	}
+	w.Unlock()
 }

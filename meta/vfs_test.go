@@ -5,12 +5,15 @@ import (
 	"fmt"
 	iofs "io/fs"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strings"
 	"testing"
 
 	"github.com/cockroachdb/pebble/v2/vfs"
 )
+
+var holderRE = regexp.MustCompile(`in use by pid [0-9]+ \(.*\)`)
 
 // transcript runs one story of opens, refusals and writes against the
 // directory dir on fs, and records what each step returned with dir
@@ -34,6 +37,8 @@ func transcript(t *testing.T, fs vfs.FS, dir string) []string {
 		// The operating system and memfs word a missing file apart.
 		line = strings.ReplaceAll(line, "no such file or directory", "file does not exist")
 		line = strings.ReplaceAll(line, dir, "DIR")
+		// Only the disk can name the holder (from /proc/locks).
+		line = holderRE.ReplaceAllString(line, "in use by another process (engine, reshard or inspect)")
 		out = append(out, line)
 	}
 	list := func(step string) {

@@ -42,17 +42,24 @@ func (r *resharder) build(ctx context.Context, p *plan.Plan, newDir string, rep 
 		return nil, err
 	}
 	defer b.out.Abort()
+	r.progress("rewrite", 0, int64(r.oldN)) // the phase's clock starts here, not at its first shard
 	for i := range r.oldN {
 		if err := b.readShard(ctx, i); err != nil {
 			return nil, err
 		}
 		// A direct write has no phase of its own: the stores are written
 		// within the rewrite (progress interleaving two phases would
-		// restart each one's clock).
-		r.progress("rewrite", int64(i+1), int64(r.oldN))
+		// restart each one's clock). The last shard is reported once the
+		// phase's work is done: a sort's last chunk is settled after it.
+		if i+1 < r.oldN {
+			r.progress("rewrite", int64(i+1), int64(r.oldN))
+		}
 	}
 	rep.Counts.RunsRenumbered = p.Renumbered
 	rep.Counts.RunsMoved = p.Moved
+	if _, sorts := b.out.(*counted).next.(*sortSink); !sorts { // a sort reaches it in Finish
+		r.progress("rewrite", int64(r.oldN), int64(r.oldN))
+	}
 	if b.dry {
 		return b.oldDigest, nil
 	}
@@ -492,7 +499,9 @@ func (r *resharder) checkNew(ctx context.Context, p *plan.Plan, newDir string) (
 		if err != nil {
 			return nil, fmt.Errorf("opening new shard %d: %w", j, err)
 		}
-		r.progress("check", int64(j+1), int64(r.newN))
+		if !Testing.readBackCheck && j+1 < r.newN { // else the read back below counts the shards
+			r.progress("check", int64(j+1), int64(r.newN)) // the last once all is synced (checkAndKeep)
+		}
 	}
 	if Testing.readBackCheck {
 		back, err := r.readBack(ctx, p, newDir)
@@ -523,7 +532,11 @@ func (r *resharder) readBack(ctx context.Context, p *plan.Plan, newDir string) (
 			return fmt.Errorf("reading back new shard %d: %w", j, err)
 		}
 		return nil
-	}, func(done int) { r.progress("check", int64(done), int64(r.newN)) })
+	}, func(done int) {
+		if done < r.newN { // the last once all is synced (checkAndKeep)
+			r.progress("check", int64(done), int64(r.newN))
+		}
+	})
 	if err != nil {
 		return nil, err
 	}

@@ -13,8 +13,14 @@ import (
 // shard and number (package plan): in the compact run map when the runs
 // fit its share of the budget and no plan file is made or applied (which
 // read the spill maps), else through the spill maps.
+//
+// Its progress ("plan", in old shards) starts at 0 and reaches the last
+// shard only when the plan pass is over (planPass), so that the time
+// progress shows for the phase is the time the report gives it: numbering
+// the runs and freezing the run map come after the last shard is read.
 func (r *resharder) makePlan(ctx context.Context) (*plan.Plan, error) {
 	var err error
+	r.progress("plan", 0, int64(r.oldN))
 	if r.tails == nil { // identify (apply.go) may have read them already
 		if r.tails, err = logTails(ctx, r.fs, r.dir, r.oldN); err != nil {
 			return nil, err
@@ -76,7 +82,9 @@ func (r *resharder) passOne(ctx context.Context, s *plan.Pass) (*plan.Plan, erro
 		if err != nil {
 			return nil, err
 		}
-		r.progress("plan", int64(i+1), int64(r.oldN))
+		if i+1 < r.oldN {
+			r.progress("plan", int64(i+1), int64(r.oldN))
+		}
 	}
 	if err := ctx.Err(); err != nil {
 		return nil, err

@@ -87,6 +87,20 @@ func (e *PlanFileError) Error() string {
 	return fmt.Sprintf("plan %s: %s; nothing was changed; make a new plan with `fusee reshard <dir> <shards> --dry-run -o FILE`", e.Path, e.Msg)
 }
 
+// PlanMismatchError is a plan whose fingerprint matches the directory but
+// whose renumbering or totals do not: the plan was edited and its checksum
+// made to match, or it was made by another fusee.
+type PlanMismatchError struct {
+	Dir  string
+	Path string
+	Diff string
+}
+
+func (e *PlanMismatchError) Error() string {
+	return fmt.Sprintf("plan %s does not match the directory %s (%s): the plan was edited after the dry run wrote it, or another fusee made it; nothing was changed; make a new plan with `fusee reshard <dir> <shards> --dry-run -o FILE` and review it",
+		e.Path, e.Dir, e.Diff)
+}
+
 // StalePlanError is a plan applied to a directory that is not the one it
 // was made from (or has changed since).
 type StalePlanError struct {
@@ -357,8 +371,10 @@ func (r *resharder) planDetails(p *plan.Plan, fn func(*PlannedRun) error) ([]Sha
 }
 
 // matchPlan checks that the renumbering just computed is the one the plan
-// given to apply wrote down. With the same fingerprint it always is; a
-// difference is a bug, and stops the reshard before anything is switched.
+// given to apply wrote down. With the same fingerprint and the plan as a
+// dry run wrote it, it always is; a difference means the plan was edited
+// (its checksum recomputed to match), and stops the reshard before
+// anything is switched.
 // The plan's list is read alongside the run map, an entry at a time.
 func (r *resharder) matchPlan(p *plan.Plan) error {
 	want := r.opts.Plan
@@ -399,7 +415,7 @@ func (r *resharder) matchPlan(p *plan.Plan) error {
 		}
 	}
 	if diff != "" {
-		return &CheckError{Diff: "the renumbering differs from the plan: " + diff}
+		return &PlanMismatchError{Dir: r.dir, Path: r.opts.PlanPath, Diff: diff}
 	}
 	return nil
 }

@@ -131,6 +131,9 @@ func Reshard(ctx context.Context, fs vfs.FS, dir string, opts Options) (_ *Repor
 		opts.Memory = DefaultMemory
 	}
 	fs = meta.FS(fs) // LOCK and the stores' locks are flock(2) on the disk
+	if opts.DryRun {
+		fs = meta.ReadOnlyFS(fs) // a dry run creates no LOCK either
+	}
 	d, err := lockDir(fs, dir)
 	if err != nil {
 		return nil, err
@@ -243,13 +246,12 @@ func (r *resharder) start(ctx context.Context, d *metaDir, m meta.Meta) (*Report
 // only in what they read and in that switching state.
 func (r *resharder) rebuild(ctx context.Context, d *metaDir) (*Report, error) {
 	newDir := r.fs.PathJoin(r.dir, NewDirName)
-	oldBytes, err := r.prepare(newDir)
-	if err != nil {
+	if err := r.prepare(ctx, newDir); err != nil {
 		return nil, err
 	}
 	defer func() { _ = r.fs.RemoveAll(r.scratch) }()
 	defer r.closeMaps() // a failure may leave maps open (and their stores locked)
-	p, err := r.planPass(ctx, oldBytes)
+	p, err := r.planPass(ctx)
 	if p != nil {
 		defer p.Close()
 	}
@@ -273,20 +275,23 @@ func (r *resharder) rebuild(ctx context.Context, d *metaDir) (*Report, error) {
 
 // prepare checks the space the new layout needs, as far as it is known
 // before the plan, and makes the scratch folder's place: inside
-// reshard.new for a real run, outside the directory for a dry run. It
-// returns the old layout's size.
-func (r *resharder) prepare(newDir string) (int64, error) {
+// reshard.new for a real run, outside the directory for a dry run.
+func (r *resharder) prepare(ctx context.Context, newDir string) error {
 	fs, opts, rep := r.fs, r.opts, r.rep
 	oldBytes, err := switchdir.TreeSize(fs, r.dir, NewDirName, OldDirName)
 	if err != nil {
-		return 0, err
+		return err
 	}
 	rep.Counts.BytesRead = oldBytes
-	// What the plan does not need to know: the new stores. The plan
-	// adds the sort's scratch files (spaceNeeded) and checks again.
-	rep.SpaceNeeded = r.spaceNeeded(oldBytes, 0)
+	// The whole estimate before anything is written, the dry run's too:
+	// one figure for the dry run, the refusal and the report.
+	rawBytes, err := r.rawBytesOfOld(ctx)
+	if err != nil {
+		return err
+	}
+	rep.SpaceNeeded = r.spaceNeeded(oldBytes, rawBytes)
 	if err := r.checkSpace(); err != nil {
-		return 0, err
+		return err
 	}
 	if opts.DryRun {
 		base := opts.Scratch
@@ -294,13 +299,13 @@ func (r *resharder) prepare(newDir string) (int64, error) {
 			base = os.TempDir()
 		}
 		r.scratch = fs.PathJoin(base, "fusee-reshard-"+strconv.Itoa(os.Getpid())+"-"+strconv.FormatInt(time.Now().UnixNano(), 36))
-		return oldBytes, nil
+		return nil
 	}
 	if err := fs.MkdirAll(newDir, 0o755); err != nil {
-		return 0, fmt.Errorf("creating %s: %w", newDir, err)
+		return fmt.Errorf("creating %s: %w", newDir, err)
 	}
 	r.scratch = fs.PathJoin(newDir, scratchDir)
-	return oldBytes, nil
+	return nil
 }
 
 // abandon ends a run that failed before its switch: the old directory is
@@ -319,7 +324,7 @@ func (r *resharder) abandon(err error) (*Report, error) {
 // planPass makes the plan (pass 1), checks it against an applied plan
 // file and the space it says the new layout needs, and puts its counts
 // in the report. The plan is returned, to be closed, even with an error.
-func (r *resharder) planPass(ctx context.Context, oldBytes int64) (*plan.Plan, error) {
+func (r *resharder) planPass(ctx context.Context) (*plan.Plan, error) {
 	rep := r.rep
 	start := time.Now()
 	p, err := r.makePlan(ctx)
@@ -331,9 +336,9 @@ func (r *resharder) planPass(ctx context.Context, oldBytes int64) (*plan.Plan, e
 			return p, err
 		}
 	}
+	r.progress("plan", int64(r.oldN), int64(r.oldN))
 	r.phase("plan", start)
-	rep.SpaceNeeded = r.spaceNeeded(oldBytes, p.RawBytes)
-	if err := r.checkSpace(); err != nil {
+	if err := r.checkSpace(); err != nil { // the space may have gone while the plan was made
 		return p, err
 	}
 	for st, n := range p.ByState {
@@ -395,6 +400,7 @@ func (r *resharder) checkAndKeep(ctx context.Context, p *plan.Plan, newDir strin
 			return err
 		}
 	}
+	r.progress("check", int64(r.newN), int64(r.newN))
 	r.phase("check", start)
 	rep.Outcome = OutcomeDone
 	if err := r.writeSourceReport(newDir); err != nil {
@@ -611,7 +617,7 @@ func (r *resharder) phase(name string, start time.Time) {
 
 // spaceNeeded estimates the free space a real run needs, from the old
 // directory's bytes (oldBytes, without reshard.new) and its stores' keys
-// and values uncompressed (rawBytes, 0 before the plan has read them):
+// and values uncompressed (rawBytes, rawBytesOfOld):
 // the new stores and shared log take about what the old ones do (plus
 // each new store's own small files: storeFiles), and a
 // run that sorts (every change but a grow to a small multiple) also
@@ -643,7 +649,8 @@ func (r *resharder) checkSpace() error {
 }
 
 // spaceMargin is what spaceNeeded adds for the files it does not count.
-const spaceMargin = 64 << 20
+// It was 64 MiB, which put the estimate 60% above the peak at 200k runs.
+const spaceMargin = 8 << 20
 
 // storeFiles is what spaceNeeded allows for a new store's files beyond
 // its data (its manifest, options file and table footers and indexes).

@@ -140,6 +140,8 @@ func (s *sortSink) Finish(ctx context.Context) error {
 	if err := s.sorter.Settle(); err != nil {
 		return err
 	}
+	r.progress("rewrite", int64(r.oldN), int64(r.oldN))
+	r.progress("write", 0, int64(r.newN))
 	return parallel(ctx, r.newN, func(j int) error { return r.writeStore(s.sorter, b.newDir, j, b.checks[j]) },
 		func(done int) { r.progress("write", int64(done), int64(r.newN)) })
 }

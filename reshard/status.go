@@ -68,7 +68,7 @@ type Status struct {
 // reshard.new and reshard.old, then lets the lock go. It opens no shard
 // and changes nothing.
 func ReadStatus(fs vfs.FS, dir string) (*Status, error) {
-	d, err := meta.Open(fs, dir, meta.Options{AllowSwitching: true})
+	d, err := meta.Open(meta.ReadOnlyFS(fs), dir, meta.Options{AllowSwitching: true})
 	if err != nil {
 		return nil, err
 	}

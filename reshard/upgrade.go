@@ -45,6 +45,9 @@ func Upgrade(ctx context.Context, fs vfs.FS, dir string, opts UpgradeOptions) (_
 		opts.Memory = DefaultMemory
 	}
 	fs = meta.FS(fs)
+	if opts.DryRun {
+		fs = meta.ReadOnlyFS(fs) // a dry run creates no LOCK either
+	}
 	d, err := meta.Open(fs, dir, meta.Options{AllowUpgrading: true})
 	if err != nil {
 		return nil, err

@@ -77,7 +77,11 @@ func WriteDumpContext(ctx context.Context, w io.Writer, shards []*model.Shard, o
 // bounded by opts.Memory, whatever its number of runs: each line is
 // written as soon as its place in the order is known.
 func (d *Dir) WriteDump(ctx context.Context, w io.Writer, opts DumpOptions) error {
-	return d.view(opts.Options).dump(ctx, w, opts.Physical)
+	v := d.view(opts.Options)
+	if err := v.countRuns(ctx); err != nil {
+		return err
+	}
+	return v.dump(ctx, w, opts.Physical)
 }
 
 // name is a run's invariant identity.

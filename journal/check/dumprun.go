@@ -246,7 +246,7 @@ func (w *view) dump(ctx context.Context, out io.Writer, phys bool) (err error) {
 	if err := sh.odd.Settle(); err != nil { // read by the join's goroutines
 		return err
 	}
-	err = sh.join.resolve(ctx, func() func(target, resolution, []byte) error {
+	err = sh.join.resolve(ctx, nil, func() func(target, resolution, []byte) error {
 		d := &dumper{w: w, phys: phys, sh: sh}
 		return d.finish
 	})

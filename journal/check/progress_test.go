@@ -8,6 +8,7 @@ import (
 
 	"github.com/cockroachdb/pebble/v2/vfs"
 	"github.com/fusee-dev/fusee/journal/sim"
+	"github.com/fusee-dev/fusee/reshard"
 )
 
 type progressCall struct {
@@ -36,13 +37,59 @@ func TestProgressReportsEachPass(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	checkPasses(t, "verify", calls, int64(runs), PhaseCheck)
+	checkPasses(t, "verify", withoutJoin(t, calls, 3), int64(runs), PhaseCount, PhaseCheck)
 
 	calls = nil
 	if err := d.WriteDump(ctx, io.Discard, DumpOptions{Options: opts}); err != nil {
 		t.Fatal(err)
 	}
-	checkPasses(t, "dump", calls, int64(runs), PhaseSort, PhaseWrite)
+	checkPasses(t, "dump", calls, int64(runs), PhaseCount, PhaseSort, PhaseWrite)
+}
+
+// After reshards the next run numbers overstate the runs (renumbered runs
+// go above every old number): the passes' total is still the run count,
+// from the count phase (issue 28 item 9).
+func TestProgressTotalAfterReshard(t *testing.T) {
+	ctx := context.Background()
+	dir := filepath.Join(t.TempDir(), "d")
+	const runs = 2*progressEvery + 300
+	if _, err := sim.Generate(ctx, vfs.Default, dir, sim.GenOptions{Shards: 8, Runs: runs, Seed: 9}); err != nil {
+		t.Fatal(err)
+	}
+	for _, n := range []int{3, 12, 8} {
+		if _, err := reshard.Reshard(ctx, vfs.Default, dir, reshard.Options{Shards: n}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	d, err := OpenDir(ctx, vfs.Default, dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer d.Close()
+	if est := d.view(Options{}).runsExpected(); est <= runs {
+		t.Fatalf("the next run numbers say %d runs: the reshards left no gap to test", est)
+	}
+	var calls []progressCall
+	opts := Options{Progress: func(phase string, done, total int64) { calls = append(calls, progressCall{phase, done, total}) }}
+	if _, err := d.Verify(ctx, opts, func(Finding) error { return nil }); err != nil {
+		t.Fatal(err)
+	}
+	checkPasses(t, "verify", withoutJoin(t, calls[countCalls(calls):], 8), runs, PhaseCheck)
+	calls = nil
+	if err := d.WriteDump(ctx, io.Discard, DumpOptions{Options: opts}); err != nil {
+		t.Fatal(err)
+	}
+	checkPasses(t, "dump", calls[countCalls(calls):], runs, PhaseSort, PhaseWrite)
+}
+
+// countCalls is how many calls lead calls with the count phase, whose
+// running total is the estimate.
+func countCalls(calls []progressCall) int {
+	n := 0
+	for n < len(calls) && calls[n].phase == PhaseCount {
+		n++
+	}
+	return n
 }
 
 func checkPasses(t *testing.T, what string, calls []progressCall, runs int64, phases ...string) {
@@ -68,4 +115,21 @@ func checkPasses(t *testing.T, what string, calls []progressCall, runs int64, ph
 	if i != len(calls) {
 		t.Errorf("%s: calls after the last pass: %v", what, calls[i:])
 	}
+}
+
+// withoutJoin checks that verify's calls end with the reference join's,
+// a shard at a time from 0 to shards (issue 28 item 16: seconds without
+// progress after the check pass), and returns the calls before them.
+func withoutJoin(t *testing.T, calls []progressCall, shards int64) []progressCall {
+	t.Helper()
+	n := len(calls) - int(shards) - 1
+	if n < 0 {
+		t.Fatalf("verify reported %d calls, fewer than its join's", len(calls))
+	}
+	for i, c := range calls[n:] {
+		if c != (progressCall{PhaseJoin, int64(i), shards}) {
+			t.Fatalf("verify's join call %d is %+v, want %d of %d shards", i, c, i, shards)
+		}
+	}
+	return calls[:n]
 }

@@ -280,7 +280,7 @@ func OpenDir(ctx context.Context, fs vfs.FS, dir string) (_ *Dir, err error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
-	fs = meta.FS(fs)
+	fs = meta.ReadOnlyFS(fs) // creates no LOCK, in the directory or a store
 	lock, err := meta.Open(fs, dir, meta.Options{Log: meta.LogShared})
 	if err != nil {
 		return nil, err
@@ -354,6 +354,7 @@ type view struct {
 	rec        *journal.RecoveryReport
 	stats      *journal.Stats
 	opts       Options
+	counted    int64 // the runs countRuns counted (0: not counted)
 	// pointRefs makes verify resolve each reference by a point lookup as
 	// its run passes instead of by the sorted join (verify_join.go): the
 	// join's oracle in tests.

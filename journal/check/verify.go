@@ -41,7 +41,11 @@ func VerifyContext(ctx context.Context, st *State) ([]Finding, error) {
 // number of runs it checked. An error reading a store (damage the reader
 // refuses) is returned as is: the caller reports the directory unreadable.
 func (d *Dir) Verify(ctx context.Context, opts Options, fn func(Finding) error) (runs int, err error) {
-	return d.view(opts).verify(ctx, fn)
+	w := d.view(opts)
+	if err := w.countRuns(ctx); err != nil {
+		return 0, err
+	}
+	return w.verify(ctx, fn)
 }
 
 // Problems counts the findings that make verify fail.
@@ -168,10 +172,10 @@ func (w *view) verify(ctx context.Context, fn func(Finding) error) (runs int, er
 	if err := inOrder(n, produce, work, func(runs int) error { v.runs += runs; return nil }); err != nil {
 		return 0, err
 	}
+	w.progressEnd(PhaseCheck, v.runs)
 	if err := v.joinRefs(); err != nil {
 		return 0, err
 	}
-	w.progressEnd(PhaseCheck, v.runs)
 	if err := v.outboxIDsAcrossShards(); err != nil {
 		return 0, err
 	}

@@ -134,7 +134,7 @@ func (v *verifier) landed(s *sh, r *model.Run, rec *model.Record, c refCheck, t 
 
 // joinRefs finishes every check deferred into the join (refJoin.resolve).
 func (v *verifier) joinRefs() error {
-	return v.shared.refs.resolve(v.ctx, func() func(target, resolution, []byte) error {
+	return v.shared.refs.resolve(v.ctx, v.w.joinProgress, func() func(target, resolution, []byte) error {
 		sv := v.forShard()
 		return func(t target, res resolution, val []byte) error {
 			if err := sv.finishRef(t, res, val); err != nil {
@@ -177,7 +177,19 @@ func (j *refJoin) add(key []byte, slot int, no model.RunNo, pos int, val []byte)
 // several goroutines at once (workers()); each goroutine gets a finisher
 // from newFinisher and calls it with every value and what its lookup
 // found. The first error a finisher returns ends the join.
-func (j *refJoin) resolve(ctx context.Context, newFinisher func() func(target, resolution, []byte) error) error {
+//
+// progress, when not nil, is told how many slots of how many are resolved:
+// 0 before the first, then each as it ends.
+func (j *refJoin) resolve(ctx context.Context, progress func(done, total int), newFinisher func() func(target, resolution, []byte) error) error {
+	total := 0
+	for _, src := range j.w.srcs {
+		if src != nil {
+			total++
+		}
+	}
+	if progress != nil {
+		progress(0, total)
+	}
 	if err := j.m.Settle(); err != nil {
 		return err
 	}
@@ -195,7 +207,13 @@ func (j *refJoin) resolve(ctx context.Context, newFinisher func() func(target, r
 	work := func(_ int, slot int) (struct{}, error) {
 		return struct{}{}, j.resolveSlot(ctx, slot, newFinisher())
 	}
-	return inOrder(workers(), produce, work, func(struct{}) error { return nil })
+	done := 0
+	return inOrder(workers(), produce, work, func(struct{}) error {
+		if done++; progress != nil {
+			progress(done, total)
+		}
+		return nil
+	})
 }
 
 // resolveSlot is resolve for the part of the join on slot.

@@ -101,6 +101,12 @@ func (c *Census) message(m *model.Message) {
 // one run at a time and the IDs of the messages in flight. It counts what
 // TakeCensus counts of the recovered shards.
 func CensusOfDir(ctx context.Context, fs vfs.FS, dir string, count int) (*Census, error) {
+	return censusOfDir(ctx, fs, dir, count, nil)
+}
+
+// censusOfDir is CensusOfDir telling progress (if not nil) how many shards
+// of count its pass over the runs has read.
+func censusOfDir(ctx context.Context, fs vfs.FS, dir string, count int, progress func(done, total int)) (*Census, error) {
 	headers := make([]model.CheckpointHeader, count)
 	for i := range headers {
 		h, err := store.ReadHeader(fs, dir, i, count)
@@ -158,7 +164,13 @@ func CensusOfDir(ctx context.Context, fs vfs.FS, dir string, count int) (*Census
 		}); err != nil {
 			return err
 		}
-		return sr.Timers(func(model.TimerKey) error { c.Timers++; return nil })
+		if err := sr.Timers(func(model.TimerKey) error { c.Timers++; return nil }); err != nil {
+			return err
+		}
+		if progress != nil {
+			progress(i+1, count)
+		}
+		return nil
 	})
 	if err != nil {
 		return nil, err

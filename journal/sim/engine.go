@@ -98,8 +98,22 @@ type Engine struct {
 // Progress is reported at every checkpoint of a long gen or drive.
 type Progress struct {
 	Now     int64 // virtual clock (ms)
-	Started int   // runs ever started in the directory
+	Started int   // runs started: by Generate, all of them; by Drive, those it started
 	Batches int   // batches committed so far
+	// Phase is "" while the engine runs; "census" while it closes the
+	// directory and counts what it holds, Done of Total shards.
+	Phase       string
+	Done, Total int
+}
+
+// censusProgress is the progress callback of the census that ends a gen or
+// a drive: Phase "census", starting at 0 shards.
+func censusProgress(report func(Progress), shards int) func(done, total int) {
+	if report == nil {
+		return nil
+	}
+	report(Progress{Phase: "census", Total: shards})
+	return func(done, total int) { report(Progress{Phase: "census", Done: done, Total: total}) }
 }
 
 func newEngine(b backend, cfg Config) *Engine {

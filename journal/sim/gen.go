@@ -227,14 +227,19 @@ func generateInto(ctx context.Context, fs vfs.FS, tmp string, o GenOptions) (*En
 		err = e.generate(ctx, o)
 		db.SetNow(e.now)
 	}
+	// The census phase starts as closing does: closing flushes every store.
+	var census func(done, total int)
+	if err == nil {
+		census = censusProgress(o.Progress, o.Shards)
+	}
 	if cerr := errors.Join(db.Close(), e.scratch.close()); err == nil {
 		err = cerr
 	}
 	if err != nil {
 		return e, nil, err
 	}
-	census, err := CensusOfDir(ctx, fs, tmp, o.Shards)
-	return e, census, err
+	c, err := censusOfDir(ctx, fs, tmp, o.Shards, census)
+	return e, c, err
 }
 
 // moveInto renames the closed directory tmp to dir, removing dir first if
@@ -292,7 +297,10 @@ type DriveOptions struct {
 	Config   Config
 	NoSync   bool
 	Progress func(Progress) // called at each checkpoint (nil: not)
-	spillAt  int            // tests: Engine.spillAt
+	// Removed is called with each stale event scratch store of an
+	// earlier, killed drive of the directory that Drive removed (nil: not).
+	Removed func(path string)
+	spillAt int // tests: Engine.spillAt
 }
 
 // DriveReport says what Drive did and how the runs ended.
@@ -320,10 +328,19 @@ func Drive(ctx context.Context, fs vfs.FS, dir string, o DriveOptions) (*DriveRe
 	e := newEngine(dbBackend{db}, o.Config)
 	e.progress = o.Progress
 	e.spillAt = o.spillAt
-	e.scratch, err = openScratch(fs, filepath.Clean(dir)+scratchSuffix+"-"+randomSuffix())
+	err = removeStaleEventStores(fs, dir, o.Removed)
+	if err == nil {
+		e.scratch, err = openScratch(fs, filepath.Clean(dir)+scratchSuffix+"-"+randomSuffix())
+	}
 	from := e.now
 	if err == nil {
 		e.recover()
+		// Drive reports the runs it starts, not e.started, which counts
+		// from the next run numbers and so counts every run ever started
+		// there (and more after a reshard renumbered runs above them).
+		if before := e.started; o.Progress != nil {
+			e.progress = func(p Progress) { p.Started -= before; o.Progress(p) }
+		}
 		e.b.evict(e.cfg.MaxResident / 2)
 		from = e.now
 		err = e.recErr
@@ -331,12 +348,16 @@ func Drive(ctx context.Context, fs vfs.FS, dir string, o DriveOptions) (*DriveRe
 			err = e.Drive(ctx)
 		}
 	}
+	var progress func(done, total int)
+	if err == nil {
+		progress = censusProgress(o.Progress, len(db.Shards)) // closing flushes every store
+	}
 	if cerr := errors.Join(db.Close(), e.scratch.close()); err == nil {
 		err = cerr
 	}
 	var census *Census
 	if err == nil {
-		census, err = CensusOfDir(ctx, fs, dir, len(db.Shards))
+		census, err = censusOfDir(ctx, fs, dir, len(db.Shards), progress)
 	}
 	if err != nil {
 		return nil, fmt.Errorf("sim drive %s: %w", dir, err)

@@ -5,7 +5,9 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"path/filepath"
 	"slices"
+	"strings"
 
 	"github.com/cockroachdb/pebble/v2"
 	"github.com/cockroachdb/pebble/v2/vfs"
@@ -263,4 +265,34 @@ func decodeSpilled(at int64, v []byte) (event, error) {
 		return ev, bad
 	}
 	return ev, nil
+}
+
+// removeStaleEventStores removes the event scratch stores a killed drive
+// of dir left beside it (<dir>.events-<random>). The caller holds dir's
+// lock, which a running drive of dir would hold: every such store is
+// stale. removed (if not nil) is told each path.
+func removeStaleEventStores(fs vfs.FS, dir string, removed func(string)) error {
+	clean := filepath.Clean(dir)
+	parent, prefix := fs.PathDir(clean), fs.PathBase(clean)+scratchSuffix+"-"
+	names, err := fs.List(parent)
+	if err != nil {
+		return nil // nothing to list, nothing stale
+	}
+	for _, name := range names {
+		rest, ok := strings.CutPrefix(name, prefix)
+		if !ok || len(rest) < 12 || strings.Trim(rest, "0123456789abcdefghijklmnopqrstuvwxyz") != "" {
+			continue // randomSuffix makes 16 hex digits (or 12-13 in base 36)
+		}
+		path := fs.PathJoin(parent, name)
+		if fi, err := fs.Stat(path); err != nil || !fi.IsDir() {
+			continue
+		}
+		if err := fs.RemoveAll(path); err != nil {
+			return fmt.Errorf("removing the event scratch store %s that a killed drive left: %w; remove it by hand", path, err)
+		}
+		if removed != nil {
+			removed(path)
+		}
+	}
+	return nil
 }

@@ -130,6 +130,9 @@ func runGen(cmd *cobra.Command, ios *IO, opts genOptions, dir string) error {
 		Config: sim.Config{Retention: opts.retention.Milliseconds()}}
 	prog := ios.startProgress("gen", opts.progress, opts.quiet)
 	state := func(p sim.Progress) progressState {
+		if p.Phase != "" {
+			return simPhaseState(p)
+		}
 		return progressState{phase: "generate", unit: "runs", done: int64(p.Started), total: int64(opts.runs), note: "virtual " + virtualTime(p.Now)}
 	}
 	o.Progress = simProgress(prog, state)
@@ -138,10 +141,7 @@ func runGen(cmd *cobra.Command, ios *IO, opts genOptions, dir string) error {
 	if err != nil {
 		return err
 	}
-	rep, err := sim.Generate(cmd.Context(), vfs.Default, dir, o)
-	if err == nil {
-		prog.set(state(sim.Progress{Now: rep.Now, Started: opts.runs}))
-	}
+	rep, err := sim.Generate(cmd.Context(), dataFS(cmd.Context()), dir, o)
 	prog.end()
 	if perr := stop(); err == nil && perr != nil {
 		err = perr

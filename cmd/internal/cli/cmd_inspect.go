@@ -27,7 +27,7 @@ func openDir(ctx context.Context, dir string) (*check.Dir, error) {
 	if err := refuseGenTemp(dir); err != nil {
 		return nil, err
 	}
-	d, err := check.OpenDir(ctx, vfs.Default, dir)
+	d, err := check.OpenDir(ctx, dataFS(ctx), dir)
 	if err != nil {
 		return nil, dirError(ctx, dir, err)
 	}
@@ -127,8 +127,9 @@ building, switching or cleaning-up; leftovers, old_shards, new_shards,
 old_files, new_files and command when there is something to finish; kept:
 path, old_shards, new_shards, bytes, undoing, damaged, when a reshard
 with --keep-old kept the old layout). A
-size that is not known is -1. While switching, --json prints only dir,
-format and reshard, and the exit code is 4.`,
+size that is not known is -1. While a reshard or an upgrade is switching,
+--json prints only dir, format (reshard or upgrade) and reshard, and the
+exit code is 4.`,
 		Example: `  fusee inspect /var/lib/engine/data
   fusee inspect /var/lib/engine/data --json | jq .total
   fusee inspect /var/lib/engine/data --json | jq -r .reshard.state
@@ -200,8 +201,11 @@ func runInspect(ctx context.Context, ios *IO, opts inspectOptions, dir string) e
 	}
 	// The reshard state first, under the lock and without opening a
 	// shard: an unfinished switch must not be opened at all.
-	rs, err := reshard.ReadStatus(vfs.Default, dir)
+	rs, err := reshard.ReadStatus(dataFS(ctx), dir)
 	if err != nil {
+		if errors.As(err, new(*meta.UpgradingError)) {
+			return inspectUpgrading(ios, opts, dir, err)
+		}
 		return explainDirError(vfs.Default, dir, err)
 	}
 	if rs.State == reshard.StateSwitching {
@@ -227,7 +231,7 @@ func runInspect(ctx context.Context, ios *IO, opts inspectOptions, dir string) e
 	}
 	d, err := openDir(ctx, dir)
 	if err != nil {
-		return err
+		return withLeftovers(err, rs)
 	}
 	sum, err := d.Inspect(ctx)
 	if err = closeDir(ctx, d, err); err != nil {

@@ -3,10 +3,12 @@ package cli
 import (
 	"fmt"
 	"os"
+	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
 	"github.com/spf13/cobra/doc"
+	"github.com/spf13/pflag"
 )
 
 func init() { addCommand(newManCmd) }
@@ -45,9 +47,44 @@ func writeManPages(root *cobra.Command, dir string) error {
 		return err
 	}
 	root.DisableAutoGenTag = true
-	hdr := &doc.GenManHeader{Title: "FUSEE", Section: "1", Date: &manDate, Source: "fusee", Manual: "fusee manual"}
+	escapePlaceholders(root)
+	// No Title: each page gets its own, FUSEE\-RESHARD for fusee-reshard.1.
+	hdr := &doc.GenManHeader{Section: "1", Date: &manDate, Source: "fusee", Manual: "fusee manual"}
 	if err := doc.GenManTree(root, hdr, dir); err != nil {
 		return fmt.Errorf("writing man pages to %s: %w", dir, err)
 	}
 	return nil
+}
+
+// escapePlaceholders backslash-escapes < and > in the text cobra hands to
+// the man pages' markdown (usage lines, long help, flag usage), which would
+// otherwise read <dir> as an HTML tag and drop it ("fusee reshard  []").
+// Code (examples, indented or fenced lines) keeps its text as it is. It
+// changes the commands of root's tree, which is built afresh for each run
+// of fusee.
+func escapePlaceholders(c *cobra.Command) {
+	c.Use, c.Short, c.Long = escapeAngles(c.Use), escapeAngles(c.Short), escapeAngles(c.Long)
+	fix := func(f *pflag.Flag) { f.Usage = escapeAngles(f.Usage) }
+	c.LocalNonPersistentFlags().VisitAll(fix)
+	c.PersistentFlags().VisitAll(fix)
+	for _, sub := range c.Commands() {
+		escapePlaceholders(sub)
+	}
+}
+
+// escapeAngles escapes < and > in markdown text outside code lines.
+func escapeAngles(text string) string {
+	esc := strings.NewReplacer("<", `\<`, ">", `\>`)
+	lines := strings.Split(text, "\n")
+	fenced := false
+	for i, l := range lines {
+		switch {
+		case strings.HasPrefix(strings.TrimSpace(l), "```"):
+			fenced = !fenced
+		case fenced, strings.HasPrefix(l, "\t"), strings.HasPrefix(l, "    "):
+		default:
+			lines[i] = esc.Replace(l)
+		}
+	}
+	return strings.Join(lines, "\n")
 }

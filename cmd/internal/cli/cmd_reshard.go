@@ -5,12 +5,12 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
 
-	"github.com/cockroachdb/pebble/v2/vfs"
 	"github.com/spf13/cobra"
 
 	"github.com/fusee-dev/fusee/journal/check"
@@ -32,6 +32,7 @@ func init() {
 type reshardOptions struct {
 	dryRun  bool
 	json    bool
+	quiet   bool // no report on stdout, no progress (--report FILE still written)
 	report  string
 	scratch string
 	memory  string
@@ -163,6 +164,7 @@ built is removed; run the same command again. A signal during the switch
 	f.BoolVar(&opts.undo, "undo", false, "restore the layout kept by --keep-old, if nothing wrote to the directory since")
 	f.BoolVar(&opts.discard, "discard-kept", false, "remove the layout kept by --keep-old for good (crash-safely)")
 	opts.profile.add(cmd, "the reshard")
+	addQuietFlag(cmd, &opts.quiet, "print no report and no progress (--report FILE is still written); the exit code says how it went")
 	addProgressFlag(cmd, &opts.progress)
 	markCLIOnly(cmd, "report", "dry-run", "output", "plan", "verify-plan", "keep-old", "undo", "discard-kept")
 	return cmd
@@ -188,7 +190,7 @@ func runReshard(ctx context.Context, ios *IO, opts reshardOptions, dir string, s
 		return err
 	}
 	defer planOut.abort()
-	plan, err := readPlanFile(opts.plan, opts, budget)
+	plan, err := readPlanFile(ios, opts.plan, opts, budget)
 	if err != nil {
 		return err
 	}
@@ -199,9 +201,9 @@ func runReshard(ctx context.Context, ios *IO, opts reshardOptions, dir string, s
 	if err != nil {
 		return err
 	}
-	prog := ios.startProgress("reshard", opts.progress, false)
+	prog := ios.startProgress("reshard", opts.progress, opts.quiet)
 	restore := lowerHeapLimit(reshardHeapLimit(budget))
-	rep, err := reshard.Reshard(ctx, vfs.Default, dir, reshard.Options{
+	rep, err := reshard.Reshard(ctx, dataFS(ctx), dir, reshard.Options{
 		Shards: shards, DryRun: opts.dryRun, Scratch: opts.scratch, Memory: budget, Progress: prog.phaseFunc("shards"),
 		MakePlan: opts.output != "", Plan: plan, PlanPath: opts.plan, KeepOld: opts.keepOld,
 	})
@@ -224,6 +226,9 @@ func runReshard(ctx context.Context, ios *IO, opts reshardOptions, dir string, s
 		if err := planOut.commit(func(w io.Writer) error { return reshard.WritePlan(w, rep.Plan) }); err != nil {
 			return err
 		}
+	}
+	if opts.quiet {
+		return nil
 	}
 	return afterChange(rep, printReport(ios, opts, rep))
 }
@@ -351,7 +356,7 @@ func reportRows(rep *reshard.Report) [][]string {
 		{"dedup entries (moved)", fmt.Sprintf("%d (%d)", c.Dedup, c.DedupMoved)},
 		{"archives rewritten", strconv.FormatInt(c.Archives, 10)},
 		{"pending completion tokens", strconv.FormatInt(c.PendingTokens, 10)},
-		{"bytes read / written", fmt.Sprintf("%s / %s", reshard.HumanBytes(c.BytesRead), reshard.HumanBytes(c.BytesWritten))},
+		{bytesRow(rep.DryRun), fmt.Sprintf("%s / %s", reshard.HumanBytes(c.BytesRead), reshard.HumanBytes(c.BytesWritten))},
 	}
 	if rep.DryRun && rep.Outcome == reshard.OutcomePlanned {
 		rows = append(rows, []string{"free space the real run needs", "about " + reshard.HumanBytes(rep.SpaceNeeded)})
@@ -423,7 +428,7 @@ func parseSize(s string) (int64, error) {
 	units := []struct {
 		suffix string
 		mult   int64
-	}{{"GiB", 1 << 30}, {"MiB", 1 << 20}, {"KiB", 1 << 10}, {"G", 1 << 30}, {"M", 1 << 20}, {"K", 1 << 10}, {"B", 1}}
+	}{{"TiB", 1 << 40}, {"GiB", 1 << 30}, {"MiB", 1 << 20}, {"KiB", 1 << 10}, {"T", 1 << 40}, {"G", 1 << 30}, {"M", 1 << 20}, {"K", 1 << 10}, {"B", 1}}
 	mult := int64(1)
 	for _, u := range units {
 		if rest, ok := strings.CutSuffix(s, u.suffix); ok {
@@ -432,8 +437,8 @@ func parseSize(s string) (int64, error) {
 		}
 	}
 	n, err := strconv.ParseInt(strings.TrimSpace(s), 10, 64)
-	if err != nil || n <= 0 {
-		return 0, fmt.Errorf("want a positive size such as 256MiB")
+	if err != nil || n <= 0 || n > math.MaxInt64/mult {
+		return 0, fmt.Errorf("want a positive size such as 256MiB or 1TiB")
 	}
 	return n * mult, nil
 }

@@ -29,6 +29,10 @@ func (o *reshardOptions) checkPlanFlags(shards int) error {
 	switch {
 	case modes > 1:
 		return usagef("--plan, --verify-plan, --undo and --discard-kept are separate steps: give one")
+	case outputFormatNames[o.output]:
+		// kubectl's -o json asks for a format; here -o names the plan file,
+		// and a plan of millions of runs written to ./json is no answer.
+		return usagef("-o %s: -o names the plan file, not an output format; for the report as JSON say --json, for a plan file of that name say -o ./%s", o.output, o.output)
 	case o.output != "" && (!o.dryRun || shards == 0 && o.plan == ""):
 		return usagef("-o writes a plan: it goes with --dry-run and a shard count")
 	case o.plan != "" && shards != 0:
@@ -43,14 +47,29 @@ func (o *reshardOptions) checkPlanFlags(shards int) error {
 	return nil
 }
 
+// outputFormatNames are the -o values other tools take as an output format
+// (kubectl, gh): refused as a plan file's name, which they would silently be.
+var outputFormatNames = map[string]bool{"json": true, "yaml": true, "yml": true, "wide": true, "name": true, "text": true, "table": true}
+
 // readPlanFile reads and checks the plan file at path ("" none), its
 // lists spilling under --scratch past their share of --memory (budget).
 // Close the plan when done.
-func readPlanFile(path string, opts reshardOptions, budget int64) (*reshard.Plan, error) {
+//
+// Reading a plan of many runs takes seconds (it is parsed, its lists put
+// into scratch stores, its checksum computed): progress shows it as a
+// phase of its own, "read plan".
+func readPlanFile(ios *IO, path string, opts reshardOptions, budget int64) (*reshard.Plan, error) {
 	if path == "" {
 		return nil, nil
 	}
-	return reshard.ReadPlan(vfs.Default, path, opts.scratch, budget)
+	prog := ios.startProgress("reshard", opts.progress, opts.quiet)
+	defer prog.end()
+	prog.set(progressState{phase: "read plan", unit: "files", total: 1})
+	p, err := reshard.ReadPlan(vfs.Default, path, opts.scratch, budget)
+	if err == nil {
+		prog.set(progressState{phase: "read plan", unit: "files", done: 1, total: 1})
+	}
+	return p, err
 }
 
 // writePlanFile writes a dry run's plan to path ("" none), atomically,
@@ -122,23 +141,25 @@ func runVerifyPlan(ctx context.Context, ios *IO, opts reshardOptions, dir string
 	if err != nil {
 		return usagef("--memory %q: %v", opts.memory, err)
 	}
-	plan, err := readPlanFile(opts.verifyPlan, opts, budget)
+	plan, err := readPlanFile(ios, opts.verifyPlan, opts, budget)
 	if err != nil {
 		return err
 	}
 	defer plan.Close()
-	c, err := reshard.VerifyPlan(ctx, vfs.Default, dir, plan, opts.scratch, budget)
+	c, err := reshard.VerifyPlan(ctx, dataFS(ctx), dir, plan, opts.scratch, budget)
 	if err != nil {
 		return explainDirError(vfs.Default, dir, err)
 	}
-	if opts.json {
+	switch {
+	case opts.quiet:
+	case opts.json:
 		if err := ios.printJSON(c); err != nil {
 			return err
 		}
-	} else if c.OK() {
+	case c.OK():
 		fmt.Fprintln(ios.Out, styleGood.Render(fmt.Sprintf("ok: %s is what plan %s said: %d shards, all %d renumbered runs at their planned numbers",
 			dir, opts.verifyPlan, c.Shards, c.Renumbered)))
-	} else {
+	default:
 		fmt.Fprintf(ios.Out, "%s differs from plan %s:\n", dir, opts.verifyPlan)
 		for _, d := range c.Differences {
 			fmt.Fprintf(ios.Out, "  %s\n", d)
@@ -156,7 +177,7 @@ func runUndo(ctx context.Context, ios *IO, opts reshardOptions, dir string) erro
 		return err
 	}
 	defer reportOut.abort()
-	rep, err := reshard.Undo(ctx, vfs.Default, dir)
+	rep, err := reshard.Undo(ctx, dataFS(ctx), dir)
 	if err != nil {
 		var ue *reshard.UndoError
 		var se *reshard.SwitchError
@@ -168,6 +189,9 @@ func runUndo(ctx context.Context, ios *IO, opts reshardOptions, dir string) erro
 	defer rep.Close()
 	if err := reportOut.commit(rep.WriteJSON); err != nil {
 		return afterChange(rep, err)
+	}
+	if opts.quiet {
+		return nil
 	}
 	if opts.json {
 		return afterChange(rep, rep.WriteJSON(ios.Out))
@@ -183,11 +207,14 @@ func runUndo(ctx context.Context, ios *IO, opts reshardOptions, dir string) erro
 }
 
 func runDiscardKept(ctx context.Context, ios *IO, opts reshardOptions, dir string) error {
-	rep, err := reshard.DiscardKept(ctx, vfs.Default, dir)
+	rep, err := reshard.DiscardKept(ctx, dataFS(ctx), dir)
 	if err != nil {
 		return explainDirError(vfs.Default, dir, err)
 	}
-	if opts.json {
+	switch {
+	case opts.quiet:
+		return nil
+	case opts.json:
 		return ios.printJSON(rep)
 	}
 	switch rep.Outcome {

@@ -55,7 +55,8 @@ The directory must be closed: drive takes its lock (exit 3 when another
 process holds it) and refuses an interrupted reshard (exit 4). It writes
 to the directory: log batches and checkpoints. Its pending events spill
 to a scratch store next to the directory (<dir>.events-<random>), removed
-when drive ends; one left by a killed drive can be deleted.`,
+when drive ends; the next drive of the directory removes one a killed drive
+left, and says so.`,
 		Example: `  fusee gen /tmp/data --shards 3 --runs 500 && fusee sim drive /tmp/data
   fusee sim drive /tmp/data --json | jq .census.statuses`,
 		Args: exactArgs(1),
@@ -78,13 +79,18 @@ func runSimDrive(cmd *cobra.Command, ios *IO, opts simDriveOptions, dir string) 
 	if err := refuseGenTemp(dir); err != nil {
 		return err
 	}
-	o := sim.DriveOptions{Config: sim.Config{Retention: opts.retention.Milliseconds()}}
+	o := sim.DriveOptions{Config: sim.Config{Retention: opts.retention.Milliseconds()}, Removed: func(path string) {
+		ios.warnf("removed %s: an earlier drive of %s was killed before it finished and left it", path, dir)
+	}}
 	prog := ios.startProgress("sim drive", opts.progress, opts.quiet)
 	o.Progress = simProgress(prog, func(p sim.Progress) progressState {
+		if p.Phase != "" {
+			return simPhaseState(p)
+		}
 		return progressState{phase: "run", unit: "batches", done: int64(p.Batches),
-			note: fmt.Sprintf("virtual %s, %d runs started", virtualTime(p.Now), p.Started)}
+			note: fmt.Sprintf("virtual %s, %d runs started by this drive", virtualTime(p.Now), p.Started)}
 	})
-	rep, err := sim.Drive(cmd.Context(), vfs.Default, dir, o)
+	rep, err := sim.Drive(cmd.Context(), dataFS(cmd.Context()), dir, o)
 	prog.end()
 	if err != nil {
 		return explainDirError(vfs.Default, dir, err)
@@ -96,7 +102,9 @@ func runSimDrive(cmd *cobra.Command, ios *IO, opts simDriveOptions, dir string) 
 		return ios.printJSON(newDriveJSON(rep))
 	}
 	c := rep.Census
-	fmt.Fprintf(ios.Out, "drove %s: %d runs on %d shards finished, virtual %s to %s\n",
+	// Every run has ended, finished or (its retention over) tombstoned:
+	// the table under this line says how many of each.
+	fmt.Fprintf(ios.Out, "drove %s until every run ended: %d runs on %d shards, virtual %s to %s\n",
 		rep.Dir, c.Runs, rep.Shards, virtualTime(rep.From), virtualTime(rep.Now))
 	return printCensus(ios, c)
 }
@@ -153,4 +161,10 @@ func newDriveJSON(rep *sim.DriveReport) driveJSON {
 		}
 	}
 	return v
+}
+
+// simPhaseState is a gen's or drive's phase after its engine ran (the
+// census of what the directory holds), counted in shards.
+func simPhaseState(p sim.Progress) progressState {
+	return progressState{phase: p.Phase, unit: "shards", done: int64(p.Done), total: int64(p.Total)}
 }

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"strings"
 
-	"github.com/cockroachdb/pebble/v2/vfs"
 	"github.com/spf13/cobra"
 
 	"github.com/fusee-dev/fusee/meta"
@@ -21,6 +20,7 @@ type upgradeOptions struct {
 	scratch  string
 	memory   string
 	progress progressMode
+	quiet    bool // no report on stdout, no progress
 }
 
 func newUpgradeCmd(ios *IO) *cobra.Command {
@@ -75,6 +75,7 @@ ever before the switch: the directory is unchanged.`,
 	f.BoolVar(&opts.json, "json", false, "print the report as JSON")
 	f.StringVar(&opts.scratch, "scratch", "", "scratch `DIR` for a dry run's plan larger than --memory, and for the report's long lists (default: the system temp directory)")
 	f.StringVar(&opts.memory, "memory", defaultMemory, "memory `BUDGET` before the plan spills to a scratch store (e.g. 64MiB, 1GiB)")
+	addQuietFlag(cmd, &opts.quiet, "print no report and no progress; the exit code says how it went")
 	addProgressFlag(cmd, &opts.progress)
 	markCLIOnly(cmd, "dry-run")
 	return cmd
@@ -85,8 +86,8 @@ func runUpgrade(ctx context.Context, ios *IO, opts upgradeOptions, dir string) e
 	if err != nil {
 		return usagef("--memory %q: %v", opts.memory, err)
 	}
-	prog := ios.startProgress("upgrade", opts.progress, false)
-	rep, err := reshard.Upgrade(ctx, vfs.Default, dir, reshard.UpgradeOptions{
+	prog := ios.startProgress("upgrade", opts.progress, opts.quiet)
+	rep, err := reshard.Upgrade(ctx, dataFS(ctx), dir, reshard.UpgradeOptions{
 		DryRun: opts.dryRun, Scratch: opts.scratch, Memory: budget, Progress: prog.phaseFunc("shards"),
 	})
 	prog.end()
@@ -97,6 +98,9 @@ func runUpgrade(ctx context.Context, ios *IO, opts upgradeOptions, dir string) e
 		return reshardError(dir, err)
 	}
 	defer rep.Close() // what its lists spilled, once printed
+	if opts.quiet {
+		return nil
+	}
 	if opts.json {
 		return afterChange(rep, rep.WriteJSON(ios.Out)) // streamed: see Report.WriteJSON
 	}
@@ -151,7 +155,7 @@ func printUpgradeReport(ios *IO, rep *reshard.Report) error {
 		{"archives rewritten", fmt.Sprint(c.Archives)},
 		{"pending completion tokens", fmt.Sprint(c.PendingTokens)},
 		{"new store generation", fmt.Sprint(rep.StoreGen)},
-		{"bytes read / written", fmt.Sprintf("%s / %s", reshard.HumanBytes(c.BytesRead), reshard.HumanBytes(c.BytesWritten))},
+		{bytesRow(rep.DryRun), fmt.Sprintf("%s / %s", reshard.HumanBytes(c.BytesRead), reshard.HumanBytes(c.BytesWritten))},
 	}
 	if rep.DryRun && rep.Outcome == reshard.OutcomePlanned {
 		rows = append(rows, []string{"free space the real run needs", "about " + reshard.HumanBytes(rep.SpaceNeeded)})

@@ -191,7 +191,7 @@ func runVerify(ctx context.Context, ios *IO, opts verifyOptions, dir string) (re
 	}
 	switch {
 	case err == nil:
-	case refusal(err) || ctx.Err() != nil && errors.Is(err, ctx.Err()):
+	case refusal(err) || ranOut(err) || ctx.Err() != nil && errors.Is(err, ctx.Err()):
 		return err
 	default:
 		if n > 0 {
@@ -216,6 +216,13 @@ func runVerify(ctx context.Context, ios *IO, opts verifyOptions, dir string) (re
 		return exitSilently(ExitFailure, "findings")
 	}
 	return nil
+}
+
+// ranOut reports whether err is the command running out of open files or
+// scratch space (explainResource): the directory is not unreadable.
+func ranOut(err error) bool {
+	var dp *dirProblem
+	return errors.As(err, &dp) && dp.outOf
 }
 
 // refusal reports whether err is opening being refused (in use, an

@@ -68,7 +68,7 @@ func makeDataDir(t *testing.T, n int) string {
 func TestVerifyCleanDirectory(t *testing.T) {
 	dir := makeDataDir(t, 3)
 	out, errOut, code := runFusee(t, nil, "verify", dir)
-	if code != 0 || out != "ok: 3 shards, 3 runs, no findings\n" || !regexp.MustCompile(`^verify: check: 3/3 runs done in [0-9.]+s( \([0-9.k]+ runs/s\))?\n$`).MatchString(errOut) {
+	if code != 0 || out != "ok: 3 shards, 3 runs, no findings\n" || !regexp.MustCompile(`^verify: count: 3/3 runs done in [0-9.]+s( \([0-9.k]+ runs/s\))?\nverify: check: 3/3 runs done in [0-9.]+s( \([0-9.k]+ runs/s\))?\nverify: join: 3/3 shards done in [0-9.]+s( \([0-9.k]+ shards/s\))?\n$`).MatchString(errOut) {
 		t.Fatalf("verify: code %d\nstdout:\n%s\nstderr:\n%s", code, out, errOut)
 	}
 	out, _, code = runFusee(t, nil, "verify", "--json", dir)

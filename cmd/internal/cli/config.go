@@ -101,7 +101,32 @@ func (c *config) apply(cmd *cobra.Command) error {
 			firstErr = usagef("%s: %v", source, err)
 		}
 	})
+	c.warnFixedEnv(cmd)
 	return firstErr
+}
+
+// warnFixedEnv warns of each FUSEE_* variable that names a flag no
+// command takes from the environment (FUSEE_SHARDS, FUSEE_DRY_RUN) when
+// cmd has no such flag: apply warns of those cmd has. A shard count
+// exported for gen is then named wherever it is ignored (reshard takes
+// its count as an argument), as a shards: key in a config file is.
+func (c *config) warnFixedEnv(cmd *cobra.Command) {
+	var keys []string
+	seen := map[string]bool{}
+	for _, kv := range c.env {
+		k, v, _ := strings.Cut(kv, "=")
+		name, ok := strings.CutPrefix(k, "FUSEE_")
+		if !ok || v == "" || k == "FUSEE_CONFIG" || seen[k] || cmd.Flags().Lookup(strings.ToLower(strings.ReplaceAll(name, "_", "-"))) != nil {
+			continue
+		}
+		seen[k] = true
+		keys = append(keys, strings.ToLower(name))
+	}
+	_, fixed := unknownSettings(cmd.Root(), keys)
+	for _, key := range fixed {
+		fmt.Fprintf(cmd.ErrOrStderr(), "warning: FUSEE_%s is ignored: --%s is given only on the command line\n",
+			strings.ToUpper(key), strings.ReplaceAll(key, "_", "-"))
+	}
 }
 
 // isConfigurable reports whether the environment or a config file may

@@ -5,12 +5,16 @@ import (
 	"errors"
 	"fmt"
 	iofs "io/fs"
+	"path/filepath"
 	"regexp"
 	"slices"
 	"strconv"
 	"strings"
+	"syscall"
 
 	"github.com/cockroachdb/pebble/v2/vfs"
+	"golang.org/x/sys/unix"
+
 	"github.com/fusee-dev/fusee/journal/model"
 	"github.com/fusee-dev/fusee/journal/store"
 	"github.com/fusee-dev/fusee/journal/wal"
@@ -25,6 +29,10 @@ type dirProblem struct {
 	what string // what is wrong and where
 	next string // the next step; "" when what already says it
 	err  error  // the cause, for errors.Is and errors.As
+	// outOf: the command ran out of something (open files, scratch
+	// space), and the directory is not at fault: verify reports it as an
+	// error, not as an unreadable directory.
+	outOf bool
 }
 
 func (e *dirProblem) Error() string {
@@ -50,6 +58,9 @@ func explainDirError(fs vfs.FS, dir string, err error) error {
 	case err == nil, errors.As(err, &dp), errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded),
 		errors.Is(err, meta.ErrInUse), errors.Is(err, meta.ErrSwitching), errors.Is(err, meta.ErrOldLog):
 		return err
+	}
+	if p := explainResource(fs, dir, err); p != nil {
+		return p
 	}
 	if p := explainPath(fs, dir, err); p != nil {
 		return p
@@ -219,4 +230,70 @@ func explainStoreOpen(so *store.StoreOpenError, err error) error {
 func firstLine(s string) string {
 	line, _, _ := strings.Cut(s, "\n")
 	return line
+}
+
+// explainResource covers a command that ran out of open files (EMFILE,
+// ENFILE) or of space (ENOSPC), which is no damage of the directory: it
+// says what ran out and how to give the command more.
+func explainResource(fs vfs.FS, dir string, err error) *dirProblem {
+	switch {
+	case errors.Is(err, syscall.EMFILE), errors.Is(err, syscall.ENFILE):
+		need, files, shards := filesNeeded(fs, dir)
+		var lim unix.Rlimit
+		limit := "the limit"
+		if unix.Getrlimit(unix.RLIMIT_NOFILE, &lim) == nil {
+			limit = fmt.Sprintf("the limit, %d,", lim.Cur)
+		}
+		what := fmt.Sprintf("too many open files: %s is lower than this command needs (%s)", limit, firstLine(err.Error()))
+		next := fmt.Sprintf("the directory is not damaged: raise the limit to at least %d (`ulimit -n %d` in the shell that runs fusee): its %d shard stores hold %d files, which stay open, and each store and the scratch space need a few more",
+			need, need, shards, files)
+		if errors.Is(err, syscall.ENFILE) {
+			what = fmt.Sprintf("too many open files on the system (%s)", firstLine(err.Error()))
+			next = fmt.Sprintf("the directory is not damaged: raise the system's limit (fs.file-max) or close other programs; this command needs about %d open files", need)
+		}
+		return &dirProblem{what: what, next: next, err: err, outOf: true}
+	case errors.Is(err, syscall.ENOSPC):
+		var pe *iofs.PathError
+		where := ""
+		if errors.As(err, &pe) {
+			where = pe.Path
+		}
+		if rel, rerr := filepath.Rel(dir, where); where != "" && rerr == nil && !strings.HasPrefix(rel, "..") {
+			return &dirProblem{what: fmt.Sprintf("no space left on the data directory's filesystem writing %s", where),
+				next: "free space there and run the command again", err: err, outOf: true}
+		}
+		if where == "" {
+			where = "a scratch file"
+		}
+		return &dirProblem{what: fmt.Sprintf("the scratch space is full: no space left writing %s, where the sorts and joins that outgrow --memory spill", where),
+			next: "the data directory is not at fault: free space there, or give --scratch DIR on a filesystem with more room (a larger --memory spills less)", err: err, outOf: true}
+	}
+	return nil
+}
+
+// filesNeeded estimates how many files a command that opens every shard
+// store of dir holds open: every file in the stores (pebble keeps their
+// tables open), four more per store (its lock, manifest, log and a flush)
+// and 128 for the log and scratch stores. files and shards are what the
+// estimate counted.
+func filesNeeded(fs vfs.FS, dir string) (need, files, shards int) {
+	for _, n := range storesOnDisk(fs, dir) {
+		names, _ := fs.List(store.StoreDir(fs, dir, n))
+		files += len(names)
+		shards++
+	}
+	return files + 4*shards + 128, files, shards
+}
+
+// explainBeforeSwitch explains a reshard's or upgrade's error as inspect's
+// and verify's are explained (a missing path, a file, a missing or damaged
+// store: explainDirError), as long as the directory is not switching:
+// before its switch a reshard has changed nothing, so the directory's
+// layout says what is wrong; during it the layout is half moved by design
+// and the error's own message names the command that finishes it.
+func explainBeforeSwitch(dir string, err error) error {
+	if m, merr := meta.ReadAny(vfs.Default, dir); merr == nil && m.Format != meta.FormatLocal {
+		return err
+	}
+	return explainDirError(vfs.Default, dir, err)
 }

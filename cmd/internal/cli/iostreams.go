@@ -44,6 +44,9 @@ type IO struct {
 
 func newIO(in io.Reader, out, errw io.Writer, env []string) *IO {
 	o, e := colorprofile.NewWriter(out, env), colorprofile.NewWriter(errw, env)
+	// colorprofile sees a terminal only in an *os.File-like writer; Main's
+	// stdout is a pipeWatcher over one, whose tables went uncoloured.
+	o.Profile, e.Profile = colorprofile.Detect(withFd(out), env), colorprofile.Detect(withFd(errw), env)
 	if noColor(env) {
 		// colorprofile keeps bold and faint under NO_COLOR; we print no
 		// escape sequences at all, so logs and screen readers see text.
@@ -56,6 +59,26 @@ func newIO(in io.Reader, out, errw io.Writer, env []string) *IO {
 	return &IO{In: in, Out: o, Err: e, Data: data, OutTTY: isTerminal(out), ErrTTY: isTerminal(errw), Width: outputWidth(out, env),
 		ErrWidth: outputWidth(errw, env), errRaw: errw, dumbTerm: envValue(env, "TERM") == "dumb"}
 }
+
+// withFd is w as colorprofile's terminal test wants it (a file with Fd,
+// Read and Close) when w has a descriptor, else w.
+func withFd(w io.Writer) io.Writer {
+	f, ok := w.(interface{ Fd() uintptr })
+	if !ok {
+		return w
+	}
+	return fdWriter{Writer: w, fd: f.Fd()}
+}
+
+// fdWriter is a writer with its descriptor, for colorprofile.Detect only.
+type fdWriter struct {
+	io.Writer
+	fd uintptr
+}
+
+func (w fdWriter) Fd() uintptr            { return w.fd }
+func (fdWriter) Read([]byte) (int, error) { return 0, io.EOF }
+func (fdWriter) Close() error             { return nil }
 
 // outputWidth is the terminal's width when w is one, else $COLUMNS, else 0.
 func outputWidth(w io.Writer, env []string) int {
@@ -154,7 +177,9 @@ func (io *IO) printBlock(headers []string, rows [][]string, right []bool) error 
 				}
 				return s
 			})
-		_, err := lipgloss.Fprintln(io.Out, t.Render())
+		// io.Out already fits the styles to its terminal: lipgloss.Fprintln
+		// would wrap it again, see no terminal in it and strip them all.
+		_, err := fmt.Fprintln(io.Out, t.Render())
 		return err
 	}
 	widths := columnWidths(headers, rows)

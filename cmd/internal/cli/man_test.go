@@ -5,6 +5,7 @@ import (
 	"os"
 	"path/filepath"
 	"sort"
+	"strings"
 	"testing"
 )
 
@@ -38,5 +39,33 @@ func TestManPagesAreCurrent(t *testing.T) {
 		if err != nil || !bytes.Equal(got, kept) {
 			t.Errorf("docs/man/%s is stale or missing: regenerate with `go run ./cmd/fusee man docs/man`", filepath.Base(p))
 		}
+	}
+}
+
+// Each page has its own title and keeps its <placeholders>: markdown read
+// them as HTML tags and dropped them ("fusee reshard  [] [flags]", "under
+// /reshard.new"), and every page was titled FUSEE(1).
+func TestManPagesKeepPlaceholdersAndTitles(t *testing.T) {
+	dir := t.TempDir()
+	if _, errOut, code := runFusee(t, nil, "man", dir); code != 0 {
+		t.Fatalf("fusee man: exit %d\n%s", code, errOut)
+	}
+	page, err := os.ReadFile(filepath.Join(dir, "fusee-reshard.1"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{`.TH "FUSEE-RESHARD" "1"`, `fusee reshard <dir> [<shards>] [flags]`,
+		"under <dir>/reshard.new", "With no <shards>, reshard", "as <dir>/reshard.kept, so --undo"} {
+		if !strings.Contains(string(page), want) {
+			t.Errorf("fusee-reshard.1 lacks %q", want)
+		}
+	}
+	bash, _ := os.ReadFile(filepath.Join(dir, "fusee-completion-bash.1"))
+	if !strings.Contains(string(bash), "source <(fusee completion bash)") || strings.Contains(string(bash), `\<`) {
+		t.Errorf("fusee-completion-bash.1: the code line must keep its text unescaped")
+	}
+	root, _ := os.ReadFile(filepath.Join(dir, "fusee.1"))
+	if !strings.Contains(string(root), `.TH "FUSEE" "1"`) {
+		t.Errorf("fusee.1 is not titled FUSEE(1)")
 	}
 }

@@ -130,14 +130,22 @@ func (io *IO) startProgress(cmd string, mode progressMode, quiet bool) *progress
 	return p
 }
 
+// phaseUnits are the units of the phases that count something other than
+// their command's unit: verify's reference join goes a shard at a time.
+var phaseUnits = map[string]string{"join": "shards"}
+
 // phaseFunc is the callback reshard and check take (phase, done, total),
-// counting unit.
+// counting unit (or the phase's own, phaseUnits).
 func (p *progress) phaseFunc(unit string) func(phase string, done, total int64) {
 	if p == nil || p.mode == progressNone {
 		return nil
 	}
 	return func(phase string, done, total int64) {
-		p.set(progressState{phase: phase, unit: unit, done: done, total: total})
+		u := unit
+		if pu, ok := phaseUnits[phase]; ok {
+			u = pu
+		}
+		p.set(progressState{phase: phase, unit: u, done: done, total: total})
 	}
 }
 

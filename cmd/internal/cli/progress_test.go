@@ -253,7 +253,7 @@ func TestProgressModesThroughCommands(t *testing.T) {
 	}
 	_, genErr := run("gen", data, "--shards", "3", "--runs", "1200", "--seed", "3")
 	// A line every 5 s (a slow machine, -race), then the last one.
-	if !regexp.MustCompile(`^(gen: generate: [0-9]+/1200 runs, [0-9]+%, .*\n)*gen: generate: 1200/1200 runs done in [0-9.]+s( \([0-9.k]+ runs/s\))?, virtual \S+\n$`).MatchString(genErr) {
+	if !regexp.MustCompile(`^(gen: generate: [0-9]+/1200 runs, [0-9]+%, .*\n)*gen: generate: 1200/1200 runs done in [0-9.]+s( \([0-9.k]+ runs/s\))?, virtual \S+\n(gen: census: .*\n)*gen: census: 3/3 shards done in [0-9.]+s.*\n$`).MatchString(genErr) {
 		t.Errorf("gen piped: stderr %q", genErr)
 	}
 	for _, cmd := range [][]string{{"verify", data}, {"dump", data}, {"sim", "drive", data, "--json"}} {

@@ -66,7 +66,7 @@ func reshardError(dir string, err error) error {
 		}
 		return fmt.Errorf("%v: run `fusee reshard %s` without --keep-old to finish it", ke, meta.ShellQuote(dir))
 	}
-	return err
+	return explainBeforeSwitch(dir, err)
 }
 
 // changedError is a failure after the directory changed for good (a

@@ -172,7 +172,11 @@ completion: fusee completion --help. Man pages: fusee man DIR.`,
 		SilenceUsage:  true,
 		SilenceErrors: true,
 		PersistentPreRunE: func(cmd *cobra.Command, args []string) error {
-			return cfg.apply(cmd)
+			if err := cfg.apply(cmd); err != nil {
+				return err
+			}
+			withLockWait(cmd, ios)
+			return nil
 		},
 	}
 	root.SetVersionTemplate(readBuildInfo(version).String() + "\n")
@@ -182,6 +186,7 @@ completion: fusee completion --help. Man pages: fusee man DIR.`,
 	for _, add := range commands {
 		root.AddCommand(add(ios))
 	}
+	addLockTimeoutFlags(root)
 	root.SetOut(ios.Out) // before the completion command, which keeps the writer it sees
 	root.SetErr(ios.Err)
 	addCompletions(root)

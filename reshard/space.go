@@ -1,0 +1,40 @@
+package reshard
+
+import (
+	"context"
+	"fmt"
+)
+
+// rawBytesOfOld is what the old stores' keys and values take uncompressed
+// (ShardReader.RawBytes: their tables' properties and their logs' bytes),
+// read before anything is written so that the free space a run needs is
+// known, and checked, before it starts: the dry run, a refusal and the
+// report give one figure. It reads the old log's tails (kept for the
+// plan) and opens each old store once.
+func (r *resharder) rawBytesOfOld(ctx context.Context) (int64, error) {
+	if r.tails == nil { // identify (apply.go) or Upgrade may have read them already
+		var err error
+		if r.tails, err = logTails(ctx, r.fs, r.dir, r.oldN); err != nil {
+			return 0, err
+		}
+	}
+	var total int64
+	for i := range r.oldN {
+		if err := ctx.Err(); err != nil {
+			return 0, err
+		}
+		src, err := openSource(r.fs, r.dir, i, r.oldN, r.tails)
+		if err != nil {
+			return 0, err
+		}
+		raw, err := src.RawBytes()
+		if cerr := src.Close(); err == nil {
+			err = cerr
+		}
+		if err != nil {
+			return 0, fmt.Errorf("measuring old shard %d: %w", i, err)
+		}
+		total += int64(raw)
+	}
+	return total, nil
+}
