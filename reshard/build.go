@@ -491,6 +491,7 @@ func (r *resharder) checkNew(ctx context.Context, p *plan.Plan, newDir string) (
 	if err != nil {
 		return nil, fmt.Errorf("opening the new shards: %w", err)
 	}
+	r.progress("check", 0, int64(r.newN))
 	for j := range r.newN {
 		src, err := openSource(r.fs, newDir, j, r.newN, tails)
 		if err == nil {

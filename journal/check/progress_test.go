@@ -8,7 +8,6 @@ import (
 
 	"github.com/cockroachdb/pebble/v2/vfs"
 	"github.com/fusee-dev/fusee/journal/sim"
-	"github.com/fusee-dev/fusee/reshard"
 )
 
 type progressCall struct {
@@ -44,42 +43,6 @@ func TestProgressReportsEachPass(t *testing.T) {
 		t.Fatal(err)
 	}
 	checkPasses(t, "dump", calls, int64(runs), PhaseCount, PhaseSort, PhaseWrite)
-}
-
-// After reshards the next run numbers overstate the runs (renumbered runs
-// go above every old number): the passes' total is still the run count,
-// from the count phase (issue 28 item 9).
-func TestProgressTotalAfterReshard(t *testing.T) {
-	ctx := context.Background()
-	dir := filepath.Join(t.TempDir(), "d")
-	const runs = 2*progressEvery + 300
-	if _, err := sim.Generate(ctx, vfs.Default, dir, sim.GenOptions{Shards: 8, Runs: runs, Seed: 9}); err != nil {
-		t.Fatal(err)
-	}
-	for _, n := range []int{3, 12, 8} {
-		if _, err := reshard.Reshard(ctx, vfs.Default, dir, reshard.Options{Shards: n}); err != nil {
-			t.Fatal(err)
-		}
-	}
-	d, err := OpenDir(ctx, vfs.Default, dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer d.Close()
-	if est := d.view(Options{}).runsExpected(); est <= runs {
-		t.Fatalf("the next run numbers say %d runs: the reshards left no gap to test", est)
-	}
-	var calls []progressCall
-	opts := Options{Progress: func(phase string, done, total int64) { calls = append(calls, progressCall{phase, done, total}) }}
-	if _, err := d.Verify(ctx, opts, func(Finding) error { return nil }); err != nil {
-		t.Fatal(err)
-	}
-	checkPasses(t, "verify", withoutJoin(t, calls[countCalls(calls):], 8), runs, PhaseCheck)
-	calls = nil
-	if err := d.WriteDump(ctx, io.Discard, DumpOptions{Options: opts}); err != nil {
-		t.Fatal(err)
-	}
-	checkPasses(t, "dump", calls[countCalls(calls):], runs, PhaseSort, PhaseWrite)
 }
 
 // countCalls is how many calls lead calls with the count phase, whose
