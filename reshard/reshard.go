@@ -65,8 +65,8 @@ type InProgressError struct {
 }
 
 func (e *InProgressError) Error() string {
-	return fmt.Sprintf("%s: a reshard from %d to %d shards was interrupted after its switch began; it must be finished first: run `fusee reshard %s` (without a count, or with %d), not with %d",
-		e.Dir, e.Old, e.New, meta.ShellQuote(e.Dir), e.New, e.Asked)
+	return fmt.Sprintf("%s: a reshard from %d to %d shards was interrupted after its switch began; it must be finished first, without a count or with %d, not with %d",
+		e.Dir, e.Old, e.New, e.New, e.Asked)
 }
 
 // Is makes an InProgressError match meta.ErrSwitching.

@@ -50,7 +50,8 @@ type Status struct {
 	OldFiles []string `json:"old_files,omitempty"`
 	NewFiles []string `json:"new_files,omitempty"`
 	// Command is the exact command that finishes the reshard or removes
-	// its leftovers; empty for StateNone.
+	// its leftovers (empty for StateNone): the command layer's to fill,
+	// as reshard knows nothing of commands; Message names it.
 	Command string `json:"command,omitempty"`
 	// Kept is the old layout a reshard with --keep-old kept (nil: none).
 	Kept *KeptLayout `json:"kept,omitempty"`
@@ -114,7 +115,6 @@ func ReadStatus(fs vfs.FS, dir string) (*Status, error) {
 			st.OldFiles = append(st.OldFiles, fs.PathJoin(oldDir, name))
 			st.NewFiles = append(st.NewFiles, fs.PathJoin(dir, name))
 		}
-		st.Command = finishCommand(dir)
 		return st, nil
 	}
 	st.Leftovers = switchdir.Leftovers(fs, dir)
@@ -131,7 +131,6 @@ func ReadStatus(fs vfs.FS, dir string) (*Status, error) {
 	default:
 		st.State = StateBuilding
 	}
-	st.Command = finishCommand(dir)
 	return st, nil
 }
 
@@ -156,7 +155,3 @@ func (s *Status) Message() string {
 	}
 	return ""
 }
-
-// finishCommand is the command that finishes a reshard of dir, quoted so
-// it can be pasted into a shell.
-func finishCommand(dir string) string { return "fusee reshard " + meta.ShellQuote(dir) }
