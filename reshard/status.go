@@ -1,9 +1,7 @@
 package reshard
 
 import (
-	"errors"
 	"fmt"
-	iofs "io/fs"
 	"strings"
 
 	"github.com/cockroachdb/pebble/v2/vfs"
@@ -77,16 +75,6 @@ func ReadStatus(fs vfs.FS, dir string) (*Status, error) {
 	fs = d.FS()
 	m := d.Meta()
 	newDir, oldDir := switchdir.Source(fs, dir), fs.PathJoin(dir, OldDirName)
-	exists := func(p string) (bool, error) {
-		_, err := fs.Stat(p)
-		if errors.Is(err, iofs.ErrNotExist) {
-			return false, nil
-		}
-		if err != nil {
-			return false, fmt.Errorf("reading %s: %w", p, err)
-		}
-		return true, nil
-	}
 	st := &Status{State: StateNone}
 	if st.Kept, err = switchdir.ReadKeptLayout(fs, dir); err != nil {
 		return nil, err
@@ -99,7 +87,7 @@ func ReadStatus(fs vfs.FS, dir string) (*Status, error) {
 		// The same test finishSwitch makes: while reshard.new/X exists
 		// the new X has not moved in, and X in place is the old one.
 		for _, name := range switchdir.LayoutNames {
-			pending, err := exists(fs.PathJoin(newDir, name))
+			pending, err := switchdir.Exists(fs, fs.PathJoin(newDir, name))
 			if err != nil {
 				return nil, err
 			}
