@@ -86,8 +86,8 @@ func (r *resharder) recordKept(ctx context.Context, newDir string) error {
 type KeptError struct{ Dir string }
 
 func (e *KeptError) Error() string {
-	return fmt.Sprintf("%s holds the layout kept by an earlier reshard (%s); undo that reshard with `fusee reshard %s --undo`, or remove the kept layout with `fusee reshard %s --discard-kept` once you no longer need it, then run this reshard again; nothing was changed",
-		e.Dir, KeptDirName, meta.ShellQuote(e.Dir), meta.ShellQuote(e.Dir))
+	return fmt.Sprintf("%s holds the layout kept by an earlier reshard (%s); undo that reshard, or remove the kept layout once you no longer need it, then run this reshard again; nothing was changed",
+		e.Dir, KeptDirName)
 }
 
 // refuseOverKept refuses a reshard while a kept layout exists.

@@ -125,7 +125,7 @@ func TestLeftoversAndBadInput(t *testing.T) {
 		{name: "new meta, reshard.old and reshard.new left", stop: "meta-final", stray: []string{reshard.NewDirName, reshard.OldDirName}, want: reshard.OutcomeFinished, after: 5},
 		{name: "new meta, asked again", stop: "meta-final", shards: 5, want: reshard.OutcomeFinished, after: 5},
 		{name: "switching, another count asked", stop: "meta-switching", shards: 4,
-			err: `^/data: a reshard from 3 to 5 shards was interrupted after its switch began; it must be finished first: run ` + "`fusee reshard /data`" + ` \(without a count, or with 5\), not with 4$`},
+			err: `^/data: a reshard from 3 to 5 shards was interrupted after its switch began; it must be finished first, without a count or with 5, not with 4$`},
 		{name: "switching to 4, 5 built", stop: "meta-switching", meta: ptr(switching(3, 4)),
 			err: `^/data: fusee.meta says a reshard to 4 shards was interrupted, but /data/reshard.new/shards does not hold 4 new shards \(.*shard store /data/reshard.new/shards/0000/store.*\); refusing to finish it, nothing was changed: was fusee.meta or reshard.new changed by hand\? Restore the directory from a backup$`},
 		{name: "switching to 6, 5 moved in", stop: "new-shards-in", meta: ptr(switching(3, 6)),

@@ -42,10 +42,6 @@ func newList[T any](fs vfs.FS, dir string, budget int64) *List[T] {
 	return &List[T]{m: newSpillMap(fs, dir, max(budget, 1))}
 }
 
-// listShare is the part of the budget (in mapShare units) each of the
-// report's two lists, and a plan's, may hold.
-const listShare = 2 // half a share each
-
 // newReportLists gives rep its two lists, spilling (if they spill) under
 // base ("": the system temporary directory) with their share of budget.
 func newReportLists(fs vfs.FS, rep *Report, base string, budget int64) {

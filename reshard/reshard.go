@@ -9,7 +9,6 @@ import (
 
 	"github.com/cockroachdb/pebble/v2/vfs"
 	"github.com/fusee-dev/fusee/journal"
-	"github.com/fusee-dev/fusee/journal/check"
 	"github.com/fusee-dev/fusee/journal/store"
 	"github.com/fusee-dev/fusee/meta"
 	"github.com/fusee-dev/fusee/reshard/internal/plan"
@@ -22,11 +21,6 @@ const (
 	OldDirName = switchdir.OldDirName // the old shards and log, moved aside during the switch
 	scratchDir = ".scratch"           // inside reshard.new (real run) or --scratch (dry run)
 )
-
-// DefaultMemory is the default memory budget (Options.Memory): the one of
-// verify, dump and inspect (check.DefaultMemory), so that one figure is
-// written once.
-const DefaultMemory = check.DefaultMemory
 
 // Options configure a reshard.
 type Options struct {
@@ -71,8 +65,8 @@ type InProgressError struct {
 }
 
 func (e *InProgressError) Error() string {
-	return fmt.Sprintf("%s: a reshard from %d to %d shards was interrupted after its switch began; it must be finished first: run `fusee reshard %s` (without a count, or with %d), not with %d",
-		e.Dir, e.Old, e.New, meta.ShellQuote(e.Dir), e.New, e.Asked)
+	return fmt.Sprintf("%s: a reshard from %d to %d shards was interrupted after its switch began; it must be finished first, without a count or with %d, not with %d",
+		e.Dir, e.Old, e.New, e.New, e.Asked)
 }
 
 // Is makes an InProgressError match meta.ErrSwitching.
@@ -573,21 +567,6 @@ func hook(step string) error {
 	}
 	return Testing.Step(step)
 }
-
-// mapShare is the part of the memory budget each spill map may hold in
-// memory (or in its scratch store's memtables once spilled). At most four
-// maps are alive at once (plan, losers, runs and rev; then runs, the paged
-// run map's cache in rev's place, internal/plan/runmapfile.go, and the sort's arena,
-// internal/extsort), or the compact run map (half the budget
-// at most, internal/plan/runmap.go) and the sort's arena; and the report's two lists,
-// half a share each (reportlist.go), and a plan's two (applied) or its
-// renumbered runs (made). The rest of the budget is for the Go runtime,
-// the store readers' and writers' buffers and pebble's caches.
-const mapShare = 8
-
-// compactShares is the part of the budget (in mapShare units) the compact
-// map may hold: half of it (the other maps are not made on this path).
-const compactShares = mapShare / 2
 
 // newMap is a spill map under the scratch directory with a share of the
 // memory budget.

@@ -1,9 +1,7 @@
 package reshard
 
 import (
-	"errors"
 	"fmt"
-	iofs "io/fs"
 	"strings"
 
 	"github.com/cockroachdb/pebble/v2/vfs"
@@ -50,7 +48,8 @@ type Status struct {
 	OldFiles []string `json:"old_files,omitempty"`
 	NewFiles []string `json:"new_files,omitempty"`
 	// Command is the exact command that finishes the reshard or removes
-	// its leftovers; empty for StateNone.
+	// its leftovers (empty for StateNone): the command layer's to fill,
+	// as reshard knows nothing of commands; Message names it.
 	Command string `json:"command,omitempty"`
 	// Kept is the old layout a reshard with --keep-old kept (nil: none).
 	Kept *KeptLayout `json:"kept,omitempty"`
@@ -76,16 +75,6 @@ func ReadStatus(fs vfs.FS, dir string) (*Status, error) {
 	fs = d.FS()
 	m := d.Meta()
 	newDir, oldDir := switchdir.Source(fs, dir), fs.PathJoin(dir, OldDirName)
-	exists := func(p string) (bool, error) {
-		_, err := fs.Stat(p)
-		if errors.Is(err, iofs.ErrNotExist) {
-			return false, nil
-		}
-		if err != nil {
-			return false, fmt.Errorf("reading %s: %w", p, err)
-		}
-		return true, nil
-	}
 	st := &Status{State: StateNone}
 	if st.Kept, err = switchdir.ReadKeptLayout(fs, dir); err != nil {
 		return nil, err
@@ -98,7 +87,7 @@ func ReadStatus(fs vfs.FS, dir string) (*Status, error) {
 		// The same test finishSwitch makes: while reshard.new/X exists
 		// the new X has not moved in, and X in place is the old one.
 		for _, name := range switchdir.LayoutNames {
-			pending, err := exists(fs.PathJoin(newDir, name))
+			pending, err := switchdir.Exists(fs, fs.PathJoin(newDir, name))
 			if err != nil {
 				return nil, err
 			}
@@ -114,7 +103,6 @@ func ReadStatus(fs vfs.FS, dir string) (*Status, error) {
 			st.OldFiles = append(st.OldFiles, fs.PathJoin(oldDir, name))
 			st.NewFiles = append(st.NewFiles, fs.PathJoin(dir, name))
 		}
-		st.Command = finishCommand(dir)
 		return st, nil
 	}
 	st.Leftovers = switchdir.Leftovers(fs, dir)
@@ -131,7 +119,6 @@ func ReadStatus(fs vfs.FS, dir string) (*Status, error) {
 	default:
 		st.State = StateBuilding
 	}
-	st.Command = finishCommand(dir)
 	return st, nil
 }
 
@@ -156,7 +143,3 @@ func (s *Status) Message() string {
 	}
 	return ""
 }
-
-// finishCommand is the command that finishes a reshard of dir, quoted so
-// it can be pasted into a shell.
-func finishCommand(dir string) string { return "fusee reshard " + meta.ShellQuote(dir) }

@@ -208,6 +208,9 @@ func runInspect(ctx context.Context, ios *IO, opts inspectOptions, dir string) e
 		}
 		return explainDirError(vfs.Default, dir, err)
 	}
+	if rs.State != reshard.StateNone {
+		rs.Command = finishCommandFor(reshard.OpReshard, dir)
+	}
 	if rs.State == reshard.StateSwitching {
 		// Exit 4, as every other opener of this directory: a script that
 		// inspects before it starts the engine stops here, and the

@@ -202,7 +202,7 @@ func runReshard(ctx context.Context, ios *IO, opts reshardOptions, dir string, s
 		return err
 	}
 	prog := ios.startProgress("reshard", opts.progress, opts.quiet)
-	restore := lowerHeapLimit(reshardHeapLimit(budget))
+	restore := lowerHeapLimit(reshard.HeapLimit(budget))
 	rep, err := reshard.Reshard(ctx, dataFS(ctx), dir, reshard.Options{
 		Shards: shards, DryRun: opts.dryRun, Scratch: opts.scratch, Memory: budget, Progress: prog.phaseFunc("shards"),
 		MakePlan: opts.output != "", Plan: plan, PlanPath: opts.plan, KeepOld: opts.keepOld,

@@ -59,6 +59,17 @@ func reshardError(dir string, err error) error {
 	if errors.As(err, &se) {
 		return switchFailure(se)
 	}
+	var ip *reshard.InProgressError
+	if errors.As(err, &ip) {
+		return hintedError{err: err, msg: fmt.Sprintf("%s: a reshard from %d to %d shards was interrupted after its switch began; it must be finished first: run `%s` (without a count, or with %d), not with %d",
+			ip.Dir, ip.Old, ip.New, finishCommandFor(reshard.OpReshard, ip.Dir), ip.New, ip.Asked)}
+	}
+	var kept *reshard.KeptError
+	if errors.As(err, &kept) {
+		q := meta.ShellQuote(kept.Dir)
+		return hintedError{err: err, msg: fmt.Sprintf("%s holds the layout kept by an earlier reshard (%s); undo that reshard with `fusee reshard %s --undo`, or remove the kept layout with `fusee reshard %s --discard-kept` once you no longer need it, then run this reshard again; nothing was changed",
+			kept.Dir, reshard.KeptDirName, q, q)}
+	}
 	var ke *reshard.KeepOldFinishError
 	if errors.As(err, &ke) {
 		if ke.NothingToFinish {
@@ -68,6 +79,17 @@ func reshardError(dir string, err error) error {
 	}
 	return explainBeforeSwitch(dir, err)
 }
+
+// hintedError is a typed error of reshard told with the commands that
+// deal with it: msg is what the operator reads, err (unwrapped) what the
+// exit code is mapped from.
+type hintedError struct {
+	msg string
+	err error
+}
+
+func (e hintedError) Error() string { return e.msg }
+func (e hintedError) Unwrap() error { return e.err }
 
 // changedError is a failure after the directory changed for good (a
 // reshard, upgrade or undo done or finished): what failed is an output,

@@ -146,6 +146,8 @@ func Leftovers(fs vfs.FS, dir string) []string {
 	return out
 }
 
+// Exists says whether path exists; an error other than its absence is
+// returned.
 func Exists(fs vfs.FS, path string) (bool, error) {
 	_, err := fs.Stat(path)
 	if errors.Is(err, iofs.ErrNotExist) {

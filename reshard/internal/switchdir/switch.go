@@ -228,6 +228,7 @@ func checkNewShards(fs vfs.FS, dir, newDir string, newN int, upgrade bool) error
 	return nil
 }
 
+// FileExists says whether path can be stat'ed.
 func FileExists(fs vfs.FS, path string) bool {
 	_, err := fs.Stat(path)
 	return err == nil

@@ -1,6 +1,6 @@
 //go:build !cgo
 
-package cli
+package reshard
 
 // pebbleMemoryInGoHeap says whether pebble's caches and memtables are Go
 // memory: they are without cgo (pebble's manual allocator falls back to

@@ -1,6 +1,6 @@
 //go:build cgo
 
-package cli
+package reshard
 
 // pebbleMemoryInGoHeap says whether pebble's caches and memtables are Go
 // memory: not with cgo, where pebble allocates them with C's allocator.
