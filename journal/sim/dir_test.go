@@ -215,3 +215,23 @@ func TestEvictSpillOracle(t *testing.T) {
 		sameCanon(t, "driven: memory vs evicting directory", logical(t, mem.sh), logical(t, openState(t, d)))
 	}
 }
+
+// TestGenNoCensus: NoCensus leaves the report's census out and changes
+// nothing in the directory (its census, read afterwards, is the one a gen
+// with the census reports).
+func TestGenNoCensus(t *testing.T) {
+	o := GenOptions{Shards: 3, Runs: 300, Seed: 5}
+	_, with := genDir(t, o)
+	o.NoCensus = true
+	dir, without := genDir(t, o)
+	if without.Census != nil {
+		t.Fatalf("NoCensus: the report has a census %+v", without.Census)
+	}
+	got, err := CensusOfDir(context.Background(), vfs.Default, dir, o.Shards)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if fmt.Sprint(got) != fmt.Sprint(with.Census) {
+		t.Fatalf("census of the NoCensus directory %+v, reported with the census %+v", got, with.Census)
+	}
+}

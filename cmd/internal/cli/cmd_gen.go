@@ -127,7 +127,7 @@ func runGen(cmd *cobra.Command, ios *IO, opts genOptions, dir string) error {
 		return rmErr
 	}
 	o := sim.GenOptions{Shards: opts.shards, Runs: opts.runs, Seed: opts.seed, FinishedFrac: opts.finishedFrac, Log: opts.log,
-		Config: sim.Config{Retention: opts.retention.Milliseconds()}}
+		Config: sim.Config{Retention: opts.retention.Milliseconds()}, NoCensus: opts.quiet}
 	prog := ios.startProgress("gen", opts.progress, opts.quiet)
 	state := func(p sim.Progress) progressState {
 		if p.Phase != "" {
