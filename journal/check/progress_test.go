@@ -45,16 +45,6 @@ func TestProgressReportsEachPass(t *testing.T) {
 	checkPasses(t, "dump", calls, int64(runs), PhaseCount, PhaseSort, PhaseWrite)
 }
 
-// countCalls is how many calls lead calls with the count phase, whose
-// running total is the estimate.
-func countCalls(calls []progressCall) int {
-	n := 0
-	for n < len(calls) && calls[n].phase == PhaseCount {
-		n++
-	}
-	return n
-}
-
 func checkPasses(t *testing.T, what string, calls []progressCall, runs int64, phases ...string) {
 	t.Helper()
 	i := 0

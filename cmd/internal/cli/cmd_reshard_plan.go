@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"strings"
 
 	"github.com/cockroachdb/pebble/v2/vfs"
@@ -70,19 +69,6 @@ func readPlanFile(ios *IO, path string, opts reshardOptions, budget int64) (*res
 		prog.set(progressState{phase: "read plan", unit: "files", done: 1, total: 1})
 	}
 	return p, err
-}
-
-// writePlanFile writes a dry run's plan to path ("" none), atomically,
-// streamed (its lists grow with the directory).
-func writePlanFile(path string, rep *reshard.Report) error {
-	if path == "" || rep.Plan == nil {
-		return nil
-	}
-	err := meta.ReplaceFileWith(vfs.Default, path, func(w io.Writer) error { return reshard.WritePlan(w, rep.Plan) })
-	if err != nil {
-		return fmt.Errorf("writing the plan: %w", err)
-	}
-	return nil
 }
 
 // printPlanNotes follows the report: the runs per new shard as a chart,
