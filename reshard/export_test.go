@@ -60,3 +60,7 @@ func (l *List[T]) All() []T {
 
 // SpaceMargin is the fixed part of Report.SpaceNeeded.
 const SpaceMargin = spaceMargin
+
+// StoreFiles is what Report.SpaceNeeded allows for each new store's own
+// small files: fixed per store, whatever the directory's size.
+const StoreFiles = storeFiles
