@@ -1,43 +1,16 @@
 package cli
 
 import (
-	"fmt"
-	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 )
 
-// treeState is every name under dir with its mode, size, modification time
-// and, for a file, its bytes: what a read-only command must leave as it was.
-func treeState(t *testing.T, dir string) map[string]string {
-	t.Helper()
-	m := map[string]string{}
-	err := filepath.WalkDir(dir, func(path string, d fs.DirEntry, err error) error {
-		if err != nil {
-			return err
-		}
-		info, err := d.Info()
-		if err != nil {
-			return err
-		}
-		v := fmt.Sprintf("%s %d %s", info.Mode(), info.Size(), info.ModTime().Format("15:04:05.000000000"))
-		if d.Type().IsRegular() {
-			b, err := os.ReadFile(path)
-			if err != nil {
-				return err
-			}
-			v += " " + string(b)
-		}
-		m[strings.TrimPrefix(path, dir)] = v
-		return nil
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return m
-}
+// treeState is every name under dir with its mode, size, modification
+// time and, for a file, a hash of its bytes: what a read-only command
+// must leave as it was (snapshot, with the times).
+func treeState(t *testing.T, dir string) map[string]string { return snapshotTimes(t, dir, true) }
 
 // Read-only commands create, write and remove nothing, LOCK files
 // included: where the directory's LOCK or a store's is missing they lock

@@ -3,6 +3,7 @@ package cli
 import (
 	"crypto/sha256"
 	"encoding/hex"
+	"fmt"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -12,7 +13,11 @@ import (
 
 // snapshot is every entry under dir: its mode and, for files, a hash of
 // its bytes.
-func snapshot(t *testing.T, dir string) map[string]string {
+func snapshot(t *testing.T, dir string) map[string]string { return snapshotTimes(t, dir, false) }
+
+// snapshotTimes is snapshot, with each entry's size and modification time
+// too when times is set.
+func snapshotTimes(t *testing.T, dir string, times bool) map[string]string {
 	t.Helper()
 	m := map[string]string{}
 	err := filepath.WalkDir(dir, func(path string, d fs.DirEntry, err error) error {
@@ -24,6 +29,9 @@ func snapshot(t *testing.T, dir string) map[string]string {
 			return err
 		}
 		v := info.Mode().String()
+		if times {
+			v += fmt.Sprintf(" %d %s", info.Size(), info.ModTime().Format("15:04:05.000000000"))
+		}
 		if d.Type().IsRegular() {
 			b, err := os.ReadFile(path)
 			if err != nil {
