@@ -117,12 +117,14 @@ func OpenReport(fs vfs.FS, dir, name, scratch string, budget int64) (*Report, er
 			return nil, &ReportNotFoundError{Dir: dir, Name: fs.PathBase(name)}
 		}
 	}
-	return readReport(fs, path, scratch, budget)
+	return readReport(fs, path, scratch, budget, true)
 }
 
 // readReport reads a report that WriteJSON wrote, its lists an element at
-// a time into lists spilling under scratch past their share of budget.
-func readReport(fs vfs.FS, path, scratch string, budget int64) (_ *Report, err error) {
+// a time into lists spilling under scratch past their share of budget;
+// without lists, it passes over them an element at a time and keeps none
+// (the report's lists are then empty).
+func readReport(fs vfs.FS, path, scratch string, budget int64, lists bool) (_ *Report, err error) {
 	f, err := fs.Open(path)
 	if err != nil {
 		return nil, fmt.Errorf("reading the report: %w", err)
@@ -149,6 +151,8 @@ func readReport(fs vfs.FS, path, scratch string, budget int64) (_ *Report, err e
 		}
 		key, _ := t.(string)
 		switch {
+		case !lists && (key == "renumbered_unfinished" || key == "token_changes"):
+			err = skipArray(dec)
 		case key == "renumbered_unfinished" && rep.Renumbered == nil:
 			rep.Renumbered, err = decodeList[RenumberedRun](dec, fs, stem+"-renumbered", share)
 		case key == "token_changes" && rep.Tokens == nil:
@@ -193,12 +197,27 @@ func readReport(fs vfs.FS, path, scratch string, budget int64) (_ *Report, err e
 
 // readReportHead reads a report's fields but its lists (which it skips).
 func readReportHead(fs vfs.FS, path string) (*Report, error) {
-	rep, err := readReport(fs, path, "", 1)
-	if err != nil {
-		return nil, err
+	return readReport(fs, path, "", 0, false)
+}
+
+// skipArray passes over the JSON array (or null) next in dec, an element
+// at a time.
+func skipArray(dec *json.Decoder) error {
+	t, err := dec.Token()
+	if err != nil || t == nil {
+		return err
 	}
-	_ = rep.Close()
-	return rep, nil
+	if t != json.Delim('[') {
+		return fmt.Errorf("a list is %v, not an array", t)
+	}
+	for dec.More() {
+		var skip json.RawMessage
+		if err := dec.Decode(&skip); err != nil {
+			return err
+		}
+	}
+	_, err = dec.Token()
+	return err
 }
 
 // loadSwitchReport replaces r.rep's content by the report the switch
@@ -219,7 +238,7 @@ func (r *resharder) loadSwitchReport(src string) error {
 // what this run itself did (its dir as given, leftovers it removed, a dry
 // run's flag).
 func (r *resharder) loadReport(path string) error {
-	got, err := readReport(r.fs, path, r.opts.Scratch, r.budget)
+	got, err := readReport(r.fs, path, r.opts.Scratch, r.budget, true)
 	if err != nil {
 		return err
 	}
