@@ -93,11 +93,16 @@ a layout is kept; --discard-kept removes it, crash-safely, when it is no
 longer needed.
 
 The report names what happened (done, nothing-to-do, finished-interrupted,
-cleaned-up-leftovers, planned), the counts, every renumbered unfinished run
-with its old and new Ctx::key prefixes, and every pending completion token
-with the token that now answers it (every pending token changes: it
-carries the store generation). --json prints it as one JSON object
-(schema in docs/reshard.md); --report FILE also writes it there, durably.
+cleaned-up-leftovers, planned, undone), the counts, every renumbered
+unfinished run with its old and new Ctx::key prefixes and its pending
+tokens, and every pending completion token with the token that now answers
+it (every pending token changes: it carries the store generation). --json
+prints it as one JSON object (schema in docs/reshard.md); --report FILE
+also writes it there, durably (FILE's directory is checked before anything
+changes). The directory keeps it too: written before the switch, it ends
+in <dir>/reshard-reports (the last 10), so a run that finishes an
+interrupted reshard prints the same report, and "fusee inspect <dir>
+--report" prints it again.
 
 Exit codes: 0 done or nothing to do; 1 failure (the directory is left as it
 was, or finishable by a rerun, as the message says); 2 a count outside
