@@ -17,6 +17,7 @@ import (
 	"fmt"
 	"io"
 	"slices"
+	"sync"
 
 	"github.com/cockroachdb/pebble/v2/vfs"
 	"github.com/fusee-dev/fusee/journal/store"
@@ -74,8 +75,11 @@ type chunk struct {
 	sections []int64
 }
 
-// Sorter sorts the new stores' keys by shard and key. Put is called
-// from one goroutine; after Settle, Each may run on several at once.
+// Sorter sorts the new stores' keys by shard and key. Its Writers take
+// the keys, each from a goroutine of its own (a rewrite worker); after
+// Settle, Each may run on several goroutines at once. What Each gives
+// does not depend on how the keys were spread over the writers or
+// spilled: every key of a shard is distinct, and they come in key order.
 type Sorter struct {
 	fs     vfs.FS
 	dir    string
@@ -84,25 +88,50 @@ type Sorter struct {
 	// mergers is how many shards' merges may run at once: they share
 	// the budget's read buffers.
 	mergers int
-	arena   []byte
-	items   []sortItem
+	writers []*Writer
+	mu      sync.Mutex // guards chunks and made, which the writers' flushes add to
 	chunks  []chunk
-	starts  []int // after Settle, without chunks: shard j's items are items[starts[j]:starts[j+1]]
+	made    int // chunk files created
+}
+
+// A Writer is one goroutine's way into a Sorter: its arena, within its
+// share of the budget, spills to chunks of the sorter's.
+type Writer struct {
+	s      *Sorter
+	budget int64
+	arena  []byte
+	items  []sortItem
+	starts []int // after Settle, without chunks: shard j's items are items[starts[j]:starts[j+1]]
 }
 
 // New is an empty sorter for shards new shards whose chunks go under dir,
-// its arena within budget; mergers shards' Each may run at once.
+// its arenas within budget; mergers shards' Each may run at once.
 func New(fs vfs.FS, dir string, shards int, budget int64, mergers int) *Sorter {
 	return &Sorter{fs: fs, dir: dir, shards: shards, budget: min(max(budget, minChunk), 1<<30), mergers: max(mergers, 1)}
 }
 
+// Writers makes n writers (at least one), which share the budget; it is
+// called once, before any Put.
+func (s *Sorter) Writers(n int) []*Writer {
+	n = max(n, 1)
+	s.writers = make([]*Writer, n)
+	for k := range s.writers {
+		s.writers[k] = &Writer{s: s, budget: max(s.budget/int64(n), minChunk)}
+	}
+	return s.writers
+}
+
 // Spilled reports whether chunks went to scratch files.
-func (s *Sorter) Spilled() bool { return len(s.chunks) > 0 }
+func (s *Sorter) Spilled() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return len(s.chunks) > 0
+}
 
 // Put adds key and value (copied) to new shard j's keys: to the last
 // item when it is the same run's ('R' keys of one run number, one
 // after the other), else as a new item.
-func (s *Sorter) Put(j int, key, value []byte) error {
+func (s *Writer) Put(j int, key, value []byte) error {
 	if int64(len(s.arena))+int64(len(key)+len(value)+20) >= maxArena {
 		return fmt.Errorf("reshard sort: a key of %d and a value of %d bytes do not fit a chunk", len(key), len(value))
 	}
@@ -144,7 +173,7 @@ func (s *Sorter) Put(j int, key, value []byte) error {
 // room makes room for an item of about need bytes in the arena and
 // the items, growing them by doubling up to their limits (the arena 70%
 // of the share, the items the rest), and reports whether it fit.
-func (s *Sorter) room(need int) bool {
+func (s *Writer) room(need int) bool {
 	arenaMax, itemsMax := int(s.budget*7/10), int(s.budget*3/10/sortItemBytes)+1
 	if len(s.arena)+need > cap(s.arena) {
 		if cap(s.arena) >= arenaMax {
@@ -161,17 +190,17 @@ func (s *Sorter) room(need int) bool {
 	return len(s.arena)+need <= cap(s.arena)
 }
 
-func (s *Sorter) appendPair(key, value []byte) {
+func (s *Writer) appendPair(key, value []byte) {
 	s.arena = binary.AppendUvarint(s.arena, uint64(len(key)))
 	s.arena = append(s.arena, key...)
 	s.arena = binary.AppendUvarint(s.arena, uint64(len(value)))
 	s.arena = append(s.arena, value...)
 }
 
-func (s *Sorter) key(it *sortItem) []byte { return s.arena[it.keyOff : it.keyOff+it.keyLen] }
+func (s *Writer) key(it *sortItem) []byte { return s.arena[it.keyOff : it.keyOff+it.keyLen] }
 
 // sortArena sorts the items in memory by (shard, key).
-func (s *Sorter) sortArena() {
+func (s *Writer) sortArena() {
 	slices.SortFunc(s.items, func(a, b sortItem) int {
 		switch {
 		case a.shard != b.shard:
@@ -185,54 +214,61 @@ func (s *Sorter) sortArena() {
 	})
 }
 
-// flush writes the arena's items, sorted, as a new chunk.
-func (s *Sorter) flush() error {
-	if len(s.items) == 0 {
+// flush writes the arena's items, sorted, as a new chunk of the sorter.
+func (w *Writer) flush() error {
+	if len(w.items) == 0 {
 		return nil
 	}
-	s.sortArena()
-	if len(s.chunks) == 0 {
+	w.sortArena()
+	s := w.s
+	s.mu.Lock()
+	if s.made == 0 {
 		if err := s.fs.MkdirAll(s.dir, 0o755); err != nil {
+			s.mu.Unlock()
 			return fmt.Errorf("creating the reshard scratch directory %s: %w", s.dir, err)
 		}
 	}
-	c := chunk{path: s.fs.PathJoin(s.dir, fmt.Sprintf("chunk-%06d", len(s.chunks)+1)), sections: make([]int64, s.shards+1)}
+	s.made++
+	c := chunk{path: s.fs.PathJoin(s.dir, fmt.Sprintf("chunk-%06d", s.made)), sections: make([]int64, s.shards+1)}
+	s.mu.Unlock()
 	f, err := s.fs.Create(c.path, vfs.WriteCategoryUnspecified)
 	if err != nil {
 		return fmt.Errorf("creating the reshard scratch file %s: %w", c.path, err)
 	}
-	w := bufio.NewWriterSize(f, 1<<20)
+	bw := bufio.NewWriterSize(f, 1<<20)
 	var pos int64
 	var lb []byte
 	shard := 0
-	for k := range s.items {
-		it := &s.items[k]
+	for k := range w.items {
+		it := &w.items[k]
 		for ; shard < int(it.shard); shard++ {
 			c.sections[shard+1] = pos
 		}
 		lb = binary.AppendUvarint(lb[:0], uint64(it.end-it.off))
-		w.Write(lb)
-		w.Write(s.arena[it.off:it.end])
+		bw.Write(lb)
+		bw.Write(w.arena[it.off:it.end])
 		pos += int64(len(lb)) + int64(it.end-it.off)
 	}
 	for ; shard < s.shards; shard++ {
 		c.sections[shard+1] = pos
 	}
-	err = w.Flush()
+	err = bw.Flush()
 	if cerr := f.Close(); err == nil {
 		err = cerr
 	}
 	if err != nil {
 		return fmt.Errorf("writing the reshard scratch file %s: %w", c.path, err)
 	}
+	s.mu.Lock()
 	s.chunks = append(s.chunks, c)
-	s.arena, s.items = s.arena[:0], s.items[:0]
+	s.mu.Unlock()
+	w.arena, w.items = w.arena[:0], w.items[:0]
 	return nil
 }
 
 // flushAllBut writes every item but the last (the run being added) as a
 // chunk and moves the last to the start of the arena.
-func (s *Sorter) flushAllBut() error {
+func (s *Writer) flushAllBut() error {
 	last := s.items[len(s.items)-1]
 	b := bytes.Clone(s.arena[last.off:last.end])
 	s.items = s.items[:len(s.items)-1]
@@ -247,26 +283,30 @@ func (s *Sorter) flushAllBut() error {
 	return nil
 }
 
-// Settle ends the Puts: the arena is sorted, or written as the last
-// chunk if others were.
+// Settle ends the Puts of every writer: their arenas are sorted, or
+// written as the last chunks if any writer spilled.
 func (s *Sorter) Settle() error {
 	if len(s.chunks) > 0 {
-		if err := s.flush(); err != nil {
-			return err
+		for _, w := range s.writers {
+			if err := w.flush(); err != nil {
+				return err
+			}
+			w.arena, w.items = nil, nil
 		}
-		s.arena, s.items = nil, nil
 		return nil
 	}
-	s.sortArena()
-	s.starts = make([]int, s.shards+1)
-	k := 0
-	for j := range s.shards {
-		s.starts[j] = k
-		for k < len(s.items) && int(s.items[k].shard) == j {
-			k++
+	for _, w := range s.writers {
+		w.sortArena()
+		w.starts = make([]int, s.shards+1)
+		k := 0
+		for j := range s.shards {
+			w.starts[j] = k
+			for k < len(w.items) && int(w.items[k].shard) == j {
+				k++
+			}
 		}
+		w.starts[s.shards] = k
 	}
-	s.starts[s.shards] = k
 	return nil
 }
 
@@ -294,25 +334,83 @@ func eachPair(b []byte, fn func(k, v []byte) error) error {
 // Each calls fn with every key of new shard j and its value, in key
 // order. Key and value are valid only during the call.
 func (s *Sorter) Each(j int, fn func(k, v []byte) error) error {
-	if len(s.chunks) == 0 {
-		for k := s.starts[j]; k < s.starts[j+1]; k++ {
-			it := &s.items[k]
-			if err := eachPair(s.arena[it.off:it.end], fn); err != nil {
+	if len(s.chunks) > 0 {
+		return s.merge(j, fn)
+	}
+	if len(s.writers) == 1 { // no merge needed
+		w := s.writers[0]
+		for k := w.starts[j]; k < w.starts[j+1]; k++ {
+			it := &w.items[k]
+			if err := eachPair(w.arena[it.off:it.end], fn); err != nil {
 				return err
 			}
 		}
 		return nil
 	}
-	return s.merge(j, fn)
+	var cursors []cursor
+	for _, w := range s.writers {
+		if w.starts[j] < w.starts[j+1] {
+			c := &arenaCursor{w: w, k: w.starts[j] - 1, end: w.starts[j+1]}
+			c.next()
+			cursors = append(cursors, c)
+		}
+	}
+	return mergeCursors(cursors, fn)
+}
+
+// A cursor is one sorted input of a merge: an item at a time, by key.
+type cursor interface {
+	next() (bool, error)
+	item() []byte // the current item's pairs
+	key() []byte  // its first key
+}
+
+// An arenaCursor reads one writer's items of a shard, in memory.
+type arenaCursor struct {
+	w      *Writer
+	k, end int
+}
+
+func (c *arenaCursor) next() (bool, error) {
+	c.k++
+	return c.k < c.end, nil
+}
+func (c *arenaCursor) item() []byte { it := &c.w.items[c.k]; return c.w.arena[it.off:it.end] }
+func (c *arenaCursor) key() []byte  { return c.w.key(&c.w.items[c.k]) }
+
+// mergeCursors calls fn with every pair of the cursors' items (each
+// cursor at its first item), in key order.
+func mergeCursors(cursors []cursor, fn func(k, v []byte) error) error {
+	less := func(a, b cursor) bool { return bytes.Compare(a.key(), b.key()) < 0 }
+	HeapInit(cursors, less)
+	for len(cursors) > 0 {
+		cur := cursors[0]
+		if err := eachPair(cur.item(), fn); err != nil {
+			return err
+		}
+		ok, err := cur.next()
+		if err != nil {
+			return err
+		}
+		if !ok {
+			cursors[0] = cursors[len(cursors)-1]
+			cursors = cursors[:len(cursors)-1]
+		}
+		SiftDown(cursors, 0, less)
+	}
+	return nil
 }
 
 // A chunkCursor reads one chunk's section of a shard, an item at a time.
 type chunkCursor struct {
 	path string
 	r    *bufio.Reader
-	item []byte // the current item's pairs
-	key  []byte // its first key (in item)
+	cur  []byte // the current item's pairs
+	k    []byte // its first key (in cur)
 }
+
+func (c *chunkCursor) item() []byte { return c.cur }
+func (c *chunkCursor) key() []byte  { return c.k }
 
 func (c *chunkCursor) next() (bool, error) {
 	n, err := binary.ReadUvarint(c.r)
@@ -320,17 +418,17 @@ func (c *chunkCursor) next() (bool, error) {
 		return false, nil
 	}
 	if err == nil {
-		c.item = slices.Grow(c.item[:0], int(n))[:n]
-		_, err = io.ReadFull(c.r, c.item)
+		c.cur = slices.Grow(c.cur[:0], int(n))[:n]
+		_, err = io.ReadFull(c.r, c.cur)
 	}
 	if err != nil {
 		return false, fmt.Errorf("reading the reshard scratch file %s: %w", c.path, err)
 	}
-	kl, m := binary.Uvarint(c.item)
-	if m <= 0 || uint64(len(c.item)-m) < kl {
+	kl, m := binary.Uvarint(c.cur)
+	if m <= 0 || uint64(len(c.cur)-m) < kl {
 		return false, fmt.Errorf("reading the reshard scratch file %s: a damaged item", c.path)
 	}
-	c.key = c.item[m : m+int(kl)]
+	c.k = c.cur[m : m+int(kl)]
 	return true, nil
 }
 
@@ -339,7 +437,7 @@ func (s *Sorter) merge(j int, fn func(k, v []byte) error) error {
 	// The sorter's share is for the arena; merging, two stores at once
 	// read every chunk through a buffer of their half of it.
 	buf := int(min(max(s.budget/int64(2*s.mergers*len(s.chunks)), 4<<10), 1<<20))
-	var cursors []*chunkCursor
+	var cursors []cursor
 	for _, c := range s.chunks {
 		if c.sections[j] == c.sections[j+1] {
 			continue
@@ -358,23 +456,5 @@ func (s *Sorter) merge(j int, fn func(k, v []byte) error) error {
 			cursors = append(cursors, cur)
 		}
 	}
-	// A heap of cursors by their current key.
-	less := func(a, b *chunkCursor) bool { return bytes.Compare(a.key, b.key) < 0 }
-	HeapInit(cursors, less)
-	for len(cursors) > 0 {
-		cur := cursors[0]
-		if err := eachPair(cur.item, fn); err != nil {
-			return err
-		}
-		ok, err := cur.next()
-		if err != nil {
-			return err
-		}
-		if !ok {
-			cursors[0] = cursors[len(cursors)-1]
-			cursors = cursors[:len(cursors)-1]
-		}
-		SiftDown(cursors, 0, less)
-	}
-	return nil
+	return mergeCursors(cursors, fn)
 }

@@ -15,22 +15,27 @@ import (
 // TestRunSorterMatchesSort: the run sorter gives every shard's keys in
 // the order a plain sort gives them, with whole runs (an entry and its
 // records) as items and single keys of every other kind, in memory and
-// through chunks of every size down to one item.
+// through chunks of every size down to one item, and whether one writer
+// takes every key or several take them (runs spread over them at random).
 func TestRunSorterMatchesSort(t *testing.T) {
 	rapid.Check(t, func(t *rapid.T) {
 		shards := rapid.IntRange(1, 4).Draw(t, "shards")
 		budget := rapid.SampledFrom([]int64{0, 1 << 10, 1 << 30}).Draw(t, "budget")
 		s := New(vfs.NewMem(), "/sort", shards, budget, 2)
+		writers := s.Writers(rapid.IntRange(1, 3).Draw(t, "writers"))
 		if budget == 1<<10 {
-			s.budget = 1 // every item a chunk of its own
+			for _, w := range writers {
+				w.budget = 1 // every item a chunk of its own
+			}
 		}
 		type kv struct {
 			shard int
 			k, v  string
 		}
 		var want []kv
+		var w *Writer
 		put := func(j int, k, v []byte) {
-			if err := s.Put(j, k, v); err != nil {
+			if err := w.Put(j, k, v); err != nil {
 				t.Fatal(err)
 			}
 			want = append(want, kv{j, string(k), string(v)})
@@ -38,6 +43,7 @@ func TestRunSorterMatchesSort(t *testing.T) {
 		// Run numbers are distinct per shard; runs come in any order.
 		nos := rapid.SliceOfNDistinct(rapid.Uint64Range(1, 1<<40), 0, 40, rapid.ID[uint64]).Draw(t, "runs")
 		for _, no := range nos {
+			w = writers[rapid.IntRange(0, len(writers)-1).Draw(t, "writer")]
 			j := rapid.IntRange(0, shards-1).Draw(t, "j")
 			put(j, store.AppendRunKey(nil, model.RunNo(no)), []byte(fmt.Sprint("entry", no)))
 			for pos := range rapid.IntRange(0, 5).Draw(t, "records") {
