@@ -2,7 +2,10 @@ package reshard
 
 import (
 	"context"
+	"encoding/binary"
 	"fmt"
+	"runtime"
+	"sync"
 
 	"github.com/fusee-dev/fusee/journal/model"
 	"github.com/fusee-dev/fusee/journal/store"
@@ -33,6 +36,15 @@ func setTokenGen(rec *model.Record, gen uint64) {
 // writes each new store under newDir, with a new, empty shared log. It
 // returns the old directory's digest.
 //
+// Several workers (rewriters) rewrite old shards at once, each with its
+// own lookups, digest part, counts and way into the sink. Nothing a
+// worker writes depends on which worker read which shard, or in which
+// order: the sort gives every new store its keys in key order, a direct
+// write draws each new store from one old shard, the digests are sums,
+// the report's lists are kept in key order, and outbox messages, the one
+// thing numbered in reading order, are numbered by old shard and then in
+// each old shard's order (outboxSeq).
+//
 // A dry run (newDir "") does all of that but keep the keys and compute
 // the digest: it counts what the real run would write and reports the
 // token changes (its digest is nil).
@@ -41,36 +53,57 @@ func (r *resharder) build(ctx context.Context, p *plan.Plan, newDir string, rep 
 	if err != nil {
 		return nil, err
 	}
-	defer b.out.Abort()
+	defer b.sink.Abort()
 	r.progress("rewrite", 0, int64(r.oldN)) // the phase's clock starts here, not at its first shard
-	for i := range r.oldN {
-		if err := b.readShard(ctx, i); err != nil {
-			return nil, err
-		}
-		// A direct write has no phase of its own: the stores are written
-		// within the rewrite (progress interleaving two phases would
-		// restart each one's clock). The last shard is reported once the
-		// phase's work is done: a sort's last chunk is settled after it.
-		if i+1 < r.oldN {
-			r.progress("rewrite", int64(i+1), int64(r.oldN))
-		}
+	idle := make(chan *worker, len(b.workers))
+	for _, w := range b.workers {
+		idle <- w
 	}
+	err = parallel(ctx, r.oldN, len(b.workers), func(i int) error {
+		w := <-idle
+		defer func() { idle <- w }()
+		return w.readShard(ctx, i)
+	}, func(done int) {
+		// A direct write has no phase of its own: the stores are
+		// written within the rewrite (progress interleaving two phases
+		// would restart each one's clock). The last shard is reported
+		// once the phase's work is done: a sort's last chunk is settled
+		// after it.
+		if done < r.oldN {
+			r.progress("rewrite", int64(done), int64(r.oldN))
+		}
+	})
+	if err != nil {
+		return nil, err
+	}
+	b.gather()
 	rep.Counts.RunsRenumbered = p.Renumbered
 	rep.Counts.RunsMoved = p.Moved
-	if _, sorts := b.out.(*counted).next.(*sortSink); !sorts { // a sort reaches it in Finish
+	if b.sorter == nil { // a sort reaches it in Finish
 		r.progress("rewrite", int64(r.oldN), int64(r.oldN))
 	}
 	if b.dry {
 		return b.oldDigest, nil
 	}
-	if err := b.out.Finish(ctx); err != nil {
+	if err := b.sink.Finish(ctx); err != nil {
 		return nil, err
 	}
 	return b.oldDigest, b.finish()
 }
 
-// A builder is one pass 2: the old shards read in order, each one's keys
-// rewritten into out.
+// rewriters is how many old shards pass 2 rewrites at once: one per core
+// the process may use, at most one per old shard. Each worker runs three
+// goroutines (readAhead: reading, the old digest, the rewrite), which
+// share its core's work with the sort's flushes and the store writers.
+func (r *resharder) rewriters() int {
+	if Testing.rewriters > 0 {
+		return min(Testing.rewriters, r.oldN)
+	}
+	return max(min(runtime.GOMAXPROCS(0), r.oldN), 1)
+}
+
+// A builder is one pass 2: the old shards read by its workers, each
+// one's keys rewritten into the sink.
 type builder struct {
 	r      *resharder
 	p      *plan.Plan
@@ -78,36 +111,51 @@ type builder struct {
 	newDir string
 	dry    bool
 	newGen uint64
-	seq    []uint64     // each new shard's next outbox number
 	pos    wal.Position // where the new log's first batch goes
+	// seq is each new shard's next outbox number, once every worker is
+	// done (gather).
+	seq       []uint64
+	oldDigest *digest // the old directory's, once gathered (nil in a dry run)
+	// checks are the new shards' digests, computed from what their store
+	// writers get (streamdigest.go).
+	checks  []*streamDigest
+	sorter  *extsort.Sorter // the sort sink's
+	sink    sink
+	workers []*worker
+	listMu  sync.Mutex // the report's lists are shared by the workers
+	final   *counted   // the headers a sort writes, after the workers
+}
+
+// A worker rewrites one old shard at a time: what it counts, digests and
+// sends on is its own until gather adds it up.
+type worker struct {
+	b *builder
 	// The rewrite (this goroutine) and the old digest (the reader's) look
 	// runs up, each through a cache of its own.
 	mine, theirs *plan.Cache
 	oldCanon     *canon
-	oldDigest    *digest
-	// checks are the new shards' digests, computed from what their store
-	// writers get (streamdigest.go).
-	checks   []*streamDigest
-	sorter   *extsort.Sorter // the sort sink's
-	out      sink
-	rw       *rawRewriter
+	oldDigest    *digest // its part (nil in a dry run)
+	counts       Counts
+	out          *counted
+	rw           *rawRewriter
+	// sent counts the outbox messages it gave each new shard; in a
+	// direct write each new shard's come from one old shard, hence one
+	// worker.
+	sent     []uint64
 	firstErr error // the first lookup error of the mapper
 }
 
 // newBuilder sets up pass 2: the new log and shards folder of a real run,
-// the digests and the sink.
+// the digests, the sink and the workers.
 func (r *resharder) newBuilder(p *plan.Plan, newDir string, rep *Report) (*builder, error) {
 	b := &builder{r: r, p: p, rep: rep, newDir: newDir, dry: newDir == "", newGen: p.StoreGen + 1,
-		seq: make([]uint64, r.newN), mine: plan.NewCache(p), theirs: plan.NewCache(p)}
+		seq: make([]uint64, r.newN)}
 	oldDigest, newDigest := newDigestPair()
 	r.newDigest = newDigest
 	if !b.dry {
 		// Nothing is read back in a dry run: the old digest would be work
 		// for nothing.
 		b.oldDigest = oldDigest
-	}
-	for j := range b.seq {
-		b.seq[j] = 1
 	}
 	if !b.dry {
 		var err error
@@ -118,10 +166,6 @@ func (r *resharder) newBuilder(p *plan.Plan, newDir string, rep *Report) (*build
 			return nil, err
 		}
 	}
-	b.oldCanon = &canon{id: func(ref model.RunRef) (uint64, bool, error) {
-		m, ok, err := b.theirs.Lookup(ref.Shard, ref.Run)
-		return m.ID, ok, err
-	}}
 	rep.NewShardBytes = make([]int64, r.newN)
 	if !b.dry {
 		b.checks = make([]*streamDigest, r.newN)
@@ -129,48 +173,114 @@ func (r *resharder) newBuilder(p *plan.Plan, newDir string, rep *Report) (*build
 			b.checks[j] = newStreamDigest(p, newDigest, j)
 		}
 	}
-	var next sink = drySink{}
-	switch {
-	case b.dry:
-	case r.growsDirectly():
-		next = &directSink{b: b, writers: map[int]*store.StoreWriter{}}
-	default:
-		b.sorter = extsort.New(r.fs, r.fs.PathJoin(r.scratch, "sort"), r.newN, r.budget/mapShare, workers)
-		next = &sortSink{b: b, sorter: b.sorter}
+	n := r.rewriters()
+	lanes := b.lanes(n)
+	for k := range n {
+		w := &worker{b: b, mine: plan.NewCache(p), theirs: plan.NewCache(p), sent: make([]uint64, r.newN)}
+		if !b.dry {
+			w.oldDigest = oldDigest.empty()
+		}
+		w.oldCanon = &canon{id: func(ref model.RunRef) (uint64, bool, error) {
+			m, ok, err := w.theirs.Lookup(ref.Shard, ref.Run)
+			return m.ID, ok, err
+		}}
+		w.out = &counted{counts: &w.counts, newBytes: make([]int64, r.newN), next: lanes[k], write: !b.dry}
+		w.rw = &rawRewriter{mapper: w.mapRef, gen: b.newGen, put: w.out.Put, counts: &w.counts, token: b.addToken}
+		b.workers = append(b.workers, w)
 	}
-	b.out = &counted{rep: rep, next: next, write: !b.dry}
-	b.rw = &rawRewriter{mapper: b.mapRef, gen: b.newGen, put: b.out.Put, rep: rep}
+	if b.sorter != nil {
+		b.final = &counted{counts: &Counts{}, newBytes: make([]int64, r.newN), next: lanes[0], write: true}
+	}
 	return b, nil
 }
 
-// header is new shard j's checkpoint header, once its outbox is whole.
-func (b *builder) header(j int) []byte {
+// lanes makes b's sink and a lane into it for each of n workers.
+func (b *builder) lanes(n int) []lane {
+	r := b.r
+	lanes := make([]lane, n)
+	switch {
+	case b.dry:
+		b.sink = drySink{}
+		for k := range lanes {
+			lanes[k] = drySink{}
+		}
+	case r.growsDirectly():
+		d := &directSink{b: b, writers: make([]*store.StoreWriter, r.newN)}
+		b.sink = d
+		for k := range lanes {
+			lanes[k] = d
+		}
+	default:
+		b.sorter = extsort.New(r.fs, r.fs.PathJoin(r.scratch, "sort"), r.newN, r.budget/mapShare, workers)
+		b.sink = &sortSink{b: b, sorter: b.sorter}
+		for k, w := range b.sorter.Writers(n) {
+			lanes[k] = w
+		}
+	}
+	return lanes
+}
+
+// gather adds up what the workers counted, digested and sent once every
+// old shard is read.
+func (b *builder) gather() {
+	for _, w := range b.workers {
+		b.rep.Counts.add(&w.counts)
+		for j, n := range w.out.newBytes {
+			b.rep.NewShardBytes[j] += n
+		}
+		for j, n := range w.sent {
+			b.seq[j] += n
+		}
+		if b.oldDigest != nil {
+			b.oldDigest.merge(w.oldDigest)
+		}
+	}
+	for j := range b.seq {
+		b.seq[j]++ // the next number
+	}
+}
+
+// header is new shard j's checkpoint header, once its outbox is whole:
+// next is the number its next outbox message will have.
+func (b *builder) header(j int, next uint64) []byte {
 	hdr := model.CheckpointHeader{Version: model.StoreVersion, Shard: j, Count: b.r.newN,
-		NextRun: b.p.NextRun[j], NextSeq: b.seq[j], Log: b.pos, Now: b.p.Now, Created: b.p.Created, Gen: b.newGen}
+		NextRun: b.p.NextRun[j], NextSeq: next, Log: b.pos, Now: b.p.Now, Created: b.p.Created, Gen: b.newGen}
 	return model.EncodeHeader(nil, &hdr)
+}
+
+// addToken adds a pending completion to the report's list, in the order
+// of the old shard and run it belongs to (the order of a reading of the
+// old shards one after the other).
+func (b *builder) addToken(oldShard int, oldNo model.RunNo, t TokenChange) error {
+	var order [12]byte
+	binary.BigEndian.PutUint32(order[:4], uint32(oldShard))
+	binary.BigEndian.PutUint64(order[4:], uint64(oldNo))
+	b.listMu.Lock()
+	defer b.listMu.Unlock()
+	return b.rep.Tokens.add(order[:], t)
 }
 
 // mapRef is the rewrite's model.RunMapper: where a reference's run went,
 // or noSuchRun (counted as dangling); a lookup error is kept in firstErr.
-func (b *builder) mapRef(_ model.RefField, ref model.RunRef) model.RunRef {
+func (w *worker) mapRef(_ model.RefField, ref model.RunRef) model.RunRef {
 	if ref.Run == noSuchRun {
-		b.rep.Counts.DanglingRefs++
+		w.counts.DanglingRefs++
 		return model.RunRef{Run: noSuchRun}
 	}
-	m, ok, err := b.mine.Lookup(ref.Shard, ref.Run)
+	m, ok, err := w.mine.Lookup(ref.Shard, ref.Run)
 	if err != nil {
-		if b.firstErr == nil {
-			b.firstErr = err
+		if w.firstErr == nil {
+			w.firstErr = err
 		}
 		return ref
 	}
 	if !ok {
-		b.rep.Counts.DanglingRefs++
+		w.counts.DanglingRefs++
 		return model.RunRef{Run: noSuchRun}
 	}
 	n := model.RunRef{Shard: m.Shard, Run: m.No}
 	if n != ref {
-		b.rep.Counts.RefsRewritten++
+		w.counts.RefsRewritten++
 	}
 	return n
 }
@@ -184,7 +294,6 @@ func (b *builder) finish() error {
 	if err := meta.SyncDir(r.fs, b.newDir); err != nil {
 		return err
 	}
-	b.rep.Spilled = b.rep.Spilled || (b.sorter != nil && b.sorter.Spilled())
 	for _, c := range b.checks {
 		if err := c.finish(); err != nil {
 			return err
@@ -196,8 +305,9 @@ func (b *builder) finish() error {
 
 // readShard reads old shard i whole into the sink: its runs, outbox,
 // dedup entries, timers and index.
-func (b *builder) readShard(ctx context.Context, i int) error {
-	if err := b.out.Begin(i); err != nil {
+func (w *worker) readShard(ctx context.Context, i int) error {
+	b := w.b
+	if err := b.sink.Begin(i); err != nil {
 		return err
 	}
 	src, err := openSource(b.r.fs, b.r.dir, i, b.r.oldN, b.r.tails)
@@ -205,10 +315,10 @@ func (b *builder) readShard(ctx context.Context, i int) error {
 		return err
 	}
 	err = readAhead(ctx, src, func(run *store.RawRun) error {
-		b.oldCanon.rawRun(b.oldDigest, i, run)
-		return b.oldCanon.err
-	}, func(run *store.RawRun) error { return b.run(i, run) })
-	for _, part := range []func(int, shardSource) error{b.outbox, b.seen, b.timers, b.index} {
+		w.oldCanon.rawRun(w.oldDigest, i, run)
+		return w.oldCanon.err
+	}, func(run *store.RawRun) error { return w.run(i, run) })
+	for _, part := range []func(int, shardSource) error{w.outbox, w.seen, w.timers, w.index} {
 		if err == nil {
 			err = part(i, src)
 		}
@@ -217,105 +327,132 @@ func (b *builder) readShard(ctx context.Context, i int) error {
 		err = cerr
 	}
 	if err == nil {
-		err = b.firstErr
+		err = w.firstErr
 	}
 	if err == nil {
-		err = b.oldCanon.err
+		err = w.oldCanon.err
 	}
 	if err != nil {
 		return err
 	}
-	return b.out.End(i)
+	return b.sink.End(i, func(j int) error { return w.out.Put(j, store.HeaderKey(), b.header(j, w.sent[j]+1)) })
 }
 
 // run rewrites old shard i's run; an unfinished run that changes number
 // goes into the report's list here, where its pending tokens are known.
-func (b *builder) run(i int, run *store.RawRun) error {
-	m, ok, err := b.mine.Lookup(i, run.No)
+func (w *worker) run(i int, run *store.RawRun) error {
+	m, ok, err := w.mine.Lookup(i, run.No)
 	if err != nil {
 		return err
 	}
 	if !ok {
 		return fmt.Errorf("internal error: run %d of old shard %d is not in the plan", run.No, i)
 	}
-	if err := b.rw.run(run, i, m); err != nil {
+	if err := w.rw.run(run, i, m); err != nil {
 		return err
 	}
 	if m.No != run.No && plan.Unfinished(run.Entry.State) {
 		// The list's keys: by new shard, new number.
 		rr := renumberedRun(run.Entry.WorkflowID, i, run.No, m)
-		rr.Tokens = append(make([]RunToken, 0, len(b.rw.pending)), b.rw.pending...)
-		if err := b.rep.Renumbered.add(renumberedOrder(m.Shard, uint64(m.No)), rr); err != nil {
+		rr.Tokens = append(make([]RunToken, 0, len(w.rw.pending)), w.rw.pending...)
+		w.b.listMu.Lock()
+		err := w.b.rep.Renumbered.add(renumberedOrder(m.Shard, uint64(m.No)), rr)
+		w.b.listMu.Unlock()
+		if err != nil {
 			return err
 		}
 	}
-	return b.firstErr
+	return w.firstErr
 }
+
+// outboxSeq is the number old shard i's n-th message (from 1) for new
+// shard j has as the sink gets it. A direct write gives new shard j the
+// messages of one old shard: n is its number. Through the sort, the
+// number is provisional, i and n packed so that the sort puts new shard
+// j's messages in old shard order and then each old shard's order, the
+// order a reading of the old shards one after the other numbers them in,
+// and writeStore numbers them from 1 in that order.
+func (b *builder) outboxSeq(i int, n uint64) uint64 {
+	if b.sorter == nil {
+		return n
+	}
+	return uint64(i)<<provisionalShift | n
+}
+
+// provisionalShift leaves 2^40 messages to each old shard's outbox for
+// one new shard in a provisional outbox number.
+const provisionalShift = 40
 
 // outbox moves old shard i's outbox messages to their sender's new shard,
 // renumbered in the order they come.
-func (b *builder) outbox(i int, src shardSource) error {
+func (w *worker) outbox(i int, src shardSource) error {
+	b := w.b
+	var mine []uint64 // old shard i's messages for each new shard so far
 	return src.Outbox(func(msg *model.Message) error {
-		b.oldCanon.message(b.oldDigest, *msg)
+		w.oldCanon.message(w.oldDigest, *msg)
 		nm := *msg
-		nm.MapRefs(b.mapRef)
+		nm.MapRefs(w.mapRef)
 		if nm.From.Run == noSuchRun || nm.From.IsZero() {
 			return fmt.Errorf("old shard %d's outbox message %q names sender %s, which does not exist: the directory is damaged; run `fusee verify %s`",
 				i, msg.ID, msg.From, b.r.dir)
 		}
 		j := nm.From.Shard
-		nm.Seq = b.seq[j]
-		b.seq[j]++
-		b.rep.Counts.Outbox++
-		if j != i {
-			b.rep.Counts.OutboxMoved++
+		if mine == nil {
+			mine = make([]uint64, b.r.newN)
 		}
-		return b.out.Put(j, store.OutboxKey(nm.Seq), model.EncodeMessage(nil, &nm))
+		mine[j]++
+		w.sent[j]++
+		nm.Seq = b.outboxSeq(i, mine[j])
+		w.counts.Outbox++
+		if j != i {
+			w.counts.OutboxMoved++
+		}
+		return w.out.Put(j, store.OutboxKey(nm.Seq), model.EncodeMessage(nil, &nm))
 	})
 }
 
 // seen moves old shard i's dedup entries to their workflow's new shard.
-func (b *builder) seen(i int, src shardSource) error {
+func (w *worker) seen(i int, src shardSource) error {
 	return src.Seen(func(id, wf string) error {
-		b.oldCanon.seen(b.oldDigest, id, wf)
-		j := model.ShardOf(wf, b.r.newN)
-		b.rep.Counts.Dedup++
+		w.oldCanon.seen(w.oldDigest, id, wf)
+		j := model.ShardOf(wf, w.b.r.newN)
+		w.counts.Dedup++
 		if j != i {
-			b.rep.Counts.DedupMoved++
+			w.counts.DedupMoved++
 		}
-		return b.out.Put(j, store.SeenKey(id), model.EncodeSeenValue(nil, wf))
+		return w.out.Put(j, store.SeenKey(id), model.EncodeSeenValue(nil, wf))
 	})
 }
 
 // timers moves old shard i's timers with their runs.
-func (b *builder) timers(i int, src shardSource) error {
+func (w *worker) timers(i int, src shardSource) error {
 	return src.Timers(func(k model.TimerKey) error {
-		b.oldCanon.timer(b.oldDigest, k, i)
-		m, ok, err := b.mine.Lookup(i, k.Run)
+		w.oldCanon.timer(w.oldDigest, k, i)
+		m, ok, err := w.mine.Lookup(i, k.Run)
 		if err != nil {
 			return err
 		}
 		if !ok {
-			return fmt.Errorf("old shard %d has a timer of run %d, which does not exist: the directory is damaged; run `fusee verify %s`", i, k.Run, b.r.dir)
+			return fmt.Errorf("old shard %d has a timer of run %d, which does not exist: the directory is damaged; run `fusee verify %s`", i, k.Run, w.b.r.dir)
 		}
-		b.rep.Counts.Timers++
+		w.counts.Timers++
 		k.Run = m.No
-		return b.out.Put(m.Shard, store.TimerKeyBytes(k), nil)
+		return w.out.Put(m.Shard, store.TimerKeyBytes(k), nil)
 	})
 }
 
 // index moves old shard i's ID index entries with their runs.
-func (b *builder) index(i int, src shardSource) error {
+func (w *worker) index(i int, src shardSource) error {
 	return src.Index(func(wf string, no model.RunNo) error {
-		b.oldCanon.index(b.oldDigest, wf, model.RunRef{Shard: i, Run: no})
-		m, ok, err := b.mine.Lookup(i, no)
+		w.oldCanon.index(w.oldDigest, wf, model.RunRef{Shard: i, Run: no})
+		m, ok, err := w.mine.Lookup(i, no)
 		if err != nil {
 			return err
 		}
 		if !ok {
-			return fmt.Errorf("old shard %d's index names run %d for %q, which does not exist: the directory is damaged; run `fusee verify %s`", i, no, wf, b.r.dir)
+			return fmt.Errorf("old shard %d's index names run %d for %q, which does not exist: the directory is damaged; run `fusee verify %s`", i, no, wf, w.b.r.dir)
 		}
-		return b.out.Put(m.Shard, store.IndexKey(wf), store.EncodeIndexValue(m.No))
+		return w.out.Put(m.Shard, store.IndexKey(wf), store.EncodeIndexValue(m.No))
 	})
 }
 
@@ -353,8 +490,9 @@ func (r *resharder) createLog(newDir string) (wal.Position, error) {
 }
 
 // writeStore writes new shard j's store from the sorted keys of its
-// prefix, each one digested by check on its way. Several run at once:
-// sorter takes no Put meanwhile.
+// prefix, each one digested by check on its way, its outbox messages
+// numbered from 1 in the order they come (outboxSeq). Several run at
+// once: sorter takes no Put meanwhile.
 func (r *resharder) writeStore(sorter *extsort.Sorter, newDir string, j int, check *streamDigest) error {
 	if err := r.fs.MkdirAll(store.ShardDir(r.fs, newDir, j), 0o755); err != nil {
 		return err
@@ -363,7 +501,14 @@ func (r *resharder) writeStore(sorter *extsort.Sorter, newDir string, j int, che
 	if err != nil {
 		return err
 	}
+	var seq uint64
+	var kb []byte
 	err = sorter.Each(j, func(k, v []byte) error {
+		if k[0] == store.KeyOutbox {
+			seq++
+			kb = store.AppendOutboxKey(kb[:0], seq)
+			k = kb
+		}
 		if err := check.add(k, v); err != nil {
 			return err
 		}
@@ -384,14 +529,14 @@ func (r *resharder) writeStore(sorter *extsort.Sorter, newDir string, j int, che
 // one goroutine's.
 const workers = 2
 
-// parallel calls work(0..n-1), workers at a time, and progress (on the
+// parallel calls work(0..n-1), k at a time, and progress (on the
 // caller's goroutine) with the number done after each. It stops starting
 // new work at the first error or when ctx is done, waits for what runs,
 // and returns the first error.
-func parallel(ctx context.Context, n int, work func(i int) error, progress func(done int)) error {
+func parallel(ctx context.Context, n, k int, work func(i int) error, progress func(done int)) error {
 	next := make(chan int)
 	errs := make(chan error)
-	for range min(workers, n) {
+	for range min(max(k, 1), n) {
 		go func() {
 			for i := range next {
 				errs <- work(i)
@@ -525,7 +670,7 @@ func (r *resharder) readBack(ctx context.Context, p *plan.Plan, newDir string) (
 		return nil, fmt.Errorf("reading back the new shards: %w", err)
 	}
 	parts := make([]*digest, r.newN)
-	err = parallel(ctx, r.newN, func(j int) error {
+	err = parallel(ctx, r.newN, workers, func(j int) error {
 		part := d.empty()
 		parts[j] = part
 		c := &canon{id: func(ref model.RunRef) (uint64, bool, error) { return p.IdentityAt(ref.Shard, ref.Run) }}

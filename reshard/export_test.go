@@ -1,6 +1,9 @@
 package reshard
 
-import "github.com/cockroachdb/pebble/v2/vfs"
+import (
+	"github.com/cockroachdb/pebble/v2/vfs"
+	"github.com/fusee-dev/fusee/journal/model"
+)
 
 // SetTestHook sets the switch-step hook for a test.
 func SetTestHook(f func(step string) error) { Testing.Step = f }
@@ -34,6 +37,11 @@ func memLists(rep *Report) *Report {
 	return rep
 }
 
+// listToken is a rawRewriter's token: the change added to rep's list.
+func listToken(rep *Report) func(int, model.RunNo, TokenChange) error {
+	return func(_ int, _ model.RunNo, t TokenChange) error { return rep.Tokens.add(nil, t) }
+}
+
 // NewTestList is a list of items in the given order, spilling into a
 // scratch store under dir past budget bytes.
 func NewTestList[T any](dir string, budget int64, items ...T) *List[T] {
@@ -64,3 +72,11 @@ const SpaceMargin = spaceMargin
 // StoreFiles is what Report.SpaceNeeded allows for each new store's own
 // small files: fixed per store, whatever the directory's size.
 const StoreFiles = storeFiles
+
+// SetRewriters sets how many old shards pass 2 rewrites at once (0: one
+// per core), returning the previous setting.
+func SetRewriters(n int) int {
+	old := Testing.rewriters
+	Testing.rewriters = n
+	return old
+}

@@ -281,11 +281,12 @@ func BenchmarkRawRewrite(b *testing.B) {
 	mapper := func(_ model.RefField, ref model.RunRef) model.RunRef {
 		return model.RunRef{Shard: ref.Shard + 1, Run: ref.Run}
 	}
-	w := &rawRewriter{mapper: mapper, gen: 2, rep: memLists(&Report{}), put: func(int, []byte, []byte) error { return nil }}
+	rep := memLists(&Report{})
+	w := &rawRewriter{mapper: mapper, gen: 2, counts: &rep.Counts, token: listToken(rep), put: func(int, []byte, []byte) error { return nil }}
 	b.SetBytes(encodedBytes(enc))
 	b.ReportAllocs()
 	for b.Loop() {
-		memLists(w.rep) // the token changes of one pass
+		memLists(rep) // the token changes of one pass
 		for _, rr := range raws {
 			if err := w.run(rr, 0, plan.Mapped{Shard: 1, No: rr.No}); err != nil {
 				b.Fatal(err)

@@ -25,7 +25,10 @@ type rawRewriter struct {
 	mapper model.RunMapper
 	gen    uint64 // the new stores' generation
 	put    func(shard int, key, value []byte) error
-	rep    *Report
+	counts *Counts
+	// token adds a pending completion of old shard oldShard's run oldNo
+	// to the report's list.
+	token  func(oldShard int, oldNo model.RunNo, t TokenChange) error
 	kb, vb []byte
 	hb     []byte // the archive being rewritten
 	rb     []byte // a rewritten record inside an archive
@@ -114,8 +117,8 @@ func (w *rawRewriter) run(rr *store.RawRun, oldShard int, m plan.Mapped) error {
 			return err
 		}
 	}
-	w.rep.Counts.Records += int64(len(rr.Records))
-	if err := w.pendingTokens(e.WorkflowID); err != nil {
+	w.counts.Records += int64(len(rr.Records))
+	if err := w.pendingTokens(oldShard, rr.No, e.WorkflowID); err != nil {
 		return err
 	}
 	if rr.Archive == nil {
@@ -126,15 +129,15 @@ func (w *rawRewriter) run(rr *store.RawRun, oldShard int, m plan.Mapped) error {
 
 // pendingTokens reports the last run's completion tokens that no
 // completion record answered: the run's pending ones.
-func (w *rawRewriter) pendingTokens(wf string) error {
+func (w *rawRewriter) pendingTokens(oldShard int, oldNo model.RunNo, wf string) error {
 	for _, t := range w.async {
 		if w.done[t.pos] {
 			continue
 		}
-		w.rep.Counts.PendingTokens++
+		w.counts.PendingTokens++
 		rt := RunToken{Position: t.pos, Old: t.old.String(), New: t.new.String()}
 		w.pending = append(w.pending, rt)
-		err := w.rep.Tokens.add(nil, TokenChange{WorkflowID: wf, Position: rt.Position, Old: rt.Old, New: rt.New})
+		err := w.token(oldShard, oldNo, TokenChange{WorkflowID: wf, Position: rt.Position, Old: rt.Old, New: rt.New})
 		if err != nil {
 			return err
 		}
@@ -150,8 +153,8 @@ func (w *rawRewriter) archive(rr *store.RawRun, oldShard int, m plan.Mapped) err
 	if err != nil {
 		return err
 	}
-	w.rep.Counts.Archives++
-	w.rep.Counts.Records += int64(n)
+	w.counts.Archives++
+	w.counts.Records += int64(n)
 	rewrite := false
 	err = model.EachHistoryRecordAt(rr.Archive, func(at int, rec []byte, h *model.RecordHead) error {
 		if !h.HasRefs() {

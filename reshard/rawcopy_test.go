@@ -114,7 +114,7 @@ func TestRawRewriteMatchesDecode(t *testing.T) {
 					// The byte-copy path.
 					gotKeys := map[string][]byte{}
 					rep := memLists(&Report{})
-					rw := &rawRewriter{mapper: mapper, gen: gen, rep: rep, put: func(shard int, key, val []byte) error {
+					rw := &rawRewriter{mapper: mapper, gen: gen, counts: &rep.Counts, token: listToken(rep), put: func(shard int, key, val []byte) error {
 						if shard != m.Shard {
 							return fmt.Errorf("put to shard %d, want %d", shard, m.Shard)
 						}

@@ -59,7 +59,10 @@ type Report struct {
 	// in the data directory's filesystem (bytes).
 	SpaceNeeded int64 `json:"space_needed_bytes"`
 	// Spilled reports whether the plan outgrew the memory budget and
-	// went to a scratch store.
+	// went to a scratch store. (Whether the sort of the new stores' keys
+	// went to scratch chunks is not said: it depends on how the rewrite
+	// workers shared the budget, hence on the machine's cores, and the
+	// report is the same whatever their number.)
 	Spilled bool    `json:"spilled"`
 	Phases  []Phase `json:"phases"`
 
@@ -142,6 +145,22 @@ type Counts struct {
 	PendingTokens int64 `json:"pending_tokens"`
 	BytesRead     int64 `json:"bytes_read"`
 	BytesWritten  int64 `json:"bytes_written"`
+}
+
+// add adds o's counts of pass 2 (a rewrite worker's) to c; Runs,
+// RunsMoved, RunsRenumbered and BytesRead are the plan's and stay.
+func (c *Counts) add(o *Counts) {
+	c.Records += o.Records
+	c.RefsRewritten += o.RefsRewritten
+	c.DanglingRefs += o.DanglingRefs
+	c.Outbox += o.Outbox
+	c.OutboxMoved += o.OutboxMoved
+	c.Dedup += o.Dedup
+	c.DedupMoved += o.DedupMoved
+	c.Archives += o.Archives
+	c.Timers += o.Timers
+	c.PendingTokens += o.PendingTokens
+	c.BytesWritten += o.BytesWritten
 }
 
 // RenumberedRun is an unfinished run whose number changed.

@@ -559,6 +559,9 @@ var Testing struct {
 	corruptWrite func(shard int, key, value []byte) (_ []byte, keep bool)
 	// readBackCheck makes checkNew read every new shard back as well.
 	readBackCheck bool
+	// rewriters, when above 0, is how many old shards pass 2 rewrites
+	// at once, instead of one per core (the determinism test).
+	rewriters int
 }
 
 func hook(step string) error {

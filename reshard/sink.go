@@ -11,31 +11,39 @@ import (
 // A sink is where pass 2's rewrite puts the new stores' keys (build.go):
 // a dry run's counts only (drySink), the stores written as the old
 // shards are read (directSink: a grow to a small multiple), or the
-// external sort and then the stores (sortSink). Every key goes through
-// counted first, which counts it for the report.
+// external sort and then the stores (sortSink). Each rewrite worker puts
+// its keys through a lane of its own (the sort's are its Writers), and
+// through counted first, which counts them for the report.
 type sink interface {
-	// Put adds key and value to new shard j's store.
-	Put(j int, key, value []byte) error
-	// Begin and End frame the reading of old shard i.
+	// Begin and End frame the reading of old shard i, on the worker's
+	// goroutine; End puts, through header, the header of each new shard
+	// that old shard i alone feeds (a direct write's).
 	Begin(i int) error
-	End(i int) error
+	End(i int, header func(j int) error) error
 	// Finish writes and syncs what is left once every old shard is read.
 	Finish(ctx context.Context) error
 	// Abort drops what a failed build left open.
 	Abort()
 }
 
+// A lane is one worker's way into the sink.
+type lane interface {
+	// Put adds key and value to new shard j's store.
+	Put(j int, key, value []byte) error
+}
+
 // counted counts every key for the report, and (a testing knob, writing
-// sinks only) lets Testing.corruptWrite change or drop it, before its sink.
+// sinks only) lets Testing.corruptWrite change or drop it, before its lane.
 type counted struct {
-	rep   *Report
-	next  sink
-	write bool // the sink writes stores: Testing.corruptWrite applies
+	counts   *Counts
+	newBytes []int64 // by new shard
+	next     lane
+	write    bool // the sink writes stores: Testing.corruptWrite applies
 }
 
 func (c *counted) Put(j int, key, value []byte) error {
-	c.rep.Counts.BytesWritten += int64(len(key) + len(value))
-	c.rep.NewShardBytes[j] += int64(len(key) + len(value))
+	c.counts.BytesWritten += int64(len(key) + len(value))
+	c.newBytes[j] += int64(len(key) + len(value))
 	if c.write && Testing.corruptWrite != nil {
 		var keep bool
 		if value, keep = Testing.corruptWrite(j, key, value); !keep {
@@ -45,28 +53,24 @@ func (c *counted) Put(j int, key, value []byte) error {
 	return c.next.Put(j, key, value)
 }
 
-func (c *counted) Begin(i int) error                { return c.next.Begin(i) }
-func (c *counted) End(i int) error                  { return c.next.End(i) }
-func (c *counted) Finish(ctx context.Context) error { return c.next.Finish(ctx) }
-func (c *counted) Abort()                           { c.next.Abort() }
-
 // drySink keeps nothing: a dry run only counts.
 type drySink struct{}
 
-func (drySink) Put(int, []byte, []byte) error { return nil }
-func (drySink) Begin(int) error               { return nil }
-func (drySink) End(int) error                 { return nil }
-func (drySink) Finish(context.Context) error  { return nil }
-func (drySink) Abort()                        {}
+func (drySink) Put(int, []byte, []byte) error    { return nil }
+func (drySink) Begin(int) error                  { return nil }
+func (drySink) End(int, func(j int) error) error { return nil }
+func (drySink) Finish(context.Context) error     { return nil }
+func (drySink) Abort()                           {}
 
 // directSink writes the new stores as the old shards are read: growing
 // to a multiple renumbers nothing and each new shard draws from one old
 // shard (j = i, i+oldN, ...), so every kind of key reaches its new store
 // in ascending order (a StoreWriter takes each kind in order), with no
-// sort. Each old shard has newN/oldN stores open at once.
+// sort. Each old shard has newN/oldN stores open at once, and the workers
+// write disjoint stores: one lane serves them all.
 type directSink struct {
 	b       *builder
-	writers map[int]*store.StoreWriter // the stores being written
+	writers []*store.StoreWriter // by new shard: the stores being written
 }
 
 func (s *directSink) Put(j int, key, value []byte) error {
@@ -92,14 +96,14 @@ func (s *directSink) Begin(i int) error {
 }
 
 // End finishes the stores old shard i fed: their header, then synced.
-func (s *directSink) End(i int) error {
+func (s *directSink) End(i int, header func(j int) error) error {
 	r, newDir := s.b.r, s.b.newDir
 	for j := i; j < r.newN; j += r.oldN {
-		if err := s.b.out.Put(j, store.HeaderKey(), s.b.header(j)); err != nil {
+		if err := header(j); err != nil {
 			return err
 		}
 		sw := s.writers[j]
-		delete(s.writers, j)
+		s.writers[j] = nil
 		if err := sw.Finish(); err != nil {
 			return err
 		}
@@ -114,34 +118,42 @@ func (s *directSink) Finish(context.Context) error { return nil }
 
 func (s *directSink) Abort() {
 	for _, sw := range s.writers {
-		sw.Abort()
+		if sw != nil {
+			sw.Abort()
+		}
 	}
 }
 
-// sortSink sorts the new stores' keys (internal/extsort), then writes
-// every store from its sorted keys, workers at a time.
+// sortSink sorts the new stores' keys (internal/extsort: the workers'
+// lanes are its Writers), then writes every store from its sorted keys,
+// workers at a time.
 type sortSink struct {
 	b      *builder
 	sorter *extsort.Sorter
 }
 
-func (s *sortSink) Put(j int, key, value []byte) error { return s.sorter.Put(j, key, value) }
-func (s *sortSink) Begin(int) error                    { return nil }
-func (s *sortSink) End(int) error                      { return nil }
-func (s *sortSink) Abort()                             {}
+func (s *sortSink) Begin(int) error                  { return nil }
+func (s *sortSink) End(int, func(j int) error) error { return nil }
+func (s *sortSink) Abort()                           {}
 
+// Finish puts every new shard's header (through the first lane: the
+// workers are done), settles the sort and writes the stores.
 func (s *sortSink) Finish(ctx context.Context) error {
 	b, r := s.b, s.b.r
 	for j := range r.newN {
-		if err := b.out.Put(j, store.HeaderKey(), b.header(j)); err != nil {
+		if err := b.final.Put(j, store.HeaderKey(), b.header(j, b.seq[j])); err != nil {
 			return err
 		}
+	}
+	b.rep.Counts.add(b.final.counts)
+	for j, n := range b.final.newBytes {
+		b.rep.NewShardBytes[j] += n
 	}
 	if err := s.sorter.Settle(); err != nil {
 		return err
 	}
 	r.progress("rewrite", int64(r.oldN), int64(r.oldN))
 	r.progress("write", 0, int64(r.newN))
-	return parallel(ctx, r.newN, func(j int) error { return r.writeStore(s.sorter, b.newDir, j, b.checks[j]) },
+	return parallel(ctx, r.newN, workers, func(j int) error { return r.writeStore(s.sorter, b.newDir, j, b.checks[j]) },
 		func(done int) { r.progress("write", int64(done), int64(r.newN)) })
 }

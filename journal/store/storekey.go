@@ -79,6 +79,9 @@ func IndexKey(workflowID string) []byte { return append([]byte{KeyIndex}, workfl
 // OutboxKey is the key of the outbox message with sequence number seq.
 func OutboxKey(seq uint64) []byte { return be64Key(KeyOutbox, seq) }
 
+// AppendOutboxKey appends OutboxKey(seq) to dst.
+func AppendOutboxKey(dst []byte, seq uint64) []byte { return appendBE64Key(dst, KeyOutbox, seq) }
+
 // RunKey is the key of run no's entry.
 func RunKey(no model.RunNo) []byte { return be64Key(KeyRun, uint64(no)) }
 

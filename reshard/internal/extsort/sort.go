@@ -110,13 +110,13 @@ func New(fs vfs.FS, dir string, shards int, budget int64, mergers int) *Sorter {
 	return &Sorter{fs: fs, dir: dir, shards: shards, budget: min(max(budget, minChunk), 1<<30), mergers: max(mergers, 1)}
 }
 
-// Writers makes n writers (at least one), which share the budget; it is
-// called once, before any Put.
+// Writers makes n writers (at least one), which share the budget (more
+// writers, not more memory); it is called once, before any Put.
 func (s *Sorter) Writers(n int) []*Writer {
 	n = max(n, 1)
 	s.writers = make([]*Writer, n)
 	for k := range s.writers {
-		s.writers[k] = &Writer{s: s, budget: max(s.budget/int64(n), minChunk)}
+		s.writers[k] = &Writer{s: s, budget: s.budget / int64(n)}
 	}
 	return s.writers
 }
