@@ -55,41 +55,49 @@ func (r *resharder) makePlan(ctx context.Context) (*plan.Plan, error) {
 	return p, nil
 }
 
-// passOne reads every old shard's run entries into s and assigns the
-// numbers.
+// passOne reads every old shard's run entries into s, as many shards at
+// once as pass 2 rewrites (rewriters), and assigns the numbers.
 func (r *resharder) passOne(ctx context.Context, s *plan.Pass) (*plan.Plan, error) {
-	for i := range r.oldN {
-		src, err := openSource(r.fs, r.dir, i, r.oldN, r.tails)
-		if err != nil {
-			return nil, err
+	err := parallel(ctx, r.oldN, r.rewriters(), func(i int) error { return r.passShard(ctx, s, i) }, func(done int) {
+		if done < r.oldN {
+			r.progress("plan", int64(done), int64(r.oldN))
 		}
-		raw, err := src.RawBytes()
-		if err != nil {
-			_ = src.Close()
-			return nil, err
-		}
-		s.Shard(i, src.Header(), raw)
-		err = src.RunEntries(ctx, func(no model.RunNo, run model.RunEntry) error {
-			if want := model.ShardOf(run.WorkflowID, r.oldN); want != i {
-				return fmt.Errorf("shard %d holds run %d of workflow %q, which belongs on shard %d: the directory is damaged; run `fusee verify %s` for the full picture and restore it from a backup",
-					i, no, run.WorkflowID, want, r.dir)
-			}
-			return s.Add(i, no, model.ShardOf(run.WorkflowID, r.newN), &run)
-		})
-		if cerr := src.Close(); err == nil {
-			err = cerr
-		}
-		if err != nil {
-			return nil, err
-		}
-		if i+1 < r.oldN {
-			r.progress("plan", int64(i+1), int64(r.oldN))
-		}
+	})
+	if err != nil {
+		return nil, err
 	}
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
 	return s.Assign(r.newMap)
+}
+
+// passShard reads old shard i's run entries into s.
+func (r *resharder) passShard(ctx context.Context, s *plan.Pass, i int) error {
+	src, err := openSource(r.fs, r.dir, i, r.oldN, r.tails)
+	if err != nil {
+		return err
+	}
+	raw, err := src.RawBytes()
+	if err != nil {
+		_ = src.Close()
+		return err
+	}
+	sp := s.Shard(i, src.Header(), raw)
+	err = src.RunEntries(ctx, func(no model.RunNo, run model.RunEntry) error {
+		if want := model.ShardOf(run.WorkflowID, r.oldN); want != i {
+			return fmt.Errorf("shard %d holds run %d of workflow %q, which belongs on shard %d: the directory is damaged; run `fusee verify %s` for the full picture and restore it from a backup",
+				i, no, run.WorkflowID, want, r.dir)
+		}
+		return sp.Add(no, model.ShardOf(run.WorkflowID, r.newN), &run)
+	})
+	if cerr := src.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil {
+		sp.End()
+	}
+	return err
 }
 
 // renumberedRun is the report's line for an unfinished run that old shard

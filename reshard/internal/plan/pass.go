@@ -3,6 +3,7 @@ package plan
 import (
 	"errors"
 	"fmt"
+	"sync"
 
 	"github.com/cockroachdb/pebble/v2/vfs"
 	"github.com/fusee-dev/fusee/journal/model"
@@ -14,18 +15,31 @@ import (
 var ErrMapFull = errMapFull
 
 // A Pass is pass 1 under way: the old shards' headers and run entries,
-// shard by shard and each shard's runs in ascending number, then Assign.
-// A compact pass holds them in the compact run map (runmap.go) and may
-// say ErrMapFull; a spilled pass writes plan keys to a spill map.
+// each old shard through a ShardPass of its own and its runs in ascending
+// number, then Assign. Several old shards may be passed at once, each on
+// a goroutine of its own; the plan does not depend on their order. A
+// compact pass holds them in the compact run map (runmap.go) and may say
+// ErrMapFull; a spilled pass writes plan keys to a spill map.
 type Pass struct {
 	p    *Plan
 	c    *runMap         // compact, or
 	keys *store.SpillMap // spilled
+	// mu guards p's counters, keys and created while shards are passed.
+	mu      sync.Mutex
+	created int // the old shard p.Created comes from: the last one
 }
 
 func newPass(oldN, newN int) *Pass {
 	return &Pass{p: &Plan{oldN: oldN, newN: newN, ByState: map[model.RunState]int64{},
-		NextRun: make([]model.RunNo, newN), ShardRuns: make([]int64, newN)}}
+		NextRun: make([]model.RunNo, newN), ShardRuns: make([]int64, newN)}, created: -1}
+}
+
+// A ShardPass is one old shard's part of a Pass: its runs, on one
+// goroutine.
+type ShardPass struct {
+	s       *Pass
+	i       int
+	byState map[model.RunState]int64
 }
 
 // NewCompactPass is a pass into the compact run map, holding at most
@@ -43,29 +57,51 @@ func NewSpilledPass(oldN, newN int, keys *store.SpillMap) *Pass {
 	return s
 }
 
-// Shard begins old shard i: its header and its store's raw size.
-func (s *Pass) Shard(i int, h model.CheckpointHeader, raw uint64) {
+// Shard begins old shard i: its header and its store's raw size. Its
+// runs go to the ShardPass it returns.
+func (s *Pass) Shard(i int, h model.CheckpointHeader, raw uint64) *ShardPass {
+	s.mu.Lock()
+	defer s.mu.Unlock()
 	p := s.p
 	if h.NextRun > 0 && h.NextRun-1 > p.maxUsed {
 		p.maxUsed = h.NextRun - 1
 	}
 	p.StoreGen = max(p.StoreGen, h.Gen)
 	p.Now = max(p.Now, h.Now)
-	p.Created = h.Created
+	if i > s.created {
+		p.Created, s.created = h.Created, i
+	}
 	p.RawBytes += int64(raw)
 	if s.c != nil && h.NextRun > 0 {
 		s.c.reserve(i, int64(h.NextRun-1))
 	}
+	return &ShardPass{s: s, i: i, byState: map[model.RunState]int64{}}
 }
 
-// Add records old shard i's run no, bound for new shard j.
-func (s *Pass) Add(i int, no model.RunNo, j int, run *model.RunEntry) error {
-	s.p.ByState[run.State]++
+// Add records the old shard's run no, bound for new shard j.
+func (sp *ShardPass) Add(no model.RunNo, j int, run *model.RunEntry) error {
+	s := sp.s
+	sp.byState[run.State]++
 	if s.c != nil {
-		return s.c.add(i, no, j, run)
+		return s.c.add(sp.i, no, j, run)
 	}
 	e := Entry{State: run.State, Gen: run.Gen, Renumbered: run.Renumbered, WorkflowID: run.WorkflowID}
-	return s.keys.Put(planKey(j, no, Unfinished(run.State), i), encodePlanValue(e))
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.keys.Put(planKey(j, no, Unfinished(run.State), sp.i), encodePlanValue(e))
+}
+
+// End ends the old shard's runs.
+func (sp *ShardPass) End() {
+	s := sp.s
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for st, n := range sp.byState {
+		s.p.ByState[st] += n
+	}
+	if s.c != nil {
+		s.c.seal(sp.i)
+	}
 }
 
 // Assign gives every run its new number (docs/reshard.md §2) once every

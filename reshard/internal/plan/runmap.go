@@ -5,6 +5,7 @@ import (
 	"math"
 	"math/bits"
 	"slices"
+	"sync/atomic"
 
 	"github.com/fusee-dev/fusee/journal/model"
 	"github.com/fusee-dev/fusee/reshard/internal/extsort"
@@ -87,8 +88,10 @@ type runMap struct {
 	new     []newRuns
 	maxUsed model.RunNo
 	runs    int64
-	bytes   int64 // what the arrays hold
-	limit   int64 // the allowance
+	// bytes is what the arrays hold: pass 1 adds several old shards at
+	// once (each its own oldRuns), and they charge it together.
+	bytes atomic.Int64
+	limit int64 // the allowance
 }
 
 // newRunMap is an empty compact map for oldN old and newN new shards
@@ -106,16 +109,16 @@ func (o *oldRuns) size() int64 {
 func (c *runMap) charge(i int) bool {
 	o := &c.old[i]
 	n := o.size()
-	c.bytes += n - o.charged
+	total := c.bytes.Add(n - o.charged)
 	o.charged = n
-	return c.bytes <= c.limit
+	return total <= c.limit
 }
 
 // reserve sizes old shard i's arrays for about n runs (its header's next
 // run less one: exact for a directory no reshard grew), as far as the
 // allowance goes, so that pass 1's appends do not copy.
 func (c *runMap) reserve(i int, n int64) {
-	n = min(n, (c.limit-c.bytes)/10)
+	n = min(n, (c.limit-c.bytes.Load())/10)
 	if n <= 0 {
 		return
 	}
@@ -140,15 +143,12 @@ func (c *runMap) seal(i int) {
 }
 
 // add records old shard i's run no (in ascending order), bound for new
-// shard j; errMapFull if it does not fit. The shards come in order: a
-// shard is sealed when a later one begins.
+// shard j; errMapFull if it does not fit. Several old shards may be added
+// at once, each on one goroutine; a shard is sealed when it ends.
 func (c *runMap) add(i int, no model.RunNo, j int, e *model.RunEntry) error {
 	o := &c.old[i]
 	if o.sealed || uint64(no) > math.MaxUint32 || (o.nos.n > 0 && uint32(no) <= o.nos.last()) {
 		return errMapFull
-	}
-	for s := range i {
-		c.seal(s)
 	}
 	d := uint16(j)
 	if Unfinished(e.State) {
@@ -161,7 +161,6 @@ func (c *runMap) add(i int, no model.RunNo, j int, e *model.RunEntry) error {
 	o.nos.add(uint32(no))
 	o.dst = append(o.dst, d)
 	o.gen = append(o.gen, e.Gen)
-	c.runs++
 	if grows && !c.charge(i) {
 		return errMapFull
 	}
@@ -259,12 +258,14 @@ func (c *runMap) merge(visit func(i, k int, n uint32, j int, wins bool)) {
 // (so that every array is made at its size, and the allowance is known
 // to hold them before any is), once to fill.
 func (c *runMap) assign(p *Plan) error {
-	if uint64(p.maxUsed)+uint64(c.runs) >= math.MaxUint32 {
-		return errMapFull
-	}
 	c.maxUsed = p.maxUsed
+	c.runs = 0
 	for i := range c.old {
 		c.seal(i)
+		c.runs += int64(c.old[i].nos.n)
+	}
+	if uint64(p.maxUsed)+uint64(c.runs) >= math.MaxUint32 {
+		return errMapFull
 	}
 	n := c.count(p)
 	sortNeed, err := c.allocate(n)
@@ -330,7 +331,7 @@ func (c *runMap) allocate(n *assignCounts) (int64, error) {
 		need += s.bytes() + 2*int64(n.won[j]) + 4*int64(n.lostNew[j])
 		sortNeed = max(sortNeed, 8*int64(n.lostNew[j]))
 		c.new[j] = newRuns{won: s, from: make([]uint16, 0, n.won[j]), lost: make([]uint32, 0, n.lostNew[j])}
-		if need+c.bytes > c.limit { // stop making arrays that will not be kept
+		if need+c.bytes.Load() > c.limit { // stop making arrays that will not be kept
 			return 0, errMapFull
 		}
 	}
@@ -345,10 +346,10 @@ func (c *runMap) allocate(n *assignCounts) (int64, error) {
 		o.to = make([]uint32, n.lostOld[i])
 		need += o.lost.bytes() + 4*int64(n.lostOld[i])
 	}
-	if c.bytes+need+sortNeed > c.limit {
+	if c.bytes.Load()+need+sortNeed > c.limit {
 		return 0, errMapFull
 	}
-	c.bytes += need
+	c.bytes.Add(need)
 	return sortNeed, nil
 }
 
