@@ -13,7 +13,17 @@
 //     (BenchmarkRewriteFloor in reshard/bench_test.go, one iteration);
 //   - reshard: `fusee reshard <copy> <new>` on a fresh copy (the copy is
 //     not timed);
-//   - dry-run: `fusee reshard <copy> <new> --dry-run`.
+//   - dry-run: `fusee reshard <copy> <new> --dry-run`;
+//   - reshard-1p: the reshard with GOMAXPROCS=1 (one core: how it
+//     scales with cores);
+//   - reshard-16m: the reshard with --memory 16MiB (the run map's
+//     pressure of about 16M runs under the default budget);
+//   - reshard-nocgo: the reshard by a binary built with CGO_ENABLED=0,
+//     as the releases are (pebble's caches on the Go heap: peak RSS).
+//
+// On a machine with more than two cores every command is pinned to the
+// first two (taskset -c 0,1), the machine the targets are set for. The
+// load average is recorded before and after.
 //
 // With -readers (the default) it also times, on each case's source
 // directory and alternating in the same way, the commands an operator runs
@@ -89,10 +99,22 @@ type caseResult struct {
 	// less.
 	CPUReshardOverFloor float64 `json:"cpu_reshard_over_floor"`
 	CPUReshardOverDry   float64 `json:"cpu_reshard_over_dry_run"`
+	// Issue 30's: the wall on every core over the wall on one, the CPU
+	// under --memory 16MiB over the default budget's, and the reshard's
+	// CPU per run.
+	WallOverOneCore float64 `json:"wall_over_one_core"`
+	CPU16MiBOverDef float64 `json:"cpu_16mib_over_default"`
+	CPUMicrosPerRun float64 `json:"cpu_us_per_run"`
+	NoCgoPeakRSSMiB float64 `json:"nocgo_peak_rss_mib"`
+	CgoPeakRSSMiB   float64 `json:"cgo_peak_rss_mib"`
+	CPUNoCgoOverCgo float64 `json:"cpu_nocgo_over_cgo"`
 }
 
 type machine struct {
 	CPUs      int    `json:"nproc"`
+	Pinned    bool   `json:"pinned_to_2_cores"`
+	LoadStart string `json:"loadavg_start"`
+	LoadEnd   string `json:"loadavg_end"`
 	MemTotal  string `json:"mem_total"`
 	Disk      string `json:"disk"`
 	GoVersion string `json:"go_version"`
@@ -118,7 +140,7 @@ type genResult struct {
 }
 
 var (
-	commandOrder = []string{"copy", "floor", "reshard", "dry-run"}
+	commandOrder = []string{"copy", "floor", "reshard", "dry-run", "reshard-1p", "reshard-16m", "reshard-nocgo"}
 	readerOrder  = []string{"inspect", "verify", "dump"}
 )
 
@@ -164,13 +186,27 @@ func run(opt options) error {
 		return err
 	}
 	fusee, floorBin := filepath.Join(bin, "fusee"), filepath.Join(bin, "reshard.test")
+	nocgo := filepath.Join(bin, "fusee-nocgo")
 	if err := sh("go", "build", "-o", fusee, "./cmd/fusee"); err != nil {
 		return fmt.Errorf("building fusee (run from the repository's root): %w", err)
+	}
+	build := exec.Command("go", "build", "-o", nocgo, "./cmd/fusee")
+	build.Env = append(os.Environ(), "CGO_ENABLED=0")
+	build.Stdout, build.Stderr = os.Stderr, os.Stderr
+	if err := build.Run(); err != nil {
+		return fmt.Errorf("building fusee with CGO_ENABLED=0: %w", err)
 	}
 	if err := sh("go", "test", "-c", "-o", floorBin, "./reshard"); err != nil {
 		return fmt.Errorf("building the rewrite floor: %w", err)
 	}
 	res := result{Machine: describe(cache), Pairs: pairs, Seed: seed}
+	pin = runtime.NumCPU() > 2
+	if pin {
+		if _, err := exec.LookPath("taskset"); err != nil {
+			return fmt.Errorf("needs taskset to pin the commands to two of the %d cores: %w", runtime.NumCPU(), err)
+		}
+	}
+	res.Machine.Pinned = pin
 	readSrc := map[string]bool{}
 	for _, c := range strings.Split(opt.cases, ",") {
 		oldN, newN, ok := strings.Cut(c, ":")
@@ -213,13 +249,16 @@ func run(opt options) error {
 		work, copyDst, floorOut := filepath.Join(cache, "work"), filepath.Join(cache, "copy"), filepath.Join(cache, "floor")
 		for round := range pairs {
 			cmds := map[string][]string{
-				"copy":    {"sh", "-c", `cp -a "$1" "$2" && sync`, "sh", src, copyDst},
-				"floor":   {floorBin, "-test.run", "^$", "-test.bench", "^BenchmarkRewriteFloor$", "-test.benchtime", "1x"},
-				"reshard": {fusee, "reshard", work, strconv.Itoa(n)},
-				"dry-run": {fusee, "reshard", work, strconv.Itoa(n), "--dry-run", "--scratch", cache},
-				"inspect": {fusee, "inspect", src},
-				"verify":  {fusee, "verify", src, "--scratch", cache},
-				"dump":    {fusee, "dump", src, "--logical", "--scratch", cache},
+				"copy":          {"sh", "-c", `cp -a "$1" "$2" && sync`, "sh", src, copyDst},
+				"floor":         {floorBin, "-test.run", "^$", "-test.bench", "^BenchmarkRewriteFloor$", "-test.benchtime", "1x"},
+				"reshard":       {fusee, "reshard", work, strconv.Itoa(n)},
+				"dry-run":       {fusee, "reshard", work, strconv.Itoa(n), "--dry-run", "--scratch", cache},
+				"reshard-1p":    {"env", "GOMAXPROCS=1", fusee, "reshard", work, strconv.Itoa(n)},
+				"reshard-16m":   {fusee, "reshard", work, strconv.Itoa(n), "--memory", "16MiB"},
+				"reshard-nocgo": {nocgo, "reshard", work, strconv.Itoa(n)},
+				"inspect":       {fusee, "inspect", src},
+				"verify":        {fusee, "verify", src, "--scratch", cache},
+				"dump":          {fusee, "dump", src, "--logical", "--scratch", cache},
 			}
 			env := []string{"FUSEE_BENCH_DIR=" + src, "FUSEE_BENCH_OUT=" + floorOut}
 			for _, name := range names {
@@ -228,7 +267,7 @@ func run(opt options) error {
 						return err
 					}
 				}
-				if name == "reshard" || name == "dry-run" {
+				if strings.HasPrefix(name, "reshard") || name == "dry-run" {
 					if err := fresh(src, work); err != nil {
 						return err
 					}
@@ -254,6 +293,11 @@ func run(opt options) error {
 		cr.ReshardOverDry = cm["reshard"].MedianSeconds / cm["dry-run"].MedianSeconds
 		cr.CPUReshardOverFloor = cm["reshard"].MedianCPU / cm["floor"].MedianCPU
 		cr.CPUReshardOverDry = cm["reshard"].MedianCPU / cm["dry-run"].MedianCPU
+		cr.WallOverOneCore = cm["reshard"].MedianSeconds / cm["reshard-1p"].MedianSeconds
+		cr.CPU16MiBOverDef = cm["reshard-16m"].MedianCPU / cm["reshard"].MedianCPU
+		cr.CPUMicrosPerRun = cm["reshard"].MedianCPU / float64(runs) * 1e6
+		cr.CgoPeakRSSMiB, cr.NoCgoPeakRSSMiB = cm["reshard"].MaxRSSMiB, cm["reshard-nocgo"].MaxRSSMiB
+		cr.CPUNoCgoOverCgo = cm["reshard-nocgo"].MedianCPU / cm["reshard"].MedianCPU
 		if cr.RunsPerMinute != nil {
 			for _, name := range readerOrder {
 				cr.RunsPerMinute[name] = float64(runs) / cm[name].MedianSeconds * 60
@@ -268,6 +312,7 @@ func run(opt options) error {
 		}
 		res.Gen = g
 	}
+	res.Machine.LoadEnd = loadavg()
 	printTable(res)
 	data, err := json.MarshalIndent(res, "", "  ")
 	if err != nil {
@@ -311,6 +356,8 @@ func printTable(res result) {
 		fmt.Printf("%-6s wall: reshard/floor %.2fx  reshard/copy %.1fx  floor/copy %.1fx  reshard/dry-run %.2fx\n",
 			c.Case, c.ReshardOverFloor, c.ReshardOverCopy, c.FloorOverCopy, c.ReshardOverDry)
 		fmt.Printf("%-6s CPU:  reshard/floor %.2fx  reshard/dry-run %.2fx\n", c.Case, c.CPUReshardOverFloor, c.CPUReshardOverDry)
+		fmt.Printf("%-6s wall every core/one core %.2fx  CPU --memory 16MiB/default %.2fx  CPU %.1f us/run  RSS cgo %.0f MiB, CGO_ENABLED=0 %.0f MiB (CPU %.2fx)\n",
+			c.Case, c.WallOverOneCore, c.CPU16MiBOverDef, c.CPUMicrosPerRun, c.CgoPeakRSSMiB, c.NoCgoPeakRSSMiB, c.CPUNoCgoOverCgo)
 		for _, name := range readerOrder {
 			if m, ok := c.Commands[name]; ok {
 				fmt.Printf("%-6s %8d %8.1f %-8s %9.3f %8.1f %8.2f %9.1f  %.2fM runs/min\n", c.Case, c.Runs, float64(c.Bytes)/1e6, name,
@@ -373,6 +420,9 @@ var (
 // timed runs argv under /usr/bin/time -v and returns its wall time and
 // peak RSS. The command's own output is discarded unless it fails.
 func timed(argv, env []string) (sample, error) {
+	if pin {
+		argv = append([]string{"taskset", "-c", "0,1"}, argv...)
+	}
 	cmd := exec.Command("/usr/bin/time", append([]string{"-v"}, argv...)...)
 	cmd.Env = append(os.Environ(), env...)
 	var stderr bytes.Buffer
@@ -428,9 +478,21 @@ func dirSize(dir string) (int64, error) {
 	return n, err
 }
 
+// pin says whether commands run pinned to two cores (taskset -c 0,1).
+var pin bool
+
+// loadavg is the machine's load average (1, 5 and 15 minutes).
+func loadavg() string {
+	b, err := os.ReadFile("/proc/loadavg")
+	if err != nil {
+		return ""
+	}
+	return strings.Join(strings.Fields(string(b))[:3], " ")
+}
+
 // describe says what machine the figures come from.
 func describe(cache string) machine {
-	m := machine{CPUs: runtime.NumCPU(), GoVersion: runtime.Version(), Date: time.Now().UTC().Format(time.RFC3339)}
+	m := machine{CPUs: runtime.NumCPU(), GoVersion: runtime.Version(), Date: time.Now().UTC().Format(time.RFC3339), LoadStart: loadavg()}
 	if b, err := os.ReadFile("/proc/meminfo"); err == nil {
 		for _, l := range strings.Split(string(b), "\n") {
 			if v, ok := strings.CutPrefix(l, "MemTotal:"); ok {
