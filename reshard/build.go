@@ -211,7 +211,7 @@ func (b *builder) lanes(n int) []lane {
 			lanes[k] = d
 		}
 	default:
-		b.sorter = extsort.New(r.fs, r.fs.PathJoin(r.scratch, "sort"), r.newN, r.budget/mapShare, workers)
+		b.sorter = extsort.New(r.fs, r.fs.PathJoin(r.scratch, "sort"), r.newN, r.budget/mapShare, r.storeWorkers())
 		b.sink = &sortSink{b: b, sorter: b.sorter}
 		for k, w := range b.sorter.Writers(n) {
 			lanes[k] = w
@@ -524,10 +524,18 @@ func (r *resharder) writeStore(sorter *extsort.Sorter, newDir string, j int, che
 	return meta.SyncDir(r.fs, store.ShardDir(r.fs, newDir, j))
 }
 
-// workers is how many stores are written or read back at once: the
-// machines reshard runs on have a few cores, and each store's work is
-// one goroutine's.
-const workers = 2
+// storeWorkers is how many new stores are written or read back at once:
+// one per core the process may use, at least two (a store's writing and
+// digest is one goroutine's work, and two overlap one's syncs with the
+// other's work), and at most one per maxStoreMemory of the budget (a
+// store being written holds a pebble store open, a table buffer per key
+// kind and its share of the sort's read buffers).
+func (r *resharder) storeWorkers() int {
+	return max(min(runtime.GOMAXPROCS(0), int(r.budget/maxStoreMemory)), 2)
+}
+
+// maxStoreMemory is the budget a store being written is counted for.
+const maxStoreMemory = 32 << 20
 
 // parallel calls work(0..n-1), k at a time, and progress (on the
 // caller's goroutine) with the number done after each. It stops starting
@@ -670,7 +678,7 @@ func (r *resharder) readBack(ctx context.Context, p *plan.Plan, newDir string) (
 		return nil, fmt.Errorf("reading back the new shards: %w", err)
 	}
 	parts := make([]*digest, r.newN)
-	err = parallel(ctx, r.newN, workers, func(j int) error {
+	err = parallel(ctx, r.newN, r.storeWorkers(), func(j int) error {
 		part := d.empty()
 		parts[j] = part
 		c := &canon{id: func(ref model.RunRef) (uint64, bool, error) { return p.IdentityAt(ref.Shard, ref.Run) }}

@@ -126,7 +126,7 @@ func (s *directSink) Abort() {
 
 // sortSink sorts the new stores' keys (internal/extsort: the workers'
 // lanes are its Writers), then writes every store from its sorted keys,
-// workers at a time.
+// storeWorkers at a time.
 type sortSink struct {
 	b      *builder
 	sorter *extsort.Sorter
@@ -154,6 +154,6 @@ func (s *sortSink) Finish(ctx context.Context) error {
 	}
 	r.progress("rewrite", int64(r.oldN), int64(r.oldN))
 	r.progress("write", 0, int64(r.newN))
-	return parallel(ctx, r.newN, workers, func(j int) error { return r.writeStore(s.sorter, b.newDir, j, b.checks[j]) },
+	return parallel(ctx, r.newN, r.storeWorkers(), func(j int) error { return r.writeStore(s.sorter, b.newDir, j, b.checks[j]) },
 		func(done int) { r.progress("write", int64(done), int64(r.newN)) })
 }
