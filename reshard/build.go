@@ -310,7 +310,7 @@ func (w *worker) readShard(ctx context.Context, i int) error {
 	if err := b.sink.Begin(i); err != nil {
 		return err
 	}
-	src, err := openSource(b.r.fs, b.r.dir, i, b.r.oldN, b.r.tails)
+	src, err := b.r.source(b.r.dir, i, b.r.oldN, b.r.tails)
 	if err != nil {
 		return err
 	}
@@ -646,7 +646,7 @@ func (r *resharder) checkNew(ctx context.Context, p *plan.Plan, newDir string) (
 	}
 	r.progress("check", 0, int64(r.newN))
 	for j := range r.newN {
-		src, err := openSource(r.fs, newDir, j, r.newN, tails)
+		src, err := r.source(newDir, j, r.newN, tails)
 		if err == nil {
 			err = src.Close()
 		}
@@ -703,7 +703,7 @@ func (r *resharder) readBack(ctx context.Context, p *plan.Plan, newDir string) (
 // readBackShard adds new shard j's content to d, read the way the engine
 // will read it.
 func (r *resharder) readBackShard(ctx context.Context, c *canon, d *digest, newDir string, j int, tails []store.ShardTail) error {
-	src, err := openSource(r.fs, newDir, j, r.newN, tails)
+	src, err := r.source(newDir, j, r.newN, tails)
 	if err != nil {
 		return err
 	}

@@ -74,7 +74,7 @@ func (r *resharder) passOne(ctx context.Context, s *plan.Pass) (*plan.Plan, erro
 
 // passShard reads old shard i's run entries into s.
 func (r *resharder) passShard(ctx context.Context, s *plan.Pass, i int) error {
-	src, err := openSource(r.fs, r.dir, i, r.oldN, r.tails)
+	src, err := r.source(r.dir, i, r.oldN, r.tails)
 	if err != nil {
 		return err
 	}

@@ -60,7 +60,7 @@ func TestRawRewriteMatchesDecode(t *testing.T) {
 			dDecoded, dRaw := newDigestPair()
 			gen := uint64(2 + it)
 			for i := range shards {
-				src, err := openSource(vfs.Default, dir, i, shards, tails)
+				src, err := openSource(vfs.Default, dir, i, shards, tails, nil)
 				if err != nil {
 					t.Fatal(err)
 				}

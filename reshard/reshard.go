@@ -5,8 +5,10 @@ import (
 	"fmt"
 	"os"
 	"strconv"
+	"sync"
 	"time"
 
+	"github.com/cockroachdb/pebble/v2"
 	"github.com/cockroachdb/pebble/v2/vfs"
 	"github.com/fusee-dev/fusee/journal"
 	"github.com/fusee-dev/fusee/journal/store"
@@ -110,6 +112,10 @@ type resharder struct {
 	// upgrade: this is `fusee upgrade` (log format 2 to 3), not a reshard;
 	// undo: an undo of a kept reshard.
 	upgrade, undo bool
+	// cache is the block cache of every store reader (source), made at
+	// the first and released with the maps.
+	cacheOnce sync.Once
+	cache     *pebble.Cache
 }
 
 // Reshard changes the shard count of the closed data directory dir to
@@ -240,11 +246,15 @@ func (r *resharder) start(ctx context.Context, d *metaDir, m meta.Meta) (*Report
 // only in what they read and in that switching state.
 func (r *resharder) rebuild(ctx context.Context, d *metaDir) (*Report, error) {
 	newDir := r.fs.PathJoin(r.dir, NewDirName)
+	defer func() {
+		r.closeMaps() // a failure may leave maps open (and their stores locked)
+		if r.scratch != "" {
+			_ = r.fs.RemoveAll(r.scratch)
+		}
+	}()
 	if err := r.prepare(ctx, newDir); err != nil {
 		return nil, err
 	}
-	defer func() { _ = r.fs.RemoveAll(r.scratch) }()
-	defer r.closeMaps() // a failure may leave maps open (and their stores locked)
 	p, err := r.planPass(ctx)
 	if p != nil {
 		defer p.Close()
@@ -579,10 +589,15 @@ func (r *resharder) newMap(name string) *spillMap {
 	return m
 }
 
-// closeMaps closes every map (closing one twice does nothing).
+// closeMaps closes every map (closing one twice does nothing) and lets
+// the readers' block cache go once its last reader is closed.
 func (r *resharder) closeMaps() {
 	for _, m := range r.open {
 		_ = m.Close()
+	}
+	if r.cache != nil {
+		r.cache.Unref()
+		r.cache = nil
 	}
 }
 

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 
+	"github.com/cockroachdb/pebble/v2"
 	"github.com/cockroachdb/pebble/v2/vfs"
 	"github.com/fusee-dev/fusee/journal"
 	"github.com/fusee-dev/fusee/journal/model"
@@ -50,7 +51,20 @@ func logTails(ctx context.Context, fs vfs.FS, dir string, count int) ([]store.Sh
 }
 
 // openSource opens shard i of the count shards of the directory at dir,
-// read-only, with its log tail as an overlay.
-func openSource(fs vfs.FS, dir string, i, count int, tails []store.ShardTail) (shardSource, error) {
-	return store.OpenShardReader(fs, dir, i, count, &tails[i])
+// read-only, with its log tail as an overlay, its blocks in cache (nil: a
+// cache of its own).
+func openSource(fs vfs.FS, dir string, i, count int, tails []store.ShardTail, cache *pebble.Cache) (shardSource, error) {
+	return store.OpenShardReaderCache(fs, dir, i, count, &tails[i], cache)
 }
+
+// source is openSource with the block cache every store reader of r
+// shares, whatever the number of workers reading at once: pebble's default
+// size for one store, so that the readers' memory does not grow with the
+// cores.
+func (r *resharder) source(dir string, i, count int, tails []store.ShardTail) (shardSource, error) {
+	r.cacheOnce.Do(func() { r.cache = pebble.NewCache(readerCacheBytes) })
+	return openSource(r.fs, dir, i, count, tails, r.cache)
+}
+
+// readerCacheBytes is the block cache the store readers share.
+const readerCacheBytes = 8 << 20

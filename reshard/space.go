@@ -23,7 +23,7 @@ func (r *resharder) rawBytesOfOld(ctx context.Context) (int64, error) {
 		if err := ctx.Err(); err != nil {
 			return 0, err
 		}
-		src, err := openSource(r.fs, r.dir, i, r.oldN, r.tails)
+		src, err := r.source(r.dir, i, r.oldN, r.tails)
 		if err != nil {
 			return 0, err
 		}
