@@ -277,7 +277,7 @@ func run(opt options) error {
 					return fmt.Errorf("%s, round %d, %s: %w", cr.Case, round+1, name, err)
 				}
 				cr.Commands[name].Samples = append(cr.Commands[name].Samples, s)
-				fmt.Fprintf(os.Stderr, "%s round %d %-8s %7.3f s (CPU %6.2f s) %6.1f MiB\n", cr.Case, round+1, name, s.Seconds, s.CPUSeconds, float64(s.RSSKiB)/1024)
+				fmt.Fprintf(os.Stderr, "%s round %d %-13s %7.3f s (CPU %6.2f s) %6.1f MiB\n", cr.Case, round+1, name, s.Seconds, s.CPUSeconds, float64(s.RSSKiB)/1024)
 			}
 		}
 		for _, d := range []string{work, copyDst, floorOut} {
@@ -346,11 +346,11 @@ func median(v []float64) float64 {
 }
 
 func printTable(res result) {
-	fmt.Printf("%-6s %8s %8s %-8s %9s %8s %8s %9s\n", "case", "runs", "MB", "command", "median s", "MB/s", "CPU s", "RSS MiB")
+	fmt.Printf("%-6s %8s %8s %-13s %9s %8s %8s %9s\n", "case", "runs", "MB", "command", "median s", "MB/s", "CPU s", "RSS MiB")
 	for _, c := range res.Cases {
 		for _, name := range commandOrder {
 			m := c.Commands[name]
-			fmt.Printf("%-6s %8d %8.1f %-8s %9.3f %8.1f %8.2f %9.1f\n", c.Case, c.Runs, float64(c.Bytes)/1e6, name,
+			fmt.Printf("%-6s %8d %8.1f %-13s %9.3f %8.1f %8.2f %9.1f\n", c.Case, c.Runs, float64(c.Bytes)/1e6, name,
 				m.MedianSeconds, m.MBPerSecond, m.MedianCPU, m.MaxRSSMiB)
 		}
 		fmt.Printf("%-6s wall: reshard/floor %.2fx  reshard/copy %.1fx  floor/copy %.1fx  reshard/dry-run %.2fx\n",
@@ -360,13 +360,13 @@ func printTable(res result) {
 			c.Case, c.WallOverOneCore, c.CPU16MiBOverDef, c.CPUMicrosPerRun, c.CgoPeakRSSMiB, c.NoCgoPeakRSSMiB, c.CPUNoCgoOverCgo)
 		for _, name := range readerOrder {
 			if m, ok := c.Commands[name]; ok {
-				fmt.Printf("%-6s %8d %8.1f %-8s %9.3f %8.1f %8.2f %9.1f  %.2fM runs/min\n", c.Case, c.Runs, float64(c.Bytes)/1e6, name,
+				fmt.Printf("%-6s %8d %8.1f %-13s %9.3f %8.1f %8.2f %9.1f  %.2fM runs/min\n", c.Case, c.Runs, float64(c.Bytes)/1e6, name,
 					m.MedianSeconds, m.MBPerSecond, m.MedianCPU, m.MaxRSSMiB, c.RunsPerMinute[name]/1e6)
 			}
 		}
 	}
 	if g := res.Gen; g != nil {
-		fmt.Printf("%-6s %8d %8s %-8s %9.3f %8s %8.2f %9.1f  %.2fM runs/min (%d shards)\n", "gen", g.Runs, "", "gen",
+		fmt.Printf("%-6s %8d %8s %-13s %9.3f %8s %8.2f %9.1f  %.2fM runs/min (%d shards)\n", "gen", g.Runs, "", "gen",
 			g.Gen.MedianSeconds, "", g.Gen.MedianCPU, g.Gen.MaxRSSMiB, g.RunsPerMinute/1e6, g.Shards)
 	}
 }
