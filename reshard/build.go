@@ -490,7 +490,8 @@ func (r *resharder) createLog(newDir string) (wal.Position, error) {
 }
 
 // writeStore writes new shard j's store from the sorted keys of its
-// prefix, each one digested by check on its way, its outbox messages
+// prefix, each one digested by check on its way (beside the writer:
+// digestAside), its outbox messages
 // numbered from 1 in the order they come (outboxSeq). Several run at
 // once: sorter takes no Put meanwhile.
 func (r *resharder) writeStore(sorter *extsort.Sorter, newDir string, j int, check *streamDigest) error {
@@ -503,17 +504,21 @@ func (r *resharder) writeStore(sorter *extsort.Sorter, newDir string, j int, che
 	}
 	var seq uint64
 	var kb []byte
+	aside := newDigestAside(check)
 	err = sorter.Each(j, func(k, v []byte) error {
 		if k[0] == store.KeyOutbox {
 			seq++
 			kb = store.AppendOutboxKey(kb[:0], seq)
 			k = kb
 		}
-		if err := check.add(k, v); err != nil {
+		if err := aside.add(k, v); err != nil {
 			return err
 		}
 		return sw.Add(k, v)
 	})
+	if aerr := aside.finish(); aerr != nil && (err == nil || err == errDigestFailed) {
+		err = aerr // the digest's own error says what is wrong
+	}
 	if err != nil {
 		sw.Abort()
 		return err

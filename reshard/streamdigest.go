@@ -1,7 +1,9 @@
 package reshard
 
 import (
+	"errors"
 	"fmt"
+	"sync/atomic"
 
 	"github.com/fusee-dev/fusee/journal/model"
 	"github.com/fusee-dev/fusee/journal/store"
@@ -197,4 +199,86 @@ func peekRecord(rec []byte) (model.RecordHead, error) {
 		h, err = model.ScanRecord(rec)
 	}
 	return h, err
+}
+
+// A digestAside runs a streamDigest on a goroutine of its own beside the
+// store writer it checks, fed batches of the pairs the writer is given,
+// in the order it is given them: writing a store and digesting it are
+// about equal work, and a store written alone (the last of a shrink's
+// few) then takes two cores instead of one. The pairs are copied into
+// the batch (the sort's buffers are reused once its callback returns);
+// two batches go round, so memory stays at two of them.
+type digestAside struct {
+	full, free chan *pairBatch
+	done       chan error
+	failed     atomic.Bool // the digest found an error: stop writing
+	cur        *pairBatch
+}
+
+// A pairBatch is keys and values, one after the other in buf; ends holds
+// where each ends.
+type pairBatch struct {
+	buf  []byte
+	ends []int
+}
+
+// pairBatchBytes is about what a batch holds before it is handed over.
+const pairBatchBytes = 1 << 20
+
+func newDigestAside(check *streamDigest) *digestAside {
+	a := &digestAside{full: make(chan *pairBatch, 1), free: make(chan *pairBatch, 2), done: make(chan error, 1)}
+	a.free <- &pairBatch{}
+	a.cur = &pairBatch{}
+	go func() {
+		var err error
+		for b := range a.full {
+			for k := 0; err == nil && k < len(b.ends); k += 2 {
+				start := 0
+				if k > 0 {
+					start = b.ends[k-1]
+				}
+				err = check.add(b.buf[start:b.ends[k]], b.buf[b.ends[k]:b.ends[k+1]])
+			}
+			if err != nil {
+				a.failed.Store(true)
+			}
+			b.buf, b.ends = b.buf[:0], b.ends[:0]
+			a.free <- b
+		}
+		a.done <- err
+	}()
+	return a
+}
+
+// errDigestFailed stops a store's writing once its digest failed;
+// finish says why.
+var errDigestFailed = errors.New("the digest of the store being written failed")
+
+// add copies key and value into the current batch, and hands the batch
+// over when it is full.
+func (a *digestAside) add(key, val []byte) error {
+	b := a.cur
+	b.buf = append(b.buf, key...)
+	b.ends = append(b.ends, len(b.buf))
+	b.buf = append(b.buf, val...)
+	b.ends = append(b.ends, len(b.buf))
+	if len(b.buf) < pairBatchBytes {
+		return nil
+	}
+	if a.failed.Load() {
+		return errDigestFailed
+	}
+	a.full <- b
+	a.cur = <-a.free
+	return nil
+}
+
+// finish hands over what is left and waits for the digest: its error,
+// if any.
+func (a *digestAside) finish() error {
+	if len(a.cur.ends) > 0 {
+		a.full <- a.cur
+	}
+	close(a.full)
+	return <-a.done
 }
