@@ -49,12 +49,14 @@ func setTokenGen(rec *model.Record, gen uint64) {
 // the digest: it counts what the real run would write and reports the
 // token changes (its digest is nil).
 func (r *resharder) build(ctx context.Context, p *plan.Plan, newDir string, rep *Report) (*digest, error) {
+	// The phase's clock starts here, where the report's does (the new
+	// log is created and synced in it), not at its first shard.
+	r.progress("rewrite", 0, int64(r.oldN))
 	b, err := r.newBuilder(p, newDir, rep)
 	if err != nil {
 		return nil, err
 	}
 	defer b.sink.Abort()
-	r.progress("rewrite", 0, int64(r.oldN)) // the phase's clock starts here, not at its first shard
 	idle := make(chan *worker, len(b.workers))
 	for _, w := range b.workers {
 		idle <- w
@@ -79,16 +81,25 @@ func (r *resharder) build(ctx context.Context, p *plan.Plan, newDir string, rep 
 	b.gather()
 	rep.Counts.RunsRenumbered = p.Renumbered
 	rep.Counts.RunsMoved = p.Moved
-	if b.sorter == nil { // a sort reaches it in Finish
-		r.progress("rewrite", int64(r.oldN), int64(r.oldN))
-	}
 	if b.dry {
+		r.progress("rewrite", int64(r.oldN), int64(r.oldN))
 		return b.oldDigest, nil
 	}
 	if err := b.sink.Finish(ctx); err != nil {
 		return nil, err
 	}
-	return b.oldDigest, b.finish()
+	if err := b.finish(); err != nil {
+		return nil, err
+	}
+	// The phase's last tick once everything is synced, where the
+	// report's clock stops: the rewrite's for a direct write, the
+	// write's after a sort (which reached the rewrite's in Finish).
+	if b.sorter == nil {
+		r.progress("rewrite", int64(r.oldN), int64(r.oldN))
+	} else {
+		r.progress("write", int64(r.newN), int64(r.newN))
+	}
+	return b.oldDigest, nil
 }
 
 // rewriters is how many old shards pass 2 rewrites at once: one per core
@@ -645,11 +656,11 @@ func readAhead(ctx context.Context, src shardSource, look, fn func(*store.RawRun
 // open stops the reshard here. With Testing.readBackCheck set, every new
 // shard is also read back whole and its digest must equal the stream's.
 func (r *resharder) checkNew(ctx context.Context, p *plan.Plan, newDir string) (*digest, error) {
+	r.progress("check", 0, int64(r.newN)) // where the report's clock starts: the log is read in it
 	tails, err := logTails(ctx, r.fs, newDir, r.newN)
 	if err != nil {
 		return nil, fmt.Errorf("opening the new shards: %w", err)
 	}
-	r.progress("check", 0, int64(r.newN))
 	for j := range r.newN {
 		src, err := r.source(newDir, j, r.newN, tails)
 		if err == nil {

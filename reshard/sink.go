@@ -155,5 +155,9 @@ func (s *sortSink) Finish(ctx context.Context) error {
 	r.progress("rewrite", int64(r.oldN), int64(r.oldN))
 	r.progress("write", 0, int64(r.newN))
 	return parallel(ctx, r.newN, r.storeWorkers(), func(j int) error { return r.writeStore(s.sorter, b.newDir, j, b.checks[j]) },
-		func(done int) { r.progress("write", int64(done), int64(r.newN)) })
+		func(done int) {
+			if done < r.newN { // the last once all is synced (build)
+				r.progress("write", int64(done), int64(r.newN))
+			}
+		})
 }
