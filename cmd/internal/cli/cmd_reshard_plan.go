@@ -189,7 +189,7 @@ func runUndo(ctx context.Context, ios *IO, opts reshardOptions, dir string) erro
 		}
 		return nil
 	}
-	return afterChange(rep, printReshardReport(ios, rep))
+	return afterChange(rep, printChangeReport(ios, rep))
 }
 
 func runDiscardKept(ctx context.Context, ios *IO, opts reshardOptions, dir string) error {
