@@ -260,8 +260,7 @@ func (b *builder) outbox(i int, src shardSource) error {
 		nm := *msg
 		nm.MapRefs(b.mapRef)
 		if nm.From.Run == noSuchRun || nm.From.IsZero() {
-			return fmt.Errorf("old shard %d's outbox message %q names sender %s, which does not exist: the directory is damaged; run `fusee verify %s`",
-				i, msg.ID, msg.From, b.r.dir)
+			return b.r.damaged(i, "old shard %d's outbox message %q names sender %s, which does not exist", i, msg.ID, msg.From)
 		}
 		j := nm.From.Shard
 		nm.Seq = b.seq[j]
@@ -296,7 +295,7 @@ func (b *builder) timers(i int, src shardSource) error {
 			return err
 		}
 		if !ok {
-			return fmt.Errorf("old shard %d has a timer of run %d, which does not exist: the directory is damaged; run `fusee verify %s`", i, k.Run, b.r.dir)
+			return b.r.damaged(i, "old shard %d has a timer of run %d, which does not exist", i, k.Run)
 		}
 		b.rep.Counts.Timers++
 		k.Run = m.No
@@ -313,7 +312,7 @@ func (b *builder) index(i int, src shardSource) error {
 			return err
 		}
 		if !ok {
-			return fmt.Errorf("old shard %d's index names run %d for %q, which does not exist: the directory is damaged; run `fusee verify %s`", i, no, wf, b.r.dir)
+			return b.r.damaged(i, "old shard %d's index names run %d for %q, which does not exist", i, no, wf)
 		}
 		return b.out.Put(m.Shard, store.IndexKey(wf), store.EncodeIndexValue(m.No))
 	})

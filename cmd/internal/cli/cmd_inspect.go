@@ -362,7 +362,7 @@ func printKeptReport(ios *IO, opts inspectOptions, dir string) error {
 // code is 4 with the refusal's message.
 func inspectUpgrading(ios *IO, opts inspectOptions, dir string, err error) error {
 	if opts.json {
-		st := &reshard.Status{State: reshard.StateSwitching, Command: "fusee upgrade " + meta.ShellQuote(dir)}
+		st := &reshard.Status{State: reshard.StateSwitching, Command: finishCommandFor(reshard.OpUpgrade, dir)}
 		if m, merr := meta.ReadAny(vfs.Default, dir); merr == nil {
 			st.OldShards, st.NewShards = m.Shards, m.Shards
 		}

@@ -195,7 +195,7 @@ func runReshard(ctx context.Context, ios *IO, opts reshardOptions, dir string, s
 		return err
 	}
 	defer planOut.abort()
-	plan, err := readPlanFile(ios, opts.plan, opts, budget)
+	plan, err := readPlanFile(ios, dir, opts.plan, opts, budget)
 	if err != nil {
 		return err
 	}
