@@ -378,10 +378,19 @@ func (v *verifier) shard(slot int, src source) error {
 // (checkRun), then its references, into the reference join. h is its
 // history; archived says whether an archive is stored under its number.
 func (v *verifier) runEntry(s *sh, r *model.Run, h []model.Record, archived bool) {
-	add := func(k Kind, format string, args ...any) { v.addf(k, s.Index, r.No, format, args...) }
-	if j := checkRun(add, runPlace{shard: s.Index, shards: v.w.shardCount, nextRun: s.NextRun}, r, h, archived); j != nil {
+	if j := checkRun(v.about(s, r), v.place(s), r, h, archived); j != nil {
 		v.references(s, r, j)
 	}
+}
+
+// about reports findings about run r of shard s.
+func (v *verifier) about(s *sh, r *model.Run) addRunFinding {
+	return func(k Kind, format string, args ...any) { v.addf(k, s.Index, r.No, format, args...) }
+}
+
+// place is where the runs of shard s are checked.
+func (v *verifier) place(s *sh) runPlace {
+	return runPlace{shard: s.Index, shards: v.w.shardCount, nextRun: s.NextRun, storeGen: s.StoreGen}
 }
 
 // logEnding reports how the log ends, saying no more than it proves: a
