@@ -73,9 +73,9 @@ func reshardError(dir string, err error) error {
 	var ke *reshard.KeepOldFinishError
 	if errors.As(err, &ke) {
 		if ke.NothingToFinish {
-			return usagef("%v", ke)
+			return usageError{withNext(err, "--keep-old keeps the old layout of a reshard to a new count")}
 		}
-		return fmt.Errorf("%v: run `fusee reshard %s` without --keep-old to finish it", ke, meta.ShellQuote(dir))
+		return withNext(err, fmt.Sprintf("run `fusee reshard %s` without --keep-old to finish it", meta.ShellQuote(dir)))
 	}
 	if next := nextStep(dir, err); next != "" {
 		return withNext(err, next)
