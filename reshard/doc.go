@@ -21,6 +21,6 @@
 // (DamagedError, UndoError, SwitchError, StalePlanError, ...) and the
 // command layer names the command to run next. ReadStatus tells,
 // read-only, what a stopped reshard left in a directory (building,
-// switching, cleaning up); Status.Message words it with the command the
-// command layer puts in Status.Command.
+// switching, cleaning up); the command layer words it and names the
+// command that finishes it (Status.Command).
 package reshard

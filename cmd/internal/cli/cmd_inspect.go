@@ -222,7 +222,7 @@ func runInspect(ctx context.Context, ios *IO, opts inspectOptions, dir string) e
 				return err
 			}
 		}
-		return exitError{code: ExitSwitching, err: errors.New(dir + ": reshard " + rs.Message())}
+		return exitError{code: ExitSwitching, err: errors.New(dir + ": reshard " + statusMessage(rs))}
 	}
 	if k := rs.Kept; k != nil && k.Damaged == "" && !k.Undoing {
 		// Offer --undo only where it would go ahead.
@@ -251,7 +251,7 @@ func printInspect(ios *IO, sum *check.Summary, rs *reshard.Status) error {
 	out := ios.Out
 	fmt.Fprintf(out, "%s  %s\n", styleHeader.Render("directory"), sum.Dir)
 	fmt.Fprintf(out, "format     %s, log format %d, %d shards\n", sum.Format, sum.LogFormat, sum.ShardCount)
-	if msg := rs.Message(); msg != "" {
+	if msg := statusMessage(rs); msg != "" {
 		fmt.Fprintf(out, "reshard    %s\n", styleWarn.Render(msg))
 	}
 	if k := rs.Kept; k != nil && k.Damaged != "" {

@@ -6,6 +6,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"strings"
 
 	"github.com/cockroachdb/pebble/v2/vfs"
 
@@ -24,6 +25,29 @@ func finishCommandFor(op reshard.Op, dir string) string {
 		return "fusee upgrade " + meta.ShellQuote(dir)
 	}
 	return "fusee reshard " + meta.ShellQuote(dir)
+}
+
+// statusMessage says, in one line an operator can act on, the reshard
+// state s, where things are and the command that finishes it
+// (s.Command), starting with the state's name ("building: …"). Empty for
+// reshard.StateNone.
+func statusMessage(s *reshard.Status) string {
+	switch s.State {
+	case reshard.StateBuilding:
+		return fmt.Sprintf("building: %s is left from a reshard that stopped before its switch; the directory is unchanged and opens as it is; run `%s` to remove the leftover (the next reshard also removes it)",
+			strings.Join(s.Leftovers, " and "), s.Command)
+	case reshard.StateSwitching:
+		return fmt.Sprintf("switching from %d to %d shards: the old files are in %s, the new in %s; nothing but reshard opens the directory until the switch is finished: run `%s` to finish it",
+			s.OldShards, s.NewShards, strings.Join(s.OldFiles, " and "), strings.Join(s.NewFiles, " and "), s.Command)
+	case reshard.StateCleaningUp:
+		left := "its report is not yet named"
+		if len(s.Leftovers) > 0 {
+			left = strings.Join(s.Leftovers, " and ") + " is left over"
+		}
+		return fmt.Sprintf("cleaning up: the switch finished (the directory has %d shards now and opens as it is) and %s; run `%s` to end the cleanup",
+			s.NewShards, left, s.Command)
+	}
+	return ""
 }
 
 // switchFailure says what a failure after (or at) a switch's point of no
