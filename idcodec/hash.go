@@ -52,7 +52,7 @@ func FloorMod(x int64, n int64) int64 {
 
 // ShardFor is the shard a new id with this ulid lands on among n shards:
 // 0 when n <= 1, otherwise FloorMod(Hash64(ulid), n). It is the only copy of
-// the formula: journal.ShardOf places workflow IDs with it.
+// the formula: model.ShardOf (journal/model) places workflow IDs with it.
 func ShardFor(ulid string, n int) int {
 	if n <= 1 {
 		return 0

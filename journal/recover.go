@@ -274,7 +274,7 @@ func RecoverShard(fs vfs.FS, dir string, shard, count int) (*model.Shard, model.
 	return s, hdr, sr, nil
 }
 
-// errNoShard is returned for a shard number out of range.
+// checkShard refuses a shard number out of range, and a closed DB.
 func (db *DB) checkShard(shard int) error {
 	if shard < 0 || shard >= len(db.Shards) {
 		return fmt.Errorf("shard %d: the directory has shards 0..%d", shard, len(db.Shards)-1)

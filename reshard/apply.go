@@ -31,8 +31,8 @@ func (r *resharder) checkPlan(ctx context.Context, m meta.Meta) error {
 	p := r.opts.Plan
 	stale := func(diff string) error { return &StalePlanError{Dir: r.dir, Path: r.opts.PlanPath, Diff: diff} }
 	if m.Switching() {
-		return stale(fmt.Sprintf("a reshard from %d to %d shards is interrupted; finish it with `fusee reshard %s` first",
-			m.OldShards, m.NewShards, meta.ShellQuote(r.dir)))
+		return &StalePlanError{Dir: r.dir, Path: r.opts.PlanPath, Switching: true,
+			Diff: fmt.Sprintf("a reshard from %d to %d shards is interrupted", m.OldShards, m.NewShards)}
 	}
 	if m.Shards != p.OldShards {
 		return stale(fmt.Sprintf("it has %d shards, the plan was made for %d", m.Shards, p.OldShards))

@@ -26,7 +26,8 @@ func benchRuns() int {
 	return 20000
 }
 
-// benchDir generates the benchmark's source directory once per process.
+// benchDirs holds the benchmarks' source directories, each generated once
+// per process (benchSource).
 var benchDirs = map[string]string{}
 
 func benchSource(b *testing.B, shards, runs int) string {

@@ -404,8 +404,7 @@ func (w *worker) outbox(i int, src shardSource) error {
 		nm := *msg
 		nm.MapRefs(w.mapRef)
 		if nm.From.Run == noSuchRun || nm.From.IsZero() {
-			return fmt.Errorf("old shard %d's outbox message %q names sender %s, which does not exist: the directory is damaged; run `fusee verify %s`",
-				i, msg.ID, msg.From, b.r.dir)
+			return b.r.damaged(i, "old shard %d's outbox message %q names sender %s, which does not exist", i, msg.ID, msg.From)
 		}
 		j := nm.From.Shard
 		if mine == nil {
@@ -444,7 +443,7 @@ func (w *worker) timers(i int, src shardSource) error {
 			return err
 		}
 		if !ok {
-			return fmt.Errorf("old shard %d has a timer of run %d, which does not exist: the directory is damaged; run `fusee verify %s`", i, k.Run, w.b.r.dir)
+			return w.b.r.damaged(i, "old shard %d has a timer of run %d, which does not exist", i, k.Run)
 		}
 		w.counts.Timers++
 		k.Run = m.No
@@ -461,7 +460,7 @@ func (w *worker) index(i int, src shardSource) error {
 			return err
 		}
 		if !ok {
-			return fmt.Errorf("old shard %d's index names run %d for %q, which does not exist: the directory is damaged; run `fusee verify %s`", i, no, wf, w.b.r.dir)
+			return w.b.r.damaged(i, "old shard %d's index names run %d for %q, which does not exist", i, no, wf)
 		}
 		return w.out.Put(m.Shard, store.IndexKey(wf), store.EncodeIndexValue(m.No))
 	})

@@ -17,7 +17,10 @@
 // (List) spill past their share of the memory budget like its maps. It reads old shards only through the journal
 // package's read-only recovery and must never tick a run, append to an old
 // log or change an old shard's files before the switch; it knows nothing
-// about terminals or commands. ReadStatus tells, read-only, what a stopped
-// reshard left in a directory (building, switching, cleaning up) and the
-// command that finishes it.
+// about terminals or commands: its refusals and failures are typed
+// (DamagedError, UndoError, SwitchError, StalePlanError, ...) and the
+// command layer names the command to run next. ReadStatus tells,
+// read-only, what a stopped reshard left in a directory (building,
+// switching, cleaning up); the command layer words it and names the
+// command that finishes it (Status.Command).
 package reshard

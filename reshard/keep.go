@@ -16,7 +16,7 @@ import (
 func checkKeptWhole(fs vfs.FS, dir, kept string, rec *KeptRecord) error {
 	have, err := switchdir.LayoutFiles(fs, kept)
 	if err != nil {
-		return &UndoError{Dir: dir, Reason: fmt.Sprintf("the kept layout cannot be read (%v)", err)}
+		return &UndoError{Dir: dir, Kind: UndoKeptUnreadable, Reason: fmt.Sprintf("the kept layout cannot be read (%v)", err)}
 	}
 	want := make(map[string]int64, len(rec.Files))
 	for _, f := range rec.Files {
@@ -47,9 +47,8 @@ func checkKeptWhole(fs vfs.FS, dir, kept string, rec *KeptRecord) error {
 	if len(diffs) > 3 {
 		diffs = append(diffs[:3], fmt.Sprintf("%d more", len(diffs)-3))
 	}
-	return &UndoError{Dir: dir, Reason: "the kept layout is not whole (" + strings.Join(diffs, "; ") +
-		"): part of it was removed or changed since the reshard kept it, and restoring it would not give the old directory back. The directory in place is the resharded one and opens as it is; remove the kept layout with `fusee reshard " +
-		meta.ShellQuote(dir) + " --discard-kept`"}
+	return &UndoError{Dir: dir, Kind: UndoKeptDamaged, Reason: "the kept layout is not whole (" + strings.Join(diffs, "; ") +
+		"): part of it was removed or changed since the reshard kept it, and restoring it would not give the old directory back. The directory in place is the resharded one and opens as it is"}
 }
 
 // recordKept writes reshard.new/kept.json: the new layout's fingerprint

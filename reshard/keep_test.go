@@ -282,8 +282,8 @@ func TestUndoRefusedPartialKept(t *testing.T) {
 			}
 			_, err = reshard.Undo(context.Background(), vfs.Default, dir)
 			var ue *reshard.UndoError
-			if !errors.As(err, &ue) || !strings.Contains(err.Error(), tc.why) ||
-				!strings.Contains(err.Error(), "--discard-kept`; nothing was changed") {
+			if !errors.As(err, &ue) || !strings.Contains(err.Error(), tc.why) || ue.Kind != reshard.UndoKeptDamaged ||
+				!strings.HasSuffix(err.Error(), "; nothing was changed") {
 				t.Fatalf("undo of a damaged kept layout: %v", err)
 			}
 			if after, _ := hashFiles(vfs.Default, kept); fileHashes(t, dir) != files || after != keptFiles {
@@ -333,8 +333,9 @@ func TestDiscardRefusedMidSwitch(t *testing.T) {
 		t.Fatal(err)
 	}
 	_, err = reshard.DiscardKept(context.Background(), vfs.Default, dir)
-	if !errors.Is(err, meta.ErrSwitching) || !strings.Contains(err.Error(), "cannot discard reshard.kept") ||
-		!strings.HasSuffix(err.Error(), "finish it first with `fusee reshard "+dir+"`; nothing was changed") {
+	var de *reshard.DiscardError
+	if !errors.Is(err, meta.ErrSwitching) || !errors.As(err, &de) || de.Leftover != "" ||
+		!strings.Contains(err.Error(), "cannot discard reshard.kept") || !strings.HasSuffix(err.Error(), "; nothing was changed") {
 		t.Fatalf("discard mid-switch: %v", err)
 	}
 	if after, _ := hashFiles(vfs.Default, dir); after != before {

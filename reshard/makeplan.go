@@ -86,8 +86,7 @@ func (r *resharder) passShard(ctx context.Context, s *plan.Pass, i int) error {
 	sp := s.Shard(i, src.Header(), raw)
 	err = src.RunEntries(ctx, func(no model.RunNo, run model.RunEntry) error {
 		if want := model.ShardOf(run.WorkflowID, r.oldN); want != i {
-			return fmt.Errorf("shard %d holds run %d of workflow %q, which belongs on shard %d: the directory is damaged; run `fusee verify %s` for the full picture and restore it from a backup",
-				i, no, run.WorkflowID, want, r.dir)
+			return r.damaged(i, "shard %d holds run %d of workflow %q, which belongs on shard %d", i, no, run.WorkflowID, want)
 		}
 		return sp.Add(no, model.ShardOf(run.WorkflowID, r.newN), &run)
 	})

@@ -84,7 +84,7 @@ type PlanFileError struct {
 }
 
 func (e *PlanFileError) Error() string {
-	return fmt.Sprintf("plan %s: %s; nothing was changed; make a new plan with `fusee reshard <dir> <shards> --dry-run -o FILE`", e.Path, e.Msg)
+	return fmt.Sprintf("plan %s: %s; nothing was changed", e.Path, e.Msg)
 }
 
 // PlanMismatchError is a plan whose fingerprint matches the directory but
@@ -97,7 +97,7 @@ type PlanMismatchError struct {
 }
 
 func (e *PlanMismatchError) Error() string {
-	return fmt.Sprintf("plan %s does not match the directory %s (%s): the plan was edited after the dry run wrote it, or another fusee made it; nothing was changed; make a new plan with `fusee reshard <dir> <shards> --dry-run -o FILE` and review it",
+	return fmt.Sprintf("plan %s does not match the directory %s (%s): the plan was edited after the dry run wrote it, or another fusee made it; nothing was changed",
 		e.Path, e.Dir, e.Diff)
 }
 
@@ -107,10 +107,13 @@ type StalePlanError struct {
 	Dir  string
 	Path string
 	Diff string
+	// Switching: what differs is that a switch is interrupted (Diff
+	// says between which counts); it must be finished first.
+	Switching bool
 }
 
 func (e *StalePlanError) Error() string {
-	return fmt.Sprintf("%s is not the directory plan %s was made from (%s); nothing was changed; make a new plan and review it again",
+	return fmt.Sprintf("%s is not the directory plan %s was made from (%s); nothing was changed",
 		e.Dir, e.Path, e.Diff)
 }
 

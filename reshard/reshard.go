@@ -75,11 +75,42 @@ func (e *InProgressError) Error() string {
 func (e *InProgressError) Is(target error) bool { return target == meta.ErrSwitching }
 
 // CheckError is a built directory whose content does not match the old
-// one: the switch was not begun and the old directory is unchanged.
-type CheckError struct{ Diff string }
+// one: the switch was not begun and the old directory is unchanged. It is
+// a bug of the operation Op, not damage.
+type CheckError struct {
+	Op   Op
+	Diff string
+}
 
 func (e *CheckError) Error() string {
-	return "the new shards do not hold what the old ones did (" + e.Diff + "); nothing was switched and the directory is unchanged; this is a bug in fusee reshard: please report it with the output of `fusee verify`"
+	return "the new shards do not hold what the old ones did (" + e.Diff + "); nothing was switched and the directory is unchanged; this is a bug in fusee's " + string(e.Op)
+}
+
+// DamagedError is an operation (Op) refused before its switch because
+// the old directory is damaged: its log cannot be read to its end (Err),
+// or an old shard's content breaks an invariant the operation relies on
+// (What: a run on the wrong shard; a timer, an ID index entry or an
+// outbox message naming a run that does not exist).
+type DamagedError struct {
+	Dir   string
+	Op    Op
+	Shard int    // the old shard What is about (-1: the log)
+	What  string // what was found, naming the shard
+	Err   error  // the log's damage
+}
+
+func (e *DamagedError) Error() string {
+	if e.Err != nil {
+		return fmt.Sprintf("%s refuses %s: nothing was changed; its log is damaged: %v", e.Op, e.Dir, e.Err)
+	}
+	return e.What + ": the directory is damaged"
+}
+
+func (e *DamagedError) Unwrap() error { return e.Err }
+
+// damaged is r's DamagedError for old shard i.
+func (r *resharder) damaged(i int, format string, args ...any) error {
+	return &DamagedError{Dir: r.dir, Op: r.op(), Shard: i, What: fmt.Sprintf(format, args...)}
 }
 
 // SpaceError is a filesystem without room for the new shards.
@@ -387,7 +418,7 @@ func (r *resharder) checkAndKeep(ctx context.Context, p *plan.Plan, newDir strin
 		return err
 	}
 	if diff := oldDigest.diff(newDigest); diff != "" {
-		return &CheckError{Diff: diff}
+		return &CheckError{Op: r.op(), Diff: diff}
 	}
 	// The new shards and the sort's scratch files are all on disk here:
 	// reshard.new is at its largest (spaceNeeded).
@@ -489,26 +520,13 @@ func (r *resharder) finishCleanup(pending string) (*Report, error) {
 	return r.rep, nil
 }
 
-// DamagedError is a reshard refused because the directory's log is
-// damaged. Nothing was changed.
-type DamagedError struct {
-	Dir string
-	Err error
-}
-
-func (e *DamagedError) Error() string {
-	return fmt.Sprintf("reshard refuses %s: nothing was changed; its log is damaged: %v", e.Dir, e.Err)
-}
-
-func (e *DamagedError) Unwrap() error { return e.Err }
-
 // checkLog reads the whole log of the old directory before anything is
 // changed: damage refuses the reshard; a torn tail (the engine stopped
 // mid-write) goes into the report as the tail the recovery drops.
 func (r *resharder) checkLog() error {
 	end, err := journal.ReadLogEnd(r.fs, r.dir)
 	if err != nil {
-		return &DamagedError{Dir: r.dir, Err: err}
+		return &DamagedError{Dir: r.dir, Op: r.op(), Shard: -1, Err: err}
 	}
 	r.rep.LogEnding = end.Ending.String()
 	if t := end.Torn; t != nil {

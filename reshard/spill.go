@@ -5,7 +5,7 @@ import (
 	"github.com/fusee-dev/fusee/journal/store"
 )
 
-// spillMap is journal.SpillMap: the renumbering plan, the run map and the
+// spillMap is store.SpillMap: the renumbering plan, the run map and the
 // external sort of new store keys live in one, so reshard's memory is
 // bounded by its budget, never by the number of runs.
 type spillMap = store.SpillMap

@@ -1,9 +1,6 @@
 package reshard
 
 import (
-	"fmt"
-	"strings"
-
 	"github.com/cockroachdb/pebble/v2/vfs"
 	"github.com/fusee-dev/fusee/meta"
 	"github.com/fusee-dev/fusee/reshard/internal/switchdir"
@@ -49,7 +46,7 @@ type Status struct {
 	NewFiles []string `json:"new_files,omitempty"`
 	// Command is the exact command that finishes the reshard or removes
 	// its leftovers (empty for StateNone): the command layer's to fill,
-	// as reshard knows nothing of commands; Message names it.
+	// as reshard knows nothing of commands.
 	Command string `json:"command,omitempty"`
 	// Kept is the old layout a reshard with --keep-old kept (nil: none).
 	Kept *KeptLayout `json:"kept,omitempty"`
@@ -120,26 +117,4 @@ func ReadStatus(fs vfs.FS, dir string) (*Status, error) {
 		st.State = StateBuilding
 	}
 	return st, nil
-}
-
-// Message says, in one line an operator can act on, the state, where
-// things are and the command that finishes it, starting with the state's
-// name ("building: …"). Empty for StateNone.
-func (s *Status) Message() string {
-	switch s.State {
-	case StateBuilding:
-		return fmt.Sprintf("building: %s is left from a reshard that stopped before its switch; the directory is unchanged and opens as it is; run `%s` to remove the leftover (the next reshard also removes it)",
-			strings.Join(s.Leftovers, " and "), s.Command)
-	case StateSwitching:
-		return fmt.Sprintf("switching from %d to %d shards: the old files are in %s, the new in %s; nothing but reshard opens the directory until the switch is finished: run `%s` to finish it",
-			s.OldShards, s.NewShards, strings.Join(s.OldFiles, " and "), strings.Join(s.NewFiles, " and "), s.Command)
-	case StateCleaningUp:
-		left := "its report is not yet named"
-		if len(s.Leftovers) > 0 {
-			left = strings.Join(s.Leftovers, " and ") + " is left over"
-		}
-		return fmt.Sprintf("cleaning up: the switch finished (the directory has %d shards now and opens as it is) and %s; run `%s` to end the cleanup",
-			s.NewShards, left, s.Command)
-	}
-	return ""
 }

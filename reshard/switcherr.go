@@ -93,7 +93,7 @@ func (r *resharder) switchFailed(err error) error {
 	return e
 }
 
-// KeepOldFinishError is --keep-old given to a run that finishes a switch
+// KeepOldFinishError is Options.KeepOld given to a run that finishes a switch
 // begun without it: the old layout's record (what undo checks against)
 // was not made before the point of no return, so it cannot be kept now.
 type KeepOldFinishError struct {
@@ -105,7 +105,7 @@ type KeepOldFinishError struct {
 
 func (e *KeepOldFinishError) Error() string {
 	if e.NothingToFinish {
-		return fmt.Sprintf("%s: --keep-old keeps the old layout of a reshard to a new count; no reshard is being finished here and no count was given; nothing was changed", e.Dir)
+		return fmt.Sprintf("%s: no reshard is being finished here and no count was given: there is no old layout to keep; nothing was changed", e.Dir)
 	}
-	return fmt.Sprintf("%s: --keep-old cannot be honoured: the reshard being finished was started without it, so its old layout was not recorded before its switch and cannot be kept now; nothing was changed", e.Dir)
+	return fmt.Sprintf("%s: the old layout cannot be kept: the reshard being finished was started without keeping it, so its old layout was not recorded before its switch; nothing was changed", e.Dir)
 }

@@ -30,11 +30,43 @@ import (
 // OutcomeUndone: a kept layout was restored.
 const OutcomeUndone Outcome = "undone"
 
-// UndoError is an undo that was refused; nothing was changed.
+// UndoError is an undo that was refused; nothing was changed. Kind says
+// which refusal it is (the command layer picks the next step by it),
+// Reason what was found.
 type UndoError struct {
 	Dir    string
+	Kind   UndoRefusal
 	Reason string
+	// OldShards is the count of the layout the reshard kept: a reshard
+	// back to it is what remains once the directory changed
+	// (UndoDirChanged).
+	OldShards int
+	// Report is the lost report of the reshard (UndoReportLost).
+	Report string
 }
+
+// UndoRefusal is the kind of an UndoError.
+type UndoRefusal string
+
+// Undo refusals.
+const (
+	// UndoSwitchInterrupted: a switch other than an undo's is
+	// interrupted; it must be finished first.
+	UndoSwitchInterrupted UndoRefusal = "switch-interrupted"
+	// UndoNothingKept: no reshard kept its old layout here.
+	UndoNothingKept UndoRefusal = "nothing-kept"
+	// UndoKeptDamaged: the kept layout or its record was removed or
+	// changed since the reshard kept it.
+	UndoKeptDamaged UndoRefusal = "kept-damaged"
+	// UndoKeptUnreadable: the kept layout's files cannot be listed.
+	UndoKeptUnreadable UndoRefusal = "kept-unreadable"
+	// UndoReportLost: the report of the reshard to undo, which the
+	// undo's reverses, is missing or cannot be read.
+	UndoReportLost UndoRefusal = "report-lost"
+	// UndoDirChanged: the layout in place is not the one the reshard
+	// wrote (an engine opened it and wrote).
+	UndoDirChanged UndoRefusal = "dir-changed"
+)
 
 func (e *UndoError) Error() string {
 	return fmt.Sprintf("%s: cannot undo the reshard: %s; nothing was changed", e.Dir, e.Reason)
@@ -63,8 +95,7 @@ func Undo(ctx context.Context, fs vfs.FS, dir string) (*Report, error) {
 	if m.Switching() {
 		rep.OldShards, rep.NewShards = m.OldShards, m.NewShards
 		if switchdir.Source(fs, dir) != kept {
-			return nil, &UndoError{Dir: dir, Reason: fmt.Sprintf("a reshard from %d to %d shards is interrupted; finish it first with `fusee reshard %s`",
-				m.OldShards, m.NewShards, meta.ShellQuote(dir))}
+			return nil, &UndoError{Dir: dir, Kind: UndoSwitchInterrupted, Reason: fmt.Sprintf("a reshard from %d to %d shards is interrupted", m.OldShards, m.NewShards)}
 		}
 		return r.finishInterrupted(d, m.NewShards)
 	}
@@ -75,7 +106,7 @@ func Undo(ctx context.Context, fs vfs.FS, dir string) (*Report, error) {
 		if pending := switchdir.PendingReport(fs, dir); pending != "" {
 			return r.finishCleanup(pending) // an undo that finished, its cleanup cut short
 		}
-		return nil, &UndoError{Dir: dir, Reason: "it keeps no old layout (" + KeptDirName + "): only a reshard run with --keep-old can be undone"}
+		return nil, noKeptLayout(dir)
 	}
 	if done, err := switchdir.KeptLayoutDone(fs, kept); err != nil || done {
 		if err != nil {
@@ -93,8 +124,7 @@ func Undo(ctx context.Context, fs vfs.FS, dir string) (*Report, error) {
 	}
 	rec, err := switchdir.ReadKeptRecord(fs, kept)
 	if err != nil {
-		return nil, &UndoError{Dir: dir, Reason: fmt.Sprintf("its kept layout's record cannot be read (%v): part of %s was removed or changed. The directory in place is the resharded one and opens as it is; remove what is left with `fusee reshard %s --discard-kept`",
-			err, KeptDirName, meta.ShellQuote(dir))}
+		return nil, keptRecordUnreadable(dir, err)
 	}
 	rep.NewShards = rec.OldShards
 	if err := r.checkUndoable(ctx, m, rec); err != nil {
@@ -154,8 +184,9 @@ func (r *resharder) reverseReport(rec *KeptRecord) error {
 	}
 	orig, err := OpenReport(r.fs, r.dir, rec.Report, "", r.budget)
 	if err != nil {
-		return &UndoError{Dir: r.dir, Reason: fmt.Sprintf("the report of the reshard it would undo cannot be read (%v); undo reports every token it changes back, from that report: restore %s from a backup, or keep the resharded layout (remove the kept one with `fusee reshard %s --discard-kept`)",
-			err, r.fs.PathJoin(r.dir, ReportsDirName, rec.Report), meta.ShellQuote(r.dir))}
+		path := r.fs.PathJoin(r.dir, ReportsDirName, rec.Report)
+		return &UndoError{Dir: r.dir, Kind: UndoReportLost, Report: path,
+			Reason: fmt.Sprintf("the report of the reshard it would undo cannot be read (%v); undo reports every token it changes back, from that report", err)}
 	}
 	defer orig.Close()
 	newReportLists(r.fs, rep, "", r.budget)
@@ -188,9 +219,9 @@ func (r *resharder) checkUndoable(ctx context.Context, m meta.Meta, rec *KeptRec
 	if err := checkKeptWhole(r.fs, r.dir, r.fs.PathJoin(r.dir, KeptDirName), rec); err != nil {
 		return err
 	}
-	if rec.Report != "" && !switchdir.FileExists(r.fs, r.fs.PathJoin(r.dir, ReportsDirName, rec.Report)) {
-		return &UndoError{Dir: r.dir, Reason: fmt.Sprintf("the report of the reshard it would undo, %s, is missing; undo reports every token it changes back, from that report: restore the file from a backup, or keep the resharded layout (remove the kept one with `fusee reshard %s --discard-kept`)",
-			r.fs.PathJoin(r.dir, ReportsDirName, rec.Report), meta.ShellQuote(r.dir))}
+	if path := r.fs.PathJoin(r.dir, ReportsDirName, rec.Report); rec.Report != "" && !switchdir.FileExists(r.fs, path) {
+		return &UndoError{Dir: r.dir, Kind: UndoReportLost, Report: path,
+			Reason: fmt.Sprintf("the report of the reshard it would undo, %s, is missing; undo reports every token it changes back, from that report", path)}
 	}
 	return nil
 }
@@ -207,21 +238,30 @@ func CheckUndo(ctx context.Context, fs vfs.FS, dir string) error {
 	defer d.Close()
 	m := d.Meta()
 	if m.Switching() {
-		return &UndoError{Dir: dir, Reason: "a switch is interrupted; finish it first"}
+		return &UndoError{Dir: dir, Kind: UndoSwitchInterrupted, Reason: fmt.Sprintf("a switch from %d to %d shards is interrupted", m.OldShards, m.NewShards)}
 	}
 	kept := fs.PathJoin(dir, KeptDirName)
 	if done, err := switchdir.KeptLayoutDone(fs, kept); err != nil || done || !switchdir.FileExists(fs, kept) {
 		if err != nil {
 			return err
 		}
-		return &UndoError{Dir: dir, Reason: "it keeps no old layout (" + KeptDirName + ")"}
+		return noKeptLayout(dir)
 	}
 	rec, err := switchdir.ReadKeptRecord(fs, kept)
 	if err != nil {
-		return &UndoError{Dir: dir, Reason: fmt.Sprintf("its kept layout's record cannot be read (%v)", err)}
+		return keptRecordUnreadable(dir, err)
 	}
 	r := &resharder{fs: fs, dir: dir, rep: &Report{}, budget: DefaultMemory, undo: true}
 	return r.checkUndoable(ctx, m, rec)
+}
+
+func noKeptLayout(dir string) *UndoError {
+	return &UndoError{Dir: dir, Kind: UndoNothingKept, Reason: "it keeps no old layout (" + KeptDirName + ")"}
+}
+
+func keptRecordUnreadable(dir string, err error) *UndoError {
+	return &UndoError{Dir: dir, Kind: UndoKeptDamaged, Reason: fmt.Sprintf("its kept layout's record cannot be read (%v): part of %s was removed or changed. The directory in place is the resharded one and opens as it is",
+		err, KeptDirName)}
 }
 
 // checkUnchanged refuses an undo when the layout in place is not the one
@@ -229,7 +269,8 @@ func CheckUndo(ctx context.Context, fs vfs.FS, dir string) error {
 // checkpoint was taken), and the kept layout lacks what it acknowledged.
 func (r *resharder) checkUnchanged(ctx context.Context, m meta.Meta, rec *KeptRecord) error {
 	if m.Shards != rec.NewShards {
-		return &UndoError{Dir: r.dir, Reason: fmt.Sprintf("it has %d shards, the kept layout was replaced by %d", m.Shards, rec.NewShards)}
+		return &UndoError{Dir: r.dir, Kind: UndoDirChanged, OldShards: rec.OldShards,
+			Reason: fmt.Sprintf("it has %d shards, the kept layout was replaced by %d", m.Shards, rec.NewShards)}
 	}
 	data, err := switchdir.ReadMetaBytes(r.fs, r.dir)
 	if err != nil {
@@ -240,12 +281,32 @@ func (r *resharder) checkUnchanged(ctx context.Context, m meta.Meta, rec *KeptRe
 		return err
 	}
 	if diff := rec.New.Diff(fp); diff != "" {
-		return &UndoError{Dir: r.dir, Reason: "the directory changed since the reshard (" + diff +
-			"): an engine opened it and wrote, and the kept layout lacks what it acknowledged. Reshard it back instead (`fusee reshard " +
-			meta.ShellQuote(r.dir) + " " + fmt.Sprint(rec.OldShards) + "`, after `fusee reshard " + meta.ShellQuote(r.dir) + " --discard-kept`)"}
+		return &UndoError{Dir: r.dir, Kind: UndoDirChanged, OldShards: rec.OldShards,
+			Reason: "the directory changed since the reshard (" + diff + "): an engine opened it and wrote, and the kept layout lacks what it acknowledged"}
 	}
 	return nil
 }
+
+// DiscardError is a DiscardKept that failed: refused because a switch
+// (OldShards to NewShards) is interrupted, Err meta.ErrSwitching, and
+// nothing was changed; or, Leftover set, the kept layout was discarded
+// and removing Leftover, what is left of it, failed with Err.
+type DiscardError struct {
+	Dir                  string
+	OldShards, NewShards int
+	Leftover             string
+	Err                  error
+}
+
+func (e *DiscardError) Error() string {
+	if e.Leftover != "" {
+		return fmt.Sprintf("removing %s (the kept layout is discarded; what is left is a leftover): %v", e.Leftover, e.Err)
+	}
+	return fmt.Sprintf("%s: cannot discard %s: %v (from %d to %d shards); it must be finished first; nothing was changed",
+		e.Dir, KeptDirName, e.Err, e.OldShards, e.NewShards)
+}
+
+func (e *DiscardError) Unwrap() error { return e.Err }
 
 // OutcomeDiscarded: a kept layout was removed (DiscardKept).
 const OutcomeDiscarded Outcome = "discarded-kept"
@@ -266,8 +327,7 @@ func DiscardKept(_ context.Context, fs vfs.FS, dir string) (*Report, error) {
 	defer d.Close()
 	m := d.Meta()
 	if m.Switching() {
-		return nil, fmt.Errorf("%s: cannot discard %s: %w (from %d to %d shards); finish it first with `fusee reshard %s`; nothing was changed",
-			dir, KeptDirName, meta.ErrSwitching, m.OldShards, m.NewShards, meta.ShellQuote(dir))
+		return nil, &DiscardError{Dir: dir, OldShards: m.OldShards, NewShards: m.NewShards, Err: meta.ErrSwitching}
 	}
 	rep := &Report{Version: ReportVersion, Dir: dir, Outcome: OutcomeNothingToDo, OldShards: m.Shards, NewShards: m.Shards,
 		Counts: Counts{Runs: map[string]int64{}}}
@@ -304,7 +364,7 @@ func DiscardKept(_ context.Context, fs vfs.FS, dir string) (*Report, error) {
 		return nil, err
 	}
 	if err := fs.RemoveAll(aside); err != nil {
-		return nil, fmt.Errorf("removing %s (the kept layout is discarded; run `fusee reshard %s` to remove what is left): %w", aside, meta.ShellQuote(dir), err)
+		return nil, &DiscardError{Dir: dir, Leftover: aside, Err: err}
 	}
 	if err := meta.SyncDir(fs, dir); err != nil {
 		return nil, err

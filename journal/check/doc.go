@@ -37,7 +37,7 @@
 // store or log) is one KindUnreadable finding.
 //
 // Duplicate run numbers cannot be stored: a store keys runs by number
-// (journal/storekey.go) and the in-memory model by a map, so the check
+// (journal/store/storekey.go) and the in-memory model by a map, so the check
 // that stands for them is KindRunKeyMismatch (an entry whose own number is
 // not its key), which a reshard that builds shards in memory could cause.
 //

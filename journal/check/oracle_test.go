@@ -2,7 +2,12 @@ package check
 
 // The whole-memory verify and dump this package had before they streamed,
 // kept only as the oracle the streaming ones are compared with
-// (TestStreamingMatchesWholeMemory).
+// (TestStreamingMatchesWholeMemory). Its independence is in how it loads
+// and resolves: every shard whole in memory, references looked up in
+// maps. The rules themselves it shares with the streaming verifier
+// (verify_run.go: checkRun for one run alone, and the rules of a
+// reference once resolved); the planted-damage tests (verify_test.go)
+// pin those.
 
 import (
 	"bufio"
@@ -474,181 +479,22 @@ func (v *oldVerifier) shard(s *model.Shard) error {
 }
 
 func (v *oldVerifier) runEntry(s *model.Shard, r *model.Run) {
-	add := func(k Kind, format string, args ...any) { v.addf(k, s.Index, r.No, format, args...) }
-	switch {
-	case r.No == 0 || r.No >= model.NoSuchRun:
-		add(KindRunNumberInvalid, "run number %d is outside 1..%d (%d is reserved for references to no run)", r.No, model.NoSuchRun-1, model.NoSuchRun)
-	case r.No >= s.NextRun:
-		add(KindRunNumberUnissued, "run number %d is not below the shard's next run number %d", r.No, s.NextRun)
-	}
-	if want := model.ShardOf(r.WorkflowID, v.st.ShardCount); want != s.Index {
-		add(KindWrongShard, "workflow %q belongs on shard %d of %d", r.WorkflowID, want, v.st.ShardCount)
-	}
-	if r.State < model.StateRunning || r.State > model.StateTombstone {
-		add(KindRunState, "unknown state %d", uint8(r.State))
-	}
-	j := r.Journal
-	if r.State == model.StateTombstone {
-		if len(r.Journal) != 0 {
-			add(KindStateJournal, "a tombstone still holds %d journal records", len(r.Journal))
-		}
-		a, ok := s.Archive[r.No]
-		if !ok {
-			add(KindStateJournal, "a tombstone without an archived history")
-			return
-		}
-		j = a
-	}
-	if len(j) == 0 {
-		add(KindJournalEmpty, "the run has no records")
-		return
-	}
-	v.journalShape(s, r, j)
-	v.header(s, r, j)
-	v.references(s, r, j)
-}
-
-func (v *oldVerifier) journalShape(s *model.Shard, r *model.Run, j []model.Record) {
-	add := func(k Kind, format string, args ...any) { v.addf(k, s.Index, r.No, format, args...) }
-	if j[0].Kind != model.KindStart {
-		add(KindJournalStart, "the first record is %s, want start", j[0].Kind)
-	}
-	completedBy := map[uint32]int{}
-	signals := map[string]int{}  // buffered signal message ID -> position
-	consumed := map[string]int{} // signal message ID -> the Waited that consumed it
-	for i := range j {
-		rec := &j[i]
-		if int(rec.Pos) != i {
-			add(KindJournalPos, "record %d (%s) says it is at position %d", i, rec.Kind, rec.Pos)
-		}
-		if rec.Kind == 0 || rec.Kind > model.KindDone {
-			add(KindJournalKind, "record %d has unknown kind %d", i, uint8(rec.Kind))
-			continue
-		}
-		if rec.Kind == model.KindStart && i > 0 {
-			add(KindJournalStart, "a second start record at %d", i)
-		}
-		if rec.Kind == model.KindDone && i != len(j)-1 {
-			add(KindJournalDone, "done at %d is not the last record (%d records)", i, len(j))
-		}
-		if want, ok := completes[rec.Kind]; ok {
-			switch {
-			case int(rec.Ref) >= i:
-				add(KindCompletion, "%s at %d completes position %d, not an earlier one", rec.Kind, i, rec.Ref)
-			case !want[j[rec.Ref].Kind]:
-				add(KindCompletion, "%s at %d completes %s at %d", rec.Kind, i, j[rec.Ref].Kind, rec.Ref)
-			default:
-				if prev, dup := completedBy[rec.Ref]; dup {
-					add(KindCompletionDup, "position %d is completed at %d and again at %d", rec.Ref, prev, i)
-				} else {
-					completedBy[rec.Ref] = i
-				}
-			}
-		}
-		switch {
-		case rec.Kind == model.KindSignal && rec.MsgID != "":
-			signals[rec.MsgID] = i
-		case rec.Kind == model.KindWaited && rec.MsgID != "":
-			// A Waited's message ID may also name a result delivered to
-			// the waiting position (an update's caller), which leaves no
-			// Signal record; only a buffered signal can be consumed twice.
-			if _, ok := signals[rec.MsgID]; !ok {
-				break
-			}
-			if prev, dup := consumed[rec.MsgID]; dup {
-				add(KindCompletion, "waited at %d consumes signal %q, already consumed at %d", i, rec.MsgID, prev)
-			} else {
-				consumed[rec.MsgID] = i
-			}
-		}
-		v.recordFields(s, r, rec)
-	}
-	last := j[len(j)-1].Kind == model.KindDone
-	switch r.State {
-	case model.StateFinished, model.StateTombstone:
-		if !last {
-			add(KindStateJournal, "the run is %s but its last record is %s, not done", r.State, j[len(j)-1].Kind)
-		}
-	case model.StateRunning, model.StateParked:
-		if last {
-			add(KindStateJournal, "the run is %s but its journal ends with done", r.State)
-		}
+	archive, archived := s.Archive[r.No]
+	if j := checkRun(v.about(s, r), v.place(s), r, archive, archived); j != nil {
+		v.references(s, r, j)
 	}
 }
 
-func (v *oldVerifier) recordFields(s *model.Shard, r *model.Run, rec *model.Record) {
-	add := func(format string, args ...any) {
-		v.addf(KindRecordFields, s.Index, r.No, "%s at %d: %s", rec.Kind, rec.Pos, fmt.Sprintf(format, args...))
-	}
-	if rec.Status > model.StatusReset {
-		add("unknown status %d", uint8(rec.Status))
-	}
-	switch rec.Kind {
-	case model.KindStart:
-		if rec.WorkflowID == "" {
-			add("empty workflow ID")
-		}
-		if rec.Gen == 0 {
-			add("generation 0")
-		}
-		if rec.Origin > model.OriginRestart {
-			add("unknown origin %d", uint8(rec.Origin))
-		}
-		if !rec.Parent.IsZero() && rec.ParentID == "" {
-			add("a parent reference without the parent's workflow ID")
-		}
-	case model.KindChild, model.KindSend:
-		if rec.WorkflowID == "" {
-			add("empty target workflow ID")
-		}
-		if rec.MsgID == "" {
-			add("empty message ID")
-		}
-		if rec.Kind == model.KindSend && rec.Attempt != model.SendSignal && rec.Attempt != model.SendCancel {
-			add("unknown send flags %d", rec.Attempt)
-		}
-	case model.KindUpdate:
-		if !rec.Parent.IsZero() && rec.ParentID == "" {
-			add("a caller reference without the caller's workflow ID")
-		}
-	case model.KindAsync:
-		if rec.Token.Run == 0 {
-			add("no completion token")
-		}
-	case model.KindDone:
-		if rec.Status == model.StatusNone {
-			add("no status")
-		}
-	}
+func (v *oldVerifier) about(s *model.Shard, r *model.Run) addRunFinding {
+	return func(k Kind, format string, args ...any) { v.addf(k, s.Index, r.No, format, args...) }
 }
 
-func (v *oldVerifier) header(s *model.Shard, r *model.Run, j []model.Record) {
-	add := func(format string, args ...any) { v.addf(KindRunHeader, s.Index, r.No, format, args...) }
-	if st := &j[0]; st.Kind == model.KindStart {
-		if r.WorkflowID != st.WorkflowID {
-			add("entry says workflow %q, start says %q", r.WorkflowID, st.WorkflowID)
-		}
-		if r.Gen != st.Gen {
-			add("entry says generation %d, start says %d", r.Gen, st.Gen)
-		}
-		if r.Type != st.Type {
-			add("entry says type %q, start says %q", r.Type, st.Type)
-		}
-		if r.Started != st.Time {
-			add("entry says started at %d, start says %d", r.Started, st.Time)
-		}
-	}
-	if d := &j[len(j)-1]; d.Kind == model.KindDone {
-		if r.Status != d.Status || r.Finished != d.Time {
-			add("entry says %s at %d, done says %s at %d", r.Status, r.Finished, d.Status, d.Time)
-		}
-	} else if r.Status != model.StatusNone || r.Finished != 0 {
-		add("an unfinished run with status %s finished at %d", r.Status, r.Finished)
-	}
+func (v *oldVerifier) place(s *model.Shard) runPlace {
+	return runPlace{shard: s.Index, shards: v.st.ShardCount, nextRun: s.NextRun, storeGen: s.StoreGen}
 }
 
 func (v *oldVerifier) references(s *model.Shard, r *model.Run, j []model.Record) {
-	add := func(k Kind, format string, args ...any) { v.addf(k, s.Index, r.No, format, args...) }
+	add := v.about(s, r)
 	for i := range j {
 		rec := &j[i]
 		switch rec.Kind {
@@ -657,142 +503,50 @@ func (v *oldVerifier) references(s *model.Shard, r *model.Run, j []model.Record)
 				v.startRefs(s, r, rec)
 			}
 		case model.KindDone:
-			v.nextRef(s, r, rec)
+			if !nextToFollow(add, v.place(s), r, rec) {
+				continue
+			}
+			if n := v.resolve(s, r, rec, "next run", rec.Next); n != nil {
+				nextLands(add, s.Index, r, rec, oldTarget(s, n, 0))
+			}
 		case model.KindSignal, model.KindCancel:
 			if !rec.By.IsZero() {
 				v.resolve(s, r, rec, "sender", rec.By)
-			}
-		case model.KindStep:
-			if k := rec.Key; k.WorkflowID != "" && (k.WorkflowID != r.WorkflowID || k.Run != r.No) {
-				add(KindKey, "step at %d ran with key %s, this run's keys are %s", rec.Pos, k, r.Key(k.Pos))
-			}
-		case model.KindAsync:
-			// A token carries the store generation that minted it, so one
-			// minted before the store was rebuilt (a reshard) is refused.
-			want := model.Token{Gen: model.TokenGen(s.StoreGen), Shard: s.Index, Run: r.No, Pos: rec.Pos}
-			if t := rec.Token; t.Run != 0 && t != want {
-				add(KindToken, "async at %d has token %s (store generation %d mod 64, shard %d, run %d, position %d), want %s (store generation %d)",
-					rec.Pos, t, t.Gen, t.Shard, t.Run, t.Pos, want, s.StoreGen)
 			}
 		case model.KindUpdate:
 			if rec.Parent.IsZero() {
 				continue
 			}
-			if c := v.oldLocated(s, r, rec, "caller", rec.Parent.RunRef(), rec.ParentID); c != nil && c.WorkflowID != rec.ParentID {
-				add(KindCaller, "update at %d names caller %s, a run of %q, but says the caller is %q",
-					rec.Pos, rec.Parent, c.WorkflowID, rec.ParentID)
+			if c := v.oldLocated(s, r, rec, "caller", rec.Parent.RunRef(), rec.ParentID); c != nil {
+				callerIs(add, rec, c)
 			}
 		}
 	}
 }
 
 func (v *oldVerifier) startRefs(s *model.Shard, r *model.Run, st *model.Record) {
-	add := func(k Kind, format string, args ...any) { v.addf(k, s.Index, r.No, format, args...) }
-	hasParent, hasPred := !st.Parent.IsZero(), !st.Pred.IsZero()
-	switch st.Origin {
-	case model.OriginChild:
-		if !hasParent {
-			add(KindOrigin, "origin child without a parent reference")
-		}
-	case model.OriginContinued, model.OriginReset, model.OriginRestart:
-		if !hasPred {
-			add(KindOrigin, "origin %s without a predecessor", st.Origin)
-		}
-		if st.Gen < 2 {
-			add(KindOrigin, "origin %s in generation %d: a predecessor needs a generation before it", st.Origin, st.Gen)
-		}
-	}
-	if hasParent && st.Origin != model.OriginChild {
-		add(KindOrigin, "a parent reference with origin %s", st.Origin)
-	}
-	if hasPred && st.Origin != model.OriginContinued && st.Origin != model.OriginReset && st.Origin != model.OriginRestart {
-		add(KindOrigin, "a predecessor with origin %s", st.Origin)
-	}
-	if hasParent {
+	add := v.about(s, r)
+	if !st.Parent.IsZero() {
 		if p, ps := v.locatedShard(s, r, st, "parent", st.Parent.RunRef(), st.ParentID); p != nil {
-			v.parentLanding(s, r, st, ps, p)
+			parentLands(add, r, st, oldTarget(ps, p, int(st.Parent.Pos)))
 		}
 	}
-	if hasPred {
-		if st.Pred.Shard != s.Index && st.Pred.Run != model.NoSuchRun {
-			add(KindRefWrongShard, "predecessor %s is on another shard than its own workflow %q", st.Pred, r.WorkflowID)
-		} else if p := v.resolve(s, r, st, "predecessor", st.Pred); p != nil {
-			v.predecessor(s, r, st, p)
+	if !st.Pred.IsZero() && predToFollow(add, v.place(s), r, st) {
+		if p := v.resolve(s, r, st, "predecessor", st.Pred); p != nil {
+			predecessorIs(add, r, st, p)
 		}
 	}
 }
 
-func (v *oldVerifier) parentLanding(s *model.Shard, r *model.Run, st *model.Record, ps *model.Shard, p *model.Run) {
-	add := func(format string, args ...any) { v.addf(KindParent, s.Index, r.No, format, args...) }
-	if p.WorkflowID != st.ParentID {
-		add("parent %s is a run of %q, the start says the parent is %q", st.Parent, p.WorkflowID, st.ParentID)
-		return
+// oldTarget is run r of shard s with record pos of its history, as the
+// streaming verifier's lookup finds it in its join.
+func oldTarget(s *model.Shard, r *model.Run, pos int) target {
+	h := history(s, r)
+	t := target{r: r, n: len(h), hist: h != nil}
+	if pos < len(h) {
+		t.rec = &h[pos]
 	}
-	pj := history(ps, p)
-	if pj == nil {
-		return // reported on the parent itself
-	}
-	switch pos := st.Parent.Pos; {
-	case int(pos) >= len(pj):
-		add("parent %s: the parent's journal has %d records", st.Parent, len(pj))
-	case pj[pos].Kind != model.KindChild:
-		add("parent %s is a %s record, not child", st.Parent, pj[pos].Kind)
-	case pj[pos].WorkflowID != r.WorkflowID:
-		add("parent %s requested a child %q, not %q", st.Parent, pj[pos].WorkflowID, r.WorkflowID)
-	}
-}
-
-func (v *oldVerifier) predecessor(s *model.Shard, r *model.Run, st *model.Record, p *model.Run) {
-	add := func(format string, args ...any) { v.addf(KindPred, s.Index, r.No, format, args...) }
-	if p.WorkflowID != r.WorkflowID || p.Gen+1 != r.Gen {
-		add("predecessor %s is %q generation %d, want %q generation %d", st.Pred, p.WorkflowID, p.Gen, r.WorkflowID, r.Gen-1)
-		return
-	}
-	var want model.Status
-	switch st.Origin {
-	case model.OriginContinued:
-		want = model.StatusContinuedAsNew
-	case model.OriginReset:
-		want = model.StatusReset
-	}
-	switch {
-	case p.State != model.StateFinished && p.State != model.StateTombstone:
-		add("predecessor %s is %s, not finished", st.Pred, p.State)
-	case want != model.StatusNone && p.Status != want:
-		add("origin %s but predecessor %s ended %s", st.Origin, st.Pred, p.Status)
-	}
-}
-
-func (v *oldVerifier) nextRef(s *model.Shard, r *model.Run, d *model.Record) {
-	add := func(format string, args ...any) { v.addf(KindNext, s.Index, r.No, format, args...) }
-	starts := d.Status == model.StatusContinuedAsNew || d.Status == model.StatusReset
-	switch {
-	case starts && d.Next.IsZero():
-		add("ended %s without naming the next run", d.Status)
-		return
-	case !starts && !d.Next.IsZero():
-		add("ended %s but names a next run %s", d.Status, d.Next)
-		return
-	case d.Next.IsZero():
-		return
-	case d.Next.Shard != s.Index && d.Next.Run != model.NoSuchRun:
-		v.addf(KindRefWrongShard, s.Index, r.No, "next run %s is on another shard than its own workflow %q", d.Next, r.WorkflowID)
-		return
-	}
-	n := v.resolve(s, r, d, "next run", d.Next)
-	if n == nil {
-		return
-	}
-	if n.WorkflowID != r.WorkflowID || n.Gen != r.Gen+1 {
-		add("next run %s is %q generation %d, want %q generation %d", d.Next, n.WorkflowID, n.Gen, r.WorkflowID, r.Gen+1)
-		return
-	}
-	if nj := history(s, n); len(nj) > 0 && nj[0].Kind == model.KindStart {
-		back := model.RunRef{Shard: s.Index, Run: r.No}
-		if nj[0].Pred != back {
-			add("next run %s names predecessor %s, not this run", d.Next, nj[0].Pred)
-		}
-	}
+	return t
 }
 
 func (v *oldVerifier) resolve(s *model.Shard, r *model.Run, rec *model.Record, what string, ref model.RunRef) *model.Run {

@@ -119,16 +119,13 @@ func (v *verifier) landed(s *sh, r *model.Run, rec *model.Record, c refCheck, t 
 	}
 	switch c {
 	case refCaller:
-		if t.r.WorkflowID != rec.ParentID {
-			v.addf(KindCaller, s.Index, r.No, "update at %d names caller %s, a run of %q, but says the caller is %q",
-				rec.Pos, rec.Parent, t.r.WorkflowID, rec.ParentID)
-		}
+		callerIs(v.about(s, r), rec, t.r)
 	case refParent:
-		v.parentLanding(s, r, rec, t)
+		parentLands(v.about(s, r), r, rec, t)
 	case refPred:
-		v.predecessor(s, r, rec, t.r)
+		predecessorIs(v.about(s, r), r, rec, t.r)
 	case refNext:
-		v.nextLanding(s, r, rec, t)
+		nextLands(v.about(s, r), s.Index, r, rec, t)
 	}
 }
 

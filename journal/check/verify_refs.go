@@ -2,9 +2,10 @@ package check
 
 import "github.com/fusee-dev/fusee/journal/model"
 
-// references checks every typed reference in a run's records.
+// references checks every typed reference in a run's records that names
+// another run: the reference goes into the join (refer, locate), and
+// landed judges it once resolved.
 func (v *verifier) references(s *sh, r *model.Run, j []model.Record) {
-	add := func(k Kind, format string, args ...any) { v.addf(k, s.Index, r.No, format, args...) }
 	for i := range j {
 		rec := &j[i]
 		switch rec.Kind {
@@ -13,22 +14,12 @@ func (v *verifier) references(s *sh, r *model.Run, j []model.Record) {
 				v.startRefs(s, r, rec)
 			}
 		case model.KindDone:
-			v.nextRef(s, r, rec)
+			if nextToFollow(v.about(s, r), v.place(s), r, rec) {
+				v.refer(s, r, rec, refNext, rec.Next, 0)
+			}
 		case model.KindSignal, model.KindCancel:
 			if !rec.By.IsZero() {
 				v.refer(s, r, rec, refSender, rec.By, -1)
-			}
-		case model.KindStep:
-			if k := rec.Key; k.WorkflowID != "" && (k.WorkflowID != r.WorkflowID || k.Run != r.No) {
-				add(KindKey, "step at %d ran with key %s, this run's keys are %s", rec.Pos, k, r.Key(k.Pos))
-			}
-		case model.KindAsync:
-			// A token carries the store generation that minted it, so one
-			// minted before the store was rebuilt (a reshard) is refused.
-			want := model.Token{Gen: model.TokenGen(s.StoreGen), Shard: s.Index, Run: r.No, Pos: rec.Pos}
-			if t := rec.Token; t.Run != 0 && t != want {
-				add(KindToken, "async at %d has token %s (store generation %d mod 64, shard %d, run %d, position %d), want %s (store generation %d)",
-					rec.Pos, t, t.Gen, t.Shard, t.Run, t.Pos, want, s.StoreGen)
 			}
 		case model.KindUpdate:
 			if rec.Parent.IsZero() {
@@ -39,119 +30,13 @@ func (v *verifier) references(s *sh, r *model.Run, j []model.Record) {
 	}
 }
 
-// startRefs checks a Start record's origin, parent and predecessor.
+// startRefs follows a Start record's parent and predecessor.
 func (v *verifier) startRefs(s *sh, r *model.Run, st *model.Record) {
-	add := func(k Kind, format string, args ...any) { v.addf(k, s.Index, r.No, format, args...) }
-	hasParent, hasPred := !st.Parent.IsZero(), !st.Pred.IsZero()
-	switch st.Origin {
-	case model.OriginChild:
-		if !hasParent {
-			add(KindOrigin, "origin child without a parent reference")
-		}
-	case model.OriginContinued, model.OriginReset, model.OriginRestart:
-		if !hasPred {
-			add(KindOrigin, "origin %s without a predecessor", st.Origin)
-		}
-		if st.Gen < 2 {
-			add(KindOrigin, "origin %s in generation %d: a predecessor needs a generation before it", st.Origin, st.Gen)
-		}
-	}
-	if hasParent && st.Origin != model.OriginChild {
-		add(KindOrigin, "a parent reference with origin %s", st.Origin)
-	}
-	if hasPred && st.Origin != model.OriginContinued && st.Origin != model.OriginReset && st.Origin != model.OriginRestart {
-		add(KindOrigin, "a predecessor with origin %s", st.Origin)
-	}
-	if hasParent {
+	if !st.Parent.IsZero() {
 		v.locate(s, r, st, refParent, st.Parent.RunRef(), st.ParentID, int(st.Parent.Pos))
 	}
-	if hasPred {
-		if st.Pred.Shard != s.Index && st.Pred.Run != model.NoSuchRun {
-			add(KindRefWrongShard, "predecessor %s is on another shard than its own workflow %q", st.Pred, r.WorkflowID)
-		} else {
-			v.refer(s, r, st, refPred, st.Pred, -1)
-		}
-	}
-}
-
-// parentLanding checks that a child's parent reference lands on the
-// parent's Child record for this child.
-func (v *verifier) parentLanding(s *sh, r *model.Run, st *model.Record, p target) {
-	add := func(format string, args ...any) { v.addf(KindParent, s.Index, r.No, format, args...) }
-	if p.r.WorkflowID != st.ParentID {
-		add("parent %s is a run of %q, the start says the parent is %q", st.Parent, p.r.WorkflowID, st.ParentID)
-		return
-	}
-	if !p.hist {
-		return // reported on the parent itself
-	}
-	switch c := p.rec; {
-	case c == nil:
-		add("parent %s: the parent's journal has %d records", st.Parent, p.n)
-	case c.Kind != model.KindChild:
-		add("parent %s is a %s record, not child", st.Parent, c.Kind)
-	case c.WorkflowID != r.WorkflowID:
-		add("parent %s requested a child %q, not %q", st.Parent, c.WorkflowID, r.WorkflowID)
-	}
-}
-
-// predecessor checks that Pred is the previous generation of this run's
-// ID and ended the way the origin says.
-func (v *verifier) predecessor(s *sh, r *model.Run, st *model.Record, p *model.Run) {
-	add := func(format string, args ...any) { v.addf(KindPred, s.Index, r.No, format, args...) }
-	if p.WorkflowID != r.WorkflowID || p.Gen+1 != r.Gen {
-		add("predecessor %s is %q generation %d, want %q generation %d", st.Pred, p.WorkflowID, p.Gen, r.WorkflowID, r.Gen-1)
-		return
-	}
-	var want model.Status
-	switch st.Origin {
-	case model.OriginContinued:
-		want = model.StatusContinuedAsNew
-	case model.OriginReset:
-		want = model.StatusReset
-	}
-	switch {
-	case p.State != model.StateFinished && p.State != model.StateTombstone:
-		add("predecessor %s is %s, not finished", st.Pred, p.State)
-	case want != model.StatusNone && p.Status != want:
-		add("origin %s but predecessor %s ended %s", st.Origin, st.Pred, p.Status)
-	}
-}
-
-// nextRef checks a Done record's next run.
-func (v *verifier) nextRef(s *sh, r *model.Run, d *model.Record) {
-	add := func(format string, args ...any) { v.addf(KindNext, s.Index, r.No, format, args...) }
-	starts := d.Status == model.StatusContinuedAsNew || d.Status == model.StatusReset
-	switch {
-	case starts && d.Next.IsZero():
-		add("ended %s without naming the next run", d.Status)
-		return
-	case !starts && !d.Next.IsZero():
-		add("ended %s but names a next run %s", d.Status, d.Next)
-		return
-	case d.Next.IsZero():
-		return
-	case d.Next.Shard != s.Index && d.Next.Run != model.NoSuchRun:
-		v.addf(KindRefWrongShard, s.Index, r.No, "next run %s is on another shard than its own workflow %q", d.Next, r.WorkflowID)
-		return
-	}
-	v.refer(s, r, d, refNext, d.Next, 0)
-}
-
-// nextLanding checks that a Done record's next run t is the next
-// generation of the same workflow ID and names this run its predecessor.
-func (v *verifier) nextLanding(s *sh, r *model.Run, d *model.Record, t target) {
-	add := func(format string, args ...any) { v.addf(KindNext, s.Index, r.No, format, args...) }
-	n := t.r
-	if n.WorkflowID != r.WorkflowID || n.Gen != r.Gen+1 {
-		add("next run %s is %q generation %d, want %q generation %d", d.Next, n.WorkflowID, n.Gen, r.WorkflowID, r.Gen+1)
-		return
-	}
-	if first := t.rec; first != nil && first.Kind == model.KindStart {
-		back := model.RunRef{Shard: s.Index, Run: r.No}
-		if first.Pred != back {
-			add("next run %s names predecessor %s, not this run", d.Next, first.Pred)
-		}
+	if !st.Pred.IsZero() && predToFollow(v.about(s, r), v.place(s), r, st) {
+		v.refer(s, r, st, refPred, st.Pred, -1)
 	}
 }
 

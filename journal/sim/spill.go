@@ -119,7 +119,7 @@ func (q *evQueue) pop() event {
 }
 
 // scratch is the engine's scratch store, outside the data directory
-// (journal.OpenScratchStore: no log), removed when the engine is done.
+// (store.OpenScratchStore: no log), removed when the engine is done.
 type scratch struct {
 	db  *store.ScratchStore
 	dir string

@@ -97,7 +97,7 @@ func (t *fatalTrap) install(o *pebble.Options) {
 // openTrappedStore creates the store at path for StoreWriter, as
 // OpenStore does, with trap as its logger and no write-ahead log: the
 // store is only ever written by ingesting tables, and pebble panics when
-// closing a write-ahead log fails (package journal's db.go, rotateWAL), which a Flush does.
+// closing a write-ahead log fails (pebble's db.go, rotateWAL), which a Flush does.
 // The engine opens the finished store with a log of its own.
 func openTrappedStore(fs vfs.FS, path string, trap *fatalTrap) (_ *pebble.DB, err error) {
 	defer RecoverStoreFatal(path, &err)

@@ -46,7 +46,7 @@ func closedLog(t *testing.T) (*vfs.MemFS, *testLog, int64) {
 	return fs, l, last2.Offset
 }
 
-// segmentSizes reads the sizes the test depends on: segment 2's declared
+// closeLayout reads the sizes the test depends on: segment 2's declared
 // end (segment 3's header) and the files' sizes.
 func closeLayout(t *testing.T, fs vfs.FS, dir string) (declaredEnd int64, size2, size3 int64, headerEnd3 int64) {
 	t.Helper()

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"path/filepath"
 	"strconv"
+	"strings"
 
 	"github.com/cockroachdb/pebble/v2/vfs"
 	"github.com/spf13/cobra"
@@ -221,7 +222,7 @@ func runInspect(ctx context.Context, ios *IO, opts inspectOptions, dir string) e
 				return err
 			}
 		}
-		return exitError{code: ExitSwitching, err: errors.New(dir + ": reshard " + rs.Message())}
+		return exitError{code: ExitSwitching, err: errors.New(dir + ": reshard " + statusMessage(rs))}
 	}
 	if k := rs.Kept; k != nil && k.Damaged == "" && !k.Undoing {
 		// Offer --undo only where it would go ahead.
@@ -250,7 +251,7 @@ func printInspect(ios *IO, sum *check.Summary, rs *reshard.Status) error {
 	out := ios.Out
 	fmt.Fprintf(out, "%s  %s\n", styleHeader.Render("directory"), sum.Dir)
 	fmt.Fprintf(out, "format     %s, log format %d, %d shards\n", sum.Format, sum.LogFormat, sum.ShardCount)
-	if msg := rs.Message(); msg != "" {
+	if msg := statusMessage(rs); msg != "" {
 		fmt.Fprintf(out, "reshard    %s\n", styleWarn.Render(msg))
 	}
 	if k := rs.Kept; k != nil && k.Damaged != "" {
@@ -351,8 +352,34 @@ func printKeptReport(ios *IO, opts inspectOptions, dir string) error {
 	if opts.json {
 		return rep.WriteJSON(ios.Out)
 	}
-	if rep.OldLog != 0 {
-		return printUpgradeReport(ios, rep)
+	return printChangeReport(ios, rep)
+}
+
+// inspectUpgrading is inspect of a directory whose upgrade's switch was
+// interrupted (format=upgrade, err a *meta.UpgradingError): nothing is
+// opened, --json prints dir, format and reshard (state switching, the
+// command that finishes it) as for an interrupted reshard, and the exit
+// code is 4 with the refusal's message.
+func inspectUpgrading(ios *IO, opts inspectOptions, dir string, err error) error {
+	if opts.json {
+		st := &reshard.Status{State: reshard.StateSwitching, Command: finishCommandFor(reshard.OpUpgrade, dir)}
+		if m, merr := meta.ReadAny(vfs.Default, dir); merr == nil {
+			st.OldShards, st.NewShards = m.Shards, m.Shards
+		}
+		if perr := ios.printJSON(switchingJSON{Dir: dir, Format: meta.Upgrading, Reshard: st}); perr != nil {
+			return perr
+		}
 	}
-	return printReshardReport(ios, rep)
+	return exitError{code: ExitSwitching, err: err}
+}
+
+// withLeftovers adds to a refusal to open dir (log format 2, which only
+// upgrade opens) what an earlier reshard or upgrade left in it, which
+// inspect names for a directory it can open: rs's leftovers and the
+// command that removes them.
+func withLeftovers(err error, rs *reshard.Status) error {
+	if !errors.Is(err, meta.ErrOldLog) || rs == nil || len(rs.Leftovers) == 0 {
+		return err
+	}
+	return fmt.Errorf("%w; %s is left from an upgrade or reshard that stopped: the upgrade removes it first", err, strings.Join(rs.Leftovers, " and "))
 }

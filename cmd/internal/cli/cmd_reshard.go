@@ -195,7 +195,7 @@ func runReshard(ctx context.Context, ios *IO, opts reshardOptions, dir string, s
 		return err
 	}
 	defer planOut.abort()
-	plan, err := readPlanFile(ios, opts.plan, opts, budget)
+	plan, err := readPlanFile(ios, dir, opts.plan, opts, budget)
 	if err != nil {
 		return err
 	}
@@ -273,154 +273,10 @@ func printReport(ios *IO, opts reshardOptions, rep *reshard.Report) error {
 	if opts.json {
 		return rep.WriteJSON(ios.Out) // streamed: see Report.WriteJSON
 	}
-	if err := printReshardReport(ios, rep); err != nil {
+	if err := printChangeReport(ios, rep); err != nil {
 		return err
 	}
 	return printPlanNotes(ios, opts, rep)
-}
-
-func printReshardReport(ios *IO, rep *reshard.Report) error {
-	out := ios.Out
-	verb := map[reshard.Outcome]string{
-		reshard.OutcomeDone:        fmt.Sprintf("resharded %s from %d to %d shards", rep.Dir, rep.OldShards, rep.NewShards),
-		reshard.OutcomeNothingToDo: fmt.Sprintf("nothing to do: %s has %d shards and no reshard in progress", rep.Dir, rep.OldShards),
-		reshard.OutcomeFinished:    fmt.Sprintf("finished the interrupted reshard of %s from %d to %d shards", rep.Dir, rep.OldShards, rep.NewShards),
-		reshard.OutcomeCleanedUp:   fmt.Sprintf("removed leftovers of an earlier reshard from %s; it has %d shards", rep.Dir, rep.OldShards),
-		reshard.OutcomePlanned:     fmt.Sprintf("dry run: %s would go from %d to %d shards; nothing was changed", rep.Dir, rep.OldShards, rep.NewShards),
-		reshard.OutcomeUndone:      fmt.Sprintf("undone: %s has its kept layout of %d shards back", rep.Dir, rep.NewShards),
-	}[rep.Outcome]
-	if rep.Undid != "" && rep.Outcome == reshard.OutcomeFinished {
-		verb = fmt.Sprintf("finished the interrupted undo of %s: it has its kept layout of %d shards back", rep.Dir, rep.NewShards)
-	}
-	if rep.DryRun && rep.Outcome == reshard.OutcomeFinished {
-		verb = fmt.Sprintf("dry run: a real run would finish the interrupted reshard of %s from %d to %d shards, whose report follows; nothing was changed", rep.Dir, rep.OldShards, rep.NewShards)
-	}
-	fmt.Fprintln(out, styleGood.Render(verb))
-	for _, c := range rep.CleanedUp {
-		if rep.DryRun {
-			fmt.Fprintf(out, "would remove leftover %s\n", c)
-		} else {
-			fmt.Fprintf(out, "removed leftover %s\n", c)
-		}
-	}
-	if t := rep.DroppedTail; t != nil {
-		fmt.Fprintln(out, styleWarn.Render(droppedTailLine(t, rep.DryRun)))
-	}
-	switch rep.Outcome {
-	case reshard.OutcomeDone, reshard.OutcomePlanned, reshard.OutcomeFinished, reshard.OutcomeUndone:
-	default:
-		return nil
-	}
-	if rep.ListsUnknown {
-		fmt.Fprintln(out, styleWarn.Render("this switch was begun by a fusee that kept no report: its renumbered runs and token changes cannot be listed now"))
-	}
-	if err := ios.printTable([]string{"what", "count"}, reportRows(rep)); err != nil {
-		return err
-	}
-	all := "--json or --report FILE"
-	if rep.ReportFile != "" {
-		all = "`fusee inspect " + meta.ShellQuote(rep.Dir) + " --report --json`"
-	}
-	const show = reportShow
-	if n := rep.Renumbered.Len(); n > 0 {
-		head, err := rep.Renumbered.Head(show)
-		if err != nil {
-			return err
-		}
-		fmt.Fprintln(out, styleHeader.Render("renumbered unfinished runs (their Ctx::key values change):"))
-		for _, r := range head {
-			fmt.Fprintf(out, "  %s*  ->  %s*\n", r.OldKey, r.NewKey)
-		}
-		if n > show {
-			fmt.Fprintf(out, "  … and %d more (%s lists them all)\n", n-show, all)
-		}
-	}
-	if err := printTokenChanges(ios, rep, all); err != nil {
-		return err
-	}
-	if rep.ReportFile != "" && !rep.DryRun {
-		fmt.Fprintf(out, "report kept in %s (`fusee inspect %s --report` prints it again)\n", rep.ReportFile, meta.ShellQuote(rep.Dir))
-	}
-	return nil
-}
-
-// reportRows are the counts of a report's table.
-func reportRows(rep *reshard.Report) [][]string {
-	c := rep.Counts
-	var states []string
-	for _, s := range []string{"running", "parked", "finished", "tombstone"} {
-		states = append(states, fmt.Sprintf("%d %s", c.Runs[s], s))
-	}
-	rows := [][]string{
-		{"runs", strings.Join(states, ", ")},
-		{"runs moved to another shard", strconv.FormatInt(c.RunsMoved, 10)},
-		{"runs renumbered", fmt.Sprintf("%d (%d unfinished)", c.RunsRenumbered, rep.Renumbered.Len())},
-		{"references rewritten", strconv.FormatInt(c.RefsRewritten, 10)},
-		{"dangling references", strconv.FormatInt(c.DanglingRefs, 10)},
-		{"outbox messages (moved)", fmt.Sprintf("%d (%d)", c.Outbox, c.OutboxMoved)},
-		{"dedup entries (moved)", fmt.Sprintf("%d (%d)", c.Dedup, c.DedupMoved)},
-		{"archives rewritten", strconv.FormatInt(c.Archives, 10)},
-		{"pending completion tokens", strconv.FormatInt(c.PendingTokens, 10)},
-		{bytesRow(rep.DryRun), fmt.Sprintf("%s / %s", reshard.HumanBytes(c.BytesRead), reshard.HumanBytes(c.BytesWritten))},
-	}
-	if rep.DryRun && rep.Outcome == reshard.OutcomePlanned {
-		rows = append(rows, []string{"free space the real run needs", "about " + reshard.HumanBytes(rep.SpaceNeeded)})
-	}
-	if rep.Kept != "" {
-		rows = append(rows, []string{"old layout kept in", rep.Kept})
-	}
-	for _, p := range rep.Phases {
-		rows = append(rows, []string{"time: " + p.Name, fmt.Sprintf("%.2fs", p.Seconds)})
-	}
-	return rows
-}
-
-// reportShow is how many renumbered runs and token changes a report
-// prints before saying how many more there are.
-const reportShow = 20
-
-// printTokenChanges lists the first pending completion tokens that
-// changed, with the token that now answers each; all names the flags that
-// list them all.
-func printTokenChanges(ios *IO, rep *reshard.Report, all string) error {
-	if n := rep.Tokens.Len(); n > 0 {
-		head, err := rep.Tokens.Head(reportShow)
-		if err != nil {
-			return err
-		}
-		fmt.Fprintln(ios.Out, styleHeader.Render("pending completion tokens (hand the new ones to whoever holds the old):"))
-		for _, t := range head {
-			fmt.Fprintf(ios.Out, "  %s  ->  %s  (%s@%d)\n", t.Old, t.New, t.WorkflowID, t.Position)
-		}
-		if n > reportShow {
-			fmt.Fprintf(ios.Out, "  … and %d more (%s lists them all)\n", n-reportShow, all)
-		}
-	}
-	return nil
-}
-
-// droppedTailLine says what a reshard dropped from the old log's end, as
-// the engine's recovery drops it, and what the dropped bytes claim.
-func droppedTailLine(t *reshard.DroppedTail, dryRun bool) string {
-	verb := "dropped"
-	if dryRun {
-		verb = "would drop"
-	}
-	line := fmt.Sprintf("%s the old log's torn tail, as the engine's recovery drops it: %d bytes of %s from offset %d (%s); the engine stopped mid-write and never closed the log",
-		verb, t.Bytes, t.File, t.Offset, t.Reason)
-	var claims []string
-	for _, s := range t.Shards {
-		claims = append(claims, fmt.Sprintf("shard %d LSNs %d-%d", s.Shard, s.FirstLSN, s.LastLSN))
-	}
-	switch {
-	case len(claims) > 0:
-		line += fmt.Sprintf("; the bytes start batch %d, whose readable part claims %s", t.Batch, strings.Join(claims, ", "))
-	case t.Batch != 0:
-		line += fmt.Sprintf("; the bytes start batch %d, whose entries are unreadable", t.Batch)
-	default:
-		line += "; the bytes start no readable batch"
-	}
-	return line
 }
 
 // defaultMemory is --memory's default, check.DefaultMemory as a flag

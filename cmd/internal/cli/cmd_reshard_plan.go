@@ -50,14 +50,14 @@ func (o *reshardOptions) checkPlanFlags(shards int) error {
 // (kubectl, gh): refused as a plan file's name, which they would silently be.
 var outputFormatNames = map[string]bool{"json": true, "yaml": true, "yml": true, "wide": true, "name": true, "text": true, "table": true}
 
-// readPlanFile reads and checks the plan file at path ("" none), its
-// lists spilling under --scratch past their share of --memory (budget).
-// Close the plan when done.
+// readPlanFile reads and checks the plan file at path ("" none) for dir,
+// its lists spilling under --scratch past their share of --memory
+// (budget). Close the plan when done.
 //
 // Reading a plan of many runs takes seconds (it is parsed, its lists put
 // into scratch stores, its checksum computed): progress shows it as a
 // phase of its own, "read plan".
-func readPlanFile(ios *IO, path string, opts reshardOptions, budget int64) (*reshard.Plan, error) {
+func readPlanFile(ios *IO, dir, path string, opts reshardOptions, budget int64) (*reshard.Plan, error) {
 	if path == "" {
 		return nil, nil
 	}
@@ -65,8 +65,14 @@ func readPlanFile(ios *IO, path string, opts reshardOptions, budget int64) (*res
 	defer prog.end()
 	prog.set(progressState{phase: "read plan", unit: "files", total: 1})
 	p, err := reshard.ReadPlan(vfs.Default, path, opts.scratch, budget)
-	if err == nil {
+	var pe *reshard.PlanFileError
+	switch {
+	case err == nil:
 		prog.set(progressState{phase: "read plan", unit: "files", done: 1, total: 1})
+	case errors.As(err, &pe) && path == opts.verifyPlan:
+		return nil, withNext(err, "--verify-plan needs the plan file as the dry run wrote it")
+	case errors.As(err, &pe):
+		return nil, withNext(err, fmt.Sprintf("make a new plan with `fusee reshard %s <shards> --dry-run -o FILE`", meta.ShellQuote(dir)))
 	}
 	return p, err
 }
@@ -127,7 +133,7 @@ func runVerifyPlan(ctx context.Context, ios *IO, opts reshardOptions, dir string
 	if err != nil {
 		return usagef("--memory %q: %v", opts.memory, err)
 	}
-	plan, err := readPlanFile(ios, opts.verifyPlan, opts, budget)
+	plan, err := readPlanFile(ios, dir, opts.verifyPlan, opts, budget)
 	if err != nil {
 		return err
 	}
@@ -189,11 +195,15 @@ func runUndo(ctx context.Context, ios *IO, opts reshardOptions, dir string) erro
 		}
 		return nil
 	}
-	return afterChange(rep, printReshardReport(ios, rep))
+	return afterChange(rep, printChangeReport(ios, rep))
 }
 
 func runDiscardKept(ctx context.Context, ios *IO, opts reshardOptions, dir string) error {
 	rep, err := reshard.DiscardKept(ctx, dataFS(ctx), dir)
+	var de *reshard.DiscardError
+	if errors.As(err, &de) {
+		return reshardError(dir, err)
+	}
 	if err != nil {
 		return explainDirError(vfs.Default, dir, err)
 	}

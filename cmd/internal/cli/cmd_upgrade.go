@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"strings"
 
 	"github.com/spf13/cobra"
 
@@ -104,7 +103,7 @@ func runUpgrade(ctx context.Context, ios *IO, opts upgradeOptions, dir string) e
 	if opts.json {
 		return afterChange(rep, rep.WriteJSON(ios.Out)) // streamed: see Report.WriteJSON
 	}
-	return afterChange(rep, printUpgradeReport(ios, rep))
+	return afterChange(rep, printChangeReport(ios, rep))
 }
 
 // upgradeInterrupted is the message for an upgrade stopped by Ctrl-C or
@@ -113,68 +112,4 @@ func upgradeInterrupted(dir string, dryRun bool) error {
 	return interruptedBeforeSwitch("upgrade", dir, dryRun, "log format 2, which opens as before",
 		fmt.Sprintf("; the next `fusee upgrade %s` removes it", meta.ShellQuote(dir)),
 		"; run the same command again to upgrade")
-}
-
-func printUpgradeReport(ios *IO, rep *reshard.Report) error {
-	out := ios.Out
-	verb := map[reshard.Outcome]string{
-		reshard.OutcomeDone:        fmt.Sprintf("upgraded %s from log format 2 to 3 (%d shards)", rep.Dir, rep.NewShards),
-		reshard.OutcomeNothingToDo: fmt.Sprintf("nothing to do: %s has log format 3 and no upgrade in progress", rep.Dir),
-		reshard.OutcomeFinished:    fmt.Sprintf("finished the interrupted upgrade of %s to log format 3 (%d shards)", rep.Dir, rep.NewShards),
-		reshard.OutcomeCleanedUp:   fmt.Sprintf("removed leftovers of an earlier upgrade or reshard from %s; it has log format 3", rep.Dir),
-		reshard.OutcomePlanned:     fmt.Sprintf("dry run: %s would go from log format 2 to 3 (%d shards); nothing was changed", rep.Dir, rep.NewShards),
-	}[rep.Outcome]
-	if rep.DryRun && rep.Outcome == reshard.OutcomeFinished {
-		verb = fmt.Sprintf("dry run: would finish the interrupted upgrade of %s to log format 3", rep.Dir)
-	}
-	fmt.Fprintln(out, styleGood.Render(verb))
-	for _, c := range rep.CleanedUp {
-		if rep.DryRun {
-			fmt.Fprintf(out, "would remove leftover %s\n", c)
-		} else {
-			fmt.Fprintf(out, "removed leftover %s\n", c)
-		}
-	}
-	switch rep.Outcome {
-	case reshard.OutcomeDone, reshard.OutcomePlanned, reshard.OutcomeFinished:
-	default:
-		return nil
-	}
-	if rep.ListsUnknown {
-		fmt.Fprintln(out, styleWarn.Render("this switch was begun by a fusee that kept no report: its token changes cannot be listed now"))
-	}
-	c := rep.Counts
-	var states []string
-	for _, s := range []string{"running", "parked", "finished", "tombstone"} {
-		states = append(states, fmt.Sprintf("%d %s", c.Runs[s], s))
-	}
-	rows := [][]string{
-		{"runs", strings.Join(states, ", ")},
-		{"outbox messages", fmt.Sprint(c.Outbox)},
-		{"dedup entries", fmt.Sprint(c.Dedup)},
-		{"archives rewritten", fmt.Sprint(c.Archives)},
-		{"pending completion tokens", fmt.Sprint(c.PendingTokens)},
-		{"new store generation", fmt.Sprint(rep.StoreGen)},
-		{bytesRow(rep.DryRun), fmt.Sprintf("%s / %s", reshard.HumanBytes(c.BytesRead), reshard.HumanBytes(c.BytesWritten))},
-	}
-	if rep.DryRun && rep.Outcome == reshard.OutcomePlanned {
-		rows = append(rows, []string{"free space the real run needs", "about " + reshard.HumanBytes(rep.SpaceNeeded)})
-	}
-	for _, p := range rep.Phases {
-		rows = append(rows, []string{"time: " + p.Name, fmt.Sprintf("%.2fs", p.Seconds)})
-	}
-	if err := ios.printTable([]string{"what", "count"}, rows); err != nil {
-		return err
-	}
-	all := "--json"
-	if rep.ReportFile != "" {
-		all = "`fusee inspect " + meta.ShellQuote(rep.Dir) + " --report --json`"
-	}
-	if err := printTokenChanges(ios, rep, all); err != nil {
-		return err
-	}
-	if rep.ReportFile != "" && !rep.DryRun {
-		fmt.Fprintf(out, "report kept in %s (`fusee inspect %s --report` prints it again)\n", rep.ReportFile, meta.ShellQuote(rep.Dir))
-	}
-	return nil
 }

@@ -6,6 +6,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"strings"
 
 	"github.com/cockroachdb/pebble/v2/vfs"
 
@@ -24,6 +25,29 @@ func finishCommandFor(op reshard.Op, dir string) string {
 		return "fusee upgrade " + meta.ShellQuote(dir)
 	}
 	return "fusee reshard " + meta.ShellQuote(dir)
+}
+
+// statusMessage says, in one line an operator can act on, the reshard
+// state s, where things are and the command that finishes it
+// (s.Command), starting with the state's name ("building: …"). Empty for
+// reshard.StateNone.
+func statusMessage(s *reshard.Status) string {
+	switch s.State {
+	case reshard.StateBuilding:
+		return fmt.Sprintf("building: %s is left from a reshard that stopped before its switch; the directory is unchanged and opens as it is; run `%s` to remove the leftover (the next reshard also removes it)",
+			strings.Join(s.Leftovers, " and "), s.Command)
+	case reshard.StateSwitching:
+		return fmt.Sprintf("switching from %d to %d shards: the old files are in %s, the new in %s; nothing but reshard opens the directory until the switch is finished: run `%s` to finish it",
+			s.OldShards, s.NewShards, strings.Join(s.OldFiles, " and "), strings.Join(s.NewFiles, " and "), s.Command)
+	case reshard.StateCleaningUp:
+		left := "its report is not yet named"
+		if len(s.Leftovers) > 0 {
+			left = strings.Join(s.Leftovers, " and ") + " is left over"
+		}
+		return fmt.Sprintf("cleaning up: the switch finished (the directory has %d shards now and opens as it is) and %s; run `%s` to end the cleanup",
+			s.NewShards, left, s.Command)
+	}
+	return ""
 }
 
 // switchFailure says what a failure after (or at) a switch's point of no
@@ -73,11 +97,74 @@ func reshardError(dir string, err error) error {
 	var ke *reshard.KeepOldFinishError
 	if errors.As(err, &ke) {
 		if ke.NothingToFinish {
-			return usagef("%v", ke)
+			return usageError{withNext(err, "--keep-old keeps the old layout of a reshard to a new count")}
 		}
-		return fmt.Errorf("%v: run `fusee reshard %s` without --keep-old to finish it", ke, meta.ShellQuote(dir))
+		return withNext(err, fmt.Sprintf("run `fusee reshard %s` without --keep-old to finish it", meta.ShellQuote(dir)))
+	}
+	if next := nextStep(dir, err); next != "" {
+		return withNext(err, next)
 	}
 	return explainBeforeSwitch(dir, err)
+}
+
+// nextStep is the next step after a refusal or failure of reshard,
+// upgrade, undo or discard that reshard tells by its type ("" for none):
+// a damaged directory, a bug caught by the check, a refused undo or
+// discard, a stale or edited plan.
+func nextStep(dir string, err error) string {
+	q := meta.ShellQuote(dir)
+	var (
+		de *reshard.DamagedError
+		ce *reshard.CheckError
+		ue *reshard.UndoError
+		fe *reshard.DiscardError
+		se *reshard.StalePlanError
+		me *reshard.PlanMismatchError
+	)
+	switch {
+	case errors.As(err, &de) && de.Err == nil: // a damaged log is explained as verify explains it
+		if de.Op == reshard.OpUpgrade {
+			return nextRestore // verify does not read log format 2
+		}
+		return fmt.Sprintf("run `fusee verify %s` for the full picture and %s", q, nextRestore)
+	case errors.As(err, &ce):
+		if ce.Op == reshard.OpUpgrade {
+			return "please report it" // verify does not read log format 2
+		}
+		return fmt.Sprintf("please report it with the output of `fusee verify %s`", q)
+	case errors.As(err, &ue):
+		return undoNext(ue)
+	case errors.As(err, &fe) && fe.Leftover != "":
+		return fmt.Sprintf("`fusee reshard %s` removes it", q)
+	case errors.As(err, &fe):
+		return fmt.Sprintf("run `fusee reshard %s` to finish it", q)
+	case errors.As(err, &se) && se.Switching:
+		return fmt.Sprintf("finish it with `fusee reshard %s` first, then make a new plan and review it again", q)
+	case errors.As(err, &se):
+		return "make a new plan and review it again"
+	case errors.As(err, &me):
+		return fmt.Sprintf("make a new plan with `fusee reshard %s <shards> --dry-run -o FILE` and review it", q)
+	}
+	return ""
+}
+
+// undoNext is the next step after a refused undo.
+func undoNext(ue *reshard.UndoError) string {
+	q := meta.ShellQuote(ue.Dir)
+	discard := "`fusee reshard " + q + " --discard-kept`"
+	switch ue.Kind {
+	case reshard.UndoSwitchInterrupted:
+		return "finish it first with `fusee reshard " + q + "`"
+	case reshard.UndoNothingKept:
+		return "only a reshard run with --keep-old can be undone"
+	case reshard.UndoKeptDamaged:
+		return "remove the kept layout with " + discard
+	case reshard.UndoReportLost:
+		return fmt.Sprintf("restore %s from a backup, or keep the resharded layout (remove the kept one with %s)", ue.Report, discard)
+	case reshard.UndoDirChanged:
+		return fmt.Sprintf("reshard it back instead (`fusee reshard %s %d`, after %s)", q, ue.OldShards, discard)
+	}
+	return ""
 }
 
 // hintedError is a typed error of reshard told with the commands that
@@ -90,6 +177,11 @@ type hintedError struct {
 
 func (e hintedError) Error() string { return e.msg }
 func (e hintedError) Unwrap() error { return e.err }
+
+// withNext is err told with the next step after it.
+func withNext(err error, next string) error {
+	return hintedError{err: err, msg: err.Error() + "; " + next}
+}
 
 // changedError is a failure after the directory changed for good (a
 // reshard, upgrade or undo done or finished): what failed is an output,

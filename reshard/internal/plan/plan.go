@@ -85,7 +85,7 @@ type Mapped struct {
 	No    model.RunNo
 	Entry
 	// ID is the run's identity in the digests: set by Plan.Lookup, which
-	// leaves planEntry's State, Gen and WorkflowID unset when it answers
+	// leaves its Entry's State, Gen and WorkflowID unset when it answers
 	// from the compact map (runmap.go).
 	ID uint64
 }

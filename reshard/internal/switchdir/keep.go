@@ -28,7 +28,7 @@ const (
 	OldDirName     = "reshard.old"  // the old shards and log, moved aside during the switch
 	KeptDirName    = "reshard.kept" // an old layout kept by --keep-old, until undone or removed
 	KeptRecordName = "kept.json"    // in reshard.new, then reshard.old, then reshard.kept
-	UndoMarker     = "UNDO"         // in reshard.kept: an undo began (undo.go)
+	UndoMarker     = "UNDO"         // in reshard.kept: an undo began (reshard/undo.go)
 )
 
 // KeptVersion is the version of kept.json.

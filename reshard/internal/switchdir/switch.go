@@ -45,9 +45,9 @@ func (s *Switch) WriteMeta(m meta.Meta) error {
 // (where still in place) move to reshard.old, then the new ones (where
 // still in reshard.new) move in; the report moves into reshard-reports
 // (pending); then the final fusee.meta; then reshard.old and reshard.new
-// are deleted and the report gets its name (reportstore.go).
+// are deleted and the report gets its name (reshard/reportstore.go).
 //
-// An undo (undo.go) goes through the same steps with reshard.kept in
+// An undo (reshard/undo.go) goes through the same steps with reshard.kept in
 // place of reshard.new; a reshard with KeepOld moves reshard.old to
 // reshard.kept before the final fusee.meta (keep.go).
 func (s *Switch) Finish(newN int) error {
