@@ -11,8 +11,8 @@
 //   - floor:   the rewrite floor, every old store iterated and written
 //     unchanged as sstables and ingested, two stores at a time
 //     (BenchmarkRewriteFloor in reshard/bench_test.go, one iteration);
-//   - reshard: `fusee reshard <copy> <new>` on a fresh copy (the copy is
-//     not timed);
+//   - reshard: `fusee reshard <copy> <new> --json` on a fresh copy (the
+//     copy is not timed; the report gives its phases' times);
 //   - dry-run: `fusee reshard <copy> <new> --dry-run`;
 //   - reshard-1p: the reshard with GOMAXPROCS=1 (one core: how it
 //     scales with cores);
@@ -69,6 +69,9 @@ type sample struct {
 	Seconds    float64 `json:"seconds"`
 	CPUSeconds float64 `json:"cpu_seconds"` // user + system
 	RSSKiB     int64   `json:"peak_rss_kib"`
+	// Phases are a reshard's phase times (wall seconds), from its --json
+	// report: where the time goes, for a model of how it scales.
+	Phases map[string]float64 `json:"phases,omitempty"`
 }
 
 type measure struct {
@@ -78,6 +81,8 @@ type measure struct {
 	MedianRSSMiB  float64  `json:"median_peak_rss_mib"`
 	MaxRSSMiB     float64  `json:"max_peak_rss_mib"`
 	MBPerSecond   float64  `json:"mb_per_second"`
+	// MedianPhases is each phase's median time, for commands that say.
+	MedianPhases map[string]float64 `json:"median_phases,omitempty"`
 }
 
 type caseResult struct {
@@ -251,11 +256,11 @@ func run(opt options) error {
 			cmds := map[string][]string{
 				"copy":          {"sh", "-c", `cp -a "$1" "$2" && sync`, "sh", src, copyDst},
 				"floor":         {floorBin, "-test.run", "^$", "-test.bench", "^BenchmarkRewriteFloor$", "-test.benchtime", "1x"},
-				"reshard":       {fusee, "reshard", work, strconv.Itoa(n)},
+				"reshard":       {fusee, "reshard", work, strconv.Itoa(n), "--json"},
 				"dry-run":       {fusee, "reshard", work, strconv.Itoa(n), "--dry-run", "--scratch", cache},
-				"reshard-1p":    {"env", "GOMAXPROCS=1", fusee, "reshard", work, strconv.Itoa(n)},
-				"reshard-16m":   {fusee, "reshard", work, strconv.Itoa(n), "--memory", "16MiB"},
-				"reshard-nocgo": {nocgo, "reshard", work, strconv.Itoa(n)},
+				"reshard-1p":    {"env", "GOMAXPROCS=1", fusee, "reshard", work, strconv.Itoa(n), "--json"},
+				"reshard-16m":   {fusee, "reshard", work, strconv.Itoa(n), "--memory", "16MiB", "--json"},
+				"reshard-nocgo": {nocgo, "reshard", work, strconv.Itoa(n), "--json"},
 				"inspect":       {fusee, "inspect", src},
 				"verify":        {fusee, "verify", src, "--scratch", cache},
 				"dump":          {fusee, "dump", src, "--logical", "--scratch", cache},
@@ -277,7 +282,7 @@ func run(opt options) error {
 					return fmt.Errorf("%s, round %d, %s: %w", cr.Case, round+1, name, err)
 				}
 				cr.Commands[name].Samples = append(cr.Commands[name].Samples, s)
-				fmt.Fprintf(os.Stderr, "%s round %d %-13s %7.3f s (CPU %6.2f s) %6.1f MiB\n", cr.Case, round+1, name, s.Seconds, s.CPUSeconds, float64(s.RSSKiB)/1024)
+				fmt.Fprintf(os.Stderr, "%s round %d %-13s %7.3f s (CPU %6.2f s) %6.1f MiB %v\n", cr.Case, round+1, name, s.Seconds, s.CPUSeconds, float64(s.RSSKiB)/1024, s.Phases)
 			}
 		}
 		for _, d := range []string{work, copyDst, floorOut} {
@@ -335,6 +340,18 @@ func (m *measure) summarize(size int64) {
 	}
 	m.MedianSeconds, m.MedianCPU, m.MedianRSSMiB, m.MaxRSSMiB = median(secs), median(cpu), median(rss), slices.Max(rss)
 	m.MBPerSecond = float64(size) / 1e6 / m.MedianSeconds
+	for _, s := range m.Samples {
+		for name := range s.Phases {
+			if m.MedianPhases == nil {
+				m.MedianPhases = map[string]float64{}
+			}
+			var v []float64
+			for _, t := range m.Samples {
+				v = append(v, t.Phases[name])
+			}
+			m.MedianPhases[name] = median(v)
+		}
+	}
 }
 
 func median(v []float64) float64 {
@@ -425,8 +442,8 @@ func timed(argv, env []string) (sample, error) {
 	}
 	cmd := exec.Command("/usr/bin/time", append([]string{"-v"}, argv...)...)
 	cmd.Env = append(os.Environ(), env...)
-	var stderr bytes.Buffer
-	cmd.Stderr = &stderr
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
 	start := time.Now()
 	err := cmd.Run()
 	el := time.Since(start)
@@ -443,7 +460,23 @@ func timed(argv, env []string) (sample, error) {
 		v, _ := strconv.ParseFloat(c[2], 64)
 		cpu += v
 	}
-	return sample{Seconds: el.Seconds(), CPUSeconds: cpu, RSSKiB: kib}, nil
+	s := sample{Seconds: el.Seconds(), CPUSeconds: cpu, RSSKiB: kib}
+	if slices.Contains(argv, "--json") {
+		var rep struct {
+			Phases []struct {
+				Name    string  `json:"name"`
+				Seconds float64 `json:"seconds"`
+			} `json:"phases"`
+		}
+		if err := json.Unmarshal(stdout.Bytes(), &rep); err != nil {
+			return sample{}, fmt.Errorf("reading the report of %v: %w", argv, err)
+		}
+		s.Phases = map[string]float64{}
+		for _, p := range rep.Phases {
+			s.Phases[p.Name] = p.Seconds
+		}
+	}
+	return s, nil
 }
 
 func tail(s string) string {
