@@ -59,7 +59,7 @@ type pagedRunMap struct {
 	fwd      []pagedSection // per old shard
 	win      []pagedSection // per new shard
 	lose     []pagedSection // per new shard
-	cache    pageCache
+	cache    stripedCache
 }
 
 func put48(b []byte, v uint64) {
@@ -307,10 +307,34 @@ func (m *pagedRunMap) Close() error {
 	return err
 }
 
+// A stripedCache is the paged map's cache: pageCaches, each holding the
+// pages of one residue (page number modulo their count) under a lock of
+// its own, so that the goroutines of every worker (each worker's rewrite
+// and old digest, each new store's digest) do not queue on one lock.
+type stripedCache []pageCache
+
+// maxStripes bounds the stripes; each has at least minStripeFrames frames.
+const (
+	maxStripes      = 16
+	minStripeFrames = 8
+)
+
+func (c *stripedCache) init(f vfs.File, path string, pageSize, frames int) {
+	n := max(min(maxStripes, frames/minStripeFrames), 1)
+	*c = make(stripedCache, n)
+	for k := range *c {
+		(*c)[k].init(f, path, pageSize, frames/n)
+	}
+}
+
+// with calls fn with page pg's bytes, valid only during the call.
+func (c stripedCache) with(pg int64, fn func(page []byte)) error {
+	return c[pg%int64(len(c))].with(pg, fn)
+}
+
 // pageCache holds up to a fixed number of a file's pages, evicting by
 // the clock algorithm. It is safe for concurrent use; a page is read
-// under its lock (a read from the file is a few microseconds, and the
-// users are the two or three goroutines of one reshard).
+// under its lock (a read from the file is a few microseconds).
 type pageCache struct {
 	mu       sync.Mutex
 	f        vfs.File
