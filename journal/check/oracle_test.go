@@ -6,8 +6,8 @@ package check
 // and resolves: every shard whole in memory, references looked up in
 // maps. The rules themselves it shares with the streaming verifier
 // (verify_run.go: checkRun for one run alone, and the rules of a
-// reference once resolved); the planted-damage tests (verify_test.go)
-// pin those.
+// reference once resolved; verify.go: directoryRules); the
+// planted-damage tests (verify_test.go) pin those.
 
 import (
 	"bufio"
@@ -328,7 +328,7 @@ func oldVerifyContext(ctx context.Context, st *State) ([]Finding, error) {
 		return nil, err
 	}
 	v.u = newOldUniverse(st.Shards)
-	v.directory()
+	directoryRules(st.view(Options{}), v.addf)
 	for i, s := range st.Shards {
 		if err := ctx.Err(); err != nil {
 			return nil, err
@@ -363,88 +363,6 @@ func (v *oldVerifier) addf(k Kind, shard int, run model.RunNo, format string, ar
 	}
 	v.out = append(v.out, Finding{Kind: k, Severity: info.sev, Shard: shard, Run: run,
 		Detail: fmt.Sprintf(format, args...), Hint: info.hint})
-}
-
-func (v *oldVerifier) directory() {
-	st := v.st
-	if len(st.Shards) != st.ShardCount {
-		v.addf(KindShardCount, -1, 0, "fusee.meta says %d shards, recovery produced %d", st.ShardCount, len(st.Shards))
-	}
-	for i, s := range st.Shards {
-		if s == nil {
-			continue
-		}
-		if s.Index != i {
-			v.addf(KindShardIndex, i, 0, "slot %d holds a shard that says it is shard %d", i, s.Index)
-		}
-		if s.Count != st.ShardCount {
-			v.addf(KindShardCount, i, 0, "its checkpoint says %d shards, fusee.meta says %d", s.Count, st.ShardCount)
-		}
-		if s.NextRun == 0 || s.NextRun > model.NoSuchRun {
-			v.addf(KindNextRunInvalid, i, 0, "next run number is %d", s.NextRun)
-		}
-	}
-	v.checkpoints()
-	rep := st.Recovery
-	if rep == nil {
-		return
-	}
-	if rep.TornTail != "" {
-		v.addf(KindTornTail, -1, 0, "recovery dropped a torn log tail: %s", rep.TornTail)
-	}
-	seen := map[int]bool{}
-	for _, sr := range rep.Shards {
-		s, ok := v.u.byIndex[sr.Shard]
-		if !ok || seen[sr.Shard] {
-			v.addf(KindRecovery, -1, 0, "the recovery report lists shard %d twice or for a shard the state does not have", sr.Shard)
-			continue
-		}
-		seen[sr.Shard] = true
-		if sr.CheckpointLSN > sr.LSN {
-			v.addf(KindCheckpointLSN, sr.Shard, 0, "checkpoint LSN %d is past the shard's LSN %d", sr.CheckpointLSN, sr.LSN)
-		} else if uint64(sr.Replayed) != sr.LSN-sr.CheckpointLSN {
-			// Every log entry takes one LSN, so the tail replayed is the gap.
-			v.addf(KindRecovery, sr.Shard, 0, "recovery replayed %d entries from LSN %d to %d", sr.Replayed, sr.CheckpointLSN, sr.LSN)
-		}
-		if sr.LSN != s.LSN {
-			v.addf(KindRecovery, sr.Shard, 0, "recovery reports LSN %d, the shard holds %d", sr.LSN, s.LSN)
-		}
-	}
-	for _, s := range st.Shards {
-		if s != nil && !seen[s.Index] {
-			v.addf(KindRecovery, s.Index, 0, "the recovery report does not mention this shard")
-		}
-	}
-}
-
-func (v *oldVerifier) checkpoints() {
-	if v.st.Stats == nil {
-		return
-	}
-	for _, ss := range v.st.Stats.Shards {
-		h := ss.Checkpoint
-		s, ok := v.u.byIndex[ss.Shard]
-		if !ok {
-			v.addf(KindRecovery, -1, 0, "store statistics for shard %d, which the state does not have", ss.Shard)
-			continue
-		}
-		if h.Shard != ss.Shard {
-			v.addf(KindShardIndex, ss.Shard, 0, "shard %d's checkpoint says it is shard %d's", ss.Shard, h.Shard)
-		}
-		if h.Count != v.st.ShardCount {
-			v.addf(KindShardCount, ss.Shard, 0, "the checkpoint header says %d shards, fusee.meta says %d", h.Count, v.st.ShardCount)
-		}
-		if h.LSN > s.LSN {
-			v.addf(KindCheckpointLSN, ss.Shard, 0, "checkpoint LSN %d is past the recovered LSN %d", h.LSN, s.LSN)
-		}
-		if h.NextRun > s.NextRun || h.NextSeq > s.NextSeq {
-			v.addf(KindRecovery, ss.Shard, 0, "the checkpoint's next run %d and outbox seq %d are past the recovered %d and %d",
-				h.NextRun, h.NextSeq, s.NextRun, s.NextSeq)
-		}
-		if ss.LSN != s.LSN {
-			v.addf(KindRecovery, ss.Shard, 0, "store statistics say LSN %d, the shard holds %d", ss.LSN, s.LSN)
-		}
-	}
 }
 
 func (v *oldVerifier) shard(s *model.Shard) error {
