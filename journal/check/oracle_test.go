@@ -6,8 +6,9 @@ package check
 // and resolves: every shard whole in memory, references looked up in
 // maps. The rules themselves it shares with the streaming verifier
 // (verify_run.go: checkRun for one run alone, and the rules of a
-// reference once resolved; verify.go: directoryRules); the
-// planted-damage tests (verify_test.go) pin those.
+// reference once resolved; verify.go: directoryRules; verify_index.go:
+// generationRules and indexEntryRules); the planted-damage tests
+// (verify_test.go) pin those.
 
 import (
 	"bufio"
@@ -15,7 +16,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"slices"
 	"sort"
 	"strings"
 
@@ -506,41 +506,19 @@ func (v *oldVerifier) locatedShard(s *model.Shard, r *model.Run, rec *model.Reco
 }
 
 func (v *oldVerifier) index(s *model.Shard) {
-	byID := map[string][]*model.Run{}
+	byID := map[string][]joined{}
 	for _, r := range s.SortedRuns() {
-		byID[r.WorkflowID] = append(byID[r.WorkflowID], r)
+		byID[r.WorkflowID] = append(byID[r.WorkflowID], oldJoined(r))
 	}
 	for _, id := range sortedIDs(byID) {
-		runs := byID[id] // in run-number order
-		v.genOrder(s, id, runs)
-		byGen := slices.Clone(runs)
-		sort.SliceStable(byGen, func(a, b int) bool { return byGen[a].Gen < byGen[b].Gen })
-		want := uint32(1)
-		for i, r := range byGen {
-			switch {
-			case i > 0 && r.Gen == byGen[i-1].Gen:
-				v.addf(KindGenDuplicate, s.Index, r.No, "workflow %q generation %d is also run %d", id, r.Gen, byGen[i-1].No)
-				continue
-			case r.Gen != want:
-				v.addf(KindGenGap, s.Index, r.No, "workflow %q has generation %d where %d is expected", id, r.Gen, want)
-			}
-			want = r.Gen + 1
-		}
-		latest := byGen[len(byGen)-1]
-		for _, r := range byGen[:len(byGen)-1] {
-			if r.State == model.StateRunning || r.State == model.StateParked {
-				v.addf(KindSupersededActive, s.Index, r.No, "workflow %q generation %d is %s but generation %d (run %d) is newer",
-					id, r.Gen, r.State, latest.Gen, latest.No)
-			}
-		}
+		latest := generationRules(v.addf, s.Index, id, byID[id]) // in run-number order
 		no, ok := s.ByID[id]
-		switch {
-		case !ok:
-			v.addf(KindIndexMissingID, s.Index, latest.No, "workflow %q has no index entry", id)
-		case no != latest.No && s.Runs[no] != nil && s.Runs[no].WorkflowID == id:
-			v.addf(KindIndexNotLatest, s.Index, no, "the index names generation %d of %q, the latest is generation %d (run %d)",
-				s.Runs[no].Gen, id, latest.Gen, latest.No)
+		var named *joined
+		if r := s.Runs[no]; ok && r != nil && r.WorkflowID == id {
+			j := oldJoined(r)
+			named = &j
 		}
+		indexEntryRules(v.addf, s.Index, id, latest, no, ok, named)
 	}
 	for _, id := range sortedIDs(s.ByID) {
 		no := s.ByID[id]
@@ -554,18 +532,9 @@ func (v *oldVerifier) index(s *model.Shard) {
 	}
 }
 
-func (v *oldVerifier) genOrder(s *model.Shard, id string, runs []*model.Run) {
-	var prev *model.Run
-	for _, r := range runs { // in run-number order
-		if r.Renumbered {
-			continue
-		}
-		if prev != nil && r.Gen < prev.Gen {
-			v.addf(KindGenOrder, s.Index, r.No, "workflow %q generation %d has a higher run number than generation %d (run %d), and neither was renumbered",
-				id, r.Gen, prev.Gen, prev.No)
-		}
-		prev = r
-	}
+// oldJoined is what the streaming verifier's index join holds of r.
+func oldJoined(r *model.Run) joined {
+	return joined{no: r.No, key: r.No, gen: r.Gen, state: r.State, renumbered: r.Renumbered}
 }
 
 func (v *oldVerifier) timers(s *model.Shard) {
