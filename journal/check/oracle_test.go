@@ -7,8 +7,9 @@ package check
 // maps. The rules themselves it shares with the streaming verifier
 // (verify_run.go: checkRun for one run alone, and the rules of a
 // reference once resolved; verify.go: directoryRules; verify_index.go:
-// generationRules and indexEntryRules); the planted-damage tests
-// (verify_test.go) pin those.
+// generationRules and indexEntryRules; verify_outputs.go: messageRules,
+// senderRules, seenRule and the message ID rule); the planted-damage
+// tests (verify_test.go) pin those.
 
 import (
 	"bufio"
@@ -17,7 +18,6 @@ import (
 	"fmt"
 	"io"
 	"sort"
-	"strings"
 
 	"github.com/fusee-dev/fusee/journal/model"
 )
@@ -573,86 +573,34 @@ func (v *oldVerifier) outbox(s *model.Shard) {
 			}
 			produced[m.ID] = m
 		}
-		v.recordMsgIDs(s, r, h)
+		recordMsgIDs(v.addf, v.place(s), r, h)
 	}
 	seqs := map[uint64]string{}
 	for _, id := range sortedIDs(s.Outbox) {
 		m := s.Outbox[id]
-		run := m.From.Run
-		add := func(k Kind, format string, args ...any) {
-			v.addf(k, s.Index, run, "message %q: %s", id, fmt.Sprintf(format, args...))
-		}
-		if m.ID != id {
-			add(KindOutboxKey, "stored under this ID but says it is %q", m.ID)
-		}
-		if m.Kind < model.MsgStartChild || m.Kind > model.MsgUpdateResult {
-			add(KindOutboxKind, "unknown kind %d", uint8(m.Kind))
-		}
-		if m.Target == "" {
-			add(KindOutboxKind, "no target workflow ID")
-		}
-		switch {
-		case m.Seq == 0 || m.Seq >= s.NextSeq:
-			add(KindOutboxSeq, "sequence number %d, the shard's next is %d", m.Seq, s.NextSeq)
-		case seqs[m.Seq] != "":
-			add(KindOutboxSeq, "sequence number %d is also message %q's", m.Seq, seqs[m.Seq])
-		default:
-			seqs[m.Seq] = id
-		}
-		if m.Kind != model.MsgSignal && m.Kind != model.MsgCancel {
-			if m.Parent.IsZero() {
-				add(KindOutboxParent, "a %s without the parent position it is for", m.Kind)
-			}
-			if m.ParentID == "" {
-				add(KindOutboxParent, "a %s without the parent's workflow ID", m.Kind)
+		fromHere := messageRules(v.addf, s.Index, s.NextSeq, id, m)
+		if m.Seq != 0 && m.Seq < s.NextSeq {
+			if prev := seqs[m.Seq]; prev != "" {
+				v.addf(KindOutboxSeq, s.Index, m.From.Run, "message %q: sequence number %d is also message %q's", id, m.Seq, prev)
+			} else {
+				seqs[m.Seq] = id
 			}
 		}
-		from, ok := s.Runs[m.From.Run]
-		if m.From.Shard != s.Index || !ok {
-			add(KindOutboxFrom, "sender %s is not a run of this shard", m.From)
+		if !fromHere {
 			continue
 		}
-		v.msgIDRunNumber(s, from, id)
-		want, ok := produced[id]
-		if !ok {
-			add(KindOutboxSource, "no record of sender %s (%q generation %d) produces it", m.From, from.WorkflowID, from.Gen)
-			continue
+		want, produced := produced[id]
+		diff := ""
+		if produced {
+			diff = messageDiff(m, &want)
 		}
-		if diff := messageDiff(m, &want); diff != "" {
-			add(KindOutboxSource, "differs from what its sender's record produced: %s", diff)
-		}
-	}
-}
-
-func (v *oldVerifier) recordMsgIDs(s *model.Shard, r *model.Run, h []model.Record) {
-	for i := range h {
-		if rec := &h[i]; rec.MsgID != "" && (rec.Kind == model.KindChild || rec.Kind == model.KindSend) {
-			v.msgIDRunNumber(s, r, rec.MsgID)
-		}
-	}
-}
-
-func (v *oldVerifier) msgIDRunNumber(s *model.Shard, r *model.Run, id string) {
-	if r.No != model.RunNo(r.Gen) && strings.Contains(id, fmt.Sprintf("%s/%d/", r.WorkflowID, r.No)) {
-		v.addf(KindMsgIDRunNumber, s.Index, r.No, "message ID %q contains this run's Ctx::key prefix %q", id, fmt.Sprintf("%s/%d/", r.WorkflowID, r.No))
-	}
-	tok := model.Token{Gen: model.TokenGen(s.StoreGen), Shard: s.Index, Run: r.No}.String()[:18] // "tk" + gen, shard and run, without the position
-	if strings.Contains(strings.ToLower(id), tok) {
-		v.addf(KindMsgIDRunNumber, s.Index, r.No, "message ID %q contains this run's completion token prefix %q", id, tok)
+		senderRules(v.addf, v.place(s), id, m.From, s.Runs[m.From.Run], !produced, diff)
 	}
 }
 
 func (v *oldVerifier) seen(s *model.Shard) {
 	for _, id := range sortedIDs(s.Seen) {
-		wf := s.Seen[id]
-		if wf == "" {
-			v.addf(KindSeenWrongShard, s.Index, 0, "dedup entry %q names no receiving workflow", id)
-			continue
-		}
-		if want := model.ShardOf(wf, v.st.ShardCount); want != s.Index {
-			v.addf(KindSeenWrongShard, s.Index, 0, "dedup entry %q was delivered to %q, which belongs on shard %d of %d",
-				id, wf, want, v.st.ShardCount)
-		}
+		seenRule(v.addf, v.place(s), id, s.Seen[id])
 	}
 }
 

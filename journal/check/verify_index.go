@@ -60,7 +60,7 @@ func (v *verifier) joinRun(s *sh, key model.RunNo, r *model.Run, h []model.Recor
 			put(k, nil) // no stored message to compare: the ID and run suffice
 		}
 	}
-	v.recordMsgIDs(s, r, h)
+	recordMsgIDs(v.addf, v.place(s), r, h)
 }
 
 func timerJoinKey(t model.TimerKey) []byte {

@@ -21,8 +21,9 @@ import (
 // addRunFinding reports a finding about the run being checked.
 type addRunFinding func(k Kind, format string, args ...any)
 
-// runPlace is where a run is checked: its shard's index, the directory's
-// shard count, the shard's next run number and store generation.
+// runPlace is where a run (or a stored message, a dedup entry) is
+// checked: its shard's index, the directory's shard count, the shard's
+// next run number and store generation.
 type runPlace struct {
 	shard, shards int
 	nextRun       model.RunNo
