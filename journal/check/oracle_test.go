@@ -6,7 +6,8 @@ package check
 // and resolves: every shard whole in memory, references looked up in
 // maps. The rules themselves it shares with the streaming verifier
 // (verify_run.go: checkRun for one run alone, and the rules of a
-// reference once resolved; verify.go: directoryRules; verify_index.go:
+// reference once resolved, and how an unresolved one is reported;
+// verify.go: directoryRules; verify_index.go:
 // generationRules and indexEntryRules; verify_outputs.go: messageRules,
 // senderRules, seenRule and the message ID rule); the planted-damage
 // tests (verify_test.go) pin those.
@@ -474,18 +475,11 @@ func (v *oldVerifier) resolve(s *model.Shard, r *model.Run, rec *model.Record, w
 
 func (v *oldVerifier) resolveShard(s *model.Shard, r *model.Run, rec *model.Record, what string, ref model.RunRef) (*model.Run, *model.Shard) {
 	ts, t, res := v.u.run(ref.Shard, ref.Run)
-	switch res {
-	case badShard:
-		v.addf(KindRefBadShard, s.Index, r.No, "%s at %d: %s %s names shard %d of %d", rec.Kind, rec.Pos, what, ref, ref.Shard, v.u.count)
-	case unissued:
-		v.addf(KindRefUnissued, s.Index, r.No, "%s at %d: %s %s, but shard %d's next run number is %d",
-			rec.Kind, rec.Pos, what, ref, ref.Shard, ts.NextRun)
-	case dangling:
-		v.addf(KindRefDangling, s.Index, r.No, "%s at %d: %s %s no longer exists", rec.Kind, rec.Pos, what, ref)
-	case noSuchRun:
-		v.addf(KindRefDangling, s.Index, r.No, "%s at %d: %s %s is the reserved number for no run: a reshard found the run it named gone",
-			rec.Kind, rec.Pos, what, ref)
+	var next model.RunNo
+	if res == unissued {
+		next = ts.NextRun
 	}
+	resolutionRule(v.about(s, r), rec, what, ref, res, v.u.count, next)
 	return t, ts
 }
 
@@ -495,12 +489,8 @@ func (v *oldVerifier) oldLocated(s *model.Shard, r *model.Run, rec *model.Record
 }
 
 func (v *oldVerifier) locatedShard(s *model.Shard, r *model.Run, rec *model.Record, what string, ref model.RunRef, id string) (*model.Run, *model.Shard) {
-	if _, ok := v.u.byIndex[ref.Shard]; ok && id != "" && ref.Run != model.NoSuchRun {
-		if want := model.ShardOf(id, v.st.ShardCount); want != ref.Shard {
-			v.addf(KindRefWrongShard, s.Index, r.No, "%s at %d: %s %s is on shard %d, but %q lives on shard %d",
-				rec.Kind, rec.Pos, what, ref, ref.Shard, id, want)
-			return nil, nil
-		}
+	if _, ok := v.u.byIndex[ref.Shard]; ok && !onIDsShard(v.about(s, r), v.st.ShardCount, rec, what, ref, id) {
+		return nil, nil
 	}
 	return v.resolveShard(s, r, rec, what, ref)
 }
