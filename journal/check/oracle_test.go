@@ -4,13 +4,12 @@ package check
 // kept only as the oracle the streaming ones are compared with
 // (TestStreamingMatchesWholeMemory). Its independence is in how it loads
 // and resolves: every shard whole in memory, references looked up in
-// maps. The rules themselves it shares with the streaming verifier
-// (verify_run.go: checkRun for one run alone, and the rules of a
-// reference once resolved, and how an unresolved one is reported;
-// verify.go: directoryRules; verify_index.go:
-// generationRules and indexEntryRules; verify_outputs.go: messageRules,
-// senderRules, seenRule and the message ID rule); the planted-damage
-// tests (verify_test.go) pin those.
+// maps. The rules themselves it shares with the streaming verifier:
+// verify_run.go (checkRun for one run alone; the rules of a reference,
+// resolved or not), verify.go (directoryRules), verify_index.go
+// (generationRules, indexEntryRules) and verify_outputs.go (messageRules,
+// senderRules, seenRule, the message-ID rule). The planted-damage tests
+// (verify_test.go) pin those rules.
 
 import (
 	"bufio"
