@@ -4,10 +4,12 @@ package check
 // kept only as the oracle the streaming ones are compared with
 // (TestStreamingMatchesWholeMemory). Its independence is in how it loads
 // and resolves: every shard whole in memory, references looked up in
-// maps. The rules themselves it shares with the streaming verifier
-// (verify_run.go: checkRun for one run alone, and the rules of a
-// reference once resolved); the planted-damage tests (verify_test.go)
-// pin those.
+// maps. The rules themselves it shares with the streaming verifier:
+// verify_run.go (checkRun for one run alone; the rules of a reference,
+// resolved or not), verify.go (directoryRules), verify_index.go
+// (generationRules, indexEntryRules) and verify_outputs.go (messageRules,
+// senderRules, seenRule, the message-ID rule). The planted-damage tests
+// (verify_test.go) pin those rules.
 
 import (
 	"bufio"
@@ -15,9 +17,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"slices"
 	"sort"
-	"strings"
 
 	"github.com/fusee-dev/fusee/journal/model"
 )
@@ -328,7 +328,7 @@ func oldVerifyContext(ctx context.Context, st *State) ([]Finding, error) {
 		return nil, err
 	}
 	v.u = newOldUniverse(st.Shards)
-	v.directory()
+	directoryRules(st.view(Options{}), v.addf)
 	for i, s := range st.Shards {
 		if err := ctx.Err(); err != nil {
 			return nil, err
@@ -363,88 +363,6 @@ func (v *oldVerifier) addf(k Kind, shard int, run model.RunNo, format string, ar
 	}
 	v.out = append(v.out, Finding{Kind: k, Severity: info.sev, Shard: shard, Run: run,
 		Detail: fmt.Sprintf(format, args...), Hint: info.hint})
-}
-
-func (v *oldVerifier) directory() {
-	st := v.st
-	if len(st.Shards) != st.ShardCount {
-		v.addf(KindShardCount, -1, 0, "fusee.meta says %d shards, recovery produced %d", st.ShardCount, len(st.Shards))
-	}
-	for i, s := range st.Shards {
-		if s == nil {
-			continue
-		}
-		if s.Index != i {
-			v.addf(KindShardIndex, i, 0, "slot %d holds a shard that says it is shard %d", i, s.Index)
-		}
-		if s.Count != st.ShardCount {
-			v.addf(KindShardCount, i, 0, "its checkpoint says %d shards, fusee.meta says %d", s.Count, st.ShardCount)
-		}
-		if s.NextRun == 0 || s.NextRun > model.NoSuchRun {
-			v.addf(KindNextRunInvalid, i, 0, "next run number is %d", s.NextRun)
-		}
-	}
-	v.checkpoints()
-	rep := st.Recovery
-	if rep == nil {
-		return
-	}
-	if rep.TornTail != "" {
-		v.addf(KindTornTail, -1, 0, "recovery dropped a torn log tail: %s", rep.TornTail)
-	}
-	seen := map[int]bool{}
-	for _, sr := range rep.Shards {
-		s, ok := v.u.byIndex[sr.Shard]
-		if !ok || seen[sr.Shard] {
-			v.addf(KindRecovery, -1, 0, "the recovery report lists shard %d twice or for a shard the state does not have", sr.Shard)
-			continue
-		}
-		seen[sr.Shard] = true
-		if sr.CheckpointLSN > sr.LSN {
-			v.addf(KindCheckpointLSN, sr.Shard, 0, "checkpoint LSN %d is past the shard's LSN %d", sr.CheckpointLSN, sr.LSN)
-		} else if uint64(sr.Replayed) != sr.LSN-sr.CheckpointLSN {
-			// Every log entry takes one LSN, so the tail replayed is the gap.
-			v.addf(KindRecovery, sr.Shard, 0, "recovery replayed %d entries from LSN %d to %d", sr.Replayed, sr.CheckpointLSN, sr.LSN)
-		}
-		if sr.LSN != s.LSN {
-			v.addf(KindRecovery, sr.Shard, 0, "recovery reports LSN %d, the shard holds %d", sr.LSN, s.LSN)
-		}
-	}
-	for _, s := range st.Shards {
-		if s != nil && !seen[s.Index] {
-			v.addf(KindRecovery, s.Index, 0, "the recovery report does not mention this shard")
-		}
-	}
-}
-
-func (v *oldVerifier) checkpoints() {
-	if v.st.Stats == nil {
-		return
-	}
-	for _, ss := range v.st.Stats.Shards {
-		h := ss.Checkpoint
-		s, ok := v.u.byIndex[ss.Shard]
-		if !ok {
-			v.addf(KindRecovery, -1, 0, "store statistics for shard %d, which the state does not have", ss.Shard)
-			continue
-		}
-		if h.Shard != ss.Shard {
-			v.addf(KindShardIndex, ss.Shard, 0, "shard %d's checkpoint says it is shard %d's", ss.Shard, h.Shard)
-		}
-		if h.Count != v.st.ShardCount {
-			v.addf(KindShardCount, ss.Shard, 0, "the checkpoint header says %d shards, fusee.meta says %d", h.Count, v.st.ShardCount)
-		}
-		if h.LSN > s.LSN {
-			v.addf(KindCheckpointLSN, ss.Shard, 0, "checkpoint LSN %d is past the recovered LSN %d", h.LSN, s.LSN)
-		}
-		if h.NextRun > s.NextRun || h.NextSeq > s.NextSeq {
-			v.addf(KindRecovery, ss.Shard, 0, "the checkpoint's next run %d and outbox seq %d are past the recovered %d and %d",
-				h.NextRun, h.NextSeq, s.NextRun, s.NextSeq)
-		}
-		if ss.LSN != s.LSN {
-			v.addf(KindRecovery, ss.Shard, 0, "store statistics say LSN %d, the shard holds %d", ss.LSN, s.LSN)
-		}
-	}
 }
 
 func (v *oldVerifier) shard(s *model.Shard) error {
@@ -556,18 +474,11 @@ func (v *oldVerifier) resolve(s *model.Shard, r *model.Run, rec *model.Record, w
 
 func (v *oldVerifier) resolveShard(s *model.Shard, r *model.Run, rec *model.Record, what string, ref model.RunRef) (*model.Run, *model.Shard) {
 	ts, t, res := v.u.run(ref.Shard, ref.Run)
-	switch res {
-	case badShard:
-		v.addf(KindRefBadShard, s.Index, r.No, "%s at %d: %s %s names shard %d of %d", rec.Kind, rec.Pos, what, ref, ref.Shard, v.u.count)
-	case unissued:
-		v.addf(KindRefUnissued, s.Index, r.No, "%s at %d: %s %s, but shard %d's next run number is %d",
-			rec.Kind, rec.Pos, what, ref, ref.Shard, ts.NextRun)
-	case dangling:
-		v.addf(KindRefDangling, s.Index, r.No, "%s at %d: %s %s no longer exists", rec.Kind, rec.Pos, what, ref)
-	case noSuchRun:
-		v.addf(KindRefDangling, s.Index, r.No, "%s at %d: %s %s is the reserved number for no run: a reshard found the run it named gone",
-			rec.Kind, rec.Pos, what, ref)
+	var next model.RunNo
+	if res == unissued {
+		next = ts.NextRun
 	}
+	resolutionRule(v.about(s, r), rec, what, ref, res, v.u.count, next)
 	return t, ts
 }
 
@@ -577,52 +488,26 @@ func (v *oldVerifier) oldLocated(s *model.Shard, r *model.Run, rec *model.Record
 }
 
 func (v *oldVerifier) locatedShard(s *model.Shard, r *model.Run, rec *model.Record, what string, ref model.RunRef, id string) (*model.Run, *model.Shard) {
-	if _, ok := v.u.byIndex[ref.Shard]; ok && id != "" && ref.Run != model.NoSuchRun {
-		if want := model.ShardOf(id, v.st.ShardCount); want != ref.Shard {
-			v.addf(KindRefWrongShard, s.Index, r.No, "%s at %d: %s %s is on shard %d, but %q lives on shard %d",
-				rec.Kind, rec.Pos, what, ref, ref.Shard, id, want)
-			return nil, nil
-		}
+	if _, ok := v.u.byIndex[ref.Shard]; ok && !onIDsShard(v.about(s, r), v.st.ShardCount, rec, what, ref, id) {
+		return nil, nil
 	}
 	return v.resolveShard(s, r, rec, what, ref)
 }
 
 func (v *oldVerifier) index(s *model.Shard) {
-	byID := map[string][]*model.Run{}
+	byID := map[string][]joined{}
 	for _, r := range s.SortedRuns() {
-		byID[r.WorkflowID] = append(byID[r.WorkflowID], r)
+		byID[r.WorkflowID] = append(byID[r.WorkflowID], oldJoined(r))
 	}
 	for _, id := range sortedIDs(byID) {
-		runs := byID[id] // in run-number order
-		v.genOrder(s, id, runs)
-		byGen := slices.Clone(runs)
-		sort.SliceStable(byGen, func(a, b int) bool { return byGen[a].Gen < byGen[b].Gen })
-		want := uint32(1)
-		for i, r := range byGen {
-			switch {
-			case i > 0 && r.Gen == byGen[i-1].Gen:
-				v.addf(KindGenDuplicate, s.Index, r.No, "workflow %q generation %d is also run %d", id, r.Gen, byGen[i-1].No)
-				continue
-			case r.Gen != want:
-				v.addf(KindGenGap, s.Index, r.No, "workflow %q has generation %d where %d is expected", id, r.Gen, want)
-			}
-			want = r.Gen + 1
-		}
-		latest := byGen[len(byGen)-1]
-		for _, r := range byGen[:len(byGen)-1] {
-			if r.State == model.StateRunning || r.State == model.StateParked {
-				v.addf(KindSupersededActive, s.Index, r.No, "workflow %q generation %d is %s but generation %d (run %d) is newer",
-					id, r.Gen, r.State, latest.Gen, latest.No)
-			}
-		}
+		latest := generationRules(v.addf, s.Index, id, byID[id]) // in run-number order
 		no, ok := s.ByID[id]
-		switch {
-		case !ok:
-			v.addf(KindIndexMissingID, s.Index, latest.No, "workflow %q has no index entry", id)
-		case no != latest.No && s.Runs[no] != nil && s.Runs[no].WorkflowID == id:
-			v.addf(KindIndexNotLatest, s.Index, no, "the index names generation %d of %q, the latest is generation %d (run %d)",
-				s.Runs[no].Gen, id, latest.Gen, latest.No)
+		var named *joined
+		if r := s.Runs[no]; ok && r != nil && r.WorkflowID == id {
+			j := oldJoined(r)
+			named = &j
 		}
+		indexEntryRules(v.addf, s.Index, id, latest, no, ok, named)
 	}
 	for _, id := range sortedIDs(s.ByID) {
 		no := s.ByID[id]
@@ -636,18 +521,9 @@ func (v *oldVerifier) index(s *model.Shard) {
 	}
 }
 
-func (v *oldVerifier) genOrder(s *model.Shard, id string, runs []*model.Run) {
-	var prev *model.Run
-	for _, r := range runs { // in run-number order
-		if r.Renumbered {
-			continue
-		}
-		if prev != nil && r.Gen < prev.Gen {
-			v.addf(KindGenOrder, s.Index, r.No, "workflow %q generation %d has a higher run number than generation %d (run %d), and neither was renumbered",
-				id, r.Gen, prev.Gen, prev.No)
-		}
-		prev = r
-	}
+// oldJoined is what the streaming verifier's index join holds of r.
+func oldJoined(r *model.Run) joined {
+	return joined{no: r.No, key: r.No, gen: r.Gen, state: r.State, renumbered: r.Renumbered}
 }
 
 func (v *oldVerifier) timers(s *model.Shard) {
@@ -686,86 +562,34 @@ func (v *oldVerifier) outbox(s *model.Shard) {
 			}
 			produced[m.ID] = m
 		}
-		v.recordMsgIDs(s, r, h)
+		recordMsgIDs(v.addf, v.place(s), r, h)
 	}
 	seqs := map[uint64]string{}
 	for _, id := range sortedIDs(s.Outbox) {
 		m := s.Outbox[id]
-		run := m.From.Run
-		add := func(k Kind, format string, args ...any) {
-			v.addf(k, s.Index, run, "message %q: %s", id, fmt.Sprintf(format, args...))
-		}
-		if m.ID != id {
-			add(KindOutboxKey, "stored under this ID but says it is %q", m.ID)
-		}
-		if m.Kind < model.MsgStartChild || m.Kind > model.MsgUpdateResult {
-			add(KindOutboxKind, "unknown kind %d", uint8(m.Kind))
-		}
-		if m.Target == "" {
-			add(KindOutboxKind, "no target workflow ID")
-		}
-		switch {
-		case m.Seq == 0 || m.Seq >= s.NextSeq:
-			add(KindOutboxSeq, "sequence number %d, the shard's next is %d", m.Seq, s.NextSeq)
-		case seqs[m.Seq] != "":
-			add(KindOutboxSeq, "sequence number %d is also message %q's", m.Seq, seqs[m.Seq])
-		default:
-			seqs[m.Seq] = id
-		}
-		if m.Kind != model.MsgSignal && m.Kind != model.MsgCancel {
-			if m.Parent.IsZero() {
-				add(KindOutboxParent, "a %s without the parent position it is for", m.Kind)
-			}
-			if m.ParentID == "" {
-				add(KindOutboxParent, "a %s without the parent's workflow ID", m.Kind)
+		fromHere := messageRules(v.addf, s.Index, s.NextSeq, id, m)
+		if m.Seq != 0 && m.Seq < s.NextSeq {
+			if prev := seqs[m.Seq]; prev != "" {
+				v.addf(KindOutboxSeq, s.Index, m.From.Run, "message %q: sequence number %d is also message %q's", id, m.Seq, prev)
+			} else {
+				seqs[m.Seq] = id
 			}
 		}
-		from, ok := s.Runs[m.From.Run]
-		if m.From.Shard != s.Index || !ok {
-			add(KindOutboxFrom, "sender %s is not a run of this shard", m.From)
+		if !fromHere {
 			continue
 		}
-		v.msgIDRunNumber(s, from, id)
-		want, ok := produced[id]
-		if !ok {
-			add(KindOutboxSource, "no record of sender %s (%q generation %d) produces it", m.From, from.WorkflowID, from.Gen)
-			continue
+		want, produced := produced[id]
+		diff := ""
+		if produced {
+			diff = messageDiff(m, &want)
 		}
-		if diff := messageDiff(m, &want); diff != "" {
-			add(KindOutboxSource, "differs from what its sender's record produced: %s", diff)
-		}
-	}
-}
-
-func (v *oldVerifier) recordMsgIDs(s *model.Shard, r *model.Run, h []model.Record) {
-	for i := range h {
-		if rec := &h[i]; rec.MsgID != "" && (rec.Kind == model.KindChild || rec.Kind == model.KindSend) {
-			v.msgIDRunNumber(s, r, rec.MsgID)
-		}
-	}
-}
-
-func (v *oldVerifier) msgIDRunNumber(s *model.Shard, r *model.Run, id string) {
-	if r.No != model.RunNo(r.Gen) && strings.Contains(id, fmt.Sprintf("%s/%d/", r.WorkflowID, r.No)) {
-		v.addf(KindMsgIDRunNumber, s.Index, r.No, "message ID %q contains this run's Ctx::key prefix %q", id, fmt.Sprintf("%s/%d/", r.WorkflowID, r.No))
-	}
-	tok := model.Token{Gen: model.TokenGen(s.StoreGen), Shard: s.Index, Run: r.No}.String()[:18] // "tk" + gen, shard and run, without the position
-	if strings.Contains(strings.ToLower(id), tok) {
-		v.addf(KindMsgIDRunNumber, s.Index, r.No, "message ID %q contains this run's completion token prefix %q", id, tok)
+		senderRules(v.addf, v.place(s), id, m.From, s.Runs[m.From.Run], !produced, diff)
 	}
 }
 
 func (v *oldVerifier) seen(s *model.Shard) {
 	for _, id := range sortedIDs(s.Seen) {
-		wf := s.Seen[id]
-		if wf == "" {
-			v.addf(KindSeenWrongShard, s.Index, 0, "dedup entry %q names no receiving workflow", id)
-			continue
-		}
-		if want := model.ShardOf(wf, v.st.ShardCount); want != s.Index {
-			v.addf(KindSeenWrongShard, s.Index, 0, "dedup entry %q was delivered to %q, which belongs on shard %d of %d",
-				id, wf, want, v.st.ShardCount)
-		}
+		seenRule(v.addf, v.place(s), id, s.Seen[id])
 	}
 }
 

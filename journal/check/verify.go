@@ -143,7 +143,7 @@ func (w *view) verify(ctx context.Context, fn func(Finding) error) (runs int, er
 		}
 	}()
 	v := &verifier{ctx: ctx, w: w, sp: sp, findings: sp.new("findings"), cross: sp.new("msgids"), shared: &verifyShared{refs: &refJoin{w: w, m: sp.new("refs")}}}
-	v.directory()
+	directoryRules(w, v.addf)
 	produce := func(emit func(int) error) error {
 		for slot, src := range w.srcs {
 			if err := ctx.Err(); err != nil {
@@ -238,12 +238,17 @@ func decodeFinding(k []byte) (Finding, error) {
 	return Finding{Kind: Kind(kind), Severity: info.sev, Shard: shard, Run: run, Detail: detail, Hint: info.hint}, nil
 }
 
-// directory checks the shard set against fusee.meta and the recovery
-// report.
-func (v *verifier) directory() {
-	w := v.w
+// addFinding reports a finding about a shard (-1: the directory) and a
+// run (0: none).
+type addFinding func(k Kind, shard int, run model.RunNo, format string, args ...any)
+
+// directoryRules checks w's shard set against fusee.meta, the checkpoint
+// headers and the recovery report: facts of the directory, not of its
+// runs, which the streaming verifier and the whole-memory oracle of the
+// tests both check here.
+func directoryRules(w *view, addf addFinding) {
 	if len(w.srcs) != w.shardCount {
-		v.addf(KindShardCount, -1, 0, "fusee.meta says %d shards, recovery produced %d", w.shardCount, len(w.srcs))
+		addf(KindShardCount, -1, 0, "fusee.meta says %d shards, recovery produced %d", w.shardCount, len(w.srcs))
 	}
 	for i, s := range w.srcs {
 		if s == nil {
@@ -251,50 +256,49 @@ func (v *verifier) directory() {
 		}
 		in := w.infos[i]
 		if in.Index != i {
-			v.addf(KindShardIndex, i, 0, "slot %d holds a shard that says it is shard %d", i, in.Index)
+			addf(KindShardIndex, i, 0, "slot %d holds a shard that says it is shard %d", i, in.Index)
 		}
 		if in.Count != w.shardCount {
-			v.addf(KindShardCount, i, 0, "its checkpoint says %d shards, fusee.meta says %d", in.Count, w.shardCount)
+			addf(KindShardCount, i, 0, "its checkpoint says %d shards, fusee.meta says %d", in.Count, w.shardCount)
 		}
 		if in.NextRun == 0 || in.NextRun > model.NoSuchRun {
-			v.addf(KindNextRunInvalid, i, 0, "next run number is %d", in.NextRun)
+			addf(KindNextRunInvalid, i, 0, "next run number is %d", in.NextRun)
 		}
 	}
-	v.checkpoints()
+	checkpointRules(w, addf)
 	rep := w.rec
 	if rep == nil {
 		return
 	}
-	v.logEnding(rep)
+	logEnding(addf, rep)
 	seen := map[int]bool{}
 	for _, sr := range rep.Shards {
 		slot, ok := w.byIndex[sr.Shard]
 		if !ok || seen[sr.Shard] {
-			v.addf(KindRecovery, -1, 0, "the recovery report lists shard %d twice or for a shard the state does not have", sr.Shard)
+			addf(KindRecovery, -1, 0, "the recovery report lists shard %d twice or for a shard the state does not have", sr.Shard)
 			continue
 		}
 		seen[sr.Shard] = true
 		if sr.CheckpointLSN > sr.LSN {
-			v.addf(KindCheckpointLSN, sr.Shard, 0, "checkpoint LSN %d is past the shard's LSN %d", sr.CheckpointLSN, sr.LSN)
+			addf(KindCheckpointLSN, sr.Shard, 0, "checkpoint LSN %d is past the shard's LSN %d", sr.CheckpointLSN, sr.LSN)
 		} else if uint64(sr.Replayed) != sr.LSN-sr.CheckpointLSN {
 			// Every log entry takes one LSN, so the tail replayed is the gap.
-			v.addf(KindRecovery, sr.Shard, 0, "recovery replayed %d entries from LSN %d to %d", sr.Replayed, sr.CheckpointLSN, sr.LSN)
+			addf(KindRecovery, sr.Shard, 0, "recovery replayed %d entries from LSN %d to %d", sr.Replayed, sr.CheckpointLSN, sr.LSN)
 		}
 		if sr.LSN != w.infos[slot].LSN {
-			v.addf(KindRecovery, sr.Shard, 0, "recovery reports LSN %d, the shard holds %d", sr.LSN, w.infos[slot].LSN)
+			addf(KindRecovery, sr.Shard, 0, "recovery reports LSN %d, the shard holds %d", sr.LSN, w.infos[slot].LSN)
 		}
 	}
 	for i, s := range w.srcs {
 		if s != nil && !seen[w.infos[i].Index] {
-			v.addf(KindRecovery, w.infos[i].Index, 0, "the recovery report does not mention this shard")
+			addf(KindRecovery, w.infos[i].Index, 0, "the recovery report does not mention this shard")
 		}
 	}
 }
 
-// checkpoints checks each shard's current checkpoint header against the
-// directory and the recovered state: a checkpoint only ever lags.
-func (v *verifier) checkpoints() {
-	w := v.w
+// checkpointRules checks each shard's current checkpoint header against
+// the directory and the recovered state: a checkpoint only ever lags.
+func checkpointRules(w *view, addf addFinding) {
 	if w.stats == nil {
 		return
 	}
@@ -302,25 +306,25 @@ func (v *verifier) checkpoints() {
 		h := ss.Checkpoint
 		slot, ok := w.byIndex[ss.Shard]
 		if !ok {
-			v.addf(KindRecovery, -1, 0, "store statistics for shard %d, which the state does not have", ss.Shard)
+			addf(KindRecovery, -1, 0, "store statistics for shard %d, which the state does not have", ss.Shard)
 			continue
 		}
 		s := w.infos[slot]
 		if h.Shard != ss.Shard {
-			v.addf(KindShardIndex, ss.Shard, 0, "shard %d's checkpoint says it is shard %d's", ss.Shard, h.Shard)
+			addf(KindShardIndex, ss.Shard, 0, "shard %d's checkpoint says it is shard %d's", ss.Shard, h.Shard)
 		}
 		if h.Count != w.shardCount {
-			v.addf(KindShardCount, ss.Shard, 0, "the checkpoint header says %d shards, fusee.meta says %d", h.Count, w.shardCount)
+			addf(KindShardCount, ss.Shard, 0, "the checkpoint header says %d shards, fusee.meta says %d", h.Count, w.shardCount)
 		}
 		if h.LSN > s.LSN {
-			v.addf(KindCheckpointLSN, ss.Shard, 0, "checkpoint LSN %d is past the recovered LSN %d", h.LSN, s.LSN)
+			addf(KindCheckpointLSN, ss.Shard, 0, "checkpoint LSN %d is past the recovered LSN %d", h.LSN, s.LSN)
 		}
 		if h.NextRun > s.NextRun || h.NextSeq > s.NextSeq {
-			v.addf(KindRecovery, ss.Shard, 0, "the checkpoint's next run %d and outbox seq %d are past the recovered %d and %d",
+			addf(KindRecovery, ss.Shard, 0, "the checkpoint's next run %d and outbox seq %d are past the recovered %d and %d",
 				h.NextRun, h.NextSeq, s.NextRun, s.NextSeq)
 		}
 		if ss.LSN != s.LSN {
-			v.addf(KindRecovery, ss.Shard, 0, "store statistics say LSN %d, the shard holds %d", ss.LSN, s.LSN)
+			addf(KindRecovery, ss.Shard, 0, "store statistics say LSN %d, the shard holds %d", ss.LSN, s.LSN)
 		}
 	}
 }
@@ -397,15 +401,15 @@ func (v *verifier) place(s *sh) runPlace {
 // clean close vouches for every batch; without one, a dropped tail is what
 // a crash mid-write leaves, and nothing shows whether later segments were
 // lost.
-func (v *verifier) logEnding(rep *journal.RecoveryReport) {
+func logEnding(addf addFinding, rep *journal.RecoveryReport) {
 	switch {
 	case rep.TornTail != "" && rep.Torn == nil:
-		v.addf(KindTornTail, -1, 0, "recovery dropped a torn log tail: %s", rep.TornTail)
+		addf(KindTornTail, -1, 0, "recovery dropped a torn log tail: %s", rep.TornTail)
 	case rep.Torn != nil:
-		v.addf(KindTornTail, -1, 0, "the engine stopped without closing the log; recovery drops, as the engine's would, %s", rep.Torn)
+		addf(KindTornTail, -1, 0, "the engine stopped without closing the log; recovery drops, as the engine's would, %s", rep.Torn)
 	case rep.LogEnding == wal.EndStopped:
-		v.addf(KindLogNotClosed, -1, 0, "the engine stopped without closing the log (it ends at %s after an intact batch, with no close record); recovery dropped nothing", rep.LogEnd)
+		addf(KindLogNotClosed, -1, 0, "the engine stopped without closing the log (it ends at %s after an intact batch, with no close record); recovery dropped nothing", rep.LogEnd)
 	case rep.LogEnding == wal.EndUnproven:
-		v.addf(KindLogNotClosed, -1, 0, "the log ends at %s with no close record: it was closed by a fusee older than close records, or the engine stopped while closing", rep.LogEnd)
+		addf(KindLogNotClosed, -1, 0, "the log ends at %s with no close record: it was closed by a fusee older than close records, or the engine stopped while closing", rep.LogEnd)
 	}
 }

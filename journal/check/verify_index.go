@@ -60,7 +60,7 @@ func (v *verifier) joinRun(s *sh, key model.RunNo, r *model.Run, h []model.Recor
 			put(k, nil) // no stored message to compare: the ID and run suffice
 		}
 	}
-	v.recordMsgIDs(s, r, h)
+	recordMsgIDs(v.addf, v.place(s), r, h)
 }
 
 func timerJoinKey(t model.TimerKey) []byte {
@@ -182,34 +182,8 @@ func (v *verifier) indexID(s *sh, id string, runs []joined, no model.RunNo, hasE
 		}
 	}
 	if len(runs) > 0 {
-		v.genOrder(s, id, runs)
-		byGen := slices.Clone(runs)
-		sort.SliceStable(byGen, func(a, b int) bool { return byGen[a].gen < byGen[b].gen })
-		want := uint32(1)
-		for i, r := range byGen {
-			switch {
-			case i > 0 && r.gen == byGen[i-1].gen:
-				v.addf(KindGenDuplicate, s.Index, r.no, "workflow %q generation %d is also run %d", id, r.gen, byGen[i-1].no)
-				continue
-			case r.gen != want:
-				v.addf(KindGenGap, s.Index, r.no, "workflow %q has generation %d where %d is expected", id, r.gen, want)
-			}
-			want = r.gen + 1
-		}
-		latest := byGen[len(byGen)-1]
-		for _, r := range byGen[:len(byGen)-1] {
-			if r.state == model.StateRunning || r.state == model.StateParked {
-				v.addf(KindSupersededActive, s.Index, r.no, "workflow %q generation %d is %s but generation %d (run %d) is newer",
-					id, r.gen, r.state, latest.gen, latest.no)
-			}
-		}
-		switch {
-		case !hasEntry:
-			v.addf(KindIndexMissingID, s.Index, latest.no, "workflow %q has no index entry", id)
-		case no != latest.no && named != nil:
-			v.addf(KindIndexNotLatest, s.Index, no, "the index names generation %d of %q, the latest is generation %d (run %d)",
-				named.gen, id, latest.gen, latest.no)
-		}
+		latest := generationRules(v.addf, s.Index, id, runs)
+		indexEntryRules(v.addf, s.Index, id, latest, no, hasEntry, named)
 	}
 	if !hasEntry || named != nil {
 		return nil
@@ -238,6 +212,50 @@ func (v *verifier) workflowOf(s *sh, no model.RunNo) string {
 	return r.WorkflowID
 }
 
+// generationRules checks the runs of workflow ID id on shard, in run
+// number order (at least one): generations 1..k with no gap or repeat,
+// numbered in generation order except where a reshard renumbered a run
+// (genOrder), all finished but the latest, which it returns. The
+// streaming verifier and the whole-memory oracle of the tests both make
+// these rules; they gather the runs each in its own way.
+func generationRules(addf addFinding, shard int, id string, runs []joined) joined {
+	genOrder(addf, shard, id, runs)
+	byGen := slices.Clone(runs)
+	sort.SliceStable(byGen, func(a, b int) bool { return byGen[a].gen < byGen[b].gen })
+	want := uint32(1)
+	for i, r := range byGen {
+		switch {
+		case i > 0 && r.gen == byGen[i-1].gen:
+			addf(KindGenDuplicate, shard, r.no, "workflow %q generation %d is also run %d", id, r.gen, byGen[i-1].no)
+			continue
+		case r.gen != want:
+			addf(KindGenGap, shard, r.no, "workflow %q has generation %d where %d is expected", id, r.gen, want)
+		}
+		want = r.gen + 1
+	}
+	latest := byGen[len(byGen)-1]
+	for _, r := range byGen[:len(byGen)-1] {
+		if r.state == model.StateRunning || r.state == model.StateParked {
+			addf(KindSupersededActive, shard, r.no, "workflow %q generation %d is %s but generation %d (run %d) is newer",
+				id, r.gen, r.state, latest.gen, latest.no)
+		}
+	}
+	return latest
+}
+
+// indexEntryRules checks workflow ID id's index entry (hasEntry: it has
+// one, naming run no) against its latest run: named is id's run stored
+// under no, nil when no holds none of id's runs.
+func indexEntryRules(addf addFinding, shard int, id string, latest joined, no model.RunNo, hasEntry bool, named *joined) {
+	switch {
+	case !hasEntry:
+		addf(KindIndexMissingID, shard, latest.no, "workflow %q has no index entry", id)
+	case no != latest.no && named != nil:
+		addf(KindIndexNotLatest, shard, no, "the index names generation %d of %q, the latest is generation %d (run %d)",
+			named.gen, id, latest.gen, latest.no)
+	}
+}
+
 // genOrder reports a pair of runs of one workflow ID whose run numbers
 // are in the opposite order of their generations, unless a reshard
 // renumbered either of them: a renumbered run gets a number above every
@@ -245,7 +263,7 @@ func (v *verifier) workflowOf(s *sh, no model.RunNo) string {
 // is. Among the runs that kept their numbers the order must hold, and it
 // holds for every pair exactly when it holds for each neighbour in run
 // number order, which is what is checked.
-func (v *verifier) genOrder(s *sh, id string, runs []joined) {
+func genOrder(addf addFinding, shard int, id string, runs []joined) {
 	var prev *joined
 	for i := range runs { // in run-number order
 		r := &runs[i]
@@ -253,7 +271,7 @@ func (v *verifier) genOrder(s *sh, id string, runs []joined) {
 			continue
 		}
 		if prev != nil && r.gen < prev.gen {
-			v.addf(KindGenOrder, s.Index, r.no, "workflow %q generation %d has a higher run number than generation %d (run %d), and neither was renumbered",
+			addf(KindGenOrder, shard, r.no, "workflow %q generation %d has a higher run number than generation %d (run %d), and neither was renumbered",
 				id, r.gen, prev.gen, prev.no)
 		}
 		prev = r

@@ -265,7 +265,7 @@ func (v *verifier) finishRef(t target, res resolution, val []byte) error {
 		if res == resolved {
 			r = t.r
 		}
-		v.sender(s, id, ref, r, unproduced, string(d.b))
+		senderRules(v.addf, v.place(s), id, ref, r, unproduced, string(d.b))
 		return nil
 	}
 	r := &model.Run{}

@@ -148,32 +148,7 @@ func (v *verifier) outbox(s *sh) error {
 // message checks one stored message (under key id) against want, the
 // message its sender's records produced under that ID (nil: none).
 func (v *verifier) message(s *sh, id string, m, want *model.Message) error {
-	run := m.From.Run
-	add := func(k Kind, format string, args ...any) {
-		v.addf(k, s.Index, run, "message %q: %s", id, fmt.Sprintf(format, args...))
-	}
-	if m.ID != id {
-		add(KindOutboxKey, "stored under this ID but says it is %q", m.ID)
-	}
-	if m.Kind < model.MsgStartChild || m.Kind > model.MsgUpdateResult {
-		add(KindOutboxKind, "unknown kind %d", uint8(m.Kind))
-	}
-	if m.Target == "" {
-		add(KindOutboxKind, "no target workflow ID")
-	}
-	if m.Seq == 0 || m.Seq >= s.NextSeq {
-		add(KindOutboxSeq, "sequence number %d, the shard's next is %d", m.Seq, s.NextSeq)
-	}
-	if m.Kind != model.MsgSignal && m.Kind != model.MsgCancel {
-		if m.Parent.IsZero() {
-			add(KindOutboxParent, "a %s without the parent position it is for", m.Kind)
-		}
-		if m.ParentID == "" {
-			add(KindOutboxParent, "a %s without the parent's workflow ID", m.Kind)
-		}
-	}
-	if m.From.Shard != s.Index {
-		add(KindOutboxFrom, "sender %s is not a run of this shard", m.From)
+	if !messageRules(v.addf, s.Index, s.NextSeq, id, m) {
 		return nil
 	}
 	diff := ""
@@ -188,22 +163,65 @@ func (v *verifier) message(s *sh, id string, m, want *model.Message) error {
 	if err != nil {
 		return err
 	}
-	v.sender(s, id, m.From, from, want == nil, diff)
+	senderRules(v.addf, v.place(s), id, m.From, from, want == nil, diff)
 	return nil
 }
 
-// sender finishes the check of a stored message (under key id) once its
-// sender's entry is read: from is the run (nil: none), unproduced says no
-// record produced the message, diff how it differs from the one that did.
-func (v *verifier) sender(s *sh, id string, ref model.RunRef, from *model.Run, unproduced bool, diff string) {
-	add := func(k Kind, format string, args ...any) {
-		v.addf(k, s.Index, ref.Run, "message %q: %s", id, fmt.Sprintf(format, args...))
+// The rules of a stored message, made by the streaming verifier and by
+// the whole-memory oracle of the tests, which each gather what they need
+// (the sender's entry, the message its records produce) their own way.
+
+// aboutMessage reports findings about the message stored under id on
+// shard, sent by run.
+func aboutMessage(addf addFinding, shard int, run model.RunNo, id string) addRunFinding {
+	return func(k Kind, format string, args ...any) {
+		addf(k, shard, run, "message %q: %s", id, fmt.Sprintf(format, args...))
 	}
+}
+
+// messageRules checks the message m stored under key id on shard (whose
+// next sequence number is nextSeq): its own fields, and that its sender
+// is on this shard, which it says (true) before the sender's checks.
+func messageRules(addf addFinding, shard int, nextSeq uint64, id string, m *model.Message) bool {
+	add := aboutMessage(addf, shard, m.From.Run, id)
+	if m.ID != id {
+		add(KindOutboxKey, "stored under this ID but says it is %q", m.ID)
+	}
+	if m.Kind < model.MsgStartChild || m.Kind > model.MsgUpdateResult {
+		add(KindOutboxKind, "unknown kind %d", uint8(m.Kind))
+	}
+	if m.Target == "" {
+		add(KindOutboxKind, "no target workflow ID")
+	}
+	if m.Seq == 0 || m.Seq >= nextSeq {
+		add(KindOutboxSeq, "sequence number %d, the shard's next is %d", m.Seq, nextSeq)
+	}
+	if m.Kind != model.MsgSignal && m.Kind != model.MsgCancel {
+		if m.Parent.IsZero() {
+			add(KindOutboxParent, "a %s without the parent position it is for", m.Kind)
+		}
+		if m.ParentID == "" {
+			add(KindOutboxParent, "a %s without the parent's workflow ID", m.Kind)
+		}
+	}
+	if m.From.Shard != shard {
+		add(KindOutboxFrom, "sender %s is not a run of this shard", m.From)
+		return false
+	}
+	return true
+}
+
+// senderRules finishes the check of a stored message (under key id) once
+// its sender's entry is read: from is the run (nil: none), unproduced
+// says no record produced the message, diff how it differs from the one
+// that did.
+func senderRules(addf addFinding, p runPlace, id string, ref model.RunRef, from *model.Run, unproduced bool, diff string) {
+	add := aboutMessage(addf, p.shard, ref.Run, id)
 	if from == nil {
 		add(KindOutboxFrom, "sender %s is not a run of this shard", ref)
 		return
 	}
-	v.msgIDRunNumber(s, from, id)
+	msgIDRunNumber(addf, p, from, id)
 	if unproduced {
 		add(KindOutboxSource, "no record of sender %s (%q generation %d) produces it", ref, from.WorkflowID, from.Gen)
 		return
@@ -363,10 +381,10 @@ func messageDiff(m, want *model.Message) string {
 // recordMsgIDs applies the run-number rule to the message IDs a run's
 // records carry (sent messages, and the IDs of updates it accepted), so
 // that an offending ID is caught even after its message was acknowledged.
-func (v *verifier) recordMsgIDs(s *sh, r *model.Run, h []model.Record) {
+func recordMsgIDs(addf addFinding, p runPlace, r *model.Run, h []model.Record) {
 	for i := range h {
 		if rec := &h[i]; rec.MsgID != "" && (rec.Kind == model.KindChild || rec.Kind == model.KindSend) {
-			v.msgIDRunNumber(s, r, rec.MsgID)
+			msgIDRunNumber(addf, p, r, rec.MsgID)
 		}
 	}
 }
@@ -376,13 +394,13 @@ func (v *verifier) recordMsgIDs(s *sh, r *model.Run, h []model.Record) {
 // run part of its completion tokens. It can only tell when r's number
 // differs from its generation (the "<ID>/<gen>/" prefix is the intended
 // one), so it is a heuristic, and a warning.
-func (v *verifier) msgIDRunNumber(s *sh, r *model.Run, id string) {
+func msgIDRunNumber(addf addFinding, p runPlace, r *model.Run, id string) {
 	if r.No != model.RunNo(r.Gen) && strings.Contains(id, fmt.Sprintf("%s/%d/", r.WorkflowID, r.No)) {
-		v.addf(KindMsgIDRunNumber, s.Index, r.No, "message ID %q contains this run's Ctx::key prefix %q", id, fmt.Sprintf("%s/%d/", r.WorkflowID, r.No))
+		addf(KindMsgIDRunNumber, p.shard, r.No, "message ID %q contains this run's Ctx::key prefix %q", id, fmt.Sprintf("%s/%d/", r.WorkflowID, r.No))
 	}
-	tok := model.Token{Gen: model.TokenGen(s.StoreGen), Shard: s.Index, Run: r.No}.String()[:18] // "tk" + gen, shard and run, without the position
+	tok := model.Token{Gen: model.TokenGen(p.storeGen), Shard: p.shard, Run: r.No}.String()[:18] // "tk" + gen, shard and run, without the position
 	if strings.Contains(strings.ToLower(id), tok) {
-		v.addf(KindMsgIDRunNumber, s.Index, r.No, "message ID %q contains this run's completion token prefix %q", id, tok)
+		addf(KindMsgIDRunNumber, p.shard, r.No, "message ID %q contains this run's completion token prefix %q", id, tok)
 	}
 }
 
@@ -391,16 +409,22 @@ func (v *verifier) msgIDRunNumber(s *sh, r *model.Run, id string) {
 // workflow ID, so the entry must be on that workflow's shard.
 func (v *verifier) seen(s *sh) error {
 	return s.src.seen(func(id, wf string) error {
-		if wf == "" {
-			v.addf(KindSeenWrongShard, s.Index, 0, "dedup entry %q names no receiving workflow", id)
-			return nil
-		}
-		if want := model.ShardOf(wf, v.w.shardCount); want != s.Index {
-			v.addf(KindSeenWrongShard, s.Index, 0, "dedup entry %q was delivered to %q, which belongs on shard %d of %d",
-				id, wf, want, v.w.shardCount)
-		}
+		seenRule(v.addf, v.place(s), id, wf)
 		return nil
 	})
+}
+
+// seenRule checks the dedup entry of message id, delivered to workflow
+// wf, at place p.
+func seenRule(addf addFinding, p runPlace, id, wf string) {
+	if wf == "" {
+		addf(KindSeenWrongShard, p.shard, 0, "dedup entry %q names no receiving workflow", id)
+		return
+	}
+	if want := model.ShardOf(wf, p.shards); want != p.shard {
+		addf(KindSeenWrongShard, p.shard, 0, "dedup entry %q was delivered to %q, which belongs on shard %d of %d",
+			id, wf, want, p.shards)
+	}
 }
 
 // outboxIDsAcrossShards reports one message ID in two shards' outboxes:

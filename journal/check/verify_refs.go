@@ -43,29 +43,18 @@ func (v *verifier) startRefs(s *sh, r *model.Run, st *model.Record) {
 // report reports what resolving ref found when it is not a run: a bad
 // shard, an unissued number or a dangling reference.
 func (v *verifier) report(s *sh, r *model.Run, rec *model.Record, what string, ref model.RunRef, t target, res resolution) {
-	switch res {
-	case badShard:
-		v.addf(KindRefBadShard, s.Index, r.No, "%s at %d: %s %s names shard %d of %d", rec.Kind, rec.Pos, what, ref, ref.Shard, len(v.w.srcs))
-	case unissued:
-		v.addf(KindRefUnissued, s.Index, r.No, "%s at %d: %s %s, but shard %d's next run number is %d",
-			rec.Kind, rec.Pos, what, ref, ref.Shard, v.w.infos[t.slot].NextRun)
-	case dangling:
-		v.addf(KindRefDangling, s.Index, r.No, "%s at %d: %s %s no longer exists", rec.Kind, rec.Pos, what, ref)
-	case noSuchRun:
-		v.addf(KindRefDangling, s.Index, r.No, "%s at %d: %s %s is the reserved number for no run: a reshard found the run it named gone",
-			rec.Kind, rec.Pos, what, ref)
+	var next model.RunNo
+	if res == unissued {
+		next = v.w.infos[t.slot].NextRun
 	}
+	resolutionRule(v.about(s, r), rec, what, ref, res, len(v.w.srcs), next)
 }
 
 // locate is refer for a reference that comes with the workflow ID of its
 // target: the target's shard is checked against that ID first.
 func (v *verifier) locate(s *sh, r *model.Run, rec *model.Record, c refCheck, ref model.RunRef, id string, pos int) {
-	if _, ok := v.w.byIndex[ref.Shard]; ok && id != "" && ref.Run != model.NoSuchRun {
-		if want := model.ShardOf(id, v.w.shardCount); want != ref.Shard {
-			v.addf(KindRefWrongShard, s.Index, r.No, "%s at %d: %s %s is on shard %d, but %q lives on shard %d",
-				rec.Kind, rec.Pos, refWhat[c], ref, ref.Shard, id, want)
-			return
-		}
+	if _, ok := v.w.byIndex[ref.Shard]; ok && !onIDsShard(v.about(s, r), v.w.shardCount, rec, refWhat[c], ref, id) {
+		return
 	}
 	v.refer(s, r, rec, c, ref, pos)
 }

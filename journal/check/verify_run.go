@@ -21,8 +21,9 @@ import (
 // addRunFinding reports a finding about the run being checked.
 type addRunFinding func(k Kind, format string, args ...any)
 
-// runPlace is where a run is checked: its shard's index, the directory's
-// shard count, the shard's next run number and store generation.
+// runPlace is where a run (or a stored message, a dedup entry) is
+// checked: its shard's index, the directory's shard count, the shard's
+// next run number and store generation.
 type runPlace struct {
 	shard, shards int
 	nextRun       model.RunNo
@@ -267,6 +268,38 @@ func startOrigin(add addRunFinding, st *model.Record) {
 
 // The rules of a reference once the run it names is found, whichever way
 // it was found (a join, a map): the verifiers resolve, these judge.
+
+// resolutionRule reports what resolving ref (what, in record rec) found
+// when it is not a run: a shard that is not one of shards, a number
+// its shard never handed out (it hands out numbers below nextRun), a run
+// gone or the number that names none.
+func resolutionRule(add addRunFinding, rec *model.Record, what string, ref model.RunRef, res resolution, shards int, nextRun model.RunNo) {
+	switch res {
+	case badShard:
+		add(KindRefBadShard, "%s at %d: %s %s names shard %d of %d", rec.Kind, rec.Pos, what, ref, ref.Shard, shards)
+	case unissued:
+		add(KindRefUnissued, "%s at %d: %s %s, but shard %d's next run number is %d", rec.Kind, rec.Pos, what, ref, ref.Shard, nextRun)
+	case dangling:
+		add(KindRefDangling, "%s at %d: %s %s no longer exists", rec.Kind, rec.Pos, what, ref)
+	case noSuchRun:
+		add(KindRefDangling, "%s at %d: %s %s is the reserved number for no run: a reshard found the run it named gone",
+			rec.Kind, rec.Pos, what, ref)
+	}
+}
+
+// onIDsShard checks a reference (what, in record rec) that comes with
+// its target's workflow ID id, to a shard that exists: it must be on the
+// shard id lives on (of shards), and is then to be resolved.
+func onIDsShard(add addRunFinding, shards int, rec *model.Record, what string, ref model.RunRef, id string) bool {
+	if id == "" || ref.Run == model.NoSuchRun {
+		return true
+	}
+	if want := model.ShardOf(id, shards); want != ref.Shard {
+		add(KindRefWrongShard, "%s at %d: %s %s is on shard %d, but %q lives on shard %d", rec.Kind, rec.Pos, what, ref, ref.Shard, id, want)
+		return false
+	}
+	return true
+}
 
 // predToFollow says whether a Start record's predecessor is to be
 // resolved: it must be on the run's own shard (NoSuchRun names none).
