@@ -102,23 +102,23 @@ type DB struct {
 	Shards []*model.Shard
 	Now    int64 // the virtual clock as last checkpointed or set
 
-	lock      *meta.Dir
-	readOnly  bool
-	noSync    bool
-	cache     *pebble.Cache
-	stores    []*pebble.DB
-	headers   []model.CheckpointHeader // each shard's current checkpoint
-	tails     []tailStats              // each shard's log entries after its checkpoint
-	log       *wal.Writer              // nil when read-only
-	created   int64
-	err       error // set once the in-memory state may be ahead of the log
-	closed    bool
-	build     bool // CreateOptions.Build (build.go)
+	lock     *meta.Dir
+	readOnly bool
+	noSync   bool
+	cache    *pebble.Cache
+	stores   []*pebble.DB
+	headers  []model.CheckpointHeader // each shard's current checkpoint
+	tails    []tailStats              // each shard's log entries after its checkpoint
+	log      *wal.Writer              // nil when read-only
+	created  int64
+	err      error // set once the in-memory state may be ahead of the log
+	closed   bool
+	build    bool // CreateOptions.Build (build.go)
 	// work is a directory being built's one working store, which holds
 	// every shard's keys (each under its shardPrefix) until Close writes
 	// the shard stores from it (build.go); nil otherwise, and then stores
 	// are the shard stores.
-	work *pebble.DB
+	work      *pebble.DB
 	evictKeep int  // running runs each shard keeps across a checkpoint (evict.go)
 	evict     bool // drop what the stores hold from memory after each checkpoint (evict.go)
 }

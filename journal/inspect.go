@@ -1,9 +1,9 @@
 package journal
 
 import (
-	"github.com/cockroachdb/pebble/v2"
 	"errors"
 	"fmt"
+	"github.com/cockroachdb/pebble/v2"
 
 	"github.com/cockroachdb/pebble/v2/vfs"
 	"github.com/fusee-dev/fusee/journal/model"
