@@ -5,7 +5,6 @@ import (
 
 	"github.com/cockroachdb/pebble/v2"
 	"github.com/cockroachdb/pebble/v2/bloom"
-	"github.com/cockroachdb/pebble/v2/sstable"
 	"github.com/fusee-dev/fusee/journal/model"
 	"github.com/fusee-dev/fusee/journal/store"
 )
@@ -44,9 +43,15 @@ const workStoreName = "build.work"
 
 // Sizes of the working store: its memtable (pebble keeps up to two more,
 // one being flushed and one for reuse, reserved out of the cache) and its
-// block cache for the read-backs' index, filter and data blocks.
+// block cache for the read-backs' index, filter and data blocks. Its
+// tables are compressed as the shard stores' are (Snappy). Measured at
+// 300k runs, 8 shards, beside main's 8 stores (memtables of 16 MiB each,
+// 64 MiB of blocks): 32 MiB memtables took 21% more CPU than main, 64 MiB
+// the same (34.8 / 34.1 s) at 648 / 727 MiB peak RSS; without compression
+// (32 MiB) 42 s; LBaseMaxBytes 256 MiB or an L0 threshold of 4 changed
+// nothing measurable.
 const (
-	workMemTable  = 32 << 20
+	workMemTable  = 64 << 20
 	workCacheSize = 32 << 20
 )
 
@@ -91,9 +96,6 @@ func (db *DB) startBuild(n int, hdr model.CheckpointHeader) (err error) {
 	o.L0StopWritesThreshold = 8 * buildL0Compact
 	for i := range o.Levels {
 		o.Levels[i].FilterPolicy = bloom.FilterPolicy(buildBloomBits)
-		// Thrown away at Close: compressing it would cost CPU on every
-		// write, compaction and read-back to save space for minutes.
-		o.Levels[i].Compression = func() *sstable.CompressionProfile { return sstable.NoCompression }
 	}
 	if db.work, err = store.OpenStoreWith(path, o, true); err != nil {
 		return err
