@@ -41,9 +41,10 @@ const (
 // being built.
 const workStoreName = "build.work"
 
-// Sizes of the working store: its memtable (pebble keeps up to two more,
-// one being flushed and one for reuse, reserved out of the cache) and its
-// block cache for the read-backs' index, filter and data blocks. Its
+// Sizes of the working store: its memtable and its block cache for the
+// read-backs' index, filter and data blocks. Pebble reserves every
+// memtable it allocates out of the cache, so the cache is made larger by
+// two of them (the mutable one and the one kept for reuse). Its
 // tables are compressed as the shard stores' are (Snappy). Measured at
 // 300k runs, 8 shards, beside main's 8 stores (memtables of 16 MiB each,
 // 64 MiB of blocks): 32 MiB memtables took 21% more CPU than main, 64 MiB
@@ -87,7 +88,7 @@ func checkEmpty(shards []*model.Shard) error {
 func (db *DB) startBuild(n int, hdr model.CheckpointHeader) (err error) {
 	path := db.workDir()
 	defer store.RecoverStoreFatal(path, &err)
-	db.cache = pebble.NewCache(workCacheSize + 3*workMemTable)
+	db.cache = pebble.NewCache(workCacheSize + 2*workMemTable)
 	o := store.StoreOptions(store.NoSyncFS(db.FS), db.cache, false, true)
 	o.DisableWAL = true
 	o.MemTableSize = workMemTable
