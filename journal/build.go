@@ -144,3 +144,14 @@ func (db *DB) finishBuild() error {
 	}
 	return db.FS.RemoveAll(db.workDir())
 }
+
+// Discard closes a directory being built without writing its shard stores:
+// for a build that failed or was interrupted, whose directory is removed
+// next (writing the stores would only delay that). On any other DB it is
+// Close.
+func (db *DB) Discard() error {
+	if db.work == nil || db.closed {
+		return db.Close()
+	}
+	return db.closeAll(false)
+}
