@@ -42,9 +42,8 @@ type CreateOptions struct {
 	// input.
 	LogID uint64
 	// Build says the directory is built under a temporary name and thrown
-	// away unless Close succeeds: until Close its shards live in one
-	// working store without crash recovery, and Close writes their stores
-	// from it (build.go). The shards must be empty. Implies NoSync.
+	// away unless Close succeeds: its stores skip their own crash
+	// recovery until Close (build.go). Implies NoSync.
 	Build bool
 }
 
@@ -102,23 +101,18 @@ type DB struct {
 	Shards []*model.Shard
 	Now    int64 // the virtual clock as last checkpointed or set
 
-	lock     *meta.Dir
-	readOnly bool
-	noSync   bool
-	cache    *pebble.Cache
-	stores   []*pebble.DB
-	headers  []model.CheckpointHeader // each shard's current checkpoint
-	tails    []tailStats              // each shard's log entries after its checkpoint
-	log      *wal.Writer              // nil when read-only
-	created  int64
-	err      error // set once the in-memory state may be ahead of the log
-	closed   bool
-	build    bool // CreateOptions.Build (build.go)
-	// work is a directory being built's one working store, which holds
-	// every shard's keys (each under its shardPrefix) until Close writes
-	// the shard stores from it (build.go); nil otherwise, and then stores
-	// are the shard stores.
-	work      *pebble.DB
+	lock      *meta.Dir
+	readOnly  bool
+	noSync    bool
+	cache     *pebble.Cache
+	stores    []*pebble.DB
+	headers   []model.CheckpointHeader // each shard's current checkpoint
+	tails     []tailStats              // each shard's log entries after its checkpoint
+	log       *wal.Writer              // nil when read-only
+	created   int64
+	err       error // set once the in-memory state may be ahead of the log
+	closed    bool
+	build     bool // CreateOptions.Build (build.go)
 	evictKeep int  // running runs each shard keeps across a checkpoint (evict.go)
 	evict     bool // drop what the stores hold from memory after each checkpoint (evict.go)
 }
@@ -169,13 +163,7 @@ func CreateFrom(fs vfs.FS, dir string, shards []*model.Shard, opts CreateOptions
 	fs = meta.FS(fs) // the stores' LOCK files are flock(2) locks too
 	m := meta.Meta{Format: meta.FormatLocal, Log: meta.LogShared, Shards: n}
 	walOpts := wal.Options{NoSync: opts.NoSync, SegmentSize: opts.SegmentSize, LogID: opts.LogID}
-	if opts.Build {
-		if err := checkEmpty(shards); err != nil {
-			return nil, fmt.Errorf("creating %s: %w", dir, err)
-		}
-	}
 	var w *wal.Writer
-	var start wal.Position
 	build := func() error {
 		var err error
 		if w, err = wal.Create(fs, wal.Dir(fs, dir), walOpts); err != nil {
@@ -191,13 +179,9 @@ func CreateFrom(fs vfs.FS, dir string, shards []*model.Shard, opts CreateOptions
 		if err := fs.MkdirAll(fs.PathJoin(dir, "shards"), 0o755); err != nil {
 			return err
 		}
-		start = pos
 		for i, s := range shards {
 			if err := fs.MkdirAll(store.ShardDir(fs, dir, i), 0o755); err != nil {
 				return err
-			}
-			if opts.Build {
-				continue // the stores are written at Close (build.go)
 			}
 			hdr := model.CheckpointHeader{Log: pos, Now: opts.Now, Created: opts.Now} // gen: s.StoreGen
 			if err := store.WriteShardStore(fs, store.StoreDir(fs, dir, i), s, hdr); err != nil {
@@ -220,13 +204,6 @@ func CreateFrom(fs vfs.FS, dir string, shards []*model.Shard, opts CreateOptions
 		return nil, fmt.Errorf("creating %s: %w", dir, err)
 	}
 	db := &DB{Dir: dir, FS: fs, Now: opts.Now, lock: lock, noSync: opts.NoSync || opts.Build, build: opts.Build, created: opts.Now, log: w}
-	if opts.Build {
-		if err := db.startBuild(n, model.CheckpointHeader{Log: start, Now: opts.Now, Created: opts.Now}); err != nil {
-			db.closeAll(false)
-			return nil, err
-		}
-		return db, nil
-	}
 	if err := db.openStores(n); err != nil {
 		db.closeAll(false)
 		return nil, err
@@ -245,13 +222,17 @@ func CreateFrom(fs vfs.FS, dir string, shards []*model.Shard, opts CreateOptions
 
 // openStores opens every shard's store.
 func (db *DB) openStores(n int) error {
-	db.cache = pebble.NewCache(cacheSize)
+	size := int64(cacheSize)
+	if db.build {
+		size = buildCacheTotal(n)
+	}
+	db.cache = pebble.NewCache(size)
 	db.Shards = make([]*model.Shard, n)
 	db.stores = make([]*pebble.DB, n)
 	db.headers = make([]model.CheckpointHeader, n)
 	db.tails = make([]tailStats, n)
 	for i := range n {
-		st, err := store.OpenStore(db.FS, store.StoreDir(db.FS, db.Dir, i), db.cache, db.readOnly, false)
+		st, err := db.openShardStore(i)
 		if err != nil {
 			return err
 		}
@@ -410,12 +391,11 @@ func (db *DB) Checkpoint() error {
 // checkpointShard writes shard i's changes and header hdr in one synced
 // batch.
 func (db *DB) checkpointShard(i int, hdr *model.CheckpointHeader) (err error) {
-	st, pre, path := db.shardStore(i)
-	defer store.RecoverStoreFatal(path, &err)
+	defer store.RecoverStoreFatal(store.StoreDir(db.FS, db.Dir, i), &err)
 	s := db.Shards[i]
-	b := st.NewBatch()
+	b := db.stores[i].NewBatch()
 	defer b.Close()
-	if err := store.WriteChangesUnder(b, st, pre, s, hdr); err != nil {
+	if err := store.WriteChanges(b, db.stores[i], s, hdr); err != nil {
 		return fmt.Errorf("shard %d: %w", i, err)
 	}
 	opt := pebble.Sync
@@ -423,7 +403,7 @@ func (db *DB) checkpointShard(i int, hdr *model.CheckpointHeader) (err error) {
 		opt = pebble.NoSync // no store WAL: Close flushes and syncs
 	}
 	if err := b.Commit(opt); err != nil {
-		return fmt.Errorf("shard store %s: %w", path, err)
+		return fmt.Errorf("shard store %s: %w", store.StoreDir(db.FS, db.Dir, i), err)
 	}
 	s.TrackChanges()
 	db.headers[i] = *hdr
@@ -457,9 +437,6 @@ func (db *DB) Close() error {
 		return nil
 	}
 	var errs []error
-	if db.work != nil {
-		errs = append(errs, db.finishBuild())
-	}
 	if !db.readOnly {
 		for i, st := range db.stores {
 			if err := flushStore(st, store.StoreDir(db.FS, db.Dir, i)); err != nil {
@@ -511,12 +488,6 @@ func (db *DB) closeAll(sweep bool) error {
 		}
 	}
 	db.stores = nil
-	if db.work != nil {
-		if err := db.work.Close(); err != nil {
-			errs = append(errs, fmt.Errorf("closing working store %s: %w", db.workDir(), err))
-		}
-		db.work = nil
-	}
 	if sweep && len(errs) == 0 {
 		// Pebble keeps the logs it flushed (to recycle them) until the
 		// store is opened again: opening and closing each store once more,

@@ -24,7 +24,6 @@ import (
 // backing is where an evicting shard reads what it dropped.
 type backing struct {
 	st      *pebble.DB
-	pre     []byte // the shard's key prefix in st (a working store: build.go)
 	path    string
 	scratch *model.Shard // for LoadRunKey, which files the run it decodes
 	// ids and seen hold every workflow ID and message ID the store or
@@ -73,9 +72,6 @@ func (b *backing) AddSeen(msgID string) { b.seen.add(msgID) }
 // getErr reads one key's value (a copy; nil: absent).
 func (b *backing) getErr(key []byte) (_ []byte, err error) {
 	defer store.RecoverStoreFatal(b.path, &err)
-	if len(b.pre) > 0 {
-		key = append(append(make([]byte, 0, len(b.pre)+len(key)), b.pre...), key...)
-	}
 	v, closer, err := b.st.Get(key)
 	if errors.Is(err, pebble.ErrNotFound) {
 		return nil, nil
@@ -103,15 +99,13 @@ func (b *backing) ReadEntry(no model.RunNo) (model.RunEntry, bool, error) {
 // ReadRun reads run no and its journal from the store (nil: none).
 func (b *backing) ReadRun(no model.RunNo) (r *model.Run, err error) {
 	defer store.RecoverStoreFatal(b.path, &err)
-	lo := store.AppendRunKey(append([]byte(nil), b.pre...), no)
-	hi := store.AppendRunKey(append([]byte(nil), b.pre...), no+1)
-	it, err := b.st.NewIter(&pebble.IterOptions{LowerBound: lo, UpperBound: hi})
+	it, err := b.st.NewIter(&pebble.IterOptions{LowerBound: store.RunKey(no), UpperBound: store.RunKey(no + 1)})
 	if err != nil {
 		return nil, store.WrapStoreError(b.path, "reading", err)
 	}
 	var want uint32
 	for ok := it.First(); ok; ok = it.Next() {
-		k, perr := store.ParseStoreKey(it.Key()[len(b.pre):])
+		k, perr := store.ParseStoreKey(it.Key())
 		if perr == nil {
 			perr = store.LoadRunKey(b.scratch, k, it.Value(), &r, &want)
 		}
@@ -150,8 +144,7 @@ func (db *DB) SetEvictKeep(keep int) {
 	db.evictKeep = keep / len(db.Shards)
 	for i, s := range db.Shards {
 		if s.Backing() == nil {
-			st, pre, path := db.shardStore(i)
-			b := &backing{st: st, pre: pre, path: path, scratch: model.NewShard(i, len(db.Shards)),
+			b := &backing{st: db.stores[i], path: store.StoreDir(db.FS, db.Dir, i), scratch: model.NewShard(i, len(db.Shards)),
 				ids: newKeyFilter(), seen: newKeyFilter()}
 			for id := range s.ByID {
 				b.ids.add(id)
@@ -188,11 +181,9 @@ func (db *DB) loadErr() error {
 // number order, with its journal. Right after a checkpoint that is the
 // shard's every run; fn must not keep r if memory is to stay bounded.
 func (db *DB) StoredRuns(i int, fn func(r *model.Run) error) (err error) {
-	st, pre, path := db.shardStore(i)
+	path := store.StoreDir(db.FS, db.Dir, i)
 	defer store.RecoverStoreFatal(path, &err)
-	lo := append(append([]byte(nil), pre...), store.KeyRun)
-	hi := append(append([]byte(nil), pre...), store.KeyRun+1)
-	it, err := st.NewIter(&pebble.IterOptions{LowerBound: lo, UpperBound: hi})
+	it, err := db.stores[i].NewIter(&pebble.IterOptions{LowerBound: []byte{store.KeyRun}, UpperBound: []byte{store.KeyRun + 1}})
 	if err != nil {
 		return store.WrapStoreError(path, "reading", err)
 	}
@@ -213,7 +204,7 @@ func (db *DB) StoredRuns(i int, fn func(r *model.Run) error) (err error) {
 		return fn(r)
 	}
 	for ok := it.First(); ok; ok = it.Next() {
-		k, perr := store.ParseStoreKey(it.Key()[len(pre):])
+		k, perr := store.ParseStoreKey(it.Key())
 		if perr != nil {
 			return store.CloseIter(path, it, &store.StoreError{Path: path, Key: fmt.Sprintf("%q", it.Key()), Err: perr})
 		}

@@ -3,7 +3,6 @@ package journal
 import (
 	"errors"
 	"fmt"
-	"github.com/cockroachdb/pebble/v2"
 
 	"github.com/cockroachdb/pebble/v2/vfs"
 	"github.com/fusee-dev/fusee/journal/model"
@@ -40,9 +39,6 @@ type Stats struct {
 func (db *DB) Stats() (Stats, error) {
 	if db.closed {
 		return Stats{}, errors.New("the data directory is closed")
-	}
-	if db.work != nil {
-		return Stats{}, errors.New("the data directory is being built: its shard stores are written when it is closed")
 	}
 	var st Stats
 	for i, s := range db.Shards {
@@ -97,17 +93,12 @@ func (db *DB) StoreKeys(shard int, fn func(key, value []byte) error) error {
 	if err := db.checkShard(shard); err != nil {
 		return err
 	}
-	st, pre, _ := db.shardStore(shard)
-	var bounds *pebble.IterOptions
-	if len(pre) > 0 {
-		bounds = &pebble.IterOptions{LowerBound: pre, UpperBound: shardPrefix(shard + 1)}
-	}
-	it, err := st.NewIter(bounds)
+	it, err := db.stores[shard].NewIter(nil)
 	if err != nil {
 		return err
 	}
 	for ok := it.First(); ok; ok = it.Next() {
-		if err := fn(it.Key()[len(pre):], it.Value()); err != nil {
+		if err := fn(it.Key(), it.Value()); err != nil {
 			it.Close()
 			return err
 		}

@@ -236,11 +236,7 @@ func generateInto(ctx context.Context, fs vfs.FS, tmp string, o GenOptions) (*En
 	if err == nil {
 		census = censusProgress(o.Progress, o.Shards)
 	}
-	closeDB := db.Close
-	if err != nil {
-		closeDB = db.Discard // the directory is removed: its stores need not be written
-	}
-	if cerr := errors.Join(closeDB(), e.scratch.close()); err == nil {
+	if cerr := errors.Join(db.Close(), e.scratch.close()); err == nil {
 		err = cerr
 	}
 	if err != nil || o.NoCensus {

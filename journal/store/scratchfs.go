@@ -35,8 +35,3 @@ type noSyncFile struct{ vfs.File }
 func (noSyncFile) Sync() error                { return nil }
 func (noSyncFile) SyncData() error            { return nil }
 func (noSyncFile) SyncTo(int64) (bool, error) { return false, nil }
-
-// NoSyncFS is fs with syncs that return at once, for a store that is
-// thrown away if the process dies (a directory's working store while it
-// is built).
-func NoSyncFS(fs vfs.FS) vfs.FS { return noSyncFS{fs} }

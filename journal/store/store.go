@@ -460,20 +460,11 @@ func firstIDDiff(stored, derived map[string]model.RunNo) string {
 // (model.Changes.Stored) are read from it, record values copied as
 // bytes, which gives the bytes EncodeHistory gives for them decoded.
 func WriteChanges(b *pebble.Batch, src pebble.Reader, s *model.Shard, hdr *model.CheckpointHeader) error {
-	return WriteChangesUnder(b, src, nil, s, hdr)
-}
-
-// WriteChangesUnder is WriteChanges into a store that holds several
-// shards' keys, each shard's under a prefix of its own (a directory being
-// built keeps every shard in one working store): every key b gets and
-// every key read from src is pre followed by the shard store's key.
-func WriteChangesUnder(b *pebble.Batch, src pebble.Reader, pre []byte, s *model.Shard, hdr *model.CheckpointHeader) error {
 	c := s.Changed
 	if c == nil {
 		return errors.New("shard has no change tracking")
 	}
 	var buf []byte
-	k := &prefixer{pre: pre}
 	for _, no := range slices.Sorted(maps.Keys(c.Runs)) {
 		from := c.Runs[no]
 		r, ok := s.Runs[no]
@@ -481,7 +472,7 @@ func WriteChangesUnder(b *pebble.Batch, src pebble.Reader, pre []byte, s *model.
 			return fmt.Errorf("changed run %d is gone", no)
 		}
 		e := model.EntryOf(r)
-		if err := b.Set(k.of(RunKey(no)), model.EncodeRunEntry(buf[:0], &e), nil); err != nil {
+		if err := b.Set(RunKey(no), model.EncodeRunEntry(buf[:0], &e), nil); err != nil {
 			return err
 		}
 		if r.State == model.StateTombstone {
@@ -491,7 +482,7 @@ func WriteChangesUnder(b *pebble.Batch, src pebble.Reader, pre []byte, s *model.
 			// table makes every later point read of that table load its
 			// range-deletion block.
 			for pos := range from {
-				if err := b.Delete(k.of(RecordKey(no, pos)), nil); err != nil {
+				if err := b.Delete(RecordKey(no, pos), nil); err != nil {
 					return err
 				}
 			}
@@ -499,7 +490,7 @@ func WriteChangesUnder(b *pebble.Batch, src pebble.Reader, pre []byte, s *model.
 		}
 		for pos := int(from); pos < len(r.Journal); pos++ {
 			buf = model.EncodeRecord(buf[:0], &r.Journal[pos])
-			if err := b.Set(k.of(RecordKey(no, uint32(pos))), buf, nil); err != nil {
+			if err := b.Set(RecordKey(no, uint32(pos)), buf, nil); err != nil {
 				return err
 			}
 		}
@@ -507,20 +498,20 @@ func WriteChangesUnder(b *pebble.Batch, src pebble.Reader, pre []byte, s *model.
 	for _, id := range slices.Sorted(maps.Keys(c.IDs)) {
 		var err error
 		if no, ok := s.ByID[id]; ok {
-			err = b.Set(k.of(IndexKey(id)), model.EncodeRunNo(no), nil)
+			err = b.Set(IndexKey(id), model.EncodeRunNo(no), nil)
 		} else {
-			err = b.Delete(k.of(IndexKey(id)), nil)
+			err = b.Delete(IndexKey(id), nil)
 		}
 		if err != nil {
 			return err
 		}
 	}
-	for _, tk := range slices.SortedFunc(maps.Keys(c.Timers), model.CompareTimers) {
+	for _, k := range slices.SortedFunc(maps.Keys(c.Timers), model.CompareTimers) {
 		var err error
-		if _, ok := s.Timers[tk]; ok {
-			err = b.Set(k.of(TimerKeyBytes(tk)), nil, nil)
+		if _, ok := s.Timers[k]; ok {
+			err = b.Set(TimerKeyBytes(k), nil, nil)
 		} else {
-			err = b.Delete(k.of(TimerKeyBytes(tk)), nil)
+			err = b.Delete(TimerKeyBytes(k), nil)
 		}
 		if err != nil {
 			return err
@@ -530,20 +521,20 @@ func WriteChangesUnder(b *pebble.Batch, src pebble.Reader, pre []byte, s *model.
 		id := c.Outbox[seq]
 		var err error
 		if m, ok := s.Outbox[id]; ok && m.Seq == seq {
-			err = b.Set(k.of(OutboxKey(seq)), model.EncodeMessage(buf[:0], m), nil)
+			err = b.Set(OutboxKey(seq), model.EncodeMessage(buf[:0], m), nil)
 		} else {
-			err = b.Delete(k.of(OutboxKey(seq)), nil)
+			err = b.Delete(OutboxKey(seq), nil)
 		}
 		if err != nil {
 			return err
 		}
 	}
 	for _, id := range slices.Sorted(maps.Keys(c.Seen)) {
-		if err := b.Set(k.of(SeenKey(id)), model.EncodeSeenValue(buf[:0], s.Seen[id]), nil); err != nil {
+		if err := b.Set(SeenKey(id), model.EncodeSeenValue(buf[:0], s.Seen[id]), nil); err != nil {
 			return err
 		}
 	}
-	stored := storedHistories{pre: pre}
+	var stored storedHistories
 	defer stored.close()
 	for _, no := range slices.Sorted(maps.Keys(c.Archive)) {
 		var v []byte
@@ -555,7 +546,7 @@ func WriteChangesUnder(b *pebble.Batch, src pebble.Reader, pre []byte, s *model.
 		} else {
 			v = model.EncodeHistory(buf[:0], s.Archive[no])
 		}
-		if err := b.Set(k.of(ArchiveKey(no)), v, nil); err != nil {
+		if err := b.Set(ArchiveKey(no), v, nil); err != nil {
 			return err
 		}
 		buf = v
@@ -563,7 +554,7 @@ func WriteChangesUnder(b *pebble.Batch, src pebble.Reader, pre []byte, s *model.
 	if err := stored.close(); err != nil {
 		return err
 	}
-	return b.Set(k.of(headerKey), model.EncodeHeader(nil, hdr), nil)
+	return b.Set(headerKey, model.EncodeHeader(nil, hdr), nil)
 }
 
 // storedHistories builds the archived histories of the runs a shard
@@ -572,22 +563,8 @@ func WriteChangesUnder(b *pebble.Batch, src pebble.Reader, pre []byte, s *model.
 // iterator for the whole checkpoint, seeking forward run by run in
 // number order.
 type storedHistories struct {
-	pre []byte // the shard's key prefix in src (WriteChangesUnder)
 	it  *pebble.Iterator
 	key []byte
-}
-
-// prefixer puts a shard's key prefix before store keys (WriteChangesUnder).
-// The key it returns is valid until its next call: pebble copies keys
-// into a batch.
-type prefixer struct{ pre, buf []byte }
-
-func (p *prefixer) of(key []byte) []byte {
-	if len(p.pre) == 0 {
-		return key
-	}
-	p.buf = append(append(p.buf[:0], p.pre...), key...)
-	return p.buf
 }
 
 // history appends to dst the archived history of run no, whose n journal
@@ -597,19 +574,17 @@ func (h *storedHistories) history(src pebble.Reader, dst []byte, no model.RunNo,
 		return nil, fmt.Errorf("archiving run %d: no store to read its %d journal records from", no, n)
 	}
 	if h.it == nil {
-		lo := append(append([]byte(nil), h.pre...), KeyRun)
-		hi := append(append([]byte(nil), h.pre...), KeyRun+1)
-		it, err := src.NewIter(&pebble.IterOptions{LowerBound: lo, UpperBound: hi})
+		it, err := src.NewIter(&pebble.IterOptions{LowerBound: []byte{KeyRun}, UpperBound: []byte{KeyRun + 1}})
 		if err != nil {
 			return nil, err
 		}
 		h.it = it
 	}
 	dst = model.AppendHistoryLen(dst, int(n))
-	h.key = AppendRecordKey(append(h.key[:0], h.pre...), no, 0)
+	h.key = AppendRecordKey(h.key[:0], no, 0)
 	ok := h.it.SeekGE(h.key)
 	for pos := range n {
-		h.key = AppendRecordKey(append(h.key[:0], h.pre...), no, pos)
+		h.key = AppendRecordKey(h.key[:0], no, pos)
 		if !ok || !bytes.Equal(h.it.Key(), h.key) {
 			if err := h.it.Error(); err != nil {
 				return nil, err

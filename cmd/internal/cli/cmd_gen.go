@@ -71,9 +71,7 @@ no <dir>. Only a gen killed outright (kill -9, a crash) leaves the
 temporary directory behind: the next gen of the same <dir> removes it and
 says so, and inspect, verify, dump, sim drive and reshard refuse it.
 Gen's memory does not grow with --runs: the engine keeps only the runs it
-is working on in memory and reads the others back from one working store
-(<dir>.gen-tmp-<random>/build.work, every shard's keys), from which the
-shard stores are written, as sorted tables, when gen closes the directory.`,
+is working on in memory and reads the others back from the shard stores.`,
 		Example: `  fusee gen /tmp/data --shards 3 --runs 2000 --seed 7
   fusee gen /tmp/old --shards 3 --runs 2000 --log 2   # then: fusee upgrade /tmp/old
   fusee gen /tmp/big --shards 16 --runs 1000000 --seed 1 --json`,
