@@ -1,15 +1,6 @@
 package sim
 
-import (
-	"context"
-	"crypto/sha256"
-	"encoding/hex"
-	"testing"
-
-	"github.com/cockroachdb/pebble/v2/vfs"
-
-	"github.com/fusee-dev/fusee/journal/check"
-)
+import "testing"
 
 // goldenLogical pins what `fusee dump --logical` prints for a directory
 // that gen made from one seed: the SHA-256 of its output, taken with the
@@ -50,20 +41,4 @@ func TestGenGoldenLogical(t *testing.T) {
 
 // logicalDumpHash is the SHA-256 of what `fusee dump --logical` prints
 // for the closed directory dir.
-func logicalDumpHash(t testing.TB, dir string) string {
-	t.Helper()
-	ctx := context.Background()
-	d, err := check.OpenDir(ctx, vfs.Default, dir)
-	if err != nil {
-		t.Fatalf("open %s: %v", dir, err)
-	}
-	h := sha256.New()
-	err = d.WriteDump(ctx, h, check.DumpOptions{})
-	if cerr := d.Close(); err == nil {
-		err = cerr
-	}
-	if err != nil {
-		t.Fatalf("dump %s: %v", dir, err)
-	}
-	return hex.EncodeToString(h.Sum(nil))
-}
+func logicalDumpHash(t testing.TB, dir string) string { return dumpHash(t, dir, false) }
