@@ -2,11 +2,7 @@
 
 package reshard_test
 
-import (
-	"fmt"
-	"os"
-	"strconv"
-)
+import "os"
 
 // raceOn: the race detector slows everything several times; tests use
 // smaller directories and the sweeps sample every raceStride-th step,
@@ -16,19 +12,12 @@ const raceOn = true
 
 // raceStride is how sparsely the crash and fault sweeps sample steps
 // under the race detector: every 24th step in the README's test command,
-// every 8th with FUSEE_RACE_STRIDE=8 (CI runs the sweeps so as well, see
+// every 8th with FUSEE_RACE_FULL=1 (CI runs the sweeps so as well, see
 // .ci/run); FUSEE_LONG=1 takes every step. The kept-layout sweeps, which
-// sample on strides of their own, scale them by raceStride/8.
-var raceStride = raceStrideFromEnv()
-
-func raceStrideFromEnv() int {
-	s := os.Getenv("FUSEE_RACE_STRIDE")
-	if s == "" {
-		return 24
+// sample on strides of their own, scale them by raceStride/8 (raceScaled).
+var raceStride = func() int {
+	if os.Getenv("FUSEE_RACE_FULL") == "1" {
+		return 8
 	}
-	n, err := strconv.Atoi(s)
-	if err != nil || n < 1 {
-		panic(fmt.Sprintf("FUSEE_RACE_STRIDE=%q: want a stride from 1", s))
-	}
-	return n
-}
+	return 24
+}()

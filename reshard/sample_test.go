@@ -39,8 +39,8 @@ func sweepOffset(t testing.TB, stride int) int {
 // reshard.SetDirectWrite), which only sequential tests do, and reset.
 
 // raceScaled is a kept-layout sweep's stride under the race detector:
-// stride at CI's FUSEE_RACE_STRIDE=8, scaled with raceStride (three times
-// sparser in the README's command), never below 1.
+// stride as CI runs it (FUSEE_RACE_FULL=1, raceStride 8), scaled with
+// raceStride (three times sparser in the README's command), never below 1.
 func raceScaled(stride int) int {
 	return max(1, stride*raceStride/8)
 }
