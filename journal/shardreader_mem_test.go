@@ -125,6 +125,9 @@ func recoverHeap(t *testing.T, dir string) uint64 {
 // and the test checks that the whole shard is well past that bound (or a
 // reader that loaded it could pass).
 func TestShardReaderMemoryFlat(t *testing.T) {
+	if raceOn {
+		t.Skip("a heap measurement, minutes under -race; .ci/run runs this test without -race")
+	}
 	if testing.Short() {
 		t.Skip("writes two stores of 10k and 40k runs")
 	}

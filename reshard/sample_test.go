@@ -37,3 +37,10 @@ func sweepOffset(t testing.TB, stride int) int {
 // package's other tests are done. Each works on memory filesystems of its
 // own; none may set a package hook (reshard.SetTestHook,
 // reshard.SetDirectWrite), which only sequential tests do, and reset.
+
+// raceScaled is a kept-layout sweep's stride under the race detector:
+// stride as CI runs it (FUSEE_RACE_FULL=1, raceStride 8), scaled with
+// raceStride (three times sparser in the README's command), never below 1.
+func raceScaled(stride int) int {
+	return max(1, stride*raceStride/8)
+}

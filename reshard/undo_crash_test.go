@@ -254,7 +254,8 @@ func (k *keptCase) discardScenario() crashScenario {
 // file. Discard: the directory opens resharded throughout; until the
 // layout is gone it still undoes to the original; rerun, the discard
 // leaves the resharded files and nothing else. Under the race detector
-// the first cuts are at every other step, with one unsynced seed.
+// the first cuts are at every raceStride/4-th step (see raceScaled), with
+// one unsynced seed.
 func TestKeptLayoutCrashAtEveryStep(t *testing.T) {
 	t.Parallel() // see sample_test.go
 	start := time.Now()
@@ -262,14 +263,17 @@ func TestKeptLayoutCrashAtEveryStep(t *testing.T) {
 	k := newKeptCase(t, c)
 	long := longTests()
 	// Under the race detector (several times slower), first cuts at every
-	// other step and one unsynced seed.
+	// raceStride/4-th step (every 6th in the README's command, every
+	// other in CI's FUSEE_RACE_FULL=1 run) from an offset that changes
+	// daily, and one unsynced seed.
 	doubleStride, beforeStride, keepStride, every, seeds := 3, 3, 10, 1, []uint64{3, 4}
 	if long {
 		doubleStride, beforeStride, keepStride = 1, 1, 1
 	} else if raceOn {
-		doubleStride, beforeStride, keepStride, every, seeds = 6, 6, 40, 2, seeds[:1]
+		doubleStride, beforeStride, keepStride, every, seeds = raceScaled(6), raceScaled(6), raceScaled(40), raceScaled(2), seeds[:1]
 	}
-	sampled := func(step int) bool { return step%every == 0 }
+	off := sweepOffset(t, every)
+	sampled := func(step int) bool { return (step+off)%every == 0 }
 	double := func(first, second int) bool { return (first+second)%doubleStride == 0 }
 	before := func(first, second int) bool { return (first+second)%beforeStride == 0 }
 
@@ -380,7 +384,7 @@ func TestKeptLayoutFaultAtEveryStep(t *testing.T) {
 	if longTests() {
 		keepStride = 1
 	} else if raceOn {
-		keepStride, undoStride = 6, 2
+		keepStride, undoStride = raceScaled(6), raceScaled(2)
 	}
 	for _, sc := range []struct {
 		name string
@@ -398,11 +402,13 @@ func TestKeptLayoutFaultAtEveryStep(t *testing.T) {
 	} {
 		injected := map[string]int{}
 		var failures []string
+		off := sweepOffset(t, sc.stride)
 		for _, f := range faults {
 			from := 1
 			if sc.from != nil {
 				from = sc.from(f)
 			}
+			from += off
 			for n := from; len(failures) < 10; n += sc.stride {
 				fi := &faultInjector{f: f, k: n, badSync: map[string]bool{}}
 				done, err := faultScenario(sc.s, fi)

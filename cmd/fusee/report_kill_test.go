@@ -50,7 +50,7 @@ func copyDir(t *testing.T, src string) string {
 // unchanged.
 func TestKilledAtEachSwitchStep(t *testing.T) {
 	bin := buildFusee(t)
-	src, logical := genDisk(t, bin, 3, 600, 21)
+	src, logical := genDisk(t, bin, 3, 200, 21)
 	want := reportLists(t, "dry run", mustFusee(t, bin, "reshard", src, "5", "--dry-run", "--json"))
 	if !strings.Contains(want, "token ") || !strings.Contains(want, "run ") {
 		t.Fatalf("the dry run lists no token or no renumbered run; the test needs both:\n%s", want)

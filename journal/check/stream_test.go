@@ -14,10 +14,15 @@ import (
 
 // The streaming verify and dump give exactly what the whole-memory ones
 // gave (oracle_test.go) on random workloads, damaged or not, whatever
-// their budget: 1 byte spills every map at its first entry.
+// their budget: 1 byte spills every map at its first entry. Under -race,
+// 34 of rapid's 100 cases (raceTrimmed).
 func TestStreamingMatchesWholeMemory(t *testing.T) {
 	ctx := context.Background()
+	cases := 0
 	rapid.Check(t, func(rt *rapid.T) {
+		if cases++; cases > 34 && raceTrimmed() {
+			return
+		}
 		seed := rapid.Uint64Range(1, 1<<20).Draw(rt, "seed")
 		w := randomWorlds(t, seed, rapid.IntRange(20, 200).Draw(rt, "steps"), rapid.IntRange(1, 5).Draw(rt, "shards"))[0]
 		if runs := w.idents(); len(runs) > 0 && rapid.Bool().Draw(rt, "damaged") {
