@@ -163,12 +163,11 @@ func (r *resharder) newBuilder(p *plan.Plan, newDir string, rep *Report) (*build
 		seq: make([]uint64, r.newN)}
 	oldDigest, newDigest := newDigestPair()
 	r.newDigest = newDigest
+	rep.NewShardBytes = make([]int64, r.newN)
 	if !b.dry {
 		// Nothing is read back in a dry run: the old digest would be work
 		// for nothing.
 		b.oldDigest = oldDigest
-	}
-	if !b.dry {
 		var err error
 		if b.pos, err = r.createLog(newDir); err != nil {
 			return nil, err
@@ -176,9 +175,6 @@ func (r *resharder) newBuilder(p *plan.Plan, newDir string, rep *Report) (*build
 		if err := r.fs.MkdirAll(r.fs.PathJoin(newDir, "shards"), 0o755); err != nil {
 			return nil, err
 		}
-	}
-	rep.NewShardBytes = make([]int64, r.newN)
-	if !b.dry {
 		b.checks = make([]*streamDigest, r.newN)
 		for j := range b.checks {
 			b.checks[j] = newStreamDigest(p, newDigest, j)
@@ -235,10 +231,7 @@ func (b *builder) lanes(n int) []lane {
 // old shard is read.
 func (b *builder) gather() {
 	for _, w := range b.workers {
-		b.rep.Counts.add(&w.counts)
-		for j, n := range w.out.newBytes {
-			b.rep.NewShardBytes[j] += n
-		}
+		w.out.addTo(b.rep)
 		for j, n := range w.sent {
 			b.seq[j] += n
 		}

@@ -53,6 +53,14 @@ func (c *counted) Put(j int, key, value []byte) error {
 	return c.next.Put(j, key, value)
 }
 
+// addTo adds what c counted to rep's counts and new shards' bytes.
+func (c *counted) addTo(rep *Report) {
+	rep.Counts.add(c.counts)
+	for j, n := range c.newBytes {
+		rep.NewShardBytes[j] += n
+	}
+}
+
 // drySink keeps nothing: a dry run only counts.
 type drySink struct{}
 
@@ -145,10 +153,7 @@ func (s *sortSink) Finish(ctx context.Context) error {
 			return err
 		}
 	}
-	b.rep.Counts.add(b.final.counts)
-	for j, n := range b.final.newBytes {
-		b.rep.NewShardBytes[j] += n
-	}
+	b.final.addTo(b.rep)
 	if err := s.sorter.Settle(); err != nil {
 		return err
 	}
