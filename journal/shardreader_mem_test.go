@@ -3,13 +3,13 @@ package journal
 import (
 	"context"
 	"fmt"
-	"os"
 	"path/filepath"
 	"runtime"
 	"testing"
 
 	"github.com/cockroachdb/pebble/v2"
 	"github.com/cockroachdb/pebble/v2/vfs"
+	"github.com/fusee-dev/fusee/internal/testtier"
 	"github.com/fusee-dev/fusee/journal/model"
 	"github.com/fusee-dev/fusee/journal/store"
 )
@@ -125,14 +125,14 @@ func recoverHeap(t *testing.T, dir string) uint64 {
 // and the test checks that the whole shard is well past that bound (or a
 // reader that loaded it could pass).
 func TestShardReaderMemoryFlat(t *testing.T) {
-	if raceOn {
+	if testtier.Race {
 		t.Skip("a heap measurement, minutes under -race; .ci/run runs this test without -race")
 	}
 	if testing.Short() {
 		t.Skip("writes two stores of 10k and 40k runs")
 	}
 	sizes := []int{10_000, 40_000}
-	if os.Getenv("FUSEE_LONG") != "" {
+	if testtier.Long() {
 		sizes = []int{20_000, 100_000}
 	}
 	const slack = 32 << 20

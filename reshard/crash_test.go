@@ -14,6 +14,7 @@ import (
 
 	"github.com/cockroachdb/pebble/v2/vfs"
 	"github.com/cockroachdb/pebble/v2/vfs/errorfs"
+	"github.com/fusee-dev/fusee/internal/testtier"
 	"github.com/fusee-dev/fusee/meta"
 	"github.com/fusee-dev/fusee/reshard"
 )
@@ -455,7 +456,7 @@ func sweepScenario(t *testing.T, ct *crashTally, s crashScenario, unsyncedSeed u
 // keeps what was synced (every step; every raceStride-th under the race
 // detector); further sweeps keep random parts of what was not (every
 // fourth step, every 2*raceStride-th under the race detector; sampled steps start
-// from an offset that changes daily, see sweepOffset; every step with
+// from an offset that changes daily, see testtier.Offset; every step with
 // FUSEE_LONG=1). After a
 // cut that left the switch begun, power is cut again during the finishing
 // run (at every step with FUSEE_LONG=1, a sample otherwise), and after a
@@ -471,10 +472,10 @@ func TestCrashAtEveryStep(t *testing.T) {
 	}
 	configs := []config{{name: "3to5", oldN: 3, newN: 5, runs: 80, seed: 7, unsyncedSeeds: []uint64{1, 2}}}
 	unsyncedStride, doubleStride, beforeStride := 4, 5, 50
-	if raceOn {
+	if testtier.Race {
 		unsyncedStride = 2 * raceStride
 	}
-	if longTests() {
+	if testtier.Long() {
 		configs[0].unsyncedSeeds = []uint64{1, 2, 3, 4}
 		configs = append(configs,
 			config{name: "3to5-spilled", oldN: 3, newN: 5, runs: 80, seed: 7, memory: 1, unsyncedSeeds: []uint64{5}},
@@ -491,17 +492,17 @@ func TestCrashAtEveryStep(t *testing.T) {
 			double := func(first, second int) bool { return (first+second)%doubleStride == 0 }
 			before := func(first, second int) bool { return first%beforeStride == 0 && second%beforeStride == 0 }
 			var sample func(int) bool
-			if raceOn && !longTests() {
+			if testtier.Race && !testtier.Long() {
 				// Every raceStride-th step, from an offset that changes
 				// daily; reruns are cut after every 13*raceStride-th step
 				// (a multiple, so some of the sampled steps qualify).
-				off := sweepOffset(t, raceStride)
+				off := testtier.Offset(t, raceStride)
 				sample = func(step int) bool { return (step+off)%raceStride == 0 }
 				before = func(first, second int) bool { return (first+off)%(13*raceStride) == 0 && second%beforeStride == 0 }
 			}
 			steps := c.sweep(t, ct, 0, sample, double, before)
 			synced := ct.points
-			off := sweepOffset(t, unsyncedStride)
+			off := testtier.Offset(t, unsyncedStride)
 			for i, seed := range cfg.unsyncedSeeds {
 				c.sweep(t, ct, seed, func(step int) bool { return (step+i+off)%unsyncedStride == 0 }, nil, nil)
 			}

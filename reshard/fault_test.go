@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/cockroachdb/pebble/v2/vfs/errorfs"
+	"github.com/fusee-dev/fusee/internal/testtier"
 )
 
 // A fault is a failure the filesystem reports at one step of a reshard.
@@ -105,9 +106,9 @@ func TestFaultAtEveryStep(t *testing.T) {
 		stride int // inject at every stride-th eligible operation
 	}
 	configs := []config{{name: "in-memory-maps", stride: 1}, {name: "spilled-maps", memory: 1, stride: 5}}
-	if longTests() {
+	if testtier.Long() {
 		configs[1].stride = 1
-	} else if raceOn {
+	} else if testtier.Race {
 		configs[0].stride, configs[1].stride = raceStride, 5*raceStride
 	}
 	for _, cfg := range configs {
@@ -123,13 +124,13 @@ func TestFaultAtEveryStep(t *testing.T) {
 
 // faultSweep injects each fault at every stride-th operation of c's
 // operation it can happen at (from an offset that changes daily, see
-// sweepOffset), recovering from each; it reports failures
+// testtier.Offset), recovering from each; it reports failures
 // with t.Error and returns how many faults it injected, in all and of
 // each kind.
 func (c *crashCase) faultSweep(t *testing.T, stride int) (int, map[string]int) {
 	injected := map[string]int{}
 	var failures []string
-	first := 1 + sweepOffset(t, stride)
+	first := 1 + testtier.Offset(t, stride)
 	for _, f := range faults {
 		for k := first; len(failures) < 10; k += stride {
 			fi := &faultInjector{f: f, k: k, badSync: map[string]bool{}}

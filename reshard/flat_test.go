@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/fusee-dev/fusee/internal/testtier"
 	"github.com/fusee-dev/fusee/reshard"
 )
 
@@ -65,7 +66,7 @@ func peakHeapDuring(every time.Duration, fn func()) uint64 {
 // of the larger is within a small factor of the smaller's, not ten times
 // it.
 func TestReshardStaysFlat(t *testing.T) {
-	if raceOn {
+	if testtier.Race {
 		t.Skip("a heap measurement (pebble's block cache is Go heap under -race); .ci/run runs this test without -race")
 	}
 	if testing.Short() {

@@ -16,17 +16,16 @@ import (
 	"testing"
 
 	"github.com/cockroachdb/pebble/v2/vfs"
+	"github.com/fusee-dev/fusee/internal/testtier"
 	"github.com/fusee-dev/fusee/journal"
 	"github.com/fusee-dev/fusee/journal/check"
 	"github.com/fusee-dev/fusee/journal/sim"
 	"github.com/fusee-dev/fusee/reshard"
 )
 
-func longTests() bool { return os.Getenv("FUSEE_LONG") != "" }
-
 // scaled is a test directory's run count: halved under the race detector.
 func scaled(runs int) int {
-	if raceOn {
+	if testtier.Race {
 		return runs / 2
 	}
 	return runs
@@ -57,7 +56,7 @@ func drive(t testing.TB, dir string) {
 func TestReshardDriveOracle(t *testing.T) {
 	rng := rand.New(rand.NewPCG(3, 4))
 	iters := 3
-	if longTests() {
+	if testtier.Long() {
 		iters = 30
 	}
 	for it := range iters {
@@ -90,7 +89,7 @@ func TestReshardDriveOracle(t *testing.T) {
 // TestReshardExtremes: to one shard and to 1024 (the largest count).
 func TestReshardExtremes(t *testing.T) {
 	pairs := [][2]int{{5, 1}, {1, 64}}
-	if longTests() {
+	if testtier.Long() {
 		pairs = append(pairs, [2]int{3, 1024}, [2]int{1024, 7})
 	}
 	for _, p := range pairs {

@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"github.com/cockroachdb/pebble/v2/vfs"
+	"github.com/fusee-dev/fusee/internal/testtier"
 	"github.com/fusee-dev/fusee/journal"
 	"github.com/fusee-dev/fusee/journal/model"
 	"github.com/fusee-dev/fusee/meta"
@@ -269,7 +270,7 @@ func bigPlan(dir string, budget int64, n int) *reshard.Plan {
 // streamed both ways. Held as slices, and written and read whole, the
 // larger plan alone would be tens of MB.
 func TestPlanFileStaysFlat(t *testing.T) {
-	if raceOn {
+	if testtier.Race {
 		t.Skip("a heap measurement, a minute under -race; .ci/run runs this test without -race")
 	}
 	if testing.Short() {

@@ -13,6 +13,7 @@ import (
 
 	"pgregory.net/rapid"
 
+	"github.com/fusee-dev/fusee/internal/testtier"
 	"github.com/fusee-dev/fusee/reshard"
 )
 
@@ -183,7 +184,7 @@ func bigReport(dir string, budget int64, n int) *reshard.Report {
 // 25 MB), and so does the whole rendering (MarshalIndent holds some 50 MB
 // of JSON at once).
 func TestReportListsStayFlat(t *testing.T) {
-	if raceOn {
+	if testtier.Race {
 		t.Skip("a heap measurement (the scratch stores' block cache is Go heap under -race); .ci/run runs this test without -race")
 	}
 	if testing.Short() {

@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/cockroachdb/pebble/v2/vfs"
+	"github.com/fusee-dev/fusee/internal/testtier"
 	"github.com/fusee-dev/fusee/journal/check"
 	"github.com/fusee-dev/fusee/journal/model"
 	"github.com/fusee-dev/fusee/journal/sim"
@@ -104,7 +105,7 @@ func TestReshardKeepsLogicalState(t *testing.T) {
 	var seen []string
 	defer func() { requireEveryKind(t, seen) }()
 	iters := 4 // fewer would not hold every kind between them
-	if longTests() {
+	if testtier.Long() {
 		iters = 40
 	}
 	for it := range iters {

@@ -1,35 +1,5 @@
 package reshard_test
 
-import (
-	"os"
-	"strconv"
-	"testing"
-	"time"
-)
-
-// sweepOffset is where a sampled sweep (every stride-th step) starts,
-// in [0, stride): the day of the year by default, so that runs on
-// different days cut at different steps and a week of runs covers them
-// all; FUSEE_SWEEP_OFFSET=K repeats a run that failed (the test logs its
-// offset). With stride 1 (FUSEE_LONG=1) there is nothing to choose.
-func sweepOffset(t testing.TB, stride int) int {
-	t.Helper()
-	if stride <= 1 {
-		return 0
-	}
-	off := time.Now().UTC().YearDay()
-	if s := os.Getenv("FUSEE_SWEEP_OFFSET"); s != "" {
-		n, err := strconv.Atoi(s)
-		if err != nil || n < 0 {
-			t.Fatalf("FUSEE_SWEEP_OFFSET=%q: want a number from 0", s)
-		}
-		off = n
-	}
-	off %= stride
-	t.Logf("sampling every %d-th step from offset %d (FUSEE_SWEEP_OFFSET=%d repeats it; FUSEE_LONG=1 takes every step)", stride, off, off)
-	return off
-}
-
 // The long crash and fault sweeps (TestCrashAtEveryStep,
 // TestFaultAtEveryStep, TestUpgradeCrashAtEveryStep,
 // TestUpgradeFaultAtEveryStep, TestKeptLayoutCrashAtEveryStep) call

@@ -11,6 +11,7 @@ import (
 
 	"github.com/cockroachdb/pebble/v2/vfs"
 
+	"github.com/fusee-dev/fusee/internal/testtier"
 	"github.com/fusee-dev/fusee/journal/model"
 	"github.com/fusee-dev/fusee/journal/store"
 	"github.com/fusee-dev/fusee/reshard"
@@ -27,7 +28,7 @@ func TestStreamCheckEqualsReadBack(t *testing.T) {
 	defer reshard.SetReadBackCheck(reshard.SetReadBackCheck(true))
 	rng := rand.New(rand.NewPCG(41, 42))
 	iters := 4
-	if longTests() {
+	if testtier.Long() {
 		iters = 12
 	}
 	cases := [][2]int{{4, 3}, {3, 6}, {5, 7}, {1, 2}, {6, 1}}

@@ -12,6 +12,7 @@ import (
 
 	"github.com/cockroachdb/pebble/v2/vfs"
 	"github.com/cockroachdb/pebble/v2/vfs/errorfs"
+	"github.com/fusee-dev/fusee/internal/testtier"
 	"github.com/fusee-dev/fusee/meta"
 	"github.com/fusee-dev/fusee/reshard"
 )
@@ -261,7 +262,7 @@ func TestKeptLayoutCrashAtEveryStep(t *testing.T) {
 	start := time.Now()
 	c := newCrashCase(t, 3, 5, scaled(60), 17, 0)
 	k := newKeptCase(t, c)
-	long := longTests()
+	long := testtier.Long()
 	// Under the race detector (several times slower), first cuts at every
 	// raceStride/4-th step (every 6th in the README's command, every
 	// other in CI's FUSEE_RACE_FULL=1 run) from an offset that changes
@@ -269,10 +270,10 @@ func TestKeptLayoutCrashAtEveryStep(t *testing.T) {
 	doubleStride, beforeStride, keepStride, every, seeds := 3, 3, 10, 1, []uint64{3, 4}
 	if long {
 		doubleStride, beforeStride, keepStride = 1, 1, 1
-	} else if raceOn {
+	} else if testtier.Race {
 		doubleStride, beforeStride, keepStride, every, seeds = raceScaled(6), raceScaled(6), raceScaled(40), raceScaled(2), seeds[:1]
 	}
-	off := sweepOffset(t, every)
+	off := testtier.Offset(t, every)
 	sampled := func(step int) bool { return (step+off)%every == 0 }
 	double := func(first, second int) bool { return (first+second)%doubleStride == 0 }
 	before := func(first, second int) bool { return (first+second)%beforeStride == 0 }
@@ -381,9 +382,9 @@ func TestKeptLayoutFaultAtEveryStep(t *testing.T) {
 	kc := *c
 	kc.keepOld = true
 	keepStride, undoStride := 3, 1
-	if longTests() {
+	if testtier.Long() {
 		keepStride = 1
-	} else if raceOn {
+	} else if testtier.Race {
 		keepStride, undoStride = raceScaled(6), raceScaled(2)
 	}
 	for _, sc := range []struct {
@@ -402,7 +403,7 @@ func TestKeptLayoutFaultAtEveryStep(t *testing.T) {
 	} {
 		injected := map[string]int{}
 		var failures []string
-		off := sweepOffset(t, sc.stride)
+		off := testtier.Offset(t, sc.stride)
 		for _, f := range faults {
 			from := 1
 			if sc.from != nil {

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/cockroachdb/pebble/v2/vfs"
+	"github.com/fusee-dev/fusee/internal/testtier"
 	"github.com/fusee-dev/fusee/journal"
 	"github.com/fusee-dev/fusee/journal/check"
 	"github.com/fusee-dev/fusee/journal/sim"
@@ -49,7 +50,7 @@ func newUpgradeCase(t testing.TB, shards, runs int, seed uint64, memory int64) *
 // has nothing to do. The seed of a failing case is in the failure.
 func TestUpgradeRandomWorkloads(t *testing.T) {
 	cases := 6
-	if longTests() {
+	if testtier.Long() {
 		cases = 40
 	}
 	rng := rand.New(rand.NewPCG(uint64(time.Now().UnixNano()), 8))
@@ -233,10 +234,10 @@ func TestUpgradeCrashAtEveryStep(t *testing.T) {
 	t.Parallel() // see sample_test.go
 	seeds := []uint64{1, 2}
 	unsyncedStride, doubleStride, beforeStride := 4, 5, 50
-	if longTests() {
+	if testtier.Long() {
 		seeds = []uint64{1, 2, 3, 4}
 		unsyncedStride, doubleStride, beforeStride = 1, 1, 10
-	} else if raceOn {
+	} else if testtier.Race {
 		unsyncedStride = 2 * raceStride
 	}
 	start := time.Now()
@@ -245,14 +246,14 @@ func TestUpgradeCrashAtEveryStep(t *testing.T) {
 	double := func(first, second int) bool { return (first+second)%doubleStride == 0 }
 	before := func(first, second int) bool { return first%beforeStride == 0 && second%beforeStride == 0 }
 	var sample func(int) bool
-	if raceOn && !longTests() {
-		off := sweepOffset(t, raceStride)
+	if testtier.Race && !testtier.Long() {
+		off := testtier.Offset(t, raceStride)
 		sample = func(step int) bool { return (step+off)%raceStride == 0 }
 		before = func(first, second int) bool { return (first+off)%(13*raceStride) == 0 && second%beforeStride == 0 }
 	}
 	steps := c.sweep(t, ct, 0, sample, double, before)
 	synced := ct.points
-	off := sweepOffset(t, unsyncedStride)
+	off := testtier.Offset(t, unsyncedStride)
 	for i, seed := range seeds {
 		c.sweep(t, ct, seed, func(step int) bool { return (step+i+off)%unsyncedStride == 0 }, nil, nil)
 	}
@@ -272,7 +273,7 @@ func TestUpgradeCrashAtEveryStep(t *testing.T) {
 func TestUpgradeFaultAtEveryStep(t *testing.T) {
 	t.Parallel() // see sample_test.go
 	stride := 1
-	if raceOn && !longTests() {
+	if testtier.Race && !testtier.Long() {
 		stride = raceStride
 	}
 	start := time.Now()

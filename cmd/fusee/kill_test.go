@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/fusee-dev/fusee/internal/testtier"
 	"github.com/fusee-dev/fusee/reshard"
 )
 
@@ -142,8 +143,6 @@ func genDisk(t *testing.T, bin string, shards, runs int, seed uint64) (string, s
 	return dir, mustFusee(t, bin, "dump", "--logical", dir)
 }
 
-func longTests() bool { return os.Getenv("FUSEE_LONG") != "" }
-
 // TestKilledAndResumed SIGKILLs `fusee reshard <dir> 5` at random moments,
 // each time checking that the directory opens as it was or is refused
 // until the reshard is finished, and resumes with the same command; at
@@ -151,7 +150,7 @@ func longTests() bool { return os.Getenv("FUSEE_LONG") != "" }
 func TestKilledAndResumed(t *testing.T) {
 	bin := buildFusee(t)
 	dirs, kills := 1, 6
-	if longTests() {
+	if testtier.Long() {
 		dirs, kills = 10, 25
 	}
 	rng := rand.New(rand.NewPCG(uint64(time.Now().UnixNano()), 9))

@@ -11,6 +11,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/fusee-dev/fusee/internal/testtier"
 )
 
 // genV2Disk generates a log format 2 directory on the disk and returns it
@@ -34,7 +36,7 @@ func genV2Disk(t *testing.T, bin string, seed string) (string, string) {
 func TestUpgradeKilledAndResumed(t *testing.T) {
 	bin := buildFusee(t)
 	dirs, kills := 1, 6
-	if longTests() {
+	if testtier.Long() {
 		dirs, kills = 5, 25
 	}
 	rng := rand.New(rand.NewPCG(uint64(time.Now().UnixNano()), 10))

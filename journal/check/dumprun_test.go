@@ -3,11 +3,11 @@ package check
 import (
 	"bytes"
 	"context"
-	"os"
 	"path/filepath"
 	"testing"
 
 	"github.com/cockroachdb/pebble/v2/vfs"
+	"github.com/fusee-dev/fusee/internal/testtier"
 	"github.com/fusee-dev/fusee/journal/model"
 	"github.com/fusee-dev/fusee/journal/sim"
 	"pgregory.net/rapid"
@@ -26,7 +26,7 @@ func TestDumpDirMatchesWholeMemory(t *testing.T) {
 	ctx := context.Background()
 	cases := 0
 	rapid.Check(t, func(rt *rapid.T) {
-		if cases++; cases > 12 && os.Getenv("FUSEE_LONG") != "1" {
+		if cases++; cases > 12 && !testtier.Long() {
 			return
 		}
 		dir := filepath.Join(t.TempDir(), "d")
@@ -71,12 +71,12 @@ func TestDumpDirMatchesWholeMemory(t *testing.T) {
 // answer without a read or with "dangling": runs gone, numbers never
 // issued, NoSuchRun, shards that do not exist, and damage (runs stored
 // under another number or on the wrong shard: the odd runs of keyRef).
-// Under -race, 34 of rapid's 100 cases (raceTrimmed).
+// Under -race, 34 of rapid's 100 cases (the quick tier, testtier.Quick).
 func TestDumpJoinMatchesWholeMemory(t *testing.T) {
 	ctx := context.Background()
 	cases := 0
 	rapid.Check(t, func(rt *rapid.T) {
-		if cases++; cases > 34 && raceTrimmed() {
+		if cases++; cases > 34 && testtier.Quick() {
 			return
 		}
 		seed := rapid.Uint64Range(1, 1<<20).Draw(rt, "seed")

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/cockroachdb/pebble/v2/vfs"
+	"github.com/fusee-dev/fusee/internal/testtier"
 	"github.com/fusee-dev/fusee/journal/sim"
 )
 
@@ -56,7 +57,7 @@ func peakHeap(t *testing.T, f func() error) uint64 {
 // runs, with a budget small enough that both spill, the peak heap of the
 // larger is within a small factor of the smaller's, not ten times it.
 func TestCommandsStayFlat(t *testing.T) {
-	if raceOn {
+	if testtier.Race {
 		t.Skip("under -race pebble's block cache is Go heap and fills with the directory; .ci/run runs this test without -race")
 	}
 	if testing.Short() {

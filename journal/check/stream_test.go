@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/cockroachdb/pebble/v2/vfs"
+	"github.com/fusee-dev/fusee/internal/testtier"
 	"github.com/fusee-dev/fusee/journal/sim"
 	"pgregory.net/rapid"
 )
@@ -15,12 +16,12 @@ import (
 // The streaming verify and dump give exactly what the whole-memory ones
 // gave (oracle_test.go) on random workloads, damaged or not, whatever
 // their budget: 1 byte spills every map at its first entry. Under -race,
-// 34 of rapid's 100 cases (raceTrimmed).
+// 34 of rapid's 100 cases (the quick tier, testtier.Quick).
 func TestStreamingMatchesWholeMemory(t *testing.T) {
 	ctx := context.Background()
 	cases := 0
 	rapid.Check(t, func(rt *rapid.T) {
-		if cases++; cases > 34 && raceTrimmed() {
+		if cases++; cases > 34 && testtier.Quick() {
 			return
 		}
 		seed := rapid.Uint64Range(1, 1<<20).Draw(rt, "seed")

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/cockroachdb/pebble/v2/vfs"
+	"github.com/fusee-dev/fusee/internal/testtier"
 )
 
 // peakLiveHeap runs f and returns the largest live heap (the heap marked
@@ -48,7 +49,7 @@ func peakLiveHeap(f func()) uint64 {
 // past 1000 events), peaks within a small factor: without eviction and
 // spilling the larger one holds ten times the runs and events.
 func TestGenFlatMemory(t *testing.T) {
-	if raceOn {
+	if testtier.Race {
 		t.Skip("under -race pebble's block cache is Go heap and fills with the directory; .ci/run runs this test without -race")
 	}
 	if testing.Short() {
@@ -80,7 +81,7 @@ func TestGenFlatMemory(t *testing.T) {
 // drive that recovered the whole directory into memory holds ten times
 // the runs at the larger size.
 func TestDriveFlatMemory(t *testing.T) {
-	if raceOn {
+	if testtier.Race {
 		t.Skip("under -race pebble's block cache is Go heap and fills with the directory; .ci/run runs this test without -race")
 	}
 	if testing.Short() {

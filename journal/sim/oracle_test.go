@@ -4,12 +4,11 @@ import (
 	"context"
 	"fmt"
 	"math/rand/v2"
-	"os"
 	"slices"
 	"strings"
 	"testing"
-	"time"
 
+	"github.com/fusee-dev/fusee/internal/testtier"
 	"github.com/fusee-dev/fusee/journal/check"
 	"github.com/fusee-dev/fusee/journal/model"
 )
@@ -30,20 +29,20 @@ func driveBackend(t testing.TB, b *memBackend, cfg Config) *memBackend {
 // (every run renumbered) before driving — must reach the same logical
 // state when stopped and when driven to completion, and the same state
 // whether the engine is stopped and reopened or never stops. Six
-// workloads (two under -race, see raceTrimmed; 200 with FUSEE_LONG=1).
+// workloads (two under -race, the quick tier, see testtier; 200 with FUSEE_LONG=1).
 func TestOracle(t *testing.T) {
 	iters := 6
 	if testing.Short() {
 		iters = 2
 	}
-	if longTests() {
+	if testtier.Long() {
 		iters = 200
 	}
-	// Under -race (raceTrimmed) every third workload, from an offset
+	// In the quick tier (testtier.Quick) every third workload, from an offset
 	// that changes daily, so three days of runs drive all six.
 	trim, off := 1, 0
-	if raceTrimmed() && !testing.Short() {
-		trim, off = 3, time.Now().UTC().YearDay()%3
+	if testtier.Quick() && !testing.Short() {
+		trim, off = 3, testtier.Offset(t, 3)
 		t.Logf("under -race: workloads %d, %d of 0-5 (FUSEE_RACE_FULL=1 drives all six)", off, off+3)
 	}
 	rng := rand.New(rand.NewPCG(uint64(len(t.Name())), 7))
@@ -157,4 +156,3 @@ func TestOracleCatchesMisroutedDedup(t *testing.T) {
 }
 
 // longTests reports whether the long sweeps run (FUSEE_LONG=1).
-func longTests() bool { return os.Getenv("FUSEE_LONG") == "1" }

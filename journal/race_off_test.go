@@ -1,5 +1,0 @@
-//go:build !race
-
-package journal
-
-const raceOn = false
