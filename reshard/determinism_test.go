@@ -9,6 +9,7 @@ import (
 	"runtime"
 	"testing"
 
+	"github.com/fusee-dev/fusee/internal/testtier"
 	"github.com/fusee-dev/fusee/reshard"
 )
 
@@ -34,6 +35,8 @@ func TestSameBytesWhateverTheCores(t *testing.T) {
 	}
 	type setting struct{ procs, rewriters int }
 	settings := []setting{{1, 0}, {2, 0}, {8, 0}, {2, 8}}
+	// The quick tier compares one core with one other setting a day.
+	settings = append(settings[:1], testtier.Subset(t, settings[1:], 3)...)
 	for _, c := range cases {
 		t.Run(fmt.Sprintf("%d->%d", c.oldN, c.newN), func(t *testing.T) {
 			src := genDir(t, c.oldN, scaled(600), c.seed)

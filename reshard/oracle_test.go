@@ -59,12 +59,19 @@ func TestReshardDriveOracle(t *testing.T) {
 	if testtier.Long() {
 		iters = 30
 	}
+	picked := map[int]bool{}
+	for _, it := range testtier.Pick(t, iters, 2) { // half of them in the quick tier
+		picked[it] = true
+	}
 	for it := range iters {
 		oldN, newN := 1+rng.IntN(8), 1+rng.IntN(12)
 		if oldN == newN {
 			newN = oldN + 1
 		}
 		seed, runs := rng.Uint64(), scaled(200+rng.IntN(300))
+		if !picked[it] {
+			continue
+		}
 		roundTrip := it%2 == 1
 		t.Run(fmt.Sprintf("%d->%d/roundtrip=%v", oldN, newN, roundTrip), func(t *testing.T) {
 			a := genDir(t, oldN, runs, seed)
@@ -92,7 +99,7 @@ func TestReshardExtremes(t *testing.T) {
 	if testtier.Long() {
 		pairs = append(pairs, [2]int{3, 1024}, [2]int{1024, 7})
 	}
-	for _, p := range pairs {
+	for _, p := range testtier.Subset(t, pairs, 2) { // one a day in the quick tier
 		t.Run(fmt.Sprintf("%d->%d", p[0], p[1]), func(t *testing.T) {
 			dir := genDir(t, p[0], scaled(400), 11)
 			before := logicalDump(t, dir)
@@ -140,7 +147,7 @@ func TestTinyBudgetSameResult(t *testing.T) {
 // while reading its one old shard, without the sort; the stores must hold
 // exactly what the sorted path writes (physical dump: every key and value).
 func TestGrowDirectSameResult(t *testing.T) {
-	for _, p := range [][2]int{{2, 4}, {3, 9}} {
+	for _, p := range testtier.Subset(t, [][2]int{{2, 4}, {3, 9}}, 2) { // one a day in the quick tier
 		a := genDir(t, p[0], scaled(400), 23)
 		b := genDir(t, p[0], scaled(400), 23)
 		ra := doReshard(t, a, p[1], reshard.Options{})

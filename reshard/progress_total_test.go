@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/cockroachdb/pebble/v2/vfs"
+	"github.com/fusee-dev/fusee/internal/testtier"
 	"github.com/fusee-dev/fusee/journal/check"
 	"github.com/fusee-dev/fusee/journal/sim"
 	"github.com/fusee-dev/fusee/reshard"
@@ -25,7 +26,7 @@ func TestProgressTotalAfterReshard(t *testing.T) {
 	if _, err := sim.Generate(ctx, vfs.Default, dir, sim.GenOptions{Shards: 8, Runs: runs, Seed: 9}); err != nil {
 		t.Fatal(err)
 	}
-	for _, n := range []int{3, 12, 8} {
+	for _, n := range testtier.Subset(t, []int{3, 12, 8}, 2) { // fewer in the quick tier
 		rep, err := reshard.Reshard(ctx, vfs.Default, dir, reshard.Options{Shards: n})
 		if err != nil {
 			t.Fatal(err)

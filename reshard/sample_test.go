@@ -10,7 +10,7 @@ package reshard_test
 
 // raceScaled is a kept-layout sweep's stride under the race detector:
 // stride as CI runs it (FUSEE_RACE_FULL=1, raceStride 8), scaled with
-// raceStride (three times sparser in the README's command), never below 1.
+// raceStride (six times sparser in the README's command, the quick tier), never below 1.
 func raceScaled(stride int) int {
 	return max(1, stride*raceStride/8)
 }

@@ -4,7 +4,7 @@ import "github.com/fusee-dev/fusee/internal/testtier"
 
 // raceStride is how sparsely the crash and fault sweeps sample steps: every
 // step without the race detector and with FUSEE_LONG=1; under it, every
-// 24th step in the README's test command (the quick tier) and every 8th
+// 48th step in the README's test command (the quick tier) and every 8th
 // with FUSEE_RACE_FULL=1 (CI runs the sweeps so as well, see .ci/run),
 // from an offset that changes daily (testtier.Offset), so that raceStride
 // days of runs cover every step. The kept-layout sweeps, which sample on
@@ -16,5 +16,5 @@ var raceStride = func() int {
 	case testtier.Full():
 		return 8
 	}
-	return 24
+	return 48
 }()

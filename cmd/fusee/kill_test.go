@@ -150,6 +150,9 @@ func genDisk(t *testing.T, bin string, shards, runs int, seed uint64) (string, s
 func TestKilledAndResumed(t *testing.T) {
 	bin := buildFusee(t)
 	dirs, kills := 1, 6
+	if testtier.Quick() {
+		kills = 3
+	}
 	if testtier.Long() {
 		dirs, kills = 10, 25
 	}
@@ -232,39 +235,41 @@ func TestSignalStopsCleanly(t *testing.T) {
 	bin := buildFusee(t)
 	dir, before := genDisk(t, bin, 3, 300, 3)
 	stopped := 0
-	for _, sig := range []syscall.Signal{syscall.SIGINT, syscall.SIGTERM} {
-		for _, after := range []time.Duration{0, 30 * time.Millisecond} {
-			cmd := exec.Command(bin, "reshard", dir, "5")
-			var errb bytes.Buffer
-			cmd.Stderr = &errb
-			if err := cmd.Start(); err != nil {
-				t.Fatal(err)
+	// Both signals, each at one of the two delays in the quick tier.
+	sigs := []syscall.Signal{syscall.SIGINT, syscall.SIGTERM}
+	afters := []time.Duration{0, 30 * time.Millisecond}
+	for _, i := range testtier.Pick(t, len(sigs)*len(afters), len(afters)) {
+		sig, after := sigs[i/len(afters)], afters[i%len(afters)]
+		cmd := exec.Command(bin, "reshard", dir, "5")
+		var errb bytes.Buffer
+		cmd.Stderr = &errb
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		startedIn(dir)
+		time.Sleep(after)
+		_ = cmd.Process.Signal(sig)
+		err := cmd.Wait()
+		var ee *exec.ExitError
+		switch {
+		case err == nil:
+			// Finished first; reshard back for the next round.
+			mustFusee(t, bin, "reshard", dir, "3")
+			continue
+		case errors.As(err, &ee) && ee.ExitCode() == 130:
+			want := "reshard interrupted before its switch: " + dir + " is unchanged (its old shards, which open as before) and what was built was removed; there is nothing to finish: run the same command again to reshard"
+			if !strings.Contains(errb.String(), want) {
+				t.Fatalf("%v: exit 130 with\n%s\nwant %q", sig, errb.String(), want)
 			}
-			startedIn(dir)
-			time.Sleep(after)
-			_ = cmd.Process.Signal(sig)
-			err := cmd.Wait()
-			var ee *exec.ExitError
-			switch {
-			case err == nil:
-				// Finished first; reshard back for the next round.
-				mustFusee(t, bin, "reshard", dir, "3")
-				continue
-			case errors.As(err, &ee) && ee.ExitCode() == 130:
-				want := "reshard interrupted before its switch: " + dir + " is unchanged (its old shards, which open as before) and what was built was removed; there is nothing to finish: run the same command again to reshard"
-				if !strings.Contains(errb.String(), want) {
-					t.Fatalf("%v: exit 130 with\n%s\nwant %q", sig, errb.String(), want)
-				}
-				stopped++
-			default:
-				t.Fatalf("%v: %v\n%s", sig, err, errb.String())
-			}
-			if out := mustFusee(t, bin, "dump", "--logical", dir); out != before {
-				t.Fatalf("%v: the directory changed", sig)
-			}
-			if _, err := os.Stat(filepath.Join(dir, "reshard.new")); err == nil {
-				t.Fatalf("%v: reshard.new left behind", sig)
-			}
+			stopped++
+		default:
+			t.Fatalf("%v: %v\n%s", sig, err, errb.String())
+		}
+		if out := mustFusee(t, bin, "dump", "--logical", dir); out != before {
+			t.Fatalf("%v: the directory changed", sig)
+		}
+		if _, err := os.Stat(filepath.Join(dir, "reshard.new")); err == nil {
+			t.Fatalf("%v: reshard.new left behind", sig)
 		}
 	}
 	mustFusee(t, bin, "verify", dir)

@@ -36,6 +36,9 @@ func genV2Disk(t *testing.T, bin string, seed string) (string, string) {
 func TestUpgradeKilledAndResumed(t *testing.T) {
 	bin := buildFusee(t)
 	dirs, kills := 1, 6
+	if testtier.Quick() {
+		kills = 3
+	}
 	if testtier.Long() {
 		dirs, kills = 5, 25
 	}
@@ -90,7 +93,9 @@ func TestUpgradeKilledAndResumed(t *testing.T) {
 func TestUpgradeSignalStopsCleanly(t *testing.T) {
 	bin := buildFusee(t)
 	stopped := 0
-	for _, sig := range []syscall.Signal{syscall.SIGINT, syscall.SIGTERM} {
+	sigs := []syscall.Signal{syscall.SIGINT, syscall.SIGTERM}
+	for _, i := range testtier.Pick(t, len(sigs), 2) { // one a day in the quick tier
+		sig := sigs[i]
 		dir, want := genV2Disk(t, bin, "3")
 		cmd := exec.Command(bin, "upgrade", dir)
 		var errb bytes.Buffer

@@ -18,6 +18,7 @@
 package testtier
 
 import (
+	"flag"
 	"os"
 	"strconv"
 	"testing"
@@ -73,4 +74,28 @@ func Pick(t testing.TB, n, stride int) []int {
 		picked = append(picked, i)
 	}
 	return picked
+}
+
+// Subset is the elements of xs at the indexes Pick gives.
+func Subset[T any](t testing.TB, xs []T, stride int) []T {
+	t.Helper()
+	var out []T
+	for _, i := range Pick(t, len(xs), stride) {
+		out = append(out, xs[i])
+	}
+	return out
+}
+
+// quickChecks is how many cases a rapid property test draws in the quick
+// tier (rapid's default, the full tier's, is 100).
+const quickChecks = 30
+
+// Main runs a package's tests (call it from TestMain) after fitting rapid's
+// property tests to the tier: quickChecks cases each in the quick tier.
+// -rapid.checks on the command line still wins.
+func Main(m *testing.M) {
+	if f := flag.Lookup("rapid.checks"); f != nil && Quick() {
+		_ = f.Value.Set(strconv.Itoa(quickChecks))
+	}
+	os.Exit(m.Run())
 }

@@ -8,22 +8,17 @@ import (
 	"testing"
 
 	"github.com/cockroachdb/pebble/v2/vfs"
-	"github.com/fusee-dev/fusee/internal/testtier"
 	"github.com/fusee-dev/fusee/journal/sim"
 	"pgregory.net/rapid"
 )
 
 // The streaming verify and dump give exactly what the whole-memory ones
 // gave (oracle_test.go) on random workloads, damaged or not, whatever
-// their budget: 1 byte spills every map at its first entry. Under -race,
-// 34 of rapid's 100 cases (the quick tier, testtier.Quick).
+// their budget: 1 byte spills every map at its first entry. In the quick
+// tier, fewer of rapid's cases (testtier.Main).
 func TestStreamingMatchesWholeMemory(t *testing.T) {
 	ctx := context.Background()
-	cases := 0
 	rapid.Check(t, func(rt *rapid.T) {
-		if cases++; cases > 34 && testtier.Quick() {
-			return
-		}
 		seed := rapid.Uint64Range(1, 1<<20).Draw(rt, "seed")
 		w := randomWorlds(t, seed, rapid.IntRange(20, 200).Draw(rt, "steps"), rapid.IntRange(1, 5).Draw(rt, "shards"))[0]
 		if runs := w.idents(); len(runs) > 0 && rapid.Bool().Draw(rt, "damaged") {

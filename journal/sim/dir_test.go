@@ -11,6 +11,7 @@ import (
 	"testing"
 
 	"github.com/cockroachdb/pebble/v2/vfs"
+	"github.com/fusee-dev/fusee/internal/testtier"
 	"github.com/fusee-dev/fusee/journal"
 	"github.com/fusee-dev/fusee/journal/model"
 )
@@ -193,7 +194,7 @@ func readTree(t testing.TB, dir string) map[string][]byte {
 // reaches the same logical state, generating and driving, as the engine
 // on in-memory shards.
 func TestEvictSpillOracle(t *testing.T) {
-	for _, seed := range []uint64{3, 11} {
+	for _, seed := range testtier.Subset(t, []uint64{3, 11}, 2) { // one a day in the quick tier
 		o := GenOptions{Runs: 700, Seed: seed, Shards: 3}
 		_, mem := genMem(t, o)
 		o.Config.MaxResident = 25

@@ -8,6 +8,7 @@ import (
 
 	"github.com/cockroachdb/pebble/v2/vfs"
 
+	"github.com/fusee-dev/fusee/internal/testtier"
 	"github.com/fusee-dev/fusee/journal/check"
 )
 
@@ -44,8 +45,8 @@ var genDumps = []struct {
 func TestGenSameDumps(t *testing.T) {
 	for _, c := range genDumps {
 		t.Run(c.name, func(t *testing.T) {
-			if testing.Short() && c.o.Runs > 5000 {
-				t.Skip("generates", c.o.Runs, "runs")
+			if (testing.Short() || testtier.Quick()) && c.o.Runs > 5000 {
+				t.Skip("generates", c.o.Runs, "runs (the quick tier leaves it to FUSEE_RACE_FULL=1)")
 			}
 			dir, _ := genDir(t, c.o)
 			phys, logical := dumpHash(t, dir, true), dumpHash(t, dir, false)
