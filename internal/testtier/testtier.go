@@ -69,8 +69,14 @@ func Pick(t testing.TB, n, stride int) []int {
 	if n <= 0 {
 		return nil
 	}
+	return pick(n, stride, Offset(t, stride))
+}
+
+// pick is every stride-th of 0..n-1 from off (taken modulo n, so that
+// fewer than stride cases still give one).
+func pick(n, stride, off int) []int {
 	var picked []int
-	for i := Offset(t, stride) % n; i < n; i += stride {
+	for i := off % n; i < n; i += stride {
 		picked = append(picked, i)
 	}
 	return picked
@@ -92,10 +98,13 @@ const quickChecks = 30
 
 // Main runs a package's tests (call it from TestMain) after fitting rapid's
 // property tests to the tier: quickChecks cases each in the quick tier.
-// -rapid.checks on the command line still wins.
+// RAPID_CHECKS and -rapid.checks on the command line still win.
 func Main(m *testing.M) {
-	if f := flag.Lookup("rapid.checks"); f != nil && Quick() {
-		_ = f.Value.Set(strconv.Itoa(quickChecks))
+	if _, set := os.LookupEnv("RAPID_CHECKS"); !set && Quick() {
+		f := flag.Lookup("rapid.checks")
+		if f != nil {
+			_ = f.Value.Set(strconv.Itoa(quickChecks))
+		}
 	}
 	os.Exit(m.Run())
 }
