@@ -151,7 +151,7 @@ func TestKilledAndResumed(t *testing.T) {
 	bin := buildFusee(t)
 	dirs, kills := 1, 6
 	if testtier.Quick() {
-		kills = 3
+		kills = 2
 	}
 	if testtier.Long() {
 		dirs, kills = 10, 25

@@ -58,7 +58,7 @@ func TestKilledAtEachSwitchStep(t *testing.T) {
 		t.Fatalf("the dry run lists no token or no renumbered run; the test needs both:\n%s", want)
 	}
 	steps := []string{"old-wal-aside", "old-shards-aside", "new-wal-in", "new-shards-in", "report-carried", "meta-final", "report-named"}
-	for _, i := range testtier.Pick(t, len(steps), 3) { // every third step in the quick tier, from a daily offset
+	for _, i := range testtier.Pick(t, len(steps), 4) { // every fourth step in the quick tier, from a daily offset
 		step := steps[i]
 		t.Run(step, func(t *testing.T) {
 			dir := copyDir(t, src)

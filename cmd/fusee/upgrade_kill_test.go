@@ -37,7 +37,7 @@ func TestUpgradeKilledAndResumed(t *testing.T) {
 	bin := buildFusee(t)
 	dirs, kills := 1, 6
 	if testtier.Quick() {
-		kills = 3
+		kills = 2
 	}
 	if testtier.Long() {
 		dirs, kills = 5, 25

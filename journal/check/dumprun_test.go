@@ -20,13 +20,16 @@ import (
 // random size, shard count, share of finished runs and log tail, with
 // budgets from one byte (every map spills at its first entry) to more
 // than the directory needs. Generating a directory takes a while: 12
-// cases by default, rapid's 100 with FUSEE_LONG=1 (a failing case is
+// cases by default (5 in the quick tier), rapid's 100 with FUSEE_LONG=1 (a failing case is
 // reported as drawn, not shrunk, when the cases are cut short).
 func TestDumpDirMatchesWholeMemory(t *testing.T) {
 	ctx := context.Background()
-	cases := 0
+	cases, limit := 0, 12
+	if testtier.Quick() {
+		limit = 5
+	}
 	rapid.Check(t, func(rt *rapid.T) {
-		if cases++; cases > 12 && !testtier.Long() {
+		if cases++; cases > limit && !testtier.Long() {
 			return
 		}
 		dir := filepath.Join(t.TempDir(), "d")
