@@ -264,7 +264,7 @@ func TestKeptLayoutCrashAtEveryStep(t *testing.T) {
 	k := newKeptCase(t, c)
 	long := testtier.Long()
 	// Under the race detector (several times slower), first cuts at every
-	// raceStride/4-th step (every 6th in the README's command, every
+	// raceStride/4-th step (every 12th in the README's command, every
 	// other in CI's FUSEE_RACE_FULL=1 run) from an offset that changes
 	// daily, and one unsynced seed.
 	doubleStride, beforeStride, keepStride, every, seeds := 3, 3, 10, 1, []uint64{3, 4}
