@@ -24,7 +24,10 @@ import (
 // store and no other kind, about a quarter of gen's CPU). Without them a
 // store compacts when its L0 reaches buildL0Compact files (once per store
 // at 1M runs); the tombstones it keeps are dropped by later compactions,
-// as in any store.
+// as in any store. Reading evicted state back through more L0 tables
+// costs part of what that saves: net, 9% less CPU at 1M runs
+// (bench/results/gen.md; a lower L0 threshold or no compaction at all
+// cost more).
 
 // Sizes of a directory being built: a block cache for the index, filter
 // and recently read data blocks of the read-backs, and memtables sharing
