@@ -15,6 +15,19 @@ import (
 // reads of evicted state (most ID index and dedup lookups of a generator
 // are misses), and fewer, larger L0 compactions. The files they leave are
 // ordinary pebble stores, read with the ordinary options.
+//
+// Nor do they take pebble's tombstone-density compactions: a generator's
+// checkpoints delete many keys (the records of tombstoned runs, fired
+// timers, acknowledged messages), so nearly every table it flushes has
+// tombstone-dense blocks, and those compactions rewrote each store's last
+// level again and again (at 1M runs, 8 shards: 19 such compactions per
+// store and no other kind, about a quarter of gen's CPU). Without them a
+// store compacts when its L0 reaches buildL0Compact files (once per store
+// at 1M runs); the tombstones it keeps are dropped by later compactions,
+// as in any store. Reading evicted state back through more L0 tables
+// costs part of what that saves: net, 9% less CPU at 1M runs
+// (bench/results/gen.md; a lower L0 threshold or no compaction at all
+// cost more).
 
 // Sizes of a directory being built: a block cache for the index, filter
 // and recently read data blocks of the read-backs, and memtables sharing
@@ -60,6 +73,7 @@ func tuneForBuild(o *pebble.Options, shards int) {
 	for i := range o.Levels {
 		o.Levels[i].FilterPolicy = bloom.FilterPolicy(buildBloomBits)
 	}
+	o.Experimental.TombstoneDenseCompactionThreshold = -1 // off
 }
 
 // openShardStore opens shard i's store for the DB, read-write unless the
