@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"io/fs"
 	"path/filepath"
+	"sync"
 	"testing"
 
 	"github.com/fusee-dev/fusee/reshard"
@@ -11,7 +12,9 @@ import (
 
 // TestSpaceNeededCoversThePeak: the free space a reshard asks for must
 // cover what reshard.new holds at its largest (the new shards and the
-// sort's scratch files, just before the scratch is removed), without the
+// sort's scratch files: measured whenever a new shard's sorted keys are
+// merged, before their scratch files go, and once every shard is
+// checked), without the
 // fixed margin, so that the estimate is checked where it matters at
 // scale. A small memory budget makes the sort spill as it does at 10M
 // runs, and a first reshard leaves compact stores (a fresh gen's hold
@@ -23,14 +26,22 @@ func TestSpaceNeededCoversThePeak(t *testing.T) {
 			dir := genDir(t, tc.genN, scaled(3000), uint64(tc.oldN*100+tc.newN))
 			doReshard(t, dir, tc.oldN, reshard.Options{})
 			dry := doReshard(t, dir, tc.newN, reshard.Options{DryRun: true, Memory: 1 << 20})
+			var mu sync.Mutex
 			var peak int64
+			measure := func() {
+				mu.Lock()
+				defer mu.Unlock()
+				peak = max(peak, treeBytes(t, filepath.Join(dir, reshard.NewDirName)))
+			}
 			reshard.SetTestHook(func(step string) error {
 				if step == "new-checked" {
-					peak = treeBytes(t, filepath.Join(dir, reshard.NewDirName))
+					measure()
 				}
 				return nil
 			})
 			defer reshard.SetTestHook(nil)
+			reshard.SetMergedHook(func(int) { measure() })
+			defer reshard.SetMergedHook(nil)
 			rep := doReshard(t, dir, tc.newN, reshard.Options{Memory: 1 << 20})
 			if peak == 0 {
 				t.Fatal("the new-checked step was not reached")
@@ -50,7 +61,16 @@ func TestSpaceNeededCoversThePeak(t *testing.T) {
 			// weigh in a small directory: under -race this one is 400 KB
 			// and 8 stores' allowance alone is 31% of it) are all that is
 			// added for a small one.
+			// The allowance for the stores being written while every
+			// scratch file is there is left out too where the sort's
+			// scratch files are removed as merged: stores this small are
+			// held in their writers' buffers until they finish, so the
+			// peak here cannot show it (at 100k runs 8 -> 3 it was 5 MB of
+			// a 23 MB directory).
 			fixed := int64(tc.newN) * reshard.StoreFiles
+			if tc.newN%tc.oldN != 0 {
+				fixed += reshard.StoresBeingWritten(rep.Counts.BytesRead, 1<<20, tc.newN)
+			}
 			if est := rep.SpaceNeeded - reshard.SpaceMargin - fixed; est > peak+peak/4 {
 				t.Errorf("the estimate without its fixed parts, %d bytes, is more than 25%% above the peak of %d", est, peak)
 			}

@@ -101,7 +101,15 @@ type Sorter struct {
 	mu      sync.Mutex // guards chunks and made, which the writers' flushes add to
 	chunks  []chunk
 	made    int // chunk files created
+	// merged, when set, is called once shard j's sections are merged,
+	// before they are removed (a test measures the scratch space there).
+	merged func(j int)
 }
+
+// OnMerged sets a function called once each shard's sections are
+// merged, just before they are removed: where the scratch space and the
+// new stores together are at their largest.
+func (s *Sorter) OnMerged(fn func(j int)) { s.merged = fn }
 
 // A Writer is one goroutine's way into a Sorter: its arena, within its
 // share of the budget, spills to chunks of the sorter's.
@@ -501,6 +509,9 @@ func (s *Sorter) merge(j int, fn func(k, v []byte) error) error {
 		}
 	}
 	files = nil
+	if s.merged != nil {
+		s.merged(j)
+	}
 	for _, c := range s.chunks {
 		if c.sizes[j] == 0 {
 			continue
