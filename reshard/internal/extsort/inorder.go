@@ -20,6 +20,7 @@ import (
 type group struct {
 	first, last uint32
 	shard       uint16
+	kind        byte // its keys' first byte
 }
 
 // groupBytes is what a group costs.
@@ -53,7 +54,7 @@ func (s *Writer) addInOrder(it sortItem) {
 			return
 		}
 	}
-	s.groups = append(s.groups, group{first: k, last: k, shard: it.shard})
+	s.groups = append(s.groups, group{first: k, last: k, shard: it.shard, kind: s.arena[it.keyOff]})
 	s.open[slot] = int32(len(s.groups))
 }
 

@@ -298,7 +298,9 @@ func (s *Writer) settle() {
 		}
 		return bytes.Compare(s.key(&a), s.key(&b))
 	})
-	slices.SortStableFunc(s.groups, func(a, b group) int { return int(a.shard) - int(b.shard) })
+	slices.SortStableFunc(s.groups, func(a, b group) int {
+		return cmp.Or(cmp.Compare(a.shard, b.shard), cmp.Compare(a.kind, b.kind))
+	})
 	s.starts = shardStarts(s.starts, s.s.shards, len(s.items), func(k int) int { return int(s.items[k].shard) })
 	s.gstarts = shardStarts(s.gstarts, s.s.shards, len(s.groups), func(k int) int { return int(s.groups[k].shard) })
 }
@@ -336,13 +338,12 @@ func (w *Writer) flush() error {
 	s.made++
 	c := chunk{n: s.made, sizes: make([]int64, s.shards)}
 	s.mu.Unlock()
-	var cursors []cursor
 	for j := range s.shards {
-		if cursors = w.cursors(j, cursors[:0]); len(cursors) == 0 {
+		if w.starts[j] == w.starts[j+1] && w.gstarts[j] == w.gstarts[j+1] {
 			continue
 		}
 		var err error
-		if c.sizes[j], err = w.writeSection(s.section(c.n, j), cursors); err != nil {
+		if c.sizes[j], err = w.writeSection(s.section(c.n, j), j); err != nil {
 			return err
 		}
 	}
@@ -355,10 +356,9 @@ func (w *Writer) flush() error {
 	return nil
 }
 
-// writeSection writes the merge of cursors (of one shard) to a new
-// scratch file at path, sequentially and without a sync, and returns its
-// size.
-func (w *Writer) writeSection(path string, cursors []cursor) (int64, error) {
+// writeSection writes w's items of shard j, sorted, to a new scratch
+// file at path, sequentially and without a sync, and returns its size.
+func (w *Writer) writeSection(path string, j int) (int64, error) {
 	f, err := w.s.fs.Create(path, vfs.WriteCategoryUnspecified)
 	if err != nil {
 		return 0, fmt.Errorf("creating the reshard scratch file %s: %w", path, err)
@@ -370,7 +370,7 @@ func (w *Writer) writeSection(path string, cursors []cursor) (int64, error) {
 	}
 	var pos int64
 	var lb [binary.MaxVarintLen64]byte
-	_ = mergeCursors(cursors, func(item []byte) error {
+	_ = mergeWriters([]*Writer{w}, j, func(item []byte) error {
 		n := binary.PutUvarint(lb[:], uint64(len(item)))
 		w.bw.Write(lb[:n])
 		w.bw.Write(item)
@@ -456,11 +456,7 @@ func (s *Sorter) Each(j int, fn func(k, v []byte) error) error {
 	if len(s.chunks) > 0 {
 		return s.merge(j, fn)
 	}
-	var cursors []cursor
-	for _, w := range s.writers {
-		cursors = w.cursors(j, cursors)
-	}
-	return mergeCursors(cursors, func(item []byte) error { return eachPair(item, fn) })
+	return mergeWriters(s.writers, j, func(item []byte) error { return eachPair(item, fn) })
 }
 
 // A cursor is one sorted input of a merge: an item at a time, by key.
@@ -470,16 +466,47 @@ type cursor interface {
 	key() []byte  // its first key
 }
 
-// cursors appends to to a cursor, at its first item, for each sorted
-// input of shard j in w once settled: its sorted items and each group.
-func (w *Writer) cursors(j int, to []cursor) []cursor {
-	if w.starts[j] < w.starts[j+1] {
-		to = append(to, &arenaCursor{w: w, k: w.starts[j], end: w.starts[j+1]})
+// mergeWriters calls fn with every item of shard j in the writers
+// (settled), in key order: kind by kind (a key's first byte), each kind
+// a merge of the writers' sorted items and groups of that kind, most
+// often one input (an old shard's stream), copied with no comparison.
+func mergeWriters(ws []*Writer, j int, fn func(item []byte) error) error {
+	k, g := make([]int, len(ws)), make([]int, len(ws)) // each writer's next item and group
+	for n, w := range ws {
+		k[n], g[n] = w.starts[j], w.gstarts[j]
 	}
-	for g := w.gstarts[j]; g < w.gstarts[j+1]; g++ {
-		to = append(to, &groupCursor{w: w, k: int(w.groups[g].first)})
+	var cursors []cursor
+	for {
+		kind := 256 // the smallest kind left
+		for n, w := range ws {
+			if k[n] < w.starts[j+1] {
+				kind = min(kind, int(w.arena[w.items[k[n]].keyOff]))
+			}
+			if g[n] < w.gstarts[j+1] {
+				kind = min(kind, int(w.groups[g[n]].kind))
+			}
+		}
+		if kind == 256 {
+			return nil
+		}
+		cursors = cursors[:0]
+		for n, w := range ws {
+			end := k[n]
+			for end < w.starts[j+1] && int(w.arena[w.items[end].keyOff]) == kind {
+				end++
+			}
+			if end > k[n] {
+				cursors = append(cursors, &arenaCursor{w: w, k: k[n], end: end})
+			}
+			k[n] = end
+			for ; g[n] < w.gstarts[j+1] && int(w.groups[g[n]].kind) == kind; g[n]++ {
+				cursors = append(cursors, &groupCursor{w: w, k: int(w.groups[g[n]].first)})
+			}
+		}
+		if err := mergeCursors(cursors, fn); err != nil {
+			return err
+		}
 	}
-	return to
 }
 
 // An arenaCursor reads one writer's sorted items of a shard, in memory.
@@ -498,6 +525,18 @@ func (c *arenaCursor) key() []byte  { return c.w.key(&c.w.items[c.k]) }
 // mergeCursors calls fn with every item of the cursors (each at its
 // first item), in key order.
 func mergeCursors(cursors []cursor, fn func(item []byte) error) error {
+	if len(cursors) == 1 { // nothing to merge
+		for ok := true; ok; {
+			if err := fn(cursors[0].item()); err != nil {
+				return err
+			}
+			var err error
+			if ok, err = cursors[0].next(); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
 	less := func(a, b cursor) bool { return bytes.Compare(a.key(), b.key()) < 0 }
 	HeapInit(cursors, less)
 	for len(cursors) > 0 {
