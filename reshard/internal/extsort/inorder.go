@@ -94,3 +94,7 @@ func (c *groupCursor) next() (bool, error) {
 }
 func (c *groupCursor) item() []byte { it := &c.w.seq[c.k]; return c.w.arena[it.off:it.end] }
 func (c *groupCursor) key() []byte  { return c.w.key(&c.w.seq[c.k]) }
+func (c *groupCursor) prefix() (uint64, uint64) {
+	it := &c.w.seq[c.k]
+	return it.p1, it.p2
+}

@@ -464,6 +464,9 @@ type cursor interface {
 	next() (bool, error)
 	item() []byte // the current item's pairs
 	key() []byte  // its first key
+	// prefix is the key's first 16 bytes (keyPrefix): most
+	// comparisons end there.
+	prefix() (uint64, uint64)
 }
 
 // mergeWriters calls fn with every item of shard j in the writers
@@ -521,6 +524,10 @@ func (c *arenaCursor) next() (bool, error) {
 }
 func (c *arenaCursor) item() []byte { it := &c.w.items[c.k]; return c.w.arena[it.off:it.end] }
 func (c *arenaCursor) key() []byte  { return c.w.key(&c.w.items[c.k]) }
+func (c *arenaCursor) prefix() (uint64, uint64) {
+	it := &c.w.items[c.k]
+	return it.p1, it.p2
+}
 
 // mergeCursors calls fn with every item of the cursors (each at its
 // first item), in key order.
@@ -537,7 +544,17 @@ func mergeCursors(cursors []cursor, fn func(item []byte) error) error {
 		}
 		return nil
 	}
-	less := func(a, b cursor) bool { return bytes.Compare(a.key(), b.key()) < 0 }
+	less := func(a, b cursor) bool {
+		a1, a2 := a.prefix()
+		b1, b2 := b.prefix()
+		if a1 != b1 {
+			return a1 < b1
+		}
+		if a2 != b2 {
+			return a2 < b2
+		}
+		return bytes.Compare(a.key(), b.key()) < 0
+	}
 	HeapInit(cursors, less)
 	for len(cursors) > 0 {
 		cur := cursors[0]
@@ -559,14 +576,16 @@ func mergeCursors(cursors []cursor, fn func(item []byte) error) error {
 
 // A chunkCursor reads one chunk's section of a shard, an item at a time.
 type chunkCursor struct {
-	path string
-	r    *bufio.Reader
-	cur  []byte // the current item's pairs
-	k    []byte // its first key (in cur)
+	path   string
+	r      *bufio.Reader
+	cur    []byte // the current item's pairs
+	k      []byte // its first key (in cur)
+	p1, p2 uint64 // its prefix
 }
 
-func (c *chunkCursor) item() []byte { return c.cur }
-func (c *chunkCursor) key() []byte  { return c.k }
+func (c *chunkCursor) item() []byte             { return c.cur }
+func (c *chunkCursor) key() []byte              { return c.k }
+func (c *chunkCursor) prefix() (uint64, uint64) { return c.p1, c.p2 }
 
 func (c *chunkCursor) next() (bool, error) {
 	n, err := binary.ReadUvarint(c.r)
@@ -585,6 +604,7 @@ func (c *chunkCursor) next() (bool, error) {
 		return false, fmt.Errorf("reading the reshard scratch file %s: a damaged item", c.path)
 	}
 	c.k = c.cur[m : m+int(kl)]
+	c.p1, c.p2 = keyPrefix(c.k)
 	return true, nil
 }
 
