@@ -192,7 +192,7 @@ func (r *resharder) newBuilder(p *plan.Plan, newDir string, rep *Report) (*build
 			return m.ID, ok, err
 		}}
 		w.out = &counted{counts: &w.counts, newBytes: make([]int64, r.newN), next: lanes[k], write: !b.dry}
-		w.rw = &rawRewriter{mapper: w.mapRef, gen: b.newGen, put: w.out.Put, putInOrder: w.out.PutInOrder, counts: &w.counts, token: b.addToken}
+		w.rw = &rawRewriter{mapper: w.mapRef, gen: b.newGen, put: w.out.Put, counts: &w.counts, token: b.addToken}
 		b.workers = append(b.workers, w)
 	}
 	if b.sorter != nil {
@@ -413,7 +413,7 @@ func (w *worker) outbox(i int, src shardSource) error {
 		if j != i {
 			w.counts.OutboxMoved++
 		}
-		return w.out.PutInOrder(j, store.OutboxKey(nm.Seq), model.EncodeMessage(nil, &nm))
+		return w.out.Put(j, store.OutboxKey(nm.Seq), model.EncodeMessage(nil, &nm))
 	})
 }
 
@@ -426,7 +426,7 @@ func (w *worker) seen(i int, src shardSource) error {
 		if j != i {
 			w.counts.DedupMoved++
 		}
-		return w.out.PutInOrder(j, store.SeenKey(id), model.EncodeSeenValue(nil, wf))
+		return w.out.Put(j, store.SeenKey(id), model.EncodeSeenValue(nil, wf))
 	})
 }
 
@@ -458,7 +458,7 @@ func (w *worker) index(i int, src shardSource) error {
 		if !ok {
 			return w.b.r.damaged(i, "old shard %d's index names run %d for %q, which does not exist", i, no, wf)
 		}
-		return w.out.PutInOrder(m.Shard, store.IndexKey(wf), store.EncodeIndexValue(m.No))
+		return w.out.Put(m.Shard, store.IndexKey(wf), store.EncodeIndexValue(m.No))
 	})
 }
 

@@ -25,11 +25,7 @@ type rawRewriter struct {
 	mapper model.RunMapper
 	gen    uint64 // the new stores' generation
 	put    func(shard int, key, value []byte) error
-	// putInOrder, when set, puts the keys of a run that keeps its
-	// number: an old shard's runs come in ascending number, so those of
-	// one new shard that keep theirs do too (lane.PutInOrder).
-	putInOrder func(shard int, key, value []byte) error
-	counts     *Counts
+	counts *Counts
 	// token adds a pending completion of old shard oldShard's run oldNo
 	// to the report's list.
 	token  func(oldShard int, oldNo model.RunNo, t TokenChange) error
@@ -91,10 +87,9 @@ func (w *rawRewriter) decoded(oldShard int, rec []byte, dst []byte, unfinished b
 func (w *rawRewriter) run(rr *store.RawRun, oldShard int, m plan.Mapped) error {
 	e := rr.Entry
 	e.Renumbered = m.Renumbered
-	put := w.putFor(rr, m)
 	w.kb = store.AppendRunKey(w.kb[:0], m.No)
 	w.vb = model.EncodeRunEntry(w.vb[:0], &e)
-	if err := put(m.Shard, w.kb, w.vb); err != nil {
+	if err := w.put(m.Shard, w.kb, w.vb); err != nil {
 		return err
 	}
 	unf := plan.Unfinished(e.State)
@@ -118,7 +113,7 @@ func (w *rawRewriter) run(rr *store.RawRun, oldShard int, m plan.Mapped) error {
 			w.done[h.Ref] = true
 		}
 		w.kb = store.AppendRecordKey(w.kb[:0], m.No, uint32(k))
-		if err := put(m.Shard, w.kb, val); err != nil {
+		if err := w.put(m.Shard, w.kb, val); err != nil {
 			return err
 		}
 	}
@@ -188,16 +183,7 @@ func (w *rawRewriter) archive(rr *store.RawRun, oldShard int, m plan.Mapped) err
 		val = w.hb
 	}
 	w.kb = binary.BigEndian.AppendUint64(append(w.kb[:0], store.KeyArchive), uint64(m.No))
-	return w.putFor(rr, m)(m.Shard, w.kb, val)
-}
-
-// putFor is how rr's keys are put as run m.No: in order if it keeps its
-// number.
-func (w *rawRewriter) putFor(rr *store.RawRun, m plan.Mapped) func(shard int, key, value []byte) error {
-	if m.No == rr.No && w.putInOrder != nil {
-		return w.putInOrder
-	}
-	return w.put
+	return w.put(m.Shard, w.kb, val)
 }
 
 // rawRun adds a run read as bytes, its journal and its archive to d.

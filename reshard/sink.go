@@ -30,12 +30,6 @@ type sink interface {
 type lane interface {
 	// Put adds key and value to new shard j's store.
 	Put(j int, key, value []byte) error
-	// PutInOrder is Put for a key that comes in ascending order among
-	// those of its kind the lane puts for shard j from the old shard
-	// being read (a run that keeps its number, its archive, an outbox
-	// message, a dedup or index entry): the sort merges them instead of
-	// sorting them (extsort.Writer.PutInOrder, which checks the order).
-	PutInOrder(j int, key, value []byte) error
 }
 
 // counted counts every key for the report, and (a testing knob, writing
@@ -47,11 +41,7 @@ type counted struct {
 	write    bool // the sink writes stores: Testing.corruptWrite applies
 }
 
-func (c *counted) Put(j int, key, value []byte) error { return c.put(j, key, value, false) }
-
-func (c *counted) PutInOrder(j int, key, value []byte) error { return c.put(j, key, value, true) }
-
-func (c *counted) put(j int, key, value []byte, inOrder bool) error {
+func (c *counted) Put(j int, key, value []byte) error {
 	c.counts.BytesWritten += int64(len(key) + len(value))
 	c.newBytes[j] += int64(len(key) + len(value))
 	if c.write && Testing.corruptWrite != nil {
@@ -59,9 +49,6 @@ func (c *counted) put(j int, key, value []byte, inOrder bool) error {
 		if value, keep = Testing.corruptWrite(j, key, value); !keep {
 			return nil
 		}
-	}
-	if inOrder {
-		return c.next.PutInOrder(j, key, value)
 	}
 	return c.next.Put(j, key, value)
 }
@@ -77,12 +64,11 @@ func (c *counted) addTo(rep *Report) {
 // drySink keeps nothing: a dry run only counts.
 type drySink struct{}
 
-func (drySink) Put(int, []byte, []byte) error        { return nil }
-func (drySink) PutInOrder(int, []byte, []byte) error { return nil }
-func (drySink) Begin(int) error                      { return nil }
-func (drySink) End(int, func(j int) error) error     { return nil }
-func (drySink) Finish(context.Context) error         { return nil }
-func (drySink) Abort()                               {}
+func (drySink) Put(int, []byte, []byte) error    { return nil }
+func (drySink) Begin(int) error                  { return nil }
+func (drySink) End(int, func(j int) error) error { return nil }
+func (drySink) Finish(context.Context) error     { return nil }
+func (drySink) Abort()                           {}
 
 // directSink writes the new stores as the old shards are read: growing
 // to a multiple renumbers nothing and each new shard draws from one old
@@ -101,9 +87,6 @@ func (s *directSink) Put(j int, key, value []byte) error {
 	}
 	return s.writers[j].Add(key, value)
 }
-
-// PutInOrder is Put: every key reaches a direct write in order.
-func (s *directSink) PutInOrder(j int, key, value []byte) error { return s.Put(j, key, value) }
 
 func (s *directSink) Begin(i int) error {
 	r, newDir := s.b.r, s.b.newDir

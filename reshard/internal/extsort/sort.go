@@ -48,7 +48,6 @@ type sortItem struct {
 	p1, p2         uint64 // the key's first 16 bytes, big-endian, zero-padded: most comparisons end here
 	off, end       uint32
 	keyOff, keyLen uint32
-	next           uint32 // an in-order item's: the next of its group, as an index in seq plus one (0: none)
 	shard          uint16
 }
 
@@ -118,18 +117,9 @@ type Writer struct {
 	s      *Sorter
 	budget int64
 	arena  []byte
-	items  []sortItem // to be sorted
-	// seq are the in-order items (inorder.go), in groups that are
-	// ascending each; open is, by shard and key kind, the group being
-	// extended plus one (0: none).
-	seq     []sortItem
-	groups  []group
-	open    []int32
-	lastSeq bool // the last item put is seq's, not items'
-	// Once sorted (settle): shard j's items are items[starts[j]:starts[j+1]]
-	// and its groups groups[gstarts[j]:gstarts[j+1]].
-	starts, gstarts []int
-	bw              *bufio.Writer // a chunk's sections' writer, reused
+	items  []sortItem
+	starts []int         // after Settle, without chunks: shard j's items are items[starts[j]:starts[j+1]]
+	bw     *bufio.Writer // a chunk's sections' writer, reused
 }
 
 // New is an empty sorter for shards new shards whose chunks go under dir,
@@ -156,43 +146,35 @@ func (s *Sorter) Spilled() bool {
 	return len(s.chunks) > 0
 }
 
-// Put adds key and value (copied) to new shard j's keys, to be sorted:
-// to the last item when it is the same run's ('R' keys of one run
-// number, one after the other), else as a new item.
-func (s *Writer) Put(j int, key, value []byte) error { return s.put(j, key, value, false) }
-
-// PutInOrder is Put for a key that needs no sort: the caller puts the
-// keys of a stream (say a run that keeps its number, or an outbox
-// message, as an old shard gives them) for shard j in ascending order
-// within their kind. They are kept in ascending groups, merged with the
-// sorted items as they are written (inorder.go); a key that is not
-// above the last of its stream starts a new group, so the order is
-// checked, never taken on trust.
-func (s *Writer) PutInOrder(j int, key, value []byte) error { return s.put(j, key, value, true) }
-
-func (s *Writer) put(j int, key, value []byte, inOrder bool) error {
-	need := len(key) + len(value) + 20
-	if int64(len(s.arena))+int64(need) >= maxArena {
+// Put adds key and value (copied) to new shard j's keys: to the last
+// item when it is the same run's ('R' keys of one run number, one
+// after the other), else as a new item.
+func (s *Writer) Put(j int, key, value []byte) error {
+	if int64(len(s.arena))+int64(len(key)+len(value)+20) >= maxArena {
 		return fmt.Errorf("reshard sort: a key of %d and a value of %d bytes do not fit a chunk", len(key), len(value))
 	}
-	if last := s.last(); last != nil && len(key) > 9 && key[0] == store.KeyRun &&
-		int(last.shard) == j && last.keyLen == 9 && bytes.Equal(s.key(last), key[:9]) {
-		if !s.room(need, s.lastSeq) && len(s.items)+len(s.seq) > 1 {
-			// The run outgrows the arena: the items before it
-			// go to a chunk, and it starts the arena again.
-			if err := s.flushAllBut(); err != nil {
-				return err
+	n := len(s.items)
+	if n > 0 && len(key) > 9 && key[0] == store.KeyRun {
+		last := &s.items[n-1]
+		if int(last.shard) == j && last.keyLen == 9 && bytes.Equal(s.arena[last.keyOff:last.keyOff+9], key[:9]) {
+			if !s.room(len(key)+len(value)+20) && n > 1 {
+				// The run outgrows the arena: the items before it
+				// go to a chunk, and it starts the arena again.
+				if err := s.flushAllBut(); err != nil {
+					return err
+				}
 			}
+			s.appendPair(key, value)
+			last = &s.items[len(s.items)-1]
+			last.end = uint32(len(s.arena))
+			return nil
 		}
-		s.appendPair(key, value)
-		s.last().end = uint32(len(s.arena))
-		return nil
 	}
-	if !s.room(need, inOrder) {
+	if !s.room(len(key) + len(value) + 20) {
 		if err := s.flush(); err != nil {
 			return err
 		}
-		s.room(need, inOrder)
+		s.room(len(key) + len(value) + 20)
 	}
 	off := len(s.arena)
 	s.arena = binary.AppendUvarint(s.arena, uint64(len(key)))
@@ -201,78 +183,29 @@ func (s *Writer) put(j int, key, value []byte, inOrder bool) error {
 	s.arena = binary.AppendUvarint(s.arena, uint64(len(value)))
 	s.arena = append(s.arena, value...)
 	p1, p2 := keyPrefix(key)
-	s.add(sortItem{p1: p1, p2: p2, off: uint32(off), end: uint32(len(s.arena)), keyOff: uint32(keyOff),
-		keyLen: uint32(len(key)), shard: uint16(j)}, inOrder)
+	s.items = append(s.items, sortItem{p1: p1, p2: p2, off: uint32(off), end: uint32(len(s.arena)), keyOff: uint32(keyOff),
+		keyLen: uint32(len(key)), shard: uint16(j)})
 	return nil
 }
 
-// last is the item put last (nil: none since the last chunk).
-func (s *Writer) last() *sortItem {
-	switch {
-	case s.lastSeq && len(s.seq) > 0:
-		return &s.seq[len(s.seq)-1]
-	case !s.lastSeq && len(s.items) > 0:
-		return &s.items[len(s.items)-1]
-	}
-	return nil
-}
-
-// add adds it, whose bytes are in the arena, to the items to sort or to
-// the in-order ones.
-func (s *Writer) add(it sortItem, inOrder bool) {
-	s.lastSeq = inOrder
-	if inOrder {
-		s.addInOrder(it)
-		return
-	}
-	s.items = append(s.items, it)
-}
-
-// room makes room for an item of about need bytes in the arena and in
-// the items (inOrder: the in-order items and a group), growing them by
-// doubling up to their limits (the arena 70% of the share, the items,
-// in-order items and groups together the rest), and reports whether it
-// fit.
-func (s *Writer) room(need int, inOrder bool) bool {
-	arenaMax := int(s.budget * 7 / 10)
+// room makes room for an item of about need bytes in the arena and
+// the items, growing them by doubling up to their limits (the arena 70%
+// of the share, the items the rest), and reports whether it fit.
+func (s *Writer) room(need int) bool {
+	arenaMax, itemsMax := int(s.budget*7/10), int(s.budget*3/10/sortItemBytes)+1
 	if len(s.arena)+need > cap(s.arena) {
 		if cap(s.arena) >= arenaMax {
 			return false
 		}
 		s.arena = slices.Grow(s.arena, min(max(2*cap(s.arena), 1<<20), arenaMax)-len(s.arena))
 	}
-	first := len(s.items)+len(s.seq) == 0 // an item fits, whatever the share
-	list := &s.items
-	if inOrder {
-		list = &s.seq
-		if len(s.groups) == cap(s.groups) && !growList(&s.groups, s.listsFree()/groupBytes, first) {
+	if len(s.items) == cap(s.items) {
+		if cap(s.items) >= itemsMax {
 			return false
 		}
-	}
-	if len(*list) == cap(*list) && !growList(list, s.listsFree()/sortItemBytes, first) {
-		return false
+		s.items = slices.Grow(s.items, min(max(2*cap(s.items), 1<<14), itemsMax)-len(s.items))
 	}
 	return len(s.arena)+need <= cap(s.arena)
-}
-
-// listsFree is what the share leaves the lists (items, in-order items,
-// groups): 30% of it, less their capacities.
-func (s *Writer) listsFree() int {
-	return int(s.budget*3/10) - (cap(s.items)+cap(s.seq))*sortItemBytes - cap(s.groups)*groupBytes
-}
-
-// growList grows l by doubling, by up to most elements (at least one
-// for the first item), and reports whether it grew.
-func growList[T any](l *[]T, most int, first bool) bool {
-	n := min(max(cap(*l), 1<<10), most)
-	if first {
-		n = max(n, 1)
-	}
-	if n <= 0 {
-		return false
-	}
-	*l = slices.Grow(*l, n)
-	return true
 }
 
 func (s *Writer) appendPair(key, value []byte) {
@@ -284,9 +217,8 @@ func (s *Writer) appendPair(key, value []byte) {
 
 func (s *Writer) key(it *sortItem) []byte { return s.arena[it.keyOff : it.keyOff+it.keyLen] }
 
-// settle sorts the items in memory by (shard, key) and the groups by
-// shard, and finds each shard's.
-func (s *Writer) settle() {
+// sortArena sorts the items in memory by (shard, key).
+func (s *Writer) sortArena() {
 	slices.SortFunc(s.items, func(a, b sortItem) int {
 		switch {
 		case a.shard != b.shard:
@@ -298,35 +230,14 @@ func (s *Writer) settle() {
 		}
 		return bytes.Compare(s.key(&a), s.key(&b))
 	})
-	slices.SortStableFunc(s.groups, func(a, b group) int {
-		return cmp.Or(cmp.Compare(a.shard, b.shard), cmp.Compare(a.kind, b.kind))
-	})
-	s.starts = shardStarts(s.starts, s.s.shards, len(s.items), func(k int) int { return int(s.items[k].shard) })
-	s.gstarts = shardStarts(s.gstarts, s.s.shards, len(s.groups), func(k int) int { return int(s.groups[k].shard) })
 }
 
-// shardStarts returns, for n elements ordered by shard, where each
-// shard's start (shards+1 numbers: shard j's are [starts[j], starts[j+1])).
-func shardStarts(starts []int, shards, n int, shard func(k int) int) []int {
-	starts = slices.Grow(starts[:0], shards+1)[:shards+1]
-	k := 0
-	for j := range shards {
-		starts[j] = k
-		for k < n && shard(k) == j {
-			k++
-		}
-	}
-	starts[shards] = k
-	return starts
-}
-
-// flush writes the arena's items, sorted and merged with the in-order
-// ones, as a new chunk of the sorter.
+// flush writes the arena's items, sorted, as a new chunk of the sorter.
 func (w *Writer) flush() error {
-	if len(w.items)+len(w.seq) == 0 {
+	if len(w.items) == 0 {
 		return nil
 	}
-	w.settle()
+	w.sortArena()
 	s := w.s
 	s.mu.Lock()
 	if s.made == 0 {
@@ -338,27 +249,28 @@ func (w *Writer) flush() error {
 	s.made++
 	c := chunk{n: s.made, sizes: make([]int64, s.shards)}
 	s.mu.Unlock()
-	for j := range s.shards {
-		if w.starts[j] == w.starts[j+1] && w.gstarts[j] == w.gstarts[j+1] {
-			continue
+	for k := 0; k < len(w.items); {
+		j := int(w.items[k].shard)
+		end := k + 1
+		for end < len(w.items) && int(w.items[end].shard) == j {
+			end++
 		}
 		var err error
-		if c.sizes[j], err = w.writeSection(s.section(c.n, j), j); err != nil {
+		if c.sizes[j], err = w.writeSection(s.section(c.n, j), w.items[k:end]); err != nil {
 			return err
 		}
+		k = end
 	}
 	s.mu.Lock()
 	s.chunks = append(s.chunks, c)
 	s.mu.Unlock()
-	w.arena, w.items, w.seq, w.groups = w.arena[:0], w.items[:0], w.seq[:0], w.groups[:0]
-	clear(w.open)
-	w.lastSeq = false
+	w.arena, w.items = w.arena[:0], w.items[:0]
 	return nil
 }
 
-// writeSection writes w's items of shard j, sorted, to a new scratch
-// file at path, sequentially and without a sync, and returns its size.
-func (w *Writer) writeSection(path string, j int) (int64, error) {
+// writeSection writes items (sorted, of one shard) to a new scratch file
+// at path, sequentially and without a sync, and returns its size.
+func (w *Writer) writeSection(path string, items []sortItem) (int64, error) {
 	f, err := w.s.fs.Create(path, vfs.WriteCategoryUnspecified)
 	if err != nil {
 		return 0, fmt.Errorf("creating the reshard scratch file %s: %w", path, err)
@@ -370,13 +282,13 @@ func (w *Writer) writeSection(path string, j int) (int64, error) {
 	}
 	var pos int64
 	var lb [binary.MaxVarintLen64]byte
-	_ = mergeWriters([]*Writer{w}, j, func(item []byte) error {
-		n := binary.PutUvarint(lb[:], uint64(len(item)))
+	for k := range items {
+		it := &items[k]
+		n := binary.PutUvarint(lb[:], uint64(it.end-it.off))
 		w.bw.Write(lb[:n])
-		w.bw.Write(item)
-		pos += int64(n + len(item))
-		return nil
-	})
+		w.bw.Write(w.arena[it.off:it.end])
+		pos += int64(n) + int64(it.end-it.off)
+	}
 	err = w.bw.Flush()
 	w.bw.Reset(nil)
 	if cerr := f.Close(); err == nil {
@@ -391,38 +303,43 @@ func (w *Writer) writeSection(path string, j int) (int64, error) {
 // flushAllBut writes every item but the last (the run being added) as a
 // chunk and moves the last to the start of the arena.
 func (s *Writer) flushAllBut() error {
-	inOrder := s.lastSeq
-	var last sortItem
-	if inOrder {
-		last = s.dropLastInOrder()
-	} else {
-		last = s.items[len(s.items)-1]
-		s.items = s.items[:len(s.items)-1]
-	}
+	last := s.items[len(s.items)-1]
 	b := bytes.Clone(s.arena[last.off:last.end])
+	s.items = s.items[:len(s.items)-1]
 	if err := s.flush(); err != nil {
 		return err
 	}
 	s.arena = append(s.arena, b...)
 	last.keyOff -= last.off
 	last.end -= last.off
-	last.off, last.next = 0, 0
-	s.add(last, inOrder)
+	last.off = 0
+	s.items = append(s.items, last)
 	return nil
 }
 
 // Settle ends the Puts of every writer: their arenas are sorted, or
 // written as the last chunks if any writer spilled.
 func (s *Sorter) Settle() error {
+	if len(s.chunks) > 0 {
+		for _, w := range s.writers {
+			if err := w.flush(); err != nil {
+				return err
+			}
+			w.arena, w.items, w.bw = nil, nil, nil
+		}
+		return nil
+	}
 	for _, w := range s.writers {
-		if len(s.chunks) == 0 {
-			w.settle()
-			continue
+		w.sortArena()
+		w.starts = make([]int, s.shards+1)
+		k := 0
+		for j := range s.shards {
+			w.starts[j] = k
+			for k < len(w.items) && int(w.items[k].shard) == j {
+				k++
+			}
 		}
-		if err := w.flush(); err != nil {
-			return err
-		}
-		w.arena, w.items, w.seq, w.groups, w.open, w.bw = nil, nil, nil, nil, nil, nil
+		w.starts[s.shards] = k
 	}
 	return nil
 }
@@ -456,7 +373,25 @@ func (s *Sorter) Each(j int, fn func(k, v []byte) error) error {
 	if len(s.chunks) > 0 {
 		return s.merge(j, fn)
 	}
-	return mergeWriters(s.writers, j, func(item []byte) error { return eachPair(item, fn) })
+	if len(s.writers) == 1 { // no merge needed
+		w := s.writers[0]
+		for k := w.starts[j]; k < w.starts[j+1]; k++ {
+			it := &w.items[k]
+			if err := eachPair(w.arena[it.off:it.end], fn); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	var cursors []cursor
+	for _, w := range s.writers {
+		if w.starts[j] < w.starts[j+1] {
+			c := &arenaCursor{w: w, k: w.starts[j] - 1, end: w.starts[j+1]}
+			c.next()
+			cursors = append(cursors, c)
+		}
+	}
+	return mergeCursors(cursors, fn)
 }
 
 // A cursor is one sorted input of a merge: an item at a time, by key.
@@ -464,55 +399,9 @@ type cursor interface {
 	next() (bool, error)
 	item() []byte // the current item's pairs
 	key() []byte  // its first key
-	// prefix is the key's first 16 bytes (keyPrefix): most
-	// comparisons end there.
-	prefix() (uint64, uint64)
 }
 
-// mergeWriters calls fn with every item of shard j in the writers
-// (settled), in key order: kind by kind (a key's first byte), each kind
-// a merge of the writers' sorted items and groups of that kind, most
-// often one input (an old shard's stream), copied with no comparison.
-func mergeWriters(ws []*Writer, j int, fn func(item []byte) error) error {
-	k, g := make([]int, len(ws)), make([]int, len(ws)) // each writer's next item and group
-	for n, w := range ws {
-		k[n], g[n] = w.starts[j], w.gstarts[j]
-	}
-	var cursors []cursor
-	for {
-		kind := 256 // the smallest kind left
-		for n, w := range ws {
-			if k[n] < w.starts[j+1] {
-				kind = min(kind, int(w.arena[w.items[k[n]].keyOff]))
-			}
-			if g[n] < w.gstarts[j+1] {
-				kind = min(kind, int(w.groups[g[n]].kind))
-			}
-		}
-		if kind == 256 {
-			return nil
-		}
-		cursors = cursors[:0]
-		for n, w := range ws {
-			end := k[n]
-			for end < w.starts[j+1] && int(w.arena[w.items[end].keyOff]) == kind {
-				end++
-			}
-			if end > k[n] {
-				cursors = append(cursors, &arenaCursor{w: w, k: k[n], end: end})
-			}
-			k[n] = end
-			for ; g[n] < w.gstarts[j+1] && int(w.groups[g[n]].kind) == kind; g[n]++ {
-				cursors = append(cursors, &groupCursor{w: w, k: int(w.groups[g[n]].first)})
-			}
-		}
-		if err := mergeCursors(cursors, fn); err != nil {
-			return err
-		}
-	}
-}
-
-// An arenaCursor reads one writer's sorted items of a shard, in memory.
+// An arenaCursor reads one writer's items of a shard, in memory.
 type arenaCursor struct {
 	w      *Writer
 	k, end int
@@ -524,41 +413,15 @@ func (c *arenaCursor) next() (bool, error) {
 }
 func (c *arenaCursor) item() []byte { it := &c.w.items[c.k]; return c.w.arena[it.off:it.end] }
 func (c *arenaCursor) key() []byte  { return c.w.key(&c.w.items[c.k]) }
-func (c *arenaCursor) prefix() (uint64, uint64) {
-	it := &c.w.items[c.k]
-	return it.p1, it.p2
-}
 
-// mergeCursors calls fn with every item of the cursors (each at its
-// first item), in key order.
-func mergeCursors(cursors []cursor, fn func(item []byte) error) error {
-	if len(cursors) == 1 { // nothing to merge
-		for ok := true; ok; {
-			if err := fn(cursors[0].item()); err != nil {
-				return err
-			}
-			var err error
-			if ok, err = cursors[0].next(); err != nil {
-				return err
-			}
-		}
-		return nil
-	}
-	less := func(a, b cursor) bool {
-		a1, a2 := a.prefix()
-		b1, b2 := b.prefix()
-		if a1 != b1 {
-			return a1 < b1
-		}
-		if a2 != b2 {
-			return a2 < b2
-		}
-		return bytes.Compare(a.key(), b.key()) < 0
-	}
+// mergeCursors calls fn with every pair of the cursors' items (each
+// cursor at its first item), in key order.
+func mergeCursors(cursors []cursor, fn func(k, v []byte) error) error {
+	less := func(a, b cursor) bool { return bytes.Compare(a.key(), b.key()) < 0 }
 	HeapInit(cursors, less)
 	for len(cursors) > 0 {
 		cur := cursors[0]
-		if err := fn(cur.item()); err != nil {
+		if err := eachPair(cur.item(), fn); err != nil {
 			return err
 		}
 		ok, err := cur.next()
@@ -576,16 +439,14 @@ func mergeCursors(cursors []cursor, fn func(item []byte) error) error {
 
 // A chunkCursor reads one chunk's section of a shard, an item at a time.
 type chunkCursor struct {
-	path   string
-	r      *bufio.Reader
-	cur    []byte // the current item's pairs
-	k      []byte // its first key (in cur)
-	p1, p2 uint64 // its prefix
+	path string
+	r    *bufio.Reader
+	cur  []byte // the current item's pairs
+	k    []byte // its first key (in cur)
 }
 
-func (c *chunkCursor) item() []byte             { return c.cur }
-func (c *chunkCursor) key() []byte              { return c.k }
-func (c *chunkCursor) prefix() (uint64, uint64) { return c.p1, c.p2 }
+func (c *chunkCursor) item() []byte { return c.cur }
+func (c *chunkCursor) key() []byte  { return c.k }
 
 func (c *chunkCursor) next() (bool, error) {
 	n, err := binary.ReadUvarint(c.r)
@@ -604,7 +465,6 @@ func (c *chunkCursor) next() (bool, error) {
 		return false, fmt.Errorf("reading the reshard scratch file %s: a damaged item", c.path)
 	}
 	c.k = c.cur[m : m+int(kl)]
-	c.p1, c.p2 = keyPrefix(c.k)
 	return true, nil
 }
 
@@ -640,7 +500,7 @@ func (s *Sorter) merge(j int, fn func(k, v []byte) error) error {
 			cursors = append(cursors, cur)
 		}
 	}
-	if err := mergeCursors(cursors, func(item []byte) error { return eachPair(item, fn) }); err != nil {
+	if err := mergeCursors(cursors, fn); err != nil {
 		return err
 	}
 	for _, f := range files {

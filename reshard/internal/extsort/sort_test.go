@@ -16,8 +16,7 @@ import (
 // the order a plain sort gives them, with whole runs (an entry and its
 // records) as items and single keys of every other kind, in memory and
 // through chunks of every size down to one item, and whether one writer
-// takes every key or several take them (runs spread over them at random),
-// whether each item is put to be sorted or as in order (in order or not);
+// takes every key or several take them (runs spread over them at random);
 // once every shard is merged, no scratch file is left.
 func TestRunSorterMatchesSort(t *testing.T) {
 	rapid.Check(t, func(t *rapid.T) {
@@ -36,35 +35,25 @@ func TestRunSorterMatchesSort(t *testing.T) {
 		}
 		var want []kv
 		var w *Writer
-		put := func(j int, k, v []byte, inOrder bool) {
-			put := w.Put
-			if inOrder {
-				put = w.PutInOrder
-			}
-			if err := put(j, k, v); err != nil {
+		put := func(j int, k, v []byte) {
+			if err := w.Put(j, k, v); err != nil {
 				t.Fatal(err)
 			}
 			want = append(want, kv{j, string(k), string(v)})
 		}
-		// Run numbers are distinct per shard; runs come in any order,
-		// or ascending (as an old shard gives them). Any key may be
-		// put as in order, whether it is or not: the writer checks.
+		// Run numbers are distinct per shard; runs come in any order.
 		nos := rapid.SliceOfNDistinct(rapid.Uint64Range(1, 1<<40), 0, 40, rapid.ID[uint64]).Draw(t, "runs")
-		if rapid.Bool().Draw(t, "ascending") {
-			slices.Sort(nos)
-		}
 		items := map[*Writer]int{} // items each writer was given
 		for _, no := range nos {
 			w = writers[rapid.IntRange(0, len(writers)-1).Draw(t, "writer")]
 			items[w]++
 			j := rapid.IntRange(0, shards-1).Draw(t, "j")
-			inOrder := rapid.Bool().Draw(t, "in order")
-			put(j, store.AppendRunKey(nil, model.RunNo(no)), []byte(fmt.Sprint("entry", no)), inOrder)
+			put(j, store.AppendRunKey(nil, model.RunNo(no)), []byte(fmt.Sprint("entry", no)))
 			for pos := range rapid.IntRange(0, 5).Draw(t, "records") {
-				put(j, store.AppendRecordKey(nil, model.RunNo(no), uint32(pos)), bytes.Repeat([]byte{byte(pos)}, pos*300), inOrder)
+				put(j, store.AppendRecordKey(nil, model.RunNo(no), uint32(pos)), bytes.Repeat([]byte{byte(pos)}, pos*300))
 			}
 			if rapid.Bool().Draw(t, "other") {
-				put(rapid.IntRange(0, shards-1).Draw(t, "oj"), store.IndexKey(fmt.Sprint("wf", no)), []byte{1}, rapid.Bool().Draw(t, "other in order"))
+				put(rapid.IntRange(0, shards-1).Draw(t, "oj"), store.IndexKey(fmt.Sprint("wf", no)), []byte{1})
 				items[w]++
 			}
 		}
