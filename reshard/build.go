@@ -219,6 +219,9 @@ func (b *builder) lanes(n int) []lane {
 		}
 	default:
 		b.sorter = extsort.New(r.fs, r.fs.PathJoin(r.scratch, "sort"), r.newN, r.budget/mapShare, r.storeWorkers())
+		if Testing.merged != nil {
+			b.sorter.OnMerged(Testing.merged)
+		}
 		b.sink = &sortSink{b: b, sorter: b.sorter}
 		for k, w := range b.sorter.Writers(n) {
 			lanes[k] = w
@@ -539,7 +542,13 @@ func (r *resharder) writeStore(sorter *extsort.Sorter, newDir string, j int, che
 // store being written holds a pebble store open, a table buffer per key
 // kind and its share of the sort's read buffers).
 func (r *resharder) storeWorkers() int {
-	return max(min(runtime.GOMAXPROCS(0), int(r.budget/maxStoreMemory)), 2)
+	return min(max(runtime.GOMAXPROCS(0), 2), maxStoreWorkers(r.budget))
+}
+
+// maxStoreWorkers is the most stores written at once whatever the cores:
+// one per maxStoreMemory of budget, at least two.
+func maxStoreWorkers(budget int64) int {
+	return max(int(budget/maxStoreMemory), 2)
 }
 
 // maxStoreMemory is the budget a store being written is counted for.

@@ -80,3 +80,13 @@ func SetRewriters(n int) int {
 	Testing.rewriters = n
 	return old
 }
+
+// SetMergedHook sets the function called once each new shard's sorted
+// keys are merged, before the sort's scratch files for it are removed.
+func SetMergedHook(f func(j int)) { Testing.merged = f }
+
+// StoresBeingWritten is what Report.SpaceNeeded allows for the new stores
+// being written while the sort's scratch files are all there.
+func StoresBeingWritten(oldBytes, memory int64, newN int) int64 {
+	return storesBeingWritten(oldBytes, memory, newN)
+}

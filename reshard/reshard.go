@@ -590,6 +590,11 @@ var Testing struct {
 	// rewriters, when above 0, is how many old shards pass 2 rewrites
 	// at once, instead of one per core (the determinism test).
 	rewriters int
+	// merged, when set, is called (from the store writers' goroutines)
+	// once new shard j's sorted keys are merged from the sort's scratch
+	// files, before they are removed: where reshard.new is at its
+	// largest (the space test).
+	merged func(j int)
 }
 
 func hook(step string) error {
@@ -632,22 +637,31 @@ func (r *resharder) phase(name string, start time.Time) {
 
 // spaceNeeded estimates the free space a real run needs, from the old
 // directory's bytes (oldBytes, without reshard.new) and its stores' keys
-// and values uncompressed (rawBytes, rawBytesOfOld):
-// the new stores and shared log take about what the old ones do (plus
-// each new store's own small files: storeFiles), and a
-// run that sorts (every change but a grow to a small multiple) also
-// writes its sort's scratch files, which hold every key and value
-// uncompressed with a few bytes of framing each and are deleted only
-// after the last new store is written. 64 MiB covers the rest (the run
-// map's scratch files, pebble's own files). At 10M runs a 16 -> 6
-// reshard peaked at 2.6-2.7 times the old directory's bytes in
-// reshard.new.
+// and values uncompressed (rawBytes, rawBytesOfOld): the new stores and
+// shared log take about what the old ones do (plus each new store's own
+// small files: storeFiles). A run that sorts (every change but a grow to
+// a small multiple) also writes its sort's scratch files, which hold
+// every key and value uncompressed with a few bytes of framing each; a
+// new store's sections of them are removed once it has merged them, and
+// a written store is smaller than its sections (compressed), so
+// reshard.new is at its largest as the first stores are written: every
+// scratch file and the stores being written, at most maxStoreWorkers of
+// about oldBytes/newN each (whatever the cores: the report does not
+// depend on them). spaceMargin covers the rest (the run map's scratch
+// files, pebble's own files).
 func (r *resharder) spaceNeeded(oldBytes, rawBytes int64) int64 {
-	need := oldBytes + int64(r.newN)*storeFiles + spaceMargin
-	if !r.growsDirectly() {
-		need += rawBytes + rawBytes/16
+	need := int64(r.newN)*storeFiles + spaceMargin
+	if r.growsDirectly() {
+		return need + oldBytes
 	}
-	return need
+	return need + rawBytes + rawBytes/16 + storesBeingWritten(oldBytes, r.budget, r.newN)
+}
+
+// storesBeingWritten is what spaceNeeded allows for the new stores being
+// written while the sort's scratch files are all there: maxStoreWorkers
+// stores of about oldBytes/newN each.
+func storesBeingWritten(oldBytes, budget int64, newN int) int64 {
+	return oldBytes * int64(min(maxStoreWorkers(budget), newN)) / int64(newN)
 }
 
 // checkSpace refuses a real run when the filesystem has less free space

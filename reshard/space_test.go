@@ -1,9 +1,11 @@
 package reshard_test
 
 import (
+	"errors"
 	"fmt"
 	"io/fs"
 	"path/filepath"
+	"sync"
 	"testing"
 
 	"github.com/fusee-dev/fusee/internal/testtier"
@@ -12,7 +14,9 @@ import (
 
 // TestSpaceNeededCoversThePeak: the free space a reshard asks for must
 // cover what reshard.new holds at its largest (the new shards and the
-// sort's scratch files, just before the scratch is removed), without the
+// sort's scratch files: measured whenever a new shard's sorted keys are
+// merged, before their scratch files go, and once every shard is
+// checked), without the
 // fixed margin, so that the estimate is checked where it matters at
 // scale. A small memory budget makes the sort spill as it does at 10M
 // runs, and a first reshard leaves compact stores (a fresh gen's hold
@@ -24,14 +28,22 @@ func TestSpaceNeededCoversThePeak(t *testing.T) {
 			dir := genDir(t, tc.genN, scaled(3000), uint64(tc.oldN*100+tc.newN))
 			doReshard(t, dir, tc.oldN, reshard.Options{})
 			dry := doReshard(t, dir, tc.newN, reshard.Options{DryRun: true, Memory: 1 << 20})
+			var mu sync.Mutex
 			var peak int64
+			measure := func() {
+				mu.Lock()
+				defer mu.Unlock()
+				peak = max(peak, treeBytes(t, filepath.Join(dir, reshard.NewDirName)))
+			}
 			reshard.SetTestHook(func(step string) error {
 				if step == "new-checked" {
-					peak = treeBytes(t, filepath.Join(dir, reshard.NewDirName))
+					measure()
 				}
 				return nil
 			})
 			defer reshard.SetTestHook(nil)
+			reshard.SetMergedHook(func(int) { measure() })
+			defer reshard.SetMergedHook(nil)
 			rep := doReshard(t, dir, tc.newN, reshard.Options{Memory: 1 << 20})
 			if peak == 0 {
 				t.Fatal("the new-checked step was not reached")
@@ -51,7 +63,17 @@ func TestSpaceNeededCoversThePeak(t *testing.T) {
 			// weigh in a small directory: under -race this one is 400 KB
 			// and 8 stores' allowance alone is 31% of it) are all that is
 			// added for a small one.
+			// The allowance for the stores being written while every
+			// scratch file is there is left out too where the sort's
+			// scratch files are removed as merged: stores this small are
+			// held in their writers' buffers until they finish, so the
+			// peak here cannot show it (at 100k runs, 8 -> 3 peaked at
+			// 48.9 MB with 43.5 MB of scratch files, at 1M runs at 589 MB
+			// with 438 MB).
 			fixed := int64(tc.newN) * reshard.StoreFiles
+			if tc.newN%tc.oldN != 0 {
+				fixed += reshard.StoresBeingWritten(rep.Counts.BytesRead, 1<<20, tc.newN)
+			}
 			if est := rep.SpaceNeeded - reshard.SpaceMargin - fixed; est > peak+peak/4 {
 				t.Errorf("the estimate without its fixed parts, %d bytes, is more than 25%% above the peak of %d", est, peak)
 			}
@@ -59,15 +81,25 @@ func TestSpaceNeededCoversThePeak(t *testing.T) {
 	}
 }
 
+// treeBytes is the size of the files under root. It runs while a
+// reshard writes and removes files there (on a store writer's
+// goroutine): a file gone meanwhile counts for nothing, and another
+// error is reported with t.Errorf (t.Fatal would end that goroutine).
 func treeBytes(t testing.TB, root string) int64 {
 	t.Helper()
 	var n int64
 	err := filepath.WalkDir(root, func(_ string, d fs.DirEntry, err error) error {
+		if errors.Is(err, fs.ErrNotExist) {
+			return nil
+		}
 		if err != nil {
 			return err
 		}
 		if !d.IsDir() {
 			info, err := d.Info()
+			if errors.Is(err, fs.ErrNotExist) {
+				return nil
+			}
 			if err != nil {
 				return err
 			}
@@ -76,7 +108,7 @@ func treeBytes(t testing.TB, root string) int64 {
 		return nil
 	})
 	if err != nil {
-		t.Fatalf("measuring %s: %v", root, err)
+		t.Errorf("measuring %s: %v", root, err)
 	}
 	return n
 }

@@ -32,10 +32,11 @@ import (
 // other key (archive, outbox, dedup, index, timer, header) is an item of
 // its own. Items are appended to an arena in memory; when the arena
 // outgrows the sorter's share of the budget, its items are sorted and
-// written to a scratch file (a "chunk"), sequentially and without a sync
-// (scratch files are deleted before the switch), and the arena starts
-// again. Each new store is then written from the arena (nothing spilled)
-// or from a merge of every chunk's section for its shard. Sorting a
+// written as a "chunk", a scratch file per shard (its sections),
+// sequentially and without a sync (scratch files are deleted before the
+// switch), and the arena starts again. Each new store is then written
+// from the arena (nothing spilled) or from a merge of every chunk's
+// section for its shard, and those sections are removed once merged. Sorting a
 // million runs' items instead of tens of millions of keys, and merging
 // flat files instead of going through a scratch pebble store, is what
 // makes this cheaper than the spill map it replaced here.
@@ -68,11 +69,19 @@ const maxArena = 1<<32 - 1
 // budget makes few, not countless, files.
 const minChunk = 64 << 10
 
-// chunk is a sorted run of items in a scratch file: shard j's items are
-// the bytes [sections[j], sections[j+1]).
+// chunk is a sorted run of items in scratch files, one per shard it has
+// items of (its sections): shard j's are the file section(n, j), of
+// sizes[j] bytes (none when 0). A shard's sections are removed as soon
+// as they are merged (Each), so that the scratch space shrinks as the
+// new stores grow.
 type chunk struct {
-	path     string
-	sections []int64
+	n     int
+	sizes []int64
+}
+
+// section is the path of chunk n's section of shard j.
+func (s *Sorter) section(n, j int) string {
+	return s.fs.PathJoin(s.dir, fmt.Sprintf("chunk-%06d-%04d", n, j))
 }
 
 // Sorter sorts the new stores' keys by shard and key. Its Writers take
@@ -92,7 +101,15 @@ type Sorter struct {
 	mu      sync.Mutex // guards chunks and made, which the writers' flushes add to
 	chunks  []chunk
 	made    int // chunk files created
+	// merged, when set, is called once shard j's sections are merged,
+	// before they are removed (a test measures the scratch space there).
+	merged func(j int)
 }
+
+// OnMerged sets a function called once each shard's sections are
+// merged, just before they are removed: where the scratch space and the
+// new stores together are at their largest.
+func (s *Sorter) OnMerged(fn func(j int)) { s.merged = fn }
 
 // A Writer is one goroutine's way into a Sorter: its arena, within its
 // share of the budget, spills to chunks of the sorter's.
@@ -101,7 +118,8 @@ type Writer struct {
 	budget int64
 	arena  []byte
 	items  []sortItem
-	starts []int // after Settle, without chunks: shard j's items are items[starts[j]:starts[j+1]]
+	starts []int         // after Settle, without chunks: shard j's items are items[starts[j]:starts[j+1]]
+	bw     *bufio.Writer // a chunk's sections' writer, reused
 }
 
 // New is an empty sorter for shards new shards whose chunks go under dir,
@@ -229,41 +247,57 @@ func (w *Writer) flush() error {
 		}
 	}
 	s.made++
-	c := chunk{path: s.fs.PathJoin(s.dir, fmt.Sprintf("chunk-%06d", s.made)), sections: make([]int64, s.shards+1)}
+	c := chunk{n: s.made, sizes: make([]int64, s.shards)}
 	s.mu.Unlock()
-	f, err := s.fs.Create(c.path, vfs.WriteCategoryUnspecified)
-	if err != nil {
-		return fmt.Errorf("creating the reshard scratch file %s: %w", c.path, err)
-	}
-	bw := bufio.NewWriterSize(f, 1<<20)
-	var pos int64
-	var lb []byte
-	shard := 0
-	for k := range w.items {
-		it := &w.items[k]
-		for ; shard < int(it.shard); shard++ {
-			c.sections[shard+1] = pos
+	for k := 0; k < len(w.items); {
+		j := int(w.items[k].shard)
+		end := k + 1
+		for end < len(w.items) && int(w.items[end].shard) == j {
+			end++
 		}
-		lb = binary.AppendUvarint(lb[:0], uint64(it.end-it.off))
-		bw.Write(lb)
-		bw.Write(w.arena[it.off:it.end])
-		pos += int64(len(lb)) + int64(it.end-it.off)
-	}
-	for ; shard < s.shards; shard++ {
-		c.sections[shard+1] = pos
-	}
-	err = bw.Flush()
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	if err != nil {
-		return fmt.Errorf("writing the reshard scratch file %s: %w", c.path, err)
+		var err error
+		if c.sizes[j], err = w.writeSection(s.section(c.n, j), w.items[k:end]); err != nil {
+			return err
+		}
+		k = end
 	}
 	s.mu.Lock()
 	s.chunks = append(s.chunks, c)
 	s.mu.Unlock()
 	w.arena, w.items = w.arena[:0], w.items[:0]
 	return nil
+}
+
+// writeSection writes items (sorted, of one shard) to a new scratch file
+// at path, sequentially and without a sync, and returns its size.
+func (w *Writer) writeSection(path string, items []sortItem) (int64, error) {
+	f, err := w.s.fs.Create(path, vfs.WriteCategoryUnspecified)
+	if err != nil {
+		return 0, fmt.Errorf("creating the reshard scratch file %s: %w", path, err)
+	}
+	if w.bw == nil {
+		w.bw = bufio.NewWriterSize(f, 1<<20)
+	} else {
+		w.bw.Reset(f)
+	}
+	var pos int64
+	var lb [binary.MaxVarintLen64]byte
+	for k := range items {
+		it := &items[k]
+		n := binary.PutUvarint(lb[:], uint64(it.end-it.off))
+		w.bw.Write(lb[:n])
+		w.bw.Write(w.arena[it.off:it.end])
+		pos += int64(n) + int64(it.end-it.off)
+	}
+	err = w.bw.Flush()
+	w.bw.Reset(nil)
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return 0, fmt.Errorf("writing the reshard scratch file %s: %w", path, err)
+	}
+	return pos, nil
 }
 
 // flushAllBut writes every item but the last (the run being added) as a
@@ -291,7 +325,7 @@ func (s *Sorter) Settle() error {
 			if err := w.flush(); err != nil {
 				return err
 			}
-			w.arena, w.items = nil, nil
+			w.arena, w.items, w.bw = nil, nil, nil
 		}
 		return nil
 	}
@@ -332,7 +366,9 @@ func eachPair(b []byte, fn func(k, v []byte) error) error {
 }
 
 // Each calls fn with every key of new shard j and its value, in key
-// order. Key and value are valid only during the call.
+// order. Key and value are valid only during the call. It is called once
+// for each shard: from chunks, it removes the shard's sections once it
+// has merged them.
 func (s *Sorter) Each(j int, fn func(k, v []byte) error) error {
 	if len(s.chunks) > 0 {
 		return s.merge(j, fn)
@@ -432,22 +468,30 @@ func (c *chunkCursor) next() (bool, error) {
 	return true, nil
 }
 
-// merge is Each from the chunks: a merge of their sections for shard j.
+// merge is Each from the chunks: a merge of their sections for shard j,
+// which are removed once merged.
 func (s *Sorter) merge(j int, fn func(k, v []byte) error) error {
 	// The sorter's share is for the arena; merging, two stores at once
 	// read every chunk through a buffer of their half of it.
 	buf := int(min(max(s.budget/int64(2*s.mergers*len(s.chunks)), 4<<10), 1<<20))
 	var cursors []cursor
+	var files []vfs.File
+	defer func() {
+		for _, f := range files {
+			f.Close()
+		}
+	}()
 	for _, c := range s.chunks {
-		if c.sections[j] == c.sections[j+1] {
+		if c.sizes[j] == 0 {
 			continue
 		}
-		f, err := s.fs.Open(c.path)
+		path := s.section(c.n, j)
+		f, err := s.fs.Open(path)
 		if err != nil {
-			return fmt.Errorf("reading the reshard scratch file %s: %w", c.path, err)
+			return fmt.Errorf("reading the reshard scratch file %s: %w", path, err)
 		}
-		defer f.Close()
-		cur := &chunkCursor{path: c.path, r: bufio.NewReaderSize(io.NewSectionReader(f, c.sections[j], c.sections[j+1]-c.sections[j]), buf)}
+		files = append(files, f)
+		cur := &chunkCursor{path: path, r: bufio.NewReaderSize(io.NewSectionReader(f, 0, c.sizes[j]), buf)}
 		ok, err := cur.next()
 		if err != nil {
 			return err
@@ -456,5 +500,25 @@ func (s *Sorter) merge(j int, fn func(k, v []byte) error) error {
 			cursors = append(cursors, cur)
 		}
 	}
-	return mergeCursors(cursors, fn)
+	if err := mergeCursors(cursors, fn); err != nil {
+		return err
+	}
+	for _, f := range files {
+		if err := f.Close(); err != nil {
+			return fmt.Errorf("reading the reshard scratch files: %w", err)
+		}
+	}
+	files = nil
+	if s.merged != nil {
+		s.merged(j)
+	}
+	for _, c := range s.chunks {
+		if c.sizes[j] == 0 {
+			continue
+		}
+		if err := s.fs.Remove(s.section(c.n, j)); err != nil {
+			return fmt.Errorf("removing the reshard scratch file %s: %w", s.section(c.n, j), err)
+		}
+	}
+	return nil
 }

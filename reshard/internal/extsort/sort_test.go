@@ -16,7 +16,8 @@ import (
 // the order a plain sort gives them, with whole runs (an entry and its
 // records) as items and single keys of every other kind, in memory and
 // through chunks of every size down to one item, and whether one writer
-// takes every key or several take them (runs spread over them at random).
+// takes every key or several take them (runs spread over them at random);
+// once every shard is merged, no scratch file is left.
 func TestRunSorterMatchesSort(t *testing.T) {
 	rapid.Check(t, func(t *rapid.T) {
 		shards := rapid.IntRange(1, 4).Draw(t, "shards")
@@ -77,6 +78,10 @@ func TestRunSorterMatchesSort(t *testing.T) {
 		}
 		if !slices.Equal(got, want) {
 			t.Fatalf("spilled %v: got %d keys, want %d (or they differ)", s.Spilled(), len(got), len(want))
+		}
+		// Every chunk's sections are removed once merged.
+		if left, err := s.fs.List(s.dir); err == nil && len(left) > 0 {
+			t.Fatalf("%d scratch files are left after every shard was merged: %v", len(left), left)
 		}
 		most := 0
 		for _, n := range items {
