@@ -60,6 +60,12 @@ func TestScripts(t *testing.T) {
 	testscript.Run(t, testscript.Params{
 		Setup: func(env *testscript.Env) error {
 			env.Setenv("PATH", bin+string(filepath.ListSeparator)+env.Getenv("PATH"))
+			names := map[string]bool{}
+			for _, kv := range env.Vars {
+				name, _, _ := strings.Cut(kv, "=")
+				names[name] = true
+			}
+			env.Values[setupNames{}] = names
 			return nil
 		},
 		Dir:           scriptDir, // absolute: a call in process moves the working directory
@@ -113,21 +119,22 @@ func fuseeInProcess(ts *testscript.TestScript, args []string) int {
 	return Run(context.Background(), "test", args, strings.NewReader(""), ts.Stdout(), ts.Stderr(), env)
 }
 
+// setupNames is the key under which a script's Values hold the names of
+// the variables testscript's setup gave it.
+type setupNames struct{}
+
 // scriptEnv is the environment exec would give a process at this line:
-// every variable of the test process and of testscript's setup, and every
-// one the script sets with env, at its value now (testscript does not list
-// them; it answers for one name at a time).
+// every variable testscript's setup gave the script and every one the
+// script sets with env, at its value now (testscript answers for one name
+// at a time; it does not list them).
 func scriptEnv(ts *testscript.TestScript) []string {
-	names := map[string]bool{}
-	for _, kv := range append(os.Environ(), scriptSetNames(ts)...) {
-		name, _, _ := strings.Cut(kv, "=")
-		names[name] = true
-	}
-	for _, n := range []string{"WORK", "HOME", "TMPDIR", "PWD", "USER", "PATH"} {
-		names[n] = true
-	}
 	var env []string
-	for n := range names {
+	for n := range ts.Value(setupNames{}).(map[string]bool) {
+		if v := ts.Getenv(n); v != "" {
+			env = append(env, n+"="+v)
+		}
+	}
+	for _, n := range scriptSetNames(ts) {
 		if v := ts.Getenv(n); v != "" {
 			env = append(env, n+"="+v)
 		}
@@ -141,18 +148,30 @@ var scriptDir string
 
 var envAssign = regexp.MustCompile(`(?m)^\s*env\s+(.*)$`)
 
-// scriptSetNames are the NAME= words of the script's env lines.
+// setNames caches scriptSetNames per script: a script makes dozens of
+// calls, and its file does not change while it runs.
+var setNames sync.Map
+
+// scriptSetNames are the NAME= words of the script's env lines that
+// testscript's setup did not give it already.
 func scriptSetNames(ts *testscript.TestScript) []string {
+	if names, ok := setNames.Load(ts.Name()); ok {
+		return names.([]string)
+	}
 	text, err := os.ReadFile(filepath.Join(scriptDir, ts.Name()+".txtar"))
 	ts.Check(err)
+	setup := ts.Value(setupNames{}).(map[string]bool)
+	seen := map[string]bool{}
 	var names []string
 	for _, m := range envAssign.FindAllStringSubmatch(string(text), -1) {
 		for _, w := range strings.Fields(m[1]) {
-			if name, _, ok := strings.Cut(w, "="); ok {
+			if name, _, ok := strings.Cut(w, "="); ok && !setup[name] && !seen[name] {
+				seen[name] = true
 				names = append(names, name)
 			}
 		}
 	}
+	setNames.Store(ts.Name(), names)
 	return names
 }
 
