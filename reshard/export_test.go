@@ -90,3 +90,7 @@ func SetMergedHook(f func(j int)) { Testing.merged = f }
 func StoresBeingWritten(oldBytes, memory int64, newN int) int64 {
 	return storesBeingWritten(oldBytes, memory, newN)
 }
+
+// SetPhaseClock sets a function called where the report's clock of a
+// phase starts (stop false) and where it stops.
+func SetPhaseClock(f func(name string, stop bool)) { Testing.phaseClock = f }

@@ -296,7 +296,7 @@ func (r *resharder) rebuild(ctx context.Context, d *metaDir) (*Report, error) {
 	if r.opts.DryRun {
 		return r.dryRun(ctx, p)
 	}
-	start := time.Now()
+	start := r.startClock("rewrite")
 	oldDigest, err := r.build(ctx, p, newDir, r.rep)
 	if err != nil {
 		return r.abandon(err)
@@ -361,7 +361,7 @@ func (r *resharder) abandon(err error) (*Report, error) {
 // in the report. The plan is returned, to be closed, even with an error.
 func (r *resharder) planPass(ctx context.Context) (*plan.Plan, error) {
 	rep := r.rep
-	start := time.Now()
+	start := r.startClock("plan")
 	p, err := r.makePlan(ctx)
 	if err != nil {
 		return nil, err
@@ -390,7 +390,7 @@ func (r *resharder) planPass(ctx context.Context) (*plan.Plan, error) {
 // run would write, and (MakePlan) carries the plan.
 func (r *resharder) dryRun(ctx context.Context, p *plan.Plan) (*Report, error) {
 	rep := r.rep
-	start := time.Now()
+	start := r.startClock("rewrite")
 	if _, err := r.build(ctx, p, "", rep); err != nil {
 		return nil, err
 	}
@@ -412,7 +412,7 @@ func (r *resharder) dryRun(ctx context.Context, p *plan.Plan) (*Report, error) {
 // layout's record.
 func (r *resharder) checkAndKeep(ctx context.Context, p *plan.Plan, newDir string, oldDigest *digest) error {
 	fs, dir, rep := r.fs, r.dir, r.rep
-	start := time.Now()
+	start := r.startClock("check")
 	newDigest, err := r.checkNew(ctx, p, newDir)
 	if err != nil {
 		return err
@@ -457,7 +457,7 @@ func (r *resharder) checkAndKeep(ctx context.Context, p *plan.Plan, newDir strin
 // from which a crash leaves a directory that only `fusee reshard` opens,
 // and that it finishes; then the switch.
 func (r *resharder) switchTo(d *metaDir, newDir string) (*Report, error) {
-	start := time.Now()
+	start := r.startClock("switch")
 	if err := hook("before-switch"); err != nil {
 		return r.abandon(err)
 	}
@@ -491,7 +491,7 @@ func (r *resharder) finishInterrupted(d *metaDir, newN int) (*Report, error) {
 		r.rep.DryRun = true
 		return r.rep, nil
 	}
-	start := time.Now()
+	start := r.startClock("switch")
 	if err := r.finishSwitch(d, newN); err != nil {
 		return nil, r.switchFailed(err)
 	}
@@ -512,7 +512,7 @@ func (r *resharder) finishCleanup(pending string) (*Report, error) {
 		r.rep.CleanedUp = switchdir.Leftovers(r.fs, r.dir)
 		return r.rep, nil
 	}
-	start := time.Now()
+	start := r.startClock("switch")
 	if err := r.removeLeftovers(); err != nil {
 		return nil, r.switchFailed(err)
 	}
@@ -595,6 +595,10 @@ var Testing struct {
 	// files, before they are removed: where reshard.new is at its
 	// largest (the space test).
 	merged func(j int)
+	// phaseClock, when set, is called where the report's clock of a
+	// phase starts (stop false) and stops: the progress test checks that
+	// each progress phase starts and ends inside its report phase's clock.
+	phaseClock func(name string, stop bool)
 }
 
 func hook(step string) error {
@@ -630,8 +634,21 @@ func (r *resharder) progress(phase string, done, total int64) {
 	}
 }
 
+// startClock starts the report's clock of phase name (phase stops it).
+func (r *resharder) startClock(name string) time.Time {
+	if Testing.phaseClock != nil {
+		Testing.phaseClock(name, false)
+	}
+	return time.Now()
+}
+
+// phase stops the report's clock of phase name, started at start
+// (startClock), and gives the phase its time in the report.
 func (r *resharder) phase(name string, start time.Time) {
 	el := time.Since(start)
+	if Testing.phaseClock != nil {
+		Testing.phaseClock(name, true)
+	}
 	r.rep.Phases = append(r.rep.Phases, Phase{Name: name, Seconds: el.Seconds(), elapsed: el})
 }
 

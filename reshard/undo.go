@@ -3,7 +3,6 @@ package reshard
 import (
 	"context"
 	"fmt"
-	"time"
 
 	"github.com/cockroachdb/pebble/v2/vfs"
 	"github.com/fusee-dev/fusee/meta"
@@ -145,7 +144,7 @@ func Undo(ctx context.Context, fs vfs.FS, dir string) (*Report, error) {
 func (r *resharder) undoSwitch(d *metaDir, m meta.Meta, rec *KeptRecord) (*Report, error) {
 	fs, dir, rep := r.fs, r.dir, r.rep
 	kept := fs.PathJoin(dir, KeptDirName)
-	start := time.Now()
+	start := r.startClock("switch")
 	rep.ReportFile = fs.PathJoin(dir, ReportsDirName, switchdir.NewReportName(fs, dir, fmt.Sprintf("undo-%d-to-%d", m.Shards, rec.OldShards), start))
 	if err := r.writeSourceReport(kept); err != nil {
 		return nil, err
