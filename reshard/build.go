@@ -496,10 +496,11 @@ func (r *resharder) createLog(newDir string) (wal.Position, error) {
 }
 
 // writeStore writes new shard j's store from the sorted keys of its
-// prefix, each one digested by check on its way (beside the writer:
-// digestAside), its outbox messages
-// numbered from 1 in the order they come (outboxSeq). Several run at
-// once: sorter takes no Put meanwhile.
+// prefix, each one digested by check on its way, its outbox messages
+// numbered from 1 in the order they come (outboxSeq). The merge from the
+// sort, the writer and the digest each run on a goroutine of their own
+// (pairFanout). Several stores are written at once: sorter takes no Put
+// meanwhile.
 func (r *resharder) writeStore(sorter *extsort.Sorter, newDir string, j int, check *streamDigest) error {
 	if err := r.fs.MkdirAll(store.ShardDir(r.fs, newDir, j), 0o755); err != nil {
 		return err
@@ -510,20 +511,17 @@ func (r *resharder) writeStore(sorter *extsort.Sorter, newDir string, j int, che
 	}
 	var seq uint64
 	var kb []byte
-	aside := newDigestAside(check)
+	fan := newPairFanout(check.add, sw.Add)
 	err = sorter.Each(j, func(k, v []byte) error {
 		if k[0] == store.KeyOutbox {
 			seq++
 			kb = store.AppendOutboxKey(kb[:0], seq)
 			k = kb
 		}
-		if err := aside.add(k, v); err != nil {
-			return err
-		}
-		return sw.Add(k, v)
+		return fan.add(k, v)
 	})
-	if aerr := aside.finish(); aerr != nil && (err == nil || err == errDigestFailed) {
-		err = aerr // the digest's own error says what is wrong
+	if ferr := fan.finish(); ferr != nil && (err == nil || err == errFanoutFailed) {
+		err = ferr // the consumer's own error says what is wrong
 	}
 	if err != nil {
 		sw.Abort()

@@ -201,63 +201,90 @@ func peekRecord(rec []byte) (model.RecordHead, error) {
 	return h, err
 }
 
-// A digestAside runs a streamDigest on a goroutine of its own beside the
-// store writer it checks, fed batches of the pairs the writer is given,
-// in the order it is given them: writing a store and digesting it are
-// about equal work, and a store written alone (the last of a shrink's
-// few) then takes two cores instead of one. The pairs are copied into
-// the batch (the sort's buffers are reused once its callback returns);
-// two batches go round, so memory stays at two of them.
-type digestAside struct {
-	full, free chan *pairBatch
-	done       chan error
-	failed     atomic.Bool // the digest found an error: stop writing
-	cur        *pairBatch
+// A pairFanout hands the pairs one goroutine produces (a store's merge
+// from the sort) to consumers on goroutines of their own (the store's
+// writer and its digest), in batches, each consumer seeing every pair in
+// the order it was given: merging, writing and digesting a store are each
+// about a third of its work, and a store written alone (the last of a
+// shrink's few) then takes every core it can. The pairs are copied into
+// the batch (the sort's buffers are reused once its callback returns); a
+// batch goes back to the producer once every consumer is done with it,
+// and fanoutBatches go round, so memory stays at that many batches.
+type pairFanout struct {
+	to     []chan *pairBatch // one per consumer
+	free   chan *pairBatch
+	done   chan fanoutResult
+	failed atomic.Bool // a consumer failed: stop producing
+	cur    *pairBatch
 }
 
 // A pairBatch is keys and values, one after the other in buf; ends holds
-// where each ends.
+// where each ends. pending counts the consumers still reading it.
 type pairBatch struct {
-	buf  []byte
-	ends []int
+	buf     []byte
+	ends    []int
+	pending atomic.Int32
 }
 
-// pairBatchBytes is about what a batch holds before it is handed over.
-const pairBatchBytes = 1 << 20
+type fanoutResult struct {
+	i   int
+	err error
+}
 
-func newDigestAside(check *streamDigest) *digestAside {
-	a := &digestAside{full: make(chan *pairBatch, 1), free: make(chan *pairBatch, 2), done: make(chan error, 1)}
-	a.free <- &pairBatch{}
-	a.cur = &pairBatch{}
-	go func() {
-		var err error
-		for b := range a.full {
-			for k := 0; err == nil && k < len(b.ends); k += 2 {
-				start := 0
-				if k > 0 {
-					start = b.ends[k-1]
-				}
-				err = check.add(b.buf[start:b.ends[k]], b.buf[b.ends[k]:b.ends[k+1]])
+const (
+	// pairBatchBytes is about what a batch holds before it is handed over.
+	pairBatchBytes = 1 << 20
+	// fanoutBatches is how many batches go round: one being filled, and
+	// one for the slowest consumer to read while the others run ahead.
+	fanoutBatches = 3
+)
+
+// newPairFanout starts one goroutine per consumer. A consumer that fails
+// sees no more pairs; finish returns the first consumer's error (in the
+// order given) that is not nil.
+func newPairFanout(consumers ...func(key, val []byte) error) *pairFanout {
+	f := &pairFanout{free: make(chan *pairBatch, fanoutBatches), done: make(chan fanoutResult, len(consumers))}
+	for range fanoutBatches - 1 {
+		f.free <- &pairBatch{}
+	}
+	f.cur = &pairBatch{}
+	for i, consume := range consumers {
+		ch := make(chan *pairBatch, fanoutBatches)
+		f.to = append(f.to, ch)
+		go f.consume(i, ch, consume)
+	}
+	return f
+}
+
+func (f *pairFanout) consume(i int, ch chan *pairBatch, consume func(key, val []byte) error) {
+	var err error
+	for b := range ch {
+		for k := 0; err == nil && k < len(b.ends); k += 2 {
+			start := 0
+			if k > 0 {
+				start = b.ends[k-1]
 			}
-			if err != nil {
-				a.failed.Store(true)
-			}
-			b.buf, b.ends = b.buf[:0], b.ends[:0]
-			a.free <- b
+			err = consume(b.buf[start:b.ends[k]], b.buf[b.ends[k]:b.ends[k+1]])
 		}
-		a.done <- err
-	}()
-	return a
+		if err != nil {
+			f.failed.Store(true)
+		}
+		if b.pending.Add(-1) == 0 {
+			b.buf, b.ends = b.buf[:0], b.ends[:0]
+			f.free <- b
+		}
+	}
+	f.done <- fanoutResult{i, err}
 }
 
-// errDigestFailed stops a store's writing once its digest failed;
-// finish says why.
-var errDigestFailed = errors.New("the digest of the store being written failed")
+// errFanoutFailed stops a store's merge once a consumer failed; finish
+// says why.
+var errFanoutFailed = errors.New("writing or digesting the store failed")
 
 // add copies key and value into the current batch, and hands the batch
 // over when it is full.
-func (a *digestAside) add(key, val []byte) error {
-	b := a.cur
+func (f *pairFanout) add(key, val []byte) error {
+	b := f.cur
 	b.buf = append(b.buf, key...)
 	b.ends = append(b.ends, len(b.buf))
 	b.buf = append(b.buf, val...)
@@ -265,20 +292,39 @@ func (a *digestAside) add(key, val []byte) error {
 	if len(b.buf) < pairBatchBytes {
 		return nil
 	}
-	if a.failed.Load() {
-		return errDigestFailed
+	if f.failed.Load() {
+		return errFanoutFailed
 	}
-	a.full <- b
-	a.cur = <-a.free
+	f.send()
+	f.cur = <-f.free
 	return nil
 }
 
-// finish hands over what is left and waits for the digest: its error,
-// if any.
-func (a *digestAside) finish() error {
-	if len(a.cur.ends) > 0 {
-		a.full <- a.cur
+func (f *pairFanout) send() {
+	f.cur.pending.Store(int32(len(f.to)))
+	for _, ch := range f.to {
+		ch <- f.cur
 	}
-	close(a.full)
-	return <-a.done
+}
+
+// finish hands over what is left, waits for every consumer and returns
+// the first one's error that is not nil, in the consumers' order.
+func (f *pairFanout) finish() error {
+	if len(f.cur.ends) > 0 {
+		f.send()
+	}
+	for _, ch := range f.to {
+		close(ch)
+	}
+	errs := make([]error, len(f.to))
+	for range f.to {
+		r := <-f.done
+		errs[r.i] = r.err
+	}
+	for _, err := range errs {
+		if err != nil {
+			return err
+		}
+	}
+	return nil
 }
