@@ -81,6 +81,14 @@ func (sr *ShardReader) RawRuns(ctx context.Context, fn func(r *RawRun) error) (e
 	}, fn)
 }
 
+const (
+	// rawRunPresize is the most records readRawRun sizes its slices for
+	// before it reads them.
+	rawRunPresize = 64
+	// rawRunBufBytes is the capacity a raw run's buffer starts with.
+	rawRunBufBytes = 512
+)
+
 // readRawRun reads the run whose entry is the iterator's current key (k)
 // and its records, checked as readRun and checkStoredRun check them, and
 // leaves the iterator just past them. The bytes are copied into one
@@ -106,9 +114,16 @@ func (sr *ShardReader) readRawRun(it *pebble.Iterator, k StoreKey) (*RawRun, err
 	if k.Run >= sr.stored.NextRun {
 		return nil, sr.keyError(key, fmt.Errorf("run %d is not below the header's next run number %d", k.Run, sr.stored.NextRun))
 	}
-	rr := &RawRun{No: k.Run, Entry: e}
+	// Sized for the records the entry counts (bounded: the count is not
+	// checked yet) and a run's usual few hundred bytes, so that a run
+	// costs one allocation of each instead of a growth series.
+	n := min(int(e.Records), rawRunPresize)
+	rr := &RawRun{No: k.Run, Entry: e, Heads: make([]model.RecordHead, 0, n)}
 	var buf []byte
-	var ends []int
+	if n > 0 {
+		buf = make([]byte, 0, rawRunBufBytes)
+	}
+	ends := make([]int, 0, n)
 	for it.Next() {
 		key := it.Key()
 		rk, err := ParseStoreKey(key)
