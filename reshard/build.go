@@ -538,7 +538,8 @@ func (r *resharder) writeStore(sorter *extsort.Sorter, newDir string, j int, che
 // digest is one goroutine's work, and two overlap one's syncs with the
 // other's work), and at most one per maxStoreMemory of the budget (a
 // store being written holds a pebble store open, a table buffer per key
-// kind and its share of the sort's read buffers).
+// kind, its share of the sort's read buffers and the fanoutBatches of
+// pairs its merge hands its writer and digest).
 func (r *resharder) storeWorkers() int {
 	return min(max(runtime.GOMAXPROCS(0), 2), maxStoreWorkers(r.budget))
 }
