@@ -10,20 +10,26 @@ import "github.com/fusee-dev/fusee/journal/check"
 // written once.
 const DefaultMemory = check.DefaultMemory
 
-// mapShare is the part of the memory budget each spill map may hold in
-// memory (or in its scratch store's memtables once spilled). At most four
-// maps are alive at once (plan, losers, runs and rev; then runs, the
-// paged run map's cache in rev's place, and the sort's arena), or the
-// compact run map (half the budget at most: compactShares) and the sort's
-// arena; and the report's two lists, half a share each (listShare), and a
-// plan's two (applied) or its renumbered runs (made). The rest of the
-// budget is for the Go runtime, the store readers' and writers' buffers
-// and pebble's caches.
+// mapShare is the part of the memory budget a spill map may hold in
+// memory (or in its scratch store's memtables once spilled), and the unit
+// of the other shares. Pass 1 and the assignment hold the compact run map
+// or, past it, pass 1's run files' buffers and the paged assignment's
+// sorts (compactShares); the rewrite holds the compact run map or the
+// paged run map's cache (pagedCacheShares) and the sort's arena; and the
+// report's two lists, half a share each (listShare), and a plan's two
+// (applied) or its renumbered runs (made). The rest of the budget is for
+// the Go runtime, the store readers' and writers' buffers and pebble's
+// caches.
 const mapShare = 8
 
 // compactShares is the part of the budget (in mapShare units) the compact
 // map may hold: half of it (the other maps are not made on this path).
 const compactShares = mapShare / 2
+
+// pagedCacheShares is the part of the budget (in mapShare units) the
+// paged run map's page cache holds in the rewrite: two shares, where
+// the spilled run map and its reverse had one each.
+const pagedCacheShares = 2
 
 // listShare is the part of the budget (in mapShare units) each of the
 // report's two lists, and a plan's, may hold.
