@@ -78,7 +78,7 @@ func (s *Pass) assignPaged(cacheBytes int64) (err error) {
 			return fmt.Errorf("plan scratch file: %w", err)
 		}
 	}
-	m.cache.init(f, path, s.pageSize, int(max(cacheBytes/int64(s.pageSize), 8)))
+	m.cache.init(f, path, s.pageSize, int(max(cacheBytes/int64(s.pageSize), 8)), a.nextPage)
 	p.paged = m
 	return nil
 }

@@ -81,9 +81,10 @@ func (p *Plan) IdentityAt(shard int, no model.RunNo) (uint64, bool, error) {
 	return p.paged.identityAt(shard, no)
 }
 
-// A Cache (NewCache) remembers the last few lookups of one user of the plan
-// (one goroutine): references mostly name the run being rewritten or its
-// neighbours, and a run map lookup hashes its key and decodes a value.
+// A Cache (NewCache) remembers the last few lookups and identities of one
+// user of the plan (one goroutine): references mostly name the run being
+// rewritten or read, or its neighbours, and a paged lookup takes a lock
+// and searches a page.
 // The run map does not change once the plan is made, so a remembered
 // answer stays right.
 type Cache struct {
@@ -93,6 +94,11 @@ type Cache struct {
 		key   model.RunRef
 		m     Mapped
 		found bool
+	}
+	ids [256]struct {
+		used, found bool
+		key         model.RunRef
+		id          uint64
 	}
 }
 
@@ -115,6 +121,21 @@ func (c *Cache) Lookup(shard int, no model.RunNo) (Mapped, bool, error) {
 }
 
 // Close removes the plan's scratch files.
+// IdentityAt is p.IdentityAt, remembered.
+func (c *Cache) IdentityAt(shard int, no model.RunNo) (uint64, bool, error) {
+	s := &c.ids[(uint64(no)*31+uint64(shard))%uint64(len(c.ids))]
+	key := model.RunRef{Shard: shard, Run: no}
+	if s.used && s.key == key {
+		return s.id, s.found, nil
+	}
+	id, ok, err := c.p.IdentityAt(shard, no)
+	if err != nil {
+		return id, ok, err
+	}
+	s.used, s.key, s.id, s.found = true, key, id, ok
+	return id, ok, nil
+}
+
 func (p *Plan) Close() {
 	if p.paged != nil {
 		_ = p.paged.Close()

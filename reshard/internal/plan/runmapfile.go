@@ -81,6 +81,13 @@ func (m *pagedRunMap) search(s *pagedSection, size int, no uint64, fn func(rec [
 	n := int(min(per, s.n-int64(pg)*per))
 	found := false
 	err := m.cache.with(s.page+int64(pg), func(page []byte) {
+		// Numbers are mostly dense: a record is at its distance from
+		// the page's first, else found by a binary search.
+		if d := no - s.first[pg]; d < uint64(n) && get48(page[int(d)*size:]) == no {
+			found = true
+			fn(page[int(d)*size : (int(d)+1)*size])
+			return
+		}
 		lo, hi := 0, n
 		for lo < hi {
 			mid := (lo + hi) / 2
@@ -162,17 +169,19 @@ const (
 	minStripeFrames = 8
 )
 
-func (c *stripedCache) init(f vfs.File, path string, pageSize, frames int) {
+// init makes the cache of a file of pages pages.
+func (c *stripedCache) init(f vfs.File, path string, pageSize, frames int, pages int64) {
 	n := max(min(maxStripes, frames/minStripeFrames), 1)
 	*c = make(stripedCache, n)
 	for k := range *c {
-		(*c)[k].init(f, path, pageSize, frames/n)
+		(*c)[k].init(f, path, pageSize, frames/n, (pages+int64(n)-1)/int64(n))
 	}
 }
 
 // with calls fn with page pg's bytes, valid only during the call.
 func (c stripedCache) with(pg int64, fn func(page []byte)) error {
-	return c[pg%int64(len(c))].with(pg, fn)
+	n := int64(len(c))
+	return c[pg%n].with(pg, pg/n, fn)
 }
 
 // pageCache holds up to a fixed number of a file's pages, evicting by
@@ -184,13 +193,13 @@ type pageCache struct {
 	path     string
 	pageSize int
 	frames   []byte
-	pages    []int64 // the page in each frame; -1: none
+	pages    []int64 // the page in each frame (by page / stripes); -1: none
 	ref      []bool
-	at       map[int64]int
+	at       []int32 // the frame of each page of the stripe (by page / stripes); -1: none
 	hand     int
 }
 
-func (c *pageCache) init(f vfs.File, path string, pageSize, frames int) {
+func (c *pageCache) init(f vfs.File, path string, pageSize, frames int, pages int64) {
 	c.f, c.path, c.pageSize = f, path, pageSize
 	c.frames = make([]byte, frames*pageSize)
 	c.pages = make([]int64, frames)
@@ -198,15 +207,19 @@ func (c *pageCache) init(f vfs.File, path string, pageSize, frames int) {
 		c.pages[i] = -1
 	}
 	c.ref = make([]bool, frames)
-	c.at = make(map[int64]int, frames)
+	c.at = make([]int32, pages)
+	for i := range c.at {
+		c.at[i] = -1
+	}
 }
 
-// with calls fn with page pg's bytes, valid only during the call.
-func (c *pageCache) with(pg int64, fn func(page []byte)) error {
+// with calls fn with page pg's bytes, valid only during the call; the
+// page is the stripe's k-th.
+func (c *pageCache) with(pg, k int64, fn func(page []byte)) error {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	fr, ok := c.at[pg]
-	if !ok {
+	fr := int(c.at[k])
+	if fr < 0 {
 		for c.ref[c.hand] {
 			c.ref[c.hand] = false
 			c.hand = (c.hand + 1) % len(c.pages)
@@ -214,15 +227,15 @@ func (c *pageCache) with(pg int64, fn func(page []byte)) error {
 		fr = c.hand
 		c.hand = (c.hand + 1) % len(c.pages)
 		if old := c.pages[fr]; old >= 0 {
-			delete(c.at, old)
+			c.at[old] = -1
 		}
 		c.pages[fr] = -1
 		buf := c.frames[fr*c.pageSize : (fr+1)*c.pageSize]
 		if _, err := c.f.ReadAt(buf, pg*int64(c.pageSize)); err != nil {
 			return fmt.Errorf("paged run map %s: reading page %d: %w", c.path, pg, err)
 		}
-		c.pages[fr] = pg
-		c.at[pg] = fr
+		c.pages[fr] = k
+		c.at[k] = int32(fr)
 	}
 	c.ref[fr] = true
 	fn(c.frames[fr*c.pageSize : (fr+1)*c.pageSize])
