@@ -218,7 +218,7 @@ func (b *builder) lanes(n int) []lane {
 			lanes[k] = d
 		}
 	default:
-		b.sorter = extsort.New(r.fs, r.fs.PathJoin(r.scratch, "sort"), r.newN, r.budget/mapShare, r.storeWorkers())
+		b.sorter = extsort.New(r.fs, r.fs.PathJoin(r.scratch, "sort"), r.newN, r.sortBudget(b.p), r.storeWorkers())
 		if Testing.merged != nil {
 			b.sorter.OnMerged(Testing.merged)
 		}
