@@ -37,8 +37,9 @@ import (
 // the sort. A lookup is a rank: a popcount in one bitmap word, or a
 // binary search in a sorted array. Run numbers must fit 32 bits here: a
 // directory whose numbers do not, or whose runs do not fit the map's
-// share of the budget, is planned through the spill maps and looked up
-// in the paged run map (runmapfile.go), which give the same answers.
+// share of the budget, is planned through pass 1's run files (runfile.go)
+// and looked up in the paged run map (runmapfile.go), which give the same
+// answers.
 //
 // The identity of a run (the digests' name for it, §6) is its old
 // (shard, number) packed by runKey, in both maps: unique per run, the
@@ -61,8 +62,8 @@ const (
 	dstFlag       = 1 << 15 // the new entry's renumbered flag (assigned)
 )
 
-// errMapFull stops pass 1 when the runs outgrow the compact map: the
-// plan is made again through the spill maps.
+// errMapFull says the runs outgrew the compact map: the pass goes on
+// through its run files (Pass).
 var errMapFull = errors.New("the compact run map is full")
 
 type oldRuns struct {
