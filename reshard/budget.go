@@ -1,6 +1,9 @@
 package reshard
 
-import "github.com/fusee-dev/fusee/journal/check"
+import (
+	"github.com/fusee-dev/fusee/journal/check"
+	"github.com/fusee-dev/fusee/reshard/internal/plan"
+)
 
 // The memory budget (Options.Memory) and how it is shared: one home for
 // every fraction of it.
@@ -10,20 +13,40 @@ import "github.com/fusee-dev/fusee/journal/check"
 // written once.
 const DefaultMemory = check.DefaultMemory
 
-// mapShare is the part of the memory budget each spill map may hold in
-// memory (or in its scratch store's memtables once spilled). At most four
-// maps are alive at once (plan, losers, runs and rev; then runs, the
-// paged run map's cache in rev's place, and the sort's arena), or the
-// compact run map (half the budget at most: compactShares) and the sort's
-// arena; and the report's two lists, half a share each (listShare), and a
-// plan's two (applied) or its renumbered runs (made). The rest of the
-// budget is for the Go runtime, the store readers' and writers' buffers
-// and pebble's caches.
+// mapShare is the part of the memory budget a spill map may hold in
+// memory (or in its scratch store's memtables once spilled), and the unit
+// of the other shares. Pass 1 and the assignment hold the compact run map
+// or, past it, pass 1's run files' buffers and the paged assignment's
+// sorts (compactShares); the rewrite holds the compact run map and the
+// sort's arena (a share), or the paged run map's cache (pagedCacheShares)
+// and the sort's arena with the compact map's other shares (sortBudget);
+// and the
+// report's two lists, half a share each (listShare), and a plan's two
+// (applied) or its renumbered runs (made). The rest of the budget is for
+// the Go runtime, the store readers' and writers' buffers and pebble's
+// caches.
 const mapShare = 8
 
 // compactShares is the part of the budget (in mapShare units) the compact
 // map may hold: half of it (the other maps are not made on this path).
 const compactShares = mapShare / 2
+
+// pagedCacheShares is the part of the budget (in mapShare units) the
+// paged run map's page cache holds in the rewrite: two shares, where
+// the spilled run map and its reverse had one each.
+const pagedCacheShares = 2
+
+// sortBudget is what the run sorter's arenas hold: a share, and when the
+// run map is paged (no compact map is made), the shares of the compact
+// map's allowance its page cache leaves. At 16 MiB that is 6 MiB instead
+// of 2: a third of the chunks, each a file per new shard.
+func (r *resharder) sortBudget(p *plan.Plan) int64 {
+	shares := int64(1)
+	if p.Spilled() {
+		shares += compactShares - pagedCacheShares
+	}
+	return r.budget / mapShare * shares
+}
 
 // listShare is the part of the budget (in mapShare units) each of the
 // report's two lists, and a plan's, may hold.

@@ -218,7 +218,7 @@ func (b *builder) lanes(n int) []lane {
 			lanes[k] = d
 		}
 	default:
-		b.sorter = extsort.New(r.fs, r.fs.PathJoin(r.scratch, "sort"), r.newN, r.budget/mapShare, r.storeWorkers())
+		b.sorter = extsort.New(r.fs, r.fs.PathJoin(r.scratch, "sort"), r.newN, r.sortBudget(b.p), r.storeWorkers())
 		if Testing.merged != nil {
 			b.sorter.OnMerged(Testing.merged)
 		}
@@ -697,7 +697,8 @@ func (r *resharder) readBack(ctx context.Context, p *plan.Plan, newDir string) (
 	err = parallel(ctx, r.newN, r.storeWorkers(), func(j int) error {
 		part := d.empty()
 		parts[j] = part
-		c := &canon{id: func(ref model.RunRef) (uint64, bool, error) { return p.IdentityAt(ref.Shard, ref.Run) }}
+		ids := plan.NewCache(p)
+		c := &canon{id: func(ref model.RunRef) (uint64, bool, error) { return ids.IdentityAt(ref.Shard, ref.Run) }}
 		if err := r.readBackShard(ctx, c, part, newDir, j, tails); err != nil {
 			return fmt.Errorf("reading back new shard %d: %w", j, err)
 		}

@@ -2,7 +2,6 @@ package reshard
 
 import (
 	"context"
-	"errors"
 	"fmt"
 
 	"github.com/fusee-dev/fusee/journal/model"
@@ -11,8 +10,9 @@ import (
 
 // makePlan runs pass 1 over every old shard and assigns every run its new
 // shard and number (package plan): in the compact run map when the runs
-// fit its share of the budget and no plan file is made or applied (which
-// read the spill maps), else through the spill maps.
+// fit its share of the budget, else in the paged run map, made from the
+// run files pass 1 writes once they do not. A plan file made or applied
+// lists the runs from the details files pass 1 then also writes.
 //
 // Its progress ("plan", in old shards) starts at 0 and reaches the last
 // shard only when the plan pass is over (planPass), so that the time
@@ -26,39 +26,10 @@ func (r *resharder) makePlan(ctx context.Context) (*plan.Plan, error) {
 			return nil, err
 		}
 	}
-	if !r.opts.MakePlan && r.opts.Plan == nil {
-		p, err := r.passOne(ctx, plan.NewCompactPass(r.oldN, r.newN, r.budget/mapShare*compactShares))
-		if err == nil {
-			return p, nil
-		}
-		if !errors.Is(err, plan.ErrMapFull) {
-			return nil, err
-		}
-	}
-	keys := r.newMap("plan")
-	defer keys.Close()
-	p, err := r.passOne(ctx, plan.NewSpilledPass(r.oldN, r.newN, keys))
-	if err != nil {
-		return nil, err
-	}
-	// The rewrite looks runs up from a paged copy of the run map and its
-	// reverse (plan.Plan.Page), with the reverse's share of the budget for
-	// its cache (its frames are on the Go heap, under the soft limit);
-	// the run map stays for the plan file. A page the cache does not hold
-	// is one read, mostly from the OS page cache.
-	if err := r.fs.MkdirAll(r.scratch, 0o755); err != nil {
-		return nil, err
-	}
-	if err := p.Page(r.fs, r.fs.PathJoin(r.scratch, "runmap"), max(r.budget/mapShare, 1)); err != nil {
-		return nil, err
-	}
-	return p, nil
-}
-
-// passOne reads every old shard's run entries into s, as many shards at
-// once as pass 2 rewrites (rewriters), and assigns the numbers.
-func (r *resharder) passOne(ctx context.Context, s *plan.Pass) (*plan.Plan, error) {
-	err := parallel(ctx, r.oldN, r.rewriters(), func(i int) error { return r.passShard(ctx, s, i) }, func(done int) {
+	s := plan.NewPass(r.fs, r.fs.PathJoin(r.scratch, "plan"), r.oldN, r.newN, r.budget/mapShare*compactShares,
+		r.opts.MakePlan || r.opts.Plan != nil)
+	defer s.Close()
+	err = parallel(ctx, r.oldN, r.rewriters(), func(i int) error { return r.passShard(ctx, s, i) }, func(done int) {
 		if done < r.oldN {
 			r.progress("plan", int64(done), int64(r.oldN))
 		}
@@ -69,7 +40,10 @@ func (r *resharder) passOne(ctx context.Context, s *plan.Pass) (*plan.Plan, erro
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
-	return s.Assign(r.newMap)
+	// A paged run map's cache has the shares of the budget the compact
+	// map's would have in the rewrite, less the sort's: a page it does not
+	// hold is one read, mostly from the OS page cache.
+	return s.Assign(max(r.budget/mapShare*pagedCacheShares, 1))
 }
 
 // passShard reads old shard i's run entries into s.
@@ -83,7 +57,11 @@ func (r *resharder) passShard(ctx context.Context, s *plan.Pass, i int) error {
 		_ = src.Close()
 		return err
 	}
-	sp := s.Shard(i, src.Header(), raw)
+	sp, err := s.Shard(i, src.Header(), raw)
+	if err != nil {
+		_ = src.Close()
+		return err
+	}
 	err = src.RunEntries(ctx, func(no model.RunNo, run model.RunEntry) error {
 		if want := model.ShardOf(run.WorkflowID, r.oldN); want != i {
 			return r.damaged(i, "shard %d holds run %d of workflow %q, which belongs on shard %d", i, no, run.WorkflowID, want)
@@ -94,7 +72,7 @@ func (r *resharder) passShard(ctx context.Context, s *plan.Pass, i int) error {
 		err = cerr
 	}
 	if err == nil {
-		sp.End()
+		err = sp.End()
 	}
 	return err
 }

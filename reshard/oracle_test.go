@@ -128,9 +128,10 @@ func TestGrowToMultipleRenumbersNothing(t *testing.T) {
 	}
 }
 
-// TestTinyBudgetSameResult: with a budget of one byte every map spills to
-// a scratch store; the result must be the same layout, byte for byte in
-// the physical dump.
+// TestTinyBudgetSameResult: with a budget of one byte the run map goes to
+// pass 1's run files and the paged run map, the sort to chunks and the
+// lists to scratch stores; the result must be the same layout, byte for
+// byte in the physical dump.
 func TestTinyBudgetSameResult(t *testing.T) {
 	a := genDir(t, 5, scaled(400), 21)
 	b := genDir(t, 5, scaled(400), 21)

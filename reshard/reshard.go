@@ -132,7 +132,6 @@ type resharder struct {
 	oldN, newN int
 	scratch    string
 	budget     int64
-	open       []*spillMap // every map made, closed however the reshard ends
 	newDigest  *digest
 	rep        *Report
 	tails      []store.ShardTail // the old shards' log tails, read once
@@ -278,7 +277,7 @@ func (r *resharder) start(ctx context.Context, d *metaDir, m meta.Meta) (*Report
 func (r *resharder) rebuild(ctx context.Context, d *metaDir) (*Report, error) {
 	newDir := r.fs.PathJoin(r.dir, NewDirName)
 	defer func() {
-		r.closeMaps() // a failure may leave maps open (and their stores locked)
+		r.releaseCache()
 		if r.scratch != "" {
 			_ = r.fs.RemoveAll(r.scratch)
 		}
@@ -349,7 +348,7 @@ func (r *resharder) prepare(ctx context.Context, newDir string) error {
 // which is never retried, and a reshard.new a crash brings back is a
 // leftover the next reshard removes.
 func (r *resharder) abandon(err error) (*Report, error) {
-	r.closeMaps()
+	r.releaseCache()
 	if !r.opts.DryRun {
 		_ = r.fs.RemoveAll(r.fs.PathJoin(r.dir, NewDirName))
 	}
@@ -608,20 +607,9 @@ func hook(step string) error {
 	return Testing.Step(step)
 }
 
-// newMap is a spill map under the scratch directory with a share of the
-// memory budget.
-func (r *resharder) newMap(name string) *spillMap {
-	m := newSpillMap(r.fs, r.fs.PathJoin(r.scratch, name), max(r.budget/mapShare, 1))
-	r.open = append(r.open, m)
-	return m
-}
-
-// closeMaps closes every map (closing one twice does nothing) and lets
-// the readers' block cache go once its last reader is closed.
-func (r *resharder) closeMaps() {
-	for _, m := range r.open {
-		_ = m.Close()
-	}
+// releaseCache lets the readers' block cache go once its last reader is
+// closed.
+func (r *resharder) releaseCache() {
 	if r.cache != nil {
 		r.cache.Unref()
 		r.cache = nil

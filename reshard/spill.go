@@ -5,9 +5,9 @@ import (
 	"github.com/fusee-dev/fusee/journal/store"
 )
 
-// spillMap is store.SpillMap: the renumbering plan, the run map and the
-// external sort of new store keys live in one, so reshard's memory is
-// bounded by its budget, never by the number of runs.
+// spillMap is store.SpillMap: the report's lists (and a plan file's) live
+// in one, so reshard's memory is bounded by its budget, never by their
+// length.
 type spillMap = store.SpillMap
 
 func newSpillMap(fs vfs.FS, dir string, budget int64) *spillMap {

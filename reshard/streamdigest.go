@@ -41,7 +41,8 @@ type streamDigest struct {
 
 func newStreamDigest(p *plan.Plan, d *digest, shard int) *streamDigest {
 	s := &streamDigest{d: d.empty(), shard: shard}
-	s.c.id = func(ref model.RunRef) (uint64, bool, error) { return p.IdentityAt(ref.Shard, ref.Run) }
+	ids := plan.NewCache(p)
+	s.c.id = func(ref model.RunRef) (uint64, bool, error) { return ids.IdentityAt(ref.Shard, ref.Run) }
 	return s
 }
 

@@ -1,33 +1,20 @@
 package plan
 
 import (
-	"encoding/binary"
-
+	"github.com/cockroachdb/pebble/v2/vfs"
 	"github.com/fusee-dev/fusee/journal/model"
-	"github.com/fusee-dev/fusee/journal/store"
 )
 
-// The renumbering plan (docs/reshard.md, "Run numbers").
-//
-// Pass 1 reads every old shard's runs (entries only matter) and writes one
-// plan key per run,
-//
-//	[new shard u16][old number u64][priority u8][old shard u16]
-//
-// where priority is 0 for an unfinished run (running or parked) and 1 for
-// a finished or tombstoned one. Iterating the keys in order visits each new
-// shard's runs by old number; among runs that share a number, the first one
-// (unfinished before finished, then the lowest old shard) keeps it. The
-// others are "losers": they are keyed again,
-//
-//	[new shard u16][generation u32][old number u64][old shard u16]
-//
-// and numbered in that order from maxUsed+1 up, where maxUsed is the
-// highest number any old shard ever handed out. Ordering losers by
-// generation first keeps the newest run of each workflow ID the highest
-// among that ID's renumbered runs (all runs of one ID share a new shard).
-// Growing to a multiple of the old count renumbers nothing: each new shard
-// draws from exactly one old shard, whose numbers are distinct.
+// The renumbering plan (docs/reshard.md §2): within each new shard, a
+// run keeps its number unless another run took it first (an unfinished
+// run before a finished one, then the lowest old shard: mergeRuns); the
+// others, the "losers", are numbered from maxUsed+1 up, maxUsed being the
+// highest number any old shard ever handed out, in the order (generation,
+// old number, old shard). Ordering losers by generation first keeps the
+// newest run of each workflow ID the highest among that ID's renumbered
+// runs (all runs of one ID share a new shard). Growing to a multiple of
+// the old count renumbers nothing: each new shard draws from exactly one
+// old shard, whose numbers are distinct.
 
 // Entry is what the plan knows of a run.
 type Entry struct {
@@ -35,48 +22,6 @@ type Entry struct {
 	Gen        uint32
 	Renumbered bool // already renumbered by an earlier reshard
 	WorkflowID string
-}
-
-func encodePlanValue(e Entry) []byte {
-	b := []byte{byte(e.State), 0}
-	if e.Renumbered {
-		b[1] = 1
-	}
-	b = binary.BigEndian.AppendUint32(b, e.Gen)
-	return append(b, e.WorkflowID...)
-}
-
-func decodePlanValue(v []byte) Entry {
-	return Entry{State: model.RunState(v[0]), Renumbered: v[1] == 1,
-		Gen: binary.BigEndian.Uint32(v[2:6]), WorkflowID: string(v[6:])}
-}
-
-func planKey(newShard int, no model.RunNo, unfinished bool, oldShard int) []byte {
-	b := binary.BigEndian.AppendUint16(nil, uint16(newShard))
-	b = binary.BigEndian.AppendUint64(b, uint64(no))
-	prio := byte(1)
-	if unfinished {
-		prio = 0
-	}
-	b = append(b, prio)
-	return binary.BigEndian.AppendUint16(b, uint16(oldShard))
-}
-
-func loserKey(newShard int, gen uint32, no model.RunNo, oldShard int) []byte {
-	b := binary.BigEndian.AppendUint16(nil, uint16(newShard))
-	b = binary.BigEndian.AppendUint32(b, gen)
-	b = binary.BigEndian.AppendUint64(b, uint64(no))
-	return binary.BigEndian.AppendUint16(b, uint16(oldShard))
-}
-
-// runMapKey keys the run map: [old shard u16][old number u64].
-func runMapKey(shard int, no model.RunNo) []byte {
-	return binary.BigEndian.AppendUint64(binary.BigEndian.AppendUint16(nil, uint16(shard)), uint64(no))
-}
-
-// decodeRunMapKey is runMapKey's (shard, number).
-func decodeRunMapKey(k []byte) (int, model.RunNo) {
-	return int(binary.BigEndian.Uint16(k)), model.RunNo(binary.BigEndian.Uint64(k[2:]))
 }
 
 // Mapped is where a run went, and who it is.
@@ -88,17 +33,6 @@ type Mapped struct {
 	// leaves its Entry's State, Gen and WorkflowID unset when it answers
 	// from the compact map (runmap.go).
 	ID uint64
-}
-
-func encodeMapped(m Mapped) []byte {
-	b := binary.BigEndian.AppendUint16(nil, uint16(m.Shard))
-	b = binary.BigEndian.AppendUint64(b, uint64(m.No))
-	return append(b, encodePlanValue(m.Entry)...)
-}
-
-func decodeMapped(v []byte) Mapped {
-	return Mapped{Shard: int(binary.BigEndian.Uint16(v)), No: model.RunNo(binary.BigEndian.Uint64(v[2:])),
-		Entry: decodePlanValue(v[10:])}
 }
 
 // Unfinished says whether a run in state s is running or parked: the
@@ -123,78 +57,10 @@ type Plan struct {
 	Renumbered int64
 	Moved      int64
 	ByState    map[model.RunState]int64
-	runs       *store.SpillMap // run map: old (shard, number) -> Mapped (the plan file reads it)
-	rev        *store.SpillMap // reverse: new (shard, number) -> old (shard, number); closed once paged
-	compact    *runMap         // the run map when it fits the budget
-	paged      *pagedRunMap    // else: runs and rev frozen (runmapfile.go)
-}
-
-// assignSpilled assigns the numbers from the plan keys pass 1 put in keys
-// (docs/reshard.md §2), into the spill maps runs and rev.
-func assignSpilled(p *Plan, keys *store.SpillMap, newMap func(name string) *store.SpillMap) (*Plan, error) {
-	p.runs = newMap("runs")
-	p.rev = newMap("rev")
-	losers := newMap("losers")
-	defer losers.Close()
-	put := func(oldShard int, oldNo model.RunNo, m Mapped) error {
-		if err := p.runs.Put(runMapKey(oldShard, oldNo), encodeMapped(m)); err != nil {
-			return err
-		}
-		p.ShardRuns[m.Shard]++
-		if oldShard != m.Shard {
-			p.Moved++
-		}
-		return p.rev.Put(runMapKey(m.Shard, m.No), runMapKey(oldShard, oldNo))
-	}
-	lastShard, lastNo := -1, model.RunNo(0)
-	err := keys.Each(nil, func(k, v []byte) error {
-		j := int(binary.BigEndian.Uint16(k))
-		no := model.RunNo(binary.BigEndian.Uint64(k[2:]))
-		i := int(binary.BigEndian.Uint16(k[11:]))
-		e := decodePlanValue(v)
-		if j == lastShard && no == lastNo {
-			return losers.Put(loserKey(j, e.Gen, no, i), v)
-		}
-		lastShard, lastNo = j, no
-		p.NextRun[j] = max(p.NextRun[j], no+1)
-		return put(i, no, Mapped{Shard: j, No: no, Entry: e})
-	})
-	if err != nil {
-		return nil, err
-	}
-	next := make([]model.RunNo, p.newN)
-	for j := range next {
-		next[j] = p.maxUsed + 1
-	}
-	err = losers.Each(nil, func(k, v []byte) error {
-		j := int(binary.BigEndian.Uint16(k))
-		no := model.RunNo(binary.BigEndian.Uint64(k[6:]))
-		i := int(binary.BigEndian.Uint16(k[14:]))
-		e := decodePlanValue(v)
-		newNo := next[j]
-		next[j]++
-		e.Renumbered = true
-		p.Renumbered++
-		return put(i, no, Mapped{Shard: j, No: newNo, Entry: e})
-	})
-	if err != nil {
-		return nil, err
-	}
-	// From here the run map and its reverse are only read, by several
-	// goroutines at once.
-	if err := p.runs.Settle(); err != nil {
-		return nil, err
-	}
-	if err := p.rev.Settle(); err != nil {
-		return nil, err
-	}
-	for j := range p.NextRun {
-		// Every new shard continues above every number any old shard
-		// used, so a reference that a renumbering could have made
-		// ambiguous never names a future run.
-		p.NextRun[j] = max(p.NextRun[j], next[j], 1)
-	}
-	return p, nil
+	compact    *runMap      // the run map when it fits the budget
+	paged      *pagedRunMap // else (runmapfile.go)
+	fs         vfs.FS
+	details    []string // per old shard: its details file, for a plan file (runfile.go)
 }
 
 // Lookup returns where the old run (shard, no) went.
@@ -215,9 +81,10 @@ func (p *Plan) IdentityAt(shard int, no model.RunNo) (uint64, bool, error) {
 	return p.paged.identityAt(shard, no)
 }
 
-// A Cache (NewCache) remembers the last few lookups of one user of the plan
-// (one goroutine): references mostly name the run being rewritten or its
-// neighbours, and a run map lookup hashes its key and decodes a value.
+// A Cache (NewCache) remembers the last few lookups and identities of one
+// user of the plan (one goroutine): references mostly name the run being
+// rewritten or read, or its neighbours, and a paged lookup takes a lock
+// and searches a page.
 // The run map does not change once the plan is made, so a remembered
 // answer stays right.
 type Cache struct {
@@ -227,6 +94,11 @@ type Cache struct {
 		key   model.RunRef
 		m     Mapped
 		found bool
+	}
+	ids [256]struct {
+		used, found bool
+		key         model.RunRef
+		id          uint64
 	}
 }
 
@@ -248,14 +120,28 @@ func (c *Cache) Lookup(shard int, no model.RunNo) (Mapped, bool, error) {
 	return m, ok, nil
 }
 
+// Close removes the plan's scratch files.
+// IdentityAt is p.IdentityAt, remembered.
+func (c *Cache) IdentityAt(shard int, no model.RunNo) (uint64, bool, error) {
+	s := &c.ids[(uint64(no)*31+uint64(shard))%uint64(len(c.ids))]
+	key := model.RunRef{Shard: shard, Run: no}
+	if s.used && s.key == key {
+		return s.id, s.found, nil
+	}
+	id, ok, err := c.p.IdentityAt(shard, no)
+	if err != nil {
+		return id, ok, err
+	}
+	s.used, s.key, s.id, s.found = true, key, id, ok
+	return id, ok, nil
+}
+
 func (p *Plan) Close() {
 	if p.paged != nil {
 		_ = p.paged.Close()
 	}
-	if p.runs != nil {
-		p.runs.Close()
+	for _, path := range p.details {
+		_ = p.fs.Remove(path)
 	}
-	if p.rev != nil {
-		p.rev.Close()
-	}
+	p.details = nil
 }

@@ -8,7 +8,6 @@ import (
 	"sync/atomic"
 
 	"github.com/fusee-dev/fusee/journal/model"
-	"github.com/fusee-dev/fusee/reshard/internal/extsort"
 )
 
 // The compact run map (docs/reshard.md §4, "Run lookups"). Pass 1 reads
@@ -38,8 +37,9 @@ import (
 // the sort. A lookup is a rank: a popcount in one bitmap word, or a
 // binary search in a sorted array. Run numbers must fit 32 bits here: a
 // directory whose numbers do not, or whose runs do not fit the map's
-// share of the budget, is planned through the spill maps and looked up
-// in the paged run map (runmapfile.go), which give the same answers.
+// share of the budget, is planned through pass 1's run files (runfile.go)
+// and looked up in the paged run map (runmapfile.go), which give the same
+// answers.
 //
 // The identity of a run (the digests' name for it, §6) is its old
 // (shard, number) packed by runKey, in both maps: unique per run, the
@@ -62,8 +62,8 @@ const (
 	dstFlag       = 1 << 15 // the new entry's renumbered flag (assigned)
 )
 
-// errMapFull stops pass 1 when the runs outgrow the compact map: the
-// plan is made again through the spill maps.
+// errMapFull says the runs outgrew the compact map: the pass goes on
+// through its run files (Pass).
 var errMapFull = errors.New("the compact run map is full")
 
 type oldRuns struct {
@@ -150,13 +150,7 @@ func (c *runMap) add(i int, no model.RunNo, j int, e *model.RunEntry) error {
 	if o.sealed || uint64(no) > math.MaxUint32 || (o.nos.n > 0 && uint32(no) <= o.nos.last()) {
 		return errMapFull
 	}
-	d := uint16(j)
-	if Unfinished(e.State) {
-		d |= dstUnfinished
-	}
-	if e.Renumbered {
-		d |= dstPrior
-	}
+	d := dstOf(j, e)
 	grows := len(o.dst) == cap(o.dst) || len(o.gen) == cap(o.gen) || len(o.nos.plain) == cap(o.nos.plain)
 	o.nos.add(uint32(no))
 	o.dst = append(o.dst, d)
@@ -167,7 +161,7 @@ func (c *runMap) add(i int, no model.RunNo, j int, e *model.RunEntry) error {
 	return nil
 }
 
-// A rankCursor reads a sealed rankSet's members in ascending order.
+// A rankCursor reads a rankSet's members in ascending order.
 type rankCursor struct {
 	s    *rankSet
 	k    int    // the rank of the member next returns
@@ -193,61 +187,29 @@ func (r *rankCursor) next() (uint32, bool) {
 	return s.base + uint32(r.w*64+b), true
 }
 
-// merge visits every run in the order of docs/reshard.md §2, by number
-// and, among the runs that share one, by old shard, saying whether it
-// keeps its number in its new shard: the first unfinished one bound
-// there, else the first.
-func (c *runMap) merge(visit func(i, k int, n uint32, j int, wins bool)) {
-	cur := make([]rankCursor, len(c.old))
-	next := make([]uint32, len(c.old))
-	// h is a heap of old shards by (next number, shard).
-	h := make([]int, 0, len(c.old))
+// A compactCursor reads one old shard's runs from the compact map, for
+// mergeRuns.
+type compactCursor struct {
+	rankCursor
+	o *oldRuns
+}
+
+func (c *compactCursor) next() (passRun, bool) {
+	n, ok := c.rankCursor.next()
+	if !ok {
+		return passRun{}, false
+	}
+	k := c.k - 1
+	return passRun{no: uint64(n), d: c.o.dst[k], gen: c.o.gen[k]}, true
+}
+
+// merge is mergeRuns over the compact map's old shards.
+func (c *runMap) merge(visit func(r *mergedRun, wins bool)) {
+	cur := make([]runCursor, len(c.old))
 	for i := range c.old {
-		cur[i] = rankCursor{s: &c.old[i].nos, w: -1}
-		if n, ok := cur[i].next(); ok {
-			next[i] = n
-			h = append(h, i)
-		}
+		cur[i] = &compactCursor{rankCursor: rankCursor{s: &c.old[i].nos, w: -1}, o: &c.old[i]}
 	}
-	less := func(a, b int) bool { return next[a] < next[b] || next[a] == next[b] && a < b }
-	extsort.HeapInit(h, less)
-	newN := len(c.new)
-	stamp := make([]uint64, newN) // the number best[j] is for, plus one
-	best := make([]int, newN)     // index in group of new shard j's winner
-	type member struct{ shard, k int }
-	var group []member
-	for len(h) > 0 {
-		n := next[h[0]]
-		group = group[:0]
-		for len(h) > 0 && next[h[0]] == n {
-			i := h[0]
-			group = append(group, member{i, cur[i].k - 1})
-			if m, ok := cur[i].next(); ok {
-				next[i] = m
-			} else {
-				h[0] = h[len(h)-1]
-				h = h[:len(h)-1]
-			}
-			extsort.SiftDown(h, 0, less)
-		}
-		// group is in old-shard order.
-		for g, m := range group {
-			d := c.old[m.shard].dst[m.k]
-			j := int(d & dstShard)
-			if stamp[j] != uint64(n)+1 {
-				stamp[j], best[j] = uint64(n)+1, g
-				continue
-			}
-			b := group[best[j]]
-			if d&dstUnfinished != 0 && c.old[b.shard].dst[b.k]&dstUnfinished == 0 {
-				best[j] = g
-			}
-		}
-		for g, m := range group {
-			j := int(c.old[m.shard].dst[m.k] & dstShard)
-			visit(m.shard, m.k, n, j, best[j] == g)
-		}
-	}
+	_ = mergeRuns(cur, len(c.new), func(r *mergedRun, wins bool) error { visit(r, wins); return nil })
 }
 
 // assign gives every run its new number (docs/reshard.md §2) and fills
@@ -301,7 +263,8 @@ func (c *runMap) count(p *Plan) *assignCounts {
 	newN := len(c.new)
 	n := &assignCounts{won: make([]int, newN), lo: make([]uint32, newN), hi: make([]uint32, newN),
 		lostNew: make([]int, newN), lostOld: make([]int, len(c.old))}
-	c.merge(func(i, _ int, no uint32, j int, wins bool) {
+	c.merge(func(r *mergedRun, wins bool) {
+		i, j, no := r.shard, int(r.d&dstShard), uint32(r.no)
 		p.ShardRuns[j]++
 		if i != j {
 			p.Moved++
@@ -356,8 +319,9 @@ func (c *runMap) allocate(n *assignCounts) (int64, error) {
 // fill is assign's second merge: winners into their new shard's set,
 // losers flagged and listed in (old number, old shard) order.
 func (c *runMap) fill() {
-	c.merge(func(i, k int, n uint32, j int, wins bool) {
-		o, nw := &c.old[i], &c.new[j]
+	c.merge(func(r *mergedRun, wins bool) {
+		i, k, n := r.shard, r.k, uint32(r.no)
+		o, nw := &c.old[i], &c.new[int(r.d&dstShard)]
 		if wins {
 			if o.dst[k]&dstPrior != 0 {
 				o.dst[k] |= dstFlag

@@ -3,20 +3,20 @@ package plan
 import (
 	"cmp"
 	"errors"
+	"fmt"
 	"math"
 	"slices"
 	"testing"
 
 	"github.com/cockroachdb/pebble/v2/vfs"
 	"github.com/fusee-dev/fusee/journal/model"
-	"github.com/fusee-dev/fusee/journal/store"
 	"pgregory.net/rapid"
 )
 
-// TestRunMapMatchesOracle: the compact run map's assignment and lookups
-// against the rules of docs/reshard.md §2 done the plain way (Go maps and
-// one sort), on random shard counts, sparse and colliding run numbers,
-// states, generations and earlier renumberings.
+// TestRunMapMatchesOracle: the compact run map's and the paged run map's
+// assignments and lookups against the rules of docs/reshard.md §2 done
+// the plain way (Go maps and one sort), on random shard counts, sparse and
+// colliding run numbers, states, generations and earlier renumberings.
 func TestRunMapMatchesOracle(t *testing.T) {
 	rapid.Check(t, func(t *rapid.T) {
 		oldN := rapid.IntRange(1, 6).Draw(t, "oldN")
@@ -32,7 +32,8 @@ func TestRunMapMatchesOracle(t *testing.T) {
 		var runs []run
 		var maxUsed model.RunNo
 		span := rapid.SampledFrom([]uint64{4, 40, 1000}).Draw(t, "span")
-		base := rapid.SampledFrom([]uint64{0, 1 << 31}).Draw(t, "base")
+		// Numbers past 32 bits: only the paged map takes them.
+		base := rapid.SampledFrom([]uint64{0, 1 << 31, 1 << 40}).Draw(t, "base")
 		for i := range oldN {
 			var nos []uint64
 			if rapid.Bool().Draw(t, "dense") {
@@ -159,61 +160,125 @@ func TestRunMapMatchesOracle(t *testing.T) {
 			return model.StateFinished
 		}
 
-		// The compact map.
-		c := newRunMap(oldN, newN, int64(len(runs))*compactEntryBytes)
-		for _, r := range runs {
-			if err := c.add(r.shard, r.no, r.j, &model.RunEntry{State: state(r.unfinished), Gen: r.gen, Renumbered: r.prior}); err != nil {
-				t.Fatalf("add %+v: %v", r, err)
+		// The compact map (numbers of 32 bits).
+		if base < math.MaxUint32 {
+			c := newRunMap(oldN, newN, int64(len(runs))*compactEntryBytes)
+			for _, r := range runs {
+				if err := c.add(r.shard, r.no, r.j, &model.RunEntry{State: state(r.unfinished), Gen: r.gen, Renumbered: r.prior}); err != nil {
+					t.Fatalf("add %+v: %v", r, err)
+				}
 			}
-		}
-		if err := c.add(0, math.MaxUint32+1, 0, &model.RunEntry{}); !errors.Is(err, errMapFull) {
-			t.Fatalf("a run past the allowance: %v, want errMapFull", err)
-		}
-		p := &Plan{maxUsed: maxUsed, NextRun: make([]model.RunNo, newN), ShardRuns: make([]int64, newN)}
-		if err := c.assign(p); err != nil {
-			t.Fatal(err)
-		}
-		check("compact", p, func(s int, no model.RunNo) (Mapped, bool, error) { m, ok := c.lookup(s, no); return m, ok, nil },
-			func(s int, no model.RunNo) (uint64, bool, error) { id, ok := c.identityAt(s, no); return id, ok, nil })
-
-		// The spill maps' assignment, then the paged map, its pages as
-		// small as one record and its cache eight pages, so that lookups
-		// cross pages and evict.
-		fs := vfs.NewMem()
-		budget := rapid.SampledFrom([]int64{1, 1 << 20}).Draw(t, "spill budget")
-		var maps []*store.SpillMap
-		newMap := func(name string) *store.SpillMap {
-			m := store.NewSpillMap(fs, fs.PathJoin("scratch", name), budget)
-			maps = append(maps, m)
-			return m
-		}
-		defer func() {
-			for _, m := range maps {
-				m.Close()
+			if err := c.add(0, math.MaxUint32+1, 0, &model.RunEntry{}); !errors.Is(err, errMapFull) {
+				t.Fatalf("a run past the allowance: %v, want errMapFull", err)
 			}
-		}()
-		keys := newMap("plan")
-		for _, run := range runs {
-			e := Entry{State: state(run.unfinished), Gen: run.gen, Renumbered: run.prior, WorkflowID: "wf"}
-			if err := keys.Put(planKey(run.j, run.no, run.unfinished, run.shard), encodePlanValue(e)); err != nil {
+			p := &Plan{maxUsed: maxUsed, NextRun: make([]model.RunNo, newN), ShardRuns: make([]int64, newN)}
+			if err := c.assign(p); err != nil {
 				t.Fatal(err)
 			}
+			check("compact", p, func(s int, no model.RunNo) (Mapped, bool, error) { m, ok := c.lookup(s, no); return m, ok, nil },
+				func(s int, no model.RunNo) (uint64, bool, error) { id, ok := c.identityAt(s, no); return id, ok, nil })
 		}
-		ps, err := assignSpilled(&Plan{oldN: oldN, newN: newN, maxUsed: maxUsed, NextRun: make([]model.RunNo, newN), ShardRuns: make([]int64, newN)}, keys, newMap)
+
+		// A Pass, whose compact map holds anything from nothing to every
+		// run: it spills at its first run, part-way through pass 1, when
+		// the assignment does not fit (its allowance cut to what pass 1
+		// holds), or never. Paged, its pages are
+		// as small as one record and its cache eight pages, so that
+		// lookups cross pages and evict. Every old shard is passed on a
+		// goroutine of its own.
+		fs := vfs.NewMem()
+		allowance := rapid.Int64Range(0, int64(len(runs))*compactEntryBytes).Draw(t, "allowance")
+		details := rapid.Bool().Draw(t, "details")
+		s := NewPass(fs, "scratch", oldN, newN, allowance, details)
+		defer s.Close()
+		s.pageSize = rapid.SampledFrom([]int{fwdRecord, 2 * backRecord, 64, runPageSize}).Draw(t, "page size")
+		pruns := make([]passRunOf, len(runs))
+		for k, r := range runs {
+			pruns[k] = passRunOf{shard: r.shard, no: r.no, j: r.j, e: model.RunEntry{State: state(r.unfinished), Gen: r.gen,
+				Renumbered: r.prior, WorkflowID: fmt.Sprintf("wf-%d-%d", r.shard, r.no)}}
+		}
+		if err := passConcurrently(s, oldN, maxUsed, pruns); err != nil {
+			t.Fatal(err)
+		}
+		if rapid.Bool().Draw(t, "no room to assign") && !s.spilled.Load() {
+			s.c.limit = s.c.bytes.Load() // pass 1 fit; the assignment will not
+		}
+		ps, err := s.Assign(0)
 		if err != nil {
 			t.Fatal(err)
 		}
-		if err := fs.MkdirAll("scratch", 0o755); err != nil {
-			t.Fatal(err)
+		defer ps.Close()
+		if ps.Spilled() != (ps.paged != nil) || ps.Spilled() == (ps.compact != nil) {
+			t.Fatalf("spilled %v, paged %v, compact %v", ps.Spilled(), ps.paged != nil, ps.compact != nil)
 		}
-		pageSize := rapid.SampledFrom([]int{fwdRecord, 2 * backRecord, 64, runPageSize}).Draw(t, "page size")
-		pm, err := freezeRunMap(fs, "scratch/runmap", ps, pageSize, 0)
-		if err != nil {
-			t.Fatal(err)
+		check(fmt.Sprintf("pass (spilled %v)", ps.Spilled()), ps, ps.Lookup, ps.IdentityAt)
+		if details {
+			checkEachRun(t, ps, pruns)
+		} else if err := ps.EachRun(func(int, model.RunNo, Mapped) error { return nil }); err == nil {
+			t.Fatal("EachRun listed runs whose details the pass did not keep")
 		}
-		defer pm.Close()
-		check("paged", ps, pm.lookup, pm.identityAt)
 	})
+}
+
+// passRunOf is a test run as a pass gets it.
+type passRunOf struct {
+	shard int
+	no    model.RunNo
+	j     int
+	e     model.RunEntry
+}
+
+// passConcurrently passes each old shard's runs (ascending) on a goroutine
+// of its own, its header's next run maxUsed+1.
+func passConcurrently(s *Pass, oldN int, maxUsed model.RunNo, runs []passRunOf) error {
+	errs := make(chan error, oldN)
+	for i := range oldN {
+		go func() {
+			sp, err := s.Shard(i, model.CheckpointHeader{NextRun: maxUsed + 1}, 0)
+			for _, r := range runs {
+				if err == nil && r.shard == i {
+					err = sp.Add(r.no, r.j, &r.e)
+				}
+			}
+			if err == nil {
+				err = sp.End()
+			}
+			errs <- err
+		}()
+	}
+	var first error
+	for range oldN {
+		if err := <-errs; first == nil {
+			first = err
+		}
+	}
+	return first
+}
+
+// checkEachRun: EachRun lists every run by old shard and number, with
+// what pass 1 read of it and where Lookup says it went.
+func checkEachRun(t *rapid.T, p *Plan, runs []passRunOf) {
+	want := slices.Clone(runs)
+	slices.SortFunc(want, func(a, b passRunOf) int { return cmp.Or(cmp.Compare(a.shard, b.shard), cmp.Compare(a.no, b.no)) })
+	k := 0
+	err := p.EachRun(func(i int, no model.RunNo, m Mapped) error {
+		if k >= len(want) || want[k].shard != i || want[k].no != no {
+			return fmt.Errorf("run %d: %d:%d", k, i, no)
+		}
+		w := want[k].e
+		l, _, _ := p.Lookup(i, no)
+		if m.WorkflowID != w.WorkflowID || m.State != w.State || m.Gen != w.Gen || m.Shard != l.Shard || m.No != l.No || m.Renumbered != l.Renumbered {
+			return fmt.Errorf("run %d:%d: %+v, want %+v at %+v", i, no, m, w, l)
+		}
+		k++
+		return nil
+	})
+	if err == nil && k != len(want) {
+		err = fmt.Errorf("listed %d runs of %d", k, len(want))
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
 }
 
 func b2i(b bool) int {

@@ -1,7 +1,6 @@
 package plan
 
 import (
-	"bufio"
 	"encoding/binary"
 	"fmt"
 	"slices"
@@ -12,15 +11,14 @@ import (
 )
 
 // The paged run map (docs/reshard.md §4, "Run lookups"). When the runs do
-// not fit the compact map (runmap.go), the numbers are assigned through
-// the spill maps (plan.go); once they are, the run map and its reverse are
-// frozen into one flat scratch file with the compact map's layout, and
-// read through a page cache of fixed size. A spilled map answered point
-// lookups from a scratch pebble store whose tables all sat in L0, and
-// every lookup probed many of them: at 10M runs a reshard re-read
-// terabytes from the page cache and did not finish. Here a lookup is a
-// binary search in a small in-memory index of each section's pages, then
-// one page, from the cache or by one read.
+// not fit the compact map (runmap.go), the numbers are assigned from pass
+// 1's run files (runfile.go) straight into one flat scratch file with the
+// compact map's layout (assignpaged.go), read through a page cache of
+// fixed size. (A spill map answered point lookups from a scratch pebble
+// store whose tables all sat in L0, and every lookup probed many of them:
+// at 10M runs a reshard re-read terabytes from the page cache and did not
+// finish.) A lookup is a binary search in a small in-memory index of each
+// section's pages, then one page, from the cache or by one read.
 //
 // The file is a series of sections, each starting on a page boundary,
 // each page holding whole records (the rest of the page is zero):
@@ -71,161 +69,6 @@ func get48(b []byte) uint64 {
 	return uint64(binary.BigEndian.Uint16(b))<<32 | uint64(binary.BigEndian.Uint32(b[2:]))
 }
 
-// pagedWriter writes sections of fixed-size records, page by page.
-type pagedWriter struct {
-	w        *bufio.Writer
-	pageSize int
-	page     int64 // pages written before the current one
-	used     int   // bytes of the current page written
-	err      error
-}
-
-// start begins a section on a fresh page.
-func (w *pagedWriter) start() pagedSection {
-	w.pad()
-	return pagedSection{page: w.page}
-}
-
-// pad fills the current page, if one is begun, with zeros.
-func (w *pagedWriter) pad() {
-	if w.used == 0 || w.err != nil {
-		return
-	}
-	var zero [runPageSize]byte
-	for w.used < w.pageSize && w.err == nil {
-		n := min(w.pageSize-w.used, len(zero))
-		_, w.err = w.w.Write(zero[:n])
-		w.used += n
-	}
-	w.page++
-	w.used = 0
-}
-
-// add appends rec, of key key, to section s.
-func (w *pagedWriter) add(s *pagedSection, rec []byte, key uint64) {
-	if w.used+len(rec) > w.pageSize {
-		w.pad()
-	}
-	if w.used == 0 {
-		s.first = append(s.first, key) // a new page
-	}
-	if w.err == nil {
-		_, w.err = w.w.Write(rec)
-	}
-	w.used += len(rec)
-	s.n++
-}
-
-// freezeRunMap writes the spill maps' run map and reverse (settled) into
-// a paged map at path, whose page cache holds cacheBytes.
-func freezeRunMap(fs vfs.FS, path string, p *Plan, pageSize int, cacheBytes int64) (_ *pagedRunMap, err error) {
-	f, err := fs.Create(path, vfs.WriteCategoryUnspecified)
-	if err != nil {
-		return nil, fmt.Errorf("paged run map: %w", err)
-	}
-	m := &pagedRunMap{fs: fs, path: path, f: f, pageSize: pageSize, maxUsed: p.maxUsed,
-		fwd: make([]pagedSection, p.oldN), win: make([]pagedSection, p.newN), lose: make([]pagedSection, p.newN)}
-	defer func() {
-		if err != nil {
-			_ = m.Close()
-		}
-	}()
-	w := &pagedWriter{w: bufio.NewWriterSize(f, 256<<10), pageSize: pageSize}
-	if err := m.writeForward(w, p); err != nil {
-		return nil, err
-	}
-	if err := m.writeBack(w, p); err != nil {
-		return nil, err
-	}
-	w.pad()
-	if w.err == nil {
-		w.err = w.w.Flush()
-	}
-	if w.err != nil {
-		return nil, fmt.Errorf("paged run map %s: %w", path, w.err)
-	}
-	m.cache.init(f, path, pageSize, int(max(cacheBytes/int64(pageSize), 8)))
-	return m, nil
-}
-
-// writeForward writes the forward sections, one per old shard, from the
-// spill run map.
-func (m *pagedRunMap) writeForward(w *pagedWriter, p *Plan) error {
-	cur := -1
-	var rec [fwdRecord]byte
-	err := p.runs.Each(nil, func(k, v []byte) error {
-		i := int(binary.BigEndian.Uint16(k))
-		no := binary.BigEndian.Uint64(k[2:])
-		if i >= p.oldN || i < cur {
-			return fmt.Errorf("internal error: the run map names old shard %d of %d", i, p.oldN)
-		}
-		for cur < i {
-			cur++
-			m.fwd[cur] = w.start()
-		}
-		to := decodeMapped(v)
-		d := uint16(to.Shard)
-		if to.Renumbered {
-			d |= dstFlag
-		}
-		put48(rec[:], no)
-		put48(rec[6:], uint64(to.No))
-		binary.BigEndian.PutUint16(rec[12:], d)
-		w.add(&m.fwd[i], rec[:], no)
-		return w.err
-	})
-	if err != nil {
-		return err
-	}
-	for cur < p.oldN-1 {
-		cur++
-		m.fwd[cur] = w.start()
-	}
-	return nil
-}
-
-// writeBack writes the winners' and losers' sections, per new shard, from
-// the spill reverse map.
-func (m *pagedRunMap) writeBack(w *pagedWriter, p *Plan) error {
-	cur, inLosers := -1, false
-	var back [backRecord]byte
-	err := p.rev.Each(nil, func(k, v []byte) error {
-		j := int(binary.BigEndian.Uint16(k))
-		no := model.RunNo(binary.BigEndian.Uint64(k[2:]))
-		if j >= p.newN || j < cur {
-			return fmt.Errorf("internal error: the reverse run map names new shard %d of %d", j, p.newN)
-		}
-		for cur < j {
-			cur++
-			m.win[cur], inLosers = w.start(), false
-		}
-		if no <= p.maxUsed {
-			put48(back[:], uint64(no))
-			copy(back[6:], v[:2])
-			w.add(&m.win[j], back[:], uint64(no))
-			return w.err
-		}
-		if !inLosers {
-			m.lose[j], inLosers = w.start(), true
-		}
-		if want := p.maxUsed + 1 + model.RunNo(m.lose[j].n); no != want {
-			return fmt.Errorf("internal error: new shard %d's renumbered runs skip from %d to %d", j, want-1, no)
-		}
-		copy(back[:2], v[:2])
-		put48(back[2:], binary.BigEndian.Uint64(v[2:]))
-		w.add(&m.lose[j], back[:], 0)
-		return w.err
-	})
-	if err != nil {
-		return err
-	}
-	for cur < p.newN-1 {
-		cur++
-		m.win[cur] = w.start()
-	}
-	return nil
-}
-
 // search finds no in sorted section s of records of size size, each
 // beginning with its key (6 bytes), and calls fn with its record.
 func (m *pagedRunMap) search(s *pagedSection, size int, no uint64, fn func(rec []byte)) (bool, error) {
@@ -238,6 +81,13 @@ func (m *pagedRunMap) search(s *pagedSection, size int, no uint64, fn func(rec [
 	n := int(min(per, s.n-int64(pg)*per))
 	found := false
 	err := m.cache.with(s.page+int64(pg), func(page []byte) {
+		// Numbers are mostly dense: a record is at its distance from
+		// the page's first, else found by a binary search.
+		if d := no - s.first[pg]; d < uint64(n) && get48(page[int(d)*size:]) == no {
+			found = true
+			fn(page[int(d)*size : (int(d)+1)*size])
+			return
+		}
 		lo, hi := 0, n
 		for lo < hi {
 			mid := (lo + hi) / 2
@@ -319,17 +169,19 @@ const (
 	minStripeFrames = 8
 )
 
-func (c *stripedCache) init(f vfs.File, path string, pageSize, frames int) {
+// init makes the cache of a file of pages pages.
+func (c *stripedCache) init(f vfs.File, path string, pageSize, frames int, pages int64) {
 	n := max(min(maxStripes, frames/minStripeFrames), 1)
 	*c = make(stripedCache, n)
 	for k := range *c {
-		(*c)[k].init(f, path, pageSize, frames/n)
+		(*c)[k].init(f, path, pageSize, frames/n, (pages+int64(n)-1)/int64(n))
 	}
 }
 
 // with calls fn with page pg's bytes, valid only during the call.
 func (c stripedCache) with(pg int64, fn func(page []byte)) error {
-	return c[pg%int64(len(c))].with(pg, fn)
+	n := int64(len(c))
+	return c[pg%n].with(pg, pg/n, fn)
 }
 
 // pageCache holds up to a fixed number of a file's pages, evicting by
@@ -341,13 +193,13 @@ type pageCache struct {
 	path     string
 	pageSize int
 	frames   []byte
-	pages    []int64 // the page in each frame; -1: none
+	pages    []int64 // the page in each frame (by page / stripes); -1: none
 	ref      []bool
-	at       map[int64]int
+	at       []int32 // the frame of each page of the stripe (by page / stripes); -1: none
 	hand     int
 }
 
-func (c *pageCache) init(f vfs.File, path string, pageSize, frames int) {
+func (c *pageCache) init(f vfs.File, path string, pageSize, frames int, pages int64) {
 	c.f, c.path, c.pageSize = f, path, pageSize
 	c.frames = make([]byte, frames*pageSize)
 	c.pages = make([]int64, frames)
@@ -355,15 +207,19 @@ func (c *pageCache) init(f vfs.File, path string, pageSize, frames int) {
 		c.pages[i] = -1
 	}
 	c.ref = make([]bool, frames)
-	c.at = make(map[int64]int, frames)
+	c.at = make([]int32, pages)
+	for i := range c.at {
+		c.at[i] = -1
+	}
 }
 
-// with calls fn with page pg's bytes, valid only during the call.
-func (c *pageCache) with(pg int64, fn func(page []byte)) error {
+// with calls fn with page pg's bytes, valid only during the call; the
+// page is the stripe's k-th.
+func (c *pageCache) with(pg, k int64, fn func(page []byte)) error {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	fr, ok := c.at[pg]
-	if !ok {
+	fr := int(c.at[k])
+	if fr < 0 {
 		for c.ref[c.hand] {
 			c.ref[c.hand] = false
 			c.hand = (c.hand + 1) % len(c.pages)
@@ -371,15 +227,15 @@ func (c *pageCache) with(pg int64, fn func(page []byte)) error {
 		fr = c.hand
 		c.hand = (c.hand + 1) % len(c.pages)
 		if old := c.pages[fr]; old >= 0 {
-			delete(c.at, old)
+			c.at[old] = -1
 		}
 		c.pages[fr] = -1
 		buf := c.frames[fr*c.pageSize : (fr+1)*c.pageSize]
 		if _, err := c.f.ReadAt(buf, pg*int64(c.pageSize)); err != nil {
 			return fmt.Errorf("paged run map %s: reading page %d: %w", c.path, pg, err)
 		}
-		c.pages[fr] = pg
-		c.at[pg] = fr
+		c.pages[fr] = k
+		c.at[k] = int32(fr)
 	}
 	c.ref[fr] = true
 	fn(c.frames[fr*c.pageSize : (fr+1)*c.pageSize])
