@@ -1,9 +1,15 @@
 package journal
 
 import (
+	"errors"
+	"fmt"
+	"runtime"
+	"sync"
+
 	"github.com/cockroachdb/pebble/v2"
 	"github.com/cockroachdb/pebble/v2/bloom"
 	"github.com/fusee-dev/fusee/journal/store"
+	"github.com/fusee-dev/fusee/meta"
 )
 
 // Building: a directory created with CreateOptions.Build is being written
@@ -15,6 +21,17 @@ import (
 // reads of evicted state (most ID index and dedup lookups of a generator
 // are misses), and fewer, larger L0 compactions. The files they leave are
 // ordinary pebble stores, read with the ordinary options.
+//
+// While it is built, each store holds its runs in the build layout
+// (store/buildlayout.go): a run's entry and journal as one value under
+// its entry key. An evicting engine then reads a run back with one point
+// read, which the bloom filters serve, instead of an iterator merging
+// every L0 table, and its checkpoints write and delete one key per run
+// instead of one per record. Close rewrites each store into the store
+// layout (store.FinishBuild: sorted sstables, checked, ingested, synced)
+// in place of flushing its memtable; the rewritten stores' keys and
+// values are those ordinary checkpoints would have left, and their tables
+// are all in the last level.
 //
 // Nor do they take pebble's tombstone-density compactions: a generator's
 // checkpoints delete many keys (the records of tombstoned runs, fired
@@ -86,4 +103,49 @@ func (db *DB) openShardStore(i int) (_ *pebble.DB, err error) {
 	o := store.StoreOptions(db.FS, db.cache, db.readOnly, false)
 	tuneForBuild(o, len(db.stores))
 	return store.OpenStoreWith(path, o, false)
+}
+
+// finishBuild rewrites every store of a directory being built from the
+// build layout into the store layout, a few stores at a time, and closes
+// the working stores. A store that fails leaves the directory unusable;
+// a directory being built is thrown away then (CreateOptions.Build).
+func (db *DB) finishBuild() error {
+	var (
+		wg   sync.WaitGroup
+		sem  = make(chan struct{}, runtime.GOMAXPROCS(0))
+		errs = make([]error, len(db.stores))
+	)
+	for i := range db.stores {
+		wg.Add(1)
+		sem <- struct{}{}
+		go func() {
+			defer func() { <-sem; wg.Done() }()
+			errs[i] = db.finishBuildStore(i)
+		}()
+	}
+	wg.Wait()
+	return errors.Join(errs...)
+}
+
+// finishBuildStore writes shard i's store anew beside the working one
+// (<store>.final), closes and removes the working store, renames the new
+// one into its place and syncs the shard directory.
+func (db *DB) finishBuildStore(i int) error {
+	path := store.StoreDir(db.FS, db.Dir, i)
+	final := path + ".final"
+	if err := store.FinishBuild(db.FS, db.stores[i], path, final); err != nil {
+		return fmt.Errorf("finishing shard %d: %w", i, err)
+	}
+	st := db.stores[i]
+	db.stores[i] = nil
+	if err := st.Close(); err != nil {
+		return fmt.Errorf("closing shard store %s: %w", path, err)
+	}
+	if err := db.FS.RemoveAll(path); err != nil {
+		return fmt.Errorf("finishing shard %d: %w", i, err)
+	}
+	if err := db.FS.Rename(final, path); err != nil {
+		return fmt.Errorf("finishing shard %d: %w", i, err)
+	}
+	return meta.SyncDir(db.FS, store.ShardDir(db.FS, db.Dir, i))
 }
