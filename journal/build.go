@@ -24,12 +24,11 @@ import (
 // ordinary pebble stores, read with the ordinary options.
 //
 // While it is built, each store holds its runs in the build layout
-// (store/buildlayout.go): a run's entry under its entry key and its whole
-// journal as one value under a journal key. An evicting engine then reads
-// a run back with two point reads, which the bloom filters serve, instead
-// of an iterator merging every L0 table, and a run entry alone from
-// blocks of entries; its checkpoints write and delete one journal key per
-// run instead of one key per record. Close rewrites each store into the store
+// (store/buildlayout.go): a run's entry and journal as one value under
+// its entry key. An evicting engine then reads a run back with one point
+// read, which the bloom filters serve, instead of an iterator merging
+// every L0 table, and its checkpoints write and delete one key per run
+// instead of one per record. Close rewrites each store into the store
 // layout (store.FinishBuild: sorted sstables, checked, ingested, synced)
 // in place of flushing its memtable; the rewritten stores' keys and
 // values are those ordinary checkpoints would have left, and their tables

@@ -106,7 +106,9 @@ func (b *backing) getWith(key []byte, fn func(v []byte) error) (found bool, err 
 
 // ReadEntry reads run no's entry alone (model.Backing).
 func (b *backing) ReadEntry(no model.RunNo) (model.RunEntry, bool, error) {
-	// The build layout's run entries are the store layout's.
+	if b.build {
+		return b.readBuildEntry(no)
+	}
 	val, err := b.getErr(store.RunKey(no))
 	if err != nil || val == nil {
 		return model.RunEntry{}, false, err
@@ -118,30 +120,28 @@ func (b *backing) ReadEntry(no model.RunNo) (model.RunEntry, bool, error) {
 	return e, true, nil
 }
 
-// readBuildRun is ReadRun of a store in the build layout: the run entry,
-// then, unless it has none, the journal, each with one point read.
-func (b *backing) readBuildRun(no model.RunNo) (*model.Run, error) {
-	var entry []byte
-	found, err := b.getWith(store.RunKey(no), func(v []byte) error {
-		entry = append(entry, v...)
-		return nil
-	})
-	if err != nil || !found {
-		return nil, err
-	}
-	var r *model.Run
-	decode := func(history []byte) error {
+// readBuildEntry is ReadEntry of a store in the build layout: the entry
+// at the front of the run's value.
+func (b *backing) readBuildEntry(no model.RunNo) (e model.RunEntry, found bool, err error) {
+	found, err = b.getWith(store.RunKey(no), func(v []byte) error {
 		var derr error
-		if r, derr = store.DecodeBuildRun(no, entry, history); derr != nil {
+		if _, e, _, derr = store.SplitBuildRun(v); derr != nil {
 			return b.runError(no, derr)
 		}
 		return nil
-	}
-	if e, derr := model.DecodeRunEntry(entry); derr != nil || e.Records == 0 {
-		err = decode(nil)
-	} else if found, err = b.getWith(store.BuildJournalKey(no), decode); err == nil && !found {
-		err = decode(nil) // a run with records and no journal key: refused
-	}
+	})
+	return e, found && err == nil, err
+}
+
+// readBuildRun is ReadRun of a store in the build layout: one point read.
+func (b *backing) readBuildRun(no model.RunNo) (r *model.Run, err error) {
+	_, err = b.getWith(store.RunKey(no), func(v []byte) error {
+		var derr error
+		if r, derr = store.DecodeBuildRun(no, v); derr != nil {
+			return b.runError(no, derr)
+		}
+		return nil
+	})
 	if err != nil {
 		return nil, err
 	}
@@ -295,18 +295,17 @@ func (db *DB) storedBuildRuns(i int, path string, fn func(r *model.Run) error) e
 	if err != nil {
 		return store.WrapStoreError(path, "reading", err)
 	}
-	read := &backing{st: db.stores[i], path: path, build: true}
 	for ok := it.First(); ok; ok = it.Next() {
 		k, err := store.ParseStoreKey(it.Key())
 		if err == nil && k.IsRecord {
 			err = errors.New("a record key in a build-layout store")
 		}
+		var r *model.Run
+		if err == nil {
+			r, err = store.DecodeBuildRun(k.Run, it.Value())
+		}
 		if err != nil {
 			return store.CloseIter(path, it, &store.StoreError{Path: path, Key: fmt.Sprintf("%q", it.Key()), Err: err})
-		}
-		r, err := read.readBuildRun(k.Run)
-		if err != nil {
-			return store.CloseIter(path, it, err)
 		}
 		if err := fn(r); err != nil {
 			return store.CloseIter(path, it, err)

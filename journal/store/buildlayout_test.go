@@ -1,6 +1,7 @@
 package store
 
 import (
+	"encoding/binary"
 	"fmt"
 	"testing"
 
@@ -9,70 +10,45 @@ import (
 	"github.com/fusee-dev/fusee/journal/model"
 )
 
-// buildShard is benchShard with every finished run of the first half
-// tombstoned, so that it has archives too.
-func buildShard(t *testing.T, runs int) *model.Shard {
-	s := benchShard(t, runs)
-	for no := model.RunNo(1); no <= model.RunNo(runs/2); no++ {
-		if s.Runs[no].State == model.StateFinished {
-			if err := s.Apply(&model.Op{Kind: model.OpTombstone, Run: no}); err != nil {
-				t.Fatal(err)
-			}
-		}
-	}
-	return s
-}
-
-// buildKeys is run r's build-layout entry and journal values (nil: no
-// journal key).
-func buildKeys(r *model.Run) (entry, history []byte) {
-	e := model.EntryOf(r)
-	if len(r.Journal) > 0 {
-		history = model.EncodeHistory(nil, r.Journal)
-	}
-	return model.EncodeRunEntry(nil, &e), history
-}
-
-// TestBuildRunRoundTrip: a run's build-layout keys decode to the run.
+// TestBuildRunRoundTrip: a run's build-layout value decodes to the run,
+// and its parts are the run entry's and the archive's encodings.
 func TestBuildRunRoundTrip(t *testing.T) {
-	s := buildShard(t, 30)
+	s := benchShard(t, 30)
 	for _, r := range s.SortedRuns() {
-		entry, history := buildKeys(r)
-		got, err := DecodeBuildRun(r.No, entry, history)
+		v := EncodeBuildRun(nil, r)
+		got, err := DecodeBuildRun(r.No, v)
 		if err != nil {
 			t.Fatalf("run %d: %v", r.No, err)
 		}
 		if fmt.Sprintf("%+v", *got) != fmt.Sprintf("%+v", *r) {
 			t.Fatalf("run %d decodes to %+v, want %+v", r.No, got, r)
 		}
+		entry, _, history, err := SplitBuildRun(v)
+		e := model.EntryOf(r)
+		if err != nil || string(entry) != string(model.EncodeRunEntry(nil, &e)) || string(history) != string(model.EncodeHistory(nil, r.Journal)) {
+			t.Fatalf("run %d: split into %x and %x (%v)", r.No, entry, history, err)
+		}
 	}
 }
 
-// TestBuildRunRefusesDamage: a journal value cut short, one with another
-// record count than its entry says, a missing journal and a journal for a
-// run without records are refused.
+// TestBuildRunRefusesDamage: a value whose entry names another record
+// count than its history holds, or that is cut short, is refused.
 func TestBuildRunRefusesDamage(t *testing.T) {
-	s := buildShard(t, 6)
-	r := s.Runs[4] // parked, with records
-	entry, history := buildKeys(r)
-	for cut := 0; cut < len(history); cut += 7 {
-		if _, err := DecodeBuildRun(4, entry, history[:cut]); err == nil {
-			t.Errorf("a journal cut to %d of %d bytes decoded", cut, len(history))
+	s := benchShard(t, 3)
+	r := s.Runs[1]
+	v := EncodeBuildRun(nil, r)
+	for cut := 0; cut < len(v); cut += 7 {
+		if _, err := DecodeBuildRun(1, v[:cut]); err == nil {
+			t.Errorf("a value cut to %d of %d bytes decoded", cut, len(v))
 		}
 	}
-	if _, err := DecodeBuildRun(4, entry, model.EncodeHistory(nil, r.Journal[:len(r.Journal)-1])); err == nil {
-		t.Error("a journal of one record fewer than the entry says decoded")
-	}
-	if _, err := DecodeBuildRun(4, entry, nil); err == nil {
-		t.Error("a run with records and no journal decoded")
-	}
-	tomb := s.Runs[3]
-	if tomb.State != model.StateTombstone {
-		t.Fatalf("run 3 is %s", tomb.State)
-	}
-	tentry, _ := buildKeys(tomb)
-	if _, err := DecodeBuildRun(3, tentry, history); err == nil {
-		t.Error("a tombstone with a journal decoded")
+	short := *r
+	short.Journal = r.Journal[:len(r.Journal)-1]
+	e := model.EntryOf(r)
+	bad := binary.AppendUvarint(nil, uint64(len(model.EncodeRunEntry(nil, &e))))
+	bad = model.EncodeHistory(model.EncodeRunEntry(bad, &e), short.Journal)
+	if _, err := DecodeBuildRun(1, bad); err == nil {
+		t.Error("a value with one record fewer than its entry says decoded")
 	}
 }
 
@@ -81,10 +57,7 @@ func TestBuildRunRefusesDamage(t *testing.T) {
 // writes for the shard.
 func TestFinishBuildEqualsWriteShardStore(t *testing.T) {
 	fs := vfs.NewMem()
-	s := buildShard(t, 200)
-	if len(s.Archive) == 0 {
-		t.Fatal("no archive: the test needs tombstones")
-	}
+	s := benchShard(t, 200)
 	hdr := HeaderFor(s, model.CheckpointHeader{Now: 9, Created: 1, Seq: 3})
 	work, err := OpenStore(fs, "/work", nil, false, true)
 	if err != nil {

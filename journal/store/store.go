@@ -464,9 +464,8 @@ func WriteChanges(b *pebble.Batch, src pebble.Reader, s *model.Shard, hdr *model
 }
 
 // WriteBuildChanges is WriteChanges for a store in the build layout
-// (buildlayout.go): each changed run's entry, and its journal whole as
-// one value if it changed; a run tombstoned while evicted gets its
-// archive from its stored journal value.
+// (buildlayout.go): each changed run is written whole, as one value, and
+// a run tombstoned while evicted gets its archive from its stored value.
 func WriteBuildChanges(b *pebble.Batch, src pebble.Reader, s *model.Shard, hdr *model.CheckpointHeader) error {
 	return writeChanges(b, src, s, hdr, true)
 }
@@ -559,8 +558,8 @@ func writeRunChanges(b *pebble.Batch, s *model.Shard, build bool) ([]byte, error
 			return buf, fmt.Errorf("changed run %d is gone", no)
 		}
 		if build {
-			var err error
-			if buf, err = writeBuildRun(b, buf, r, from); err != nil {
+			buf = EncodeBuildRun(buf[:0], r)
+			if err := b.Set(RunKey(no), buf, nil); err != nil {
 				return buf, err
 			}
 			continue
