@@ -395,7 +395,11 @@ func (db *DB) checkpointShard(i int, hdr *model.CheckpointHeader) (err error) {
 	s := db.Shards[i]
 	b := db.stores[i].NewBatch()
 	defer b.Close()
-	if err := store.WriteChanges(b, db.stores[i], s, hdr); err != nil {
+	write := store.WriteChanges
+	if db.build {
+		write = store.WriteBuildChanges // build.go
+	}
+	if err := write(b, db.stores[i], s, hdr); err != nil {
 		return fmt.Errorf("shard %d: %w", i, err)
 	}
 	opt := pebble.Sync
@@ -437,7 +441,9 @@ func (db *DB) Close() error {
 		return nil
 	}
 	var errs []error
-	if !db.readOnly {
+	if db.build {
+		errs = append(errs, db.finishBuild()) // build.go
+	} else if !db.readOnly {
 		for i, st := range db.stores {
 			if err := flushStore(st, store.StoreDir(db.FS, db.Dir, i)); err != nil {
 				errs = append(errs, err)
@@ -445,7 +451,7 @@ func (db *DB) Close() error {
 			}
 		}
 	}
-	errs = append(errs, db.closeAll(len(errs) == 0 && !db.readOnly))
+	errs = append(errs, db.closeAll(errors.Join(errs...) == nil && !db.readOnly))
 	return errors.Join(errs...)
 }
 

@@ -2,7 +2,8 @@
 // layer): the DB (fusee.meta and LOCK through package meta, the shared
 // write-ahead log through journal/wal, one pebble store per shard through
 // journal/store), recovery and the log tails (recover.go, tails.go),
-// checkpoints, eviction (evict.go), the log format 2 reader and upgrade
+// checkpoints, eviction (evict.go), the stores of a directory being built
+// (build.go), the log format 2 reader and upgrade
 // support (v2.go) and inspection (inspect.go). The data model (records,
 // ops, the Shard state machine) is package journal/model; one shard's
 // pebble store, its keys and the ShardReader are package journal/store.

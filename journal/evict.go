@@ -29,6 +29,9 @@ type backing struct {
 	// ids and seen hold every workflow ID and message ID the store or
 	// memory may have in the ID index and the dedup set (keyfilter.go).
 	ids, seen *keyFilter
+	// build: the store is in the build layout (store/buildlayout.go): a
+	// run is one value under its entry key.
+	build bool
 }
 
 // ReadIndex reads the ID index entry of workflowID (model.Backing).
@@ -83,8 +86,29 @@ func (b *backing) getErr(key []byte) (_ []byte, err error) {
 	return val, closer.Close()
 }
 
+// getWith calls fn with one key's value as the store holds it, valid
+// only during the call (absent: fn is not called, found is false).
+func (b *backing) getWith(key []byte, fn func(v []byte) error) (found bool, err error) {
+	defer store.RecoverStoreFatal(b.path, &err)
+	v, closer, err := b.st.Get(key)
+	if errors.Is(err, pebble.ErrNotFound) {
+		return false, nil
+	}
+	if err != nil {
+		return false, store.WrapStoreError(b.path, "reading", err)
+	}
+	err = fn(v)
+	if cerr := closer.Close(); err == nil {
+		err = cerr
+	}
+	return true, err
+}
+
 // ReadEntry reads run no's entry alone (model.Backing).
 func (b *backing) ReadEntry(no model.RunNo) (model.RunEntry, bool, error) {
+	if b.build {
+		return b.readBuildEntry(no)
+	}
 	val, err := b.getErr(store.RunKey(no))
 	if err != nil || val == nil {
 		return model.RunEntry{}, false, err
@@ -96,8 +120,44 @@ func (b *backing) ReadEntry(no model.RunNo) (model.RunEntry, bool, error) {
 	return e, true, nil
 }
 
+// readBuildEntry is ReadEntry of a store in the build layout: the entry
+// at the front of the run's value.
+func (b *backing) readBuildEntry(no model.RunNo) (e model.RunEntry, found bool, err error) {
+	found, err = b.getWith(store.RunKey(no), func(v []byte) error {
+		var derr error
+		if _, e, _, derr = store.SplitBuildRun(v); derr != nil {
+			return b.runError(no, derr)
+		}
+		return nil
+	})
+	return e, found && err == nil, err
+}
+
+// readBuildRun is ReadRun of a store in the build layout: one point read.
+func (b *backing) readBuildRun(no model.RunNo) (r *model.Run, err error) {
+	_, err = b.getWith(store.RunKey(no), func(v []byte) error {
+		var derr error
+		if r, derr = store.DecodeBuildRun(no, v); derr != nil {
+			return b.runError(no, derr)
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	return r, nil
+}
+
+// runError is a StoreError naming run no's key.
+func (b *backing) runError(no model.RunNo, err error) error {
+	return &store.StoreError{Path: b.path, Key: store.StoreKey{Kind: store.KeyRun, Run: no}.String(), Err: err}
+}
+
 // ReadRun reads run no and its journal from the store (nil: none).
 func (b *backing) ReadRun(no model.RunNo) (r *model.Run, err error) {
+	if b.build {
+		return b.readBuildRun(no)
+	}
 	defer store.RecoverStoreFatal(b.path, &err)
 	it, err := b.st.NewIter(&pebble.IterOptions{LowerBound: store.RunKey(no), UpperBound: store.RunKey(no + 1)})
 	if err != nil {
@@ -145,7 +205,7 @@ func (db *DB) SetEvictKeep(keep int) {
 	for i, s := range db.Shards {
 		if s.Backing() == nil {
 			b := &backing{st: db.stores[i], path: store.StoreDir(db.FS, db.Dir, i), scratch: model.NewShard(i, len(db.Shards)),
-				ids: newKeyFilter(), seen: newKeyFilter()}
+				ids: newKeyFilter(), seen: newKeyFilter(), build: db.build}
 			for id := range s.ByID {
 				b.ids.add(id)
 			}
@@ -183,6 +243,9 @@ func (db *DB) loadErr() error {
 func (db *DB) StoredRuns(i int, fn func(r *model.Run) error) (err error) {
 	path := store.StoreDir(db.FS, db.Dir, i)
 	defer store.RecoverStoreFatal(path, &err)
+	if db.build {
+		return db.storedBuildRuns(i, path, fn)
+	}
 	it, err := db.stores[i].NewIter(&pebble.IterOptions{LowerBound: []byte{store.KeyRun}, UpperBound: []byte{store.KeyRun + 1}})
 	if err != nil {
 		return store.WrapStoreError(path, "reading", err)
@@ -222,6 +285,34 @@ func (db *DB) StoredRuns(i int, fn func(r *model.Run) error) (err error) {
 	}
 	if err := emit(); err != nil {
 		return store.CloseIter(path, it, err)
+	}
+	return store.CloseIter(path, it, nil)
+}
+
+// storedBuildRuns is StoredRuns of a store in the build layout.
+func (db *DB) storedBuildRuns(i int, path string, fn func(r *model.Run) error) error {
+	it, err := db.stores[i].NewIter(&pebble.IterOptions{LowerBound: []byte{store.KeyRun}, UpperBound: []byte{store.KeyRun + 1}})
+	if err != nil {
+		return store.WrapStoreError(path, "reading", err)
+	}
+	for ok := it.First(); ok; ok = it.Next() {
+		k, err := store.ParseStoreKey(it.Key())
+		if err == nil && k.IsRecord {
+			err = errors.New("a record key in a build-layout store")
+		}
+		var r *model.Run
+		if err == nil {
+			r, err = store.DecodeBuildRun(k.Run, it.Value())
+		}
+		if err != nil {
+			return store.CloseIter(path, it, &store.StoreError{Path: path, Key: fmt.Sprintf("%q", it.Key()), Err: err})
+		}
+		if err := fn(r); err != nil {
+			return store.CloseIter(path, it, err)
+		}
+	}
+	if err := it.Error(); err != nil {
+		return store.CloseIter(path, it, store.WrapStoreError(path, "reading", err))
 	}
 	return store.CloseIter(path, it, nil)
 }

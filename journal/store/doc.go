@@ -1,7 +1,8 @@
 // Package store owns one shard's pebble store: its key layout
 // (storekey.go), opening and loading a store and writing a checkpoint's
 // changes (store.go), bulk and streamed store writes (storebulk.go,
-// storestream.go), the read-only ShardReader that streams a store with
+// storestream.go), the build layout of a store being built and its
+// rewrite into the store layout (buildlayout.go), the read-only ShardReader that streams a store with
 // its log tail as an overlay (shardreader.go, shardreader_lookup.go,
 // rawrun.go for the raw run copy of a reshard), the scratch stores and
 // spill maps of the tools (spill.go), pebble's fatal errors turned into

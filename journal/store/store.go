@@ -460,40 +460,24 @@ func firstIDDiff(stored, derived map[string]model.RunNo) string {
 // (model.Changes.Stored) are read from it, record values copied as
 // bytes, which gives the bytes EncodeHistory gives for them decoded.
 func WriteChanges(b *pebble.Batch, src pebble.Reader, s *model.Shard, hdr *model.CheckpointHeader) error {
+	return writeChanges(b, src, s, hdr, false)
+}
+
+// WriteBuildChanges is WriteChanges for a store in the build layout
+// (buildlayout.go): each changed run is written whole, as one value, and
+// a run tombstoned while evicted gets its archive from its stored value.
+func WriteBuildChanges(b *pebble.Batch, src pebble.Reader, s *model.Shard, hdr *model.CheckpointHeader) error {
+	return writeChanges(b, src, s, hdr, true)
+}
+
+func writeChanges(b *pebble.Batch, src pebble.Reader, s *model.Shard, hdr *model.CheckpointHeader, build bool) error {
 	c := s.Changed
 	if c == nil {
 		return errors.New("shard has no change tracking")
 	}
-	var buf []byte
-	for _, no := range slices.Sorted(maps.Keys(c.Runs)) {
-		from := c.Runs[no]
-		r, ok := s.Runs[no]
-		if !ok {
-			return fmt.Errorf("changed run %d is gone", no)
-		}
-		e := model.EntryOf(r)
-		if err := b.Set(RunKey(no), model.EncodeRunEntry(buf[:0], &e), nil); err != nil {
-			return err
-		}
-		if r.State == model.StateTombstone {
-			// The store holds the records below from (the first position
-			// changed since it last reflected the run): delete each. Point
-			// deletions, not a range deletion: a range tombstone in a
-			// table makes every later point read of that table load its
-			// range-deletion block.
-			for pos := range from {
-				if err := b.Delete(RecordKey(no, pos), nil); err != nil {
-					return err
-				}
-			}
-			continue
-		}
-		for pos := int(from); pos < len(r.Journal); pos++ {
-			buf = model.EncodeRecord(buf[:0], &r.Journal[pos])
-			if err := b.Set(RecordKey(no, uint32(pos)), buf, nil); err != nil {
-				return err
-			}
-		}
+	buf, err := writeRunChanges(b, s, build)
+	if err != nil {
+		return err
 	}
 	for _, id := range slices.Sorted(maps.Keys(c.IDs)) {
 		var err error
@@ -540,7 +524,12 @@ func WriteChanges(b *pebble.Batch, src pebble.Reader, s *model.Shard, hdr *model
 		var v []byte
 		if n, ok := c.Stored[no]; ok {
 			var err error
-			if v, err = stored.history(src, buf[:0], no, n); err != nil {
+			if build {
+				v, err = buildHistory(src, buf[:0], no, n)
+			} else {
+				v, err = stored.history(src, buf[:0], no, n)
+			}
+			if err != nil {
 				return err
 			}
 		} else {
@@ -555,6 +544,51 @@ func WriteChanges(b *pebble.Batch, src pebble.Reader, s *model.Shard, hdr *model
 		return err
 	}
 	return b.Set(headerKey, model.EncodeHeader(nil, hdr), nil)
+}
+
+// writeRunChanges adds the keys of s's changed runs to b, in run order;
+// it returns its scratch buffer for the caller's reuse.
+func writeRunChanges(b *pebble.Batch, s *model.Shard, build bool) ([]byte, error) {
+	var buf []byte
+	c := s.Changed
+	for _, no := range slices.Sorted(maps.Keys(c.Runs)) {
+		from := c.Runs[no]
+		r, ok := s.Runs[no]
+		if !ok {
+			return buf, fmt.Errorf("changed run %d is gone", no)
+		}
+		if build {
+			buf = EncodeBuildRun(buf[:0], r)
+			if err := b.Set(RunKey(no), buf, nil); err != nil {
+				return buf, err
+			}
+			continue
+		}
+		e := model.EntryOf(r)
+		if err := b.Set(RunKey(no), model.EncodeRunEntry(buf[:0], &e), nil); err != nil {
+			return buf, err
+		}
+		if r.State == model.StateTombstone {
+			// The store holds the records below from (the first position
+			// changed since it last reflected the run): delete each. Point
+			// deletions, not a range deletion: a range tombstone in a
+			// table makes every later point read of that table load its
+			// range-deletion block.
+			for pos := range from {
+				if err := b.Delete(RecordKey(no, pos), nil); err != nil {
+					return buf, err
+				}
+			}
+			continue
+		}
+		for pos := int(from); pos < len(r.Journal); pos++ {
+			buf = model.EncodeRecord(buf[:0], &r.Journal[pos])
+			if err := b.Set(RecordKey(no, uint32(pos)), buf, nil); err != nil {
+				return buf, err
+			}
+		}
+	}
+	return buf, nil
 }
 
 // storedHistories builds the archived histories of the runs a shard
