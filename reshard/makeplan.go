@@ -17,7 +17,8 @@ import (
 // Its progress ("plan", in old shards) starts at 0 and reaches the last
 // shard only when the plan pass is over (planPass), so that the time
 // progress shows for the phase is the time the report gives it: numbering
-// the runs and freezing the run map come after the last shard is read.
+// the runs (and writing the paged run map) come after the last shard is
+// read.
 func (r *resharder) makePlan(ctx context.Context) (*plan.Plan, error) {
 	var err error
 	r.progress("plan", 0, int64(r.oldN))

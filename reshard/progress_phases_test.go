@@ -41,7 +41,10 @@ func (e phaseEvent) String() string {
 // Checked on the order of events, not on their times: a report phase's
 // clock start is followed at once by its first progress phase's 0, its
 // stop is preceded at once by its last progress phase's total, and no
-// progress is shown outside the clock of the phase that holds it.
+// progress is shown outside the clock of the phase that holds it. What
+// an order cannot show is work done between a clock's start and its
+// first progress call with neither one moved: there the code keeps them
+// next to each other (makePlan, build, checkNew say so).
 func TestProgressPhasesMatchTheReport(t *testing.T) {
 	for _, c := range []struct {
 		from, to int
