@@ -73,17 +73,12 @@ func (b *backing) AddID(workflowID string) { b.ids.add(workflowID) }
 func (b *backing) AddSeen(msgID string) { b.seen.add(msgID) }
 
 // getErr reads one key's value (a copy; nil: absent).
-func (b *backing) getErr(key []byte) (_ []byte, err error) {
-	defer store.RecoverStoreFatal(b.path, &err)
-	v, closer, err := b.st.Get(key)
-	if errors.Is(err, pebble.ErrNotFound) {
-		return nil, nil
-	}
-	if err != nil {
-		return nil, store.WrapStoreError(b.path, "reading", err)
-	}
-	val := append(make([]byte, 0, len(v)+1), v...) // never nil: present
-	return val, closer.Close()
+func (b *backing) getErr(key []byte) (val []byte, err error) {
+	_, err = b.getWith(key, func(v []byte) error {
+		val = append(make([]byte, 0, len(v)+1), v...) // never nil: present
+		return nil
+	})
+	return val, err
 }
 
 // getWith calls fn with one key's value as the store holds it, valid
@@ -142,10 +137,7 @@ func (b *backing) readBuildRun(no model.RunNo) (r *model.Run, err error) {
 		}
 		return nil
 	})
-	if err != nil {
-		return nil, err
-	}
-	return r, nil
+	return r, err
 }
 
 // runError is a StoreError naming run no's key.

@@ -176,13 +176,8 @@ func (s storeSource) runs(ctx context.Context, fn func(model.RunNo, *model.Run, 
 
 func (s storeSource) entries(ctx context.Context, fn func(model.RunNo, *model.Run) error) error {
 	return s.sr.RunEntries(ctx, func(no model.RunNo, e model.RunEntry) error {
-		return fn(no, runOfEntry(no, &e))
+		return fn(no, model.RunOfEntry(no, &e))
 	})
-}
-
-func runOfEntry(no model.RunNo, e *model.RunEntry) *model.Run {
-	return &model.Run{No: no, WorkflowID: e.WorkflowID, Type: e.Type, Gen: e.Gen, State: e.State, Status: e.Status,
-		Started: e.Started, Finished: e.Finished, Renumbered: e.Renumbered}
 }
 
 func (storeSource) orphans(func(model.RunNo, *model.Run, int) error) error { return nil }
@@ -196,7 +191,7 @@ func (s storeSource) entry(no model.RunNo) (*model.Run, bool, error) {
 	if !ok || err != nil {
 		return nil, ok, err
 	}
-	return runOfEntry(no, &e), true, nil
+	return model.RunOfEntry(no, &e), true, nil
 }
 
 func (s storeSource) record(no model.RunNo, pos uint32) (*model.Run, *model.Record, int, bool, bool, error) {
@@ -204,7 +199,7 @@ func (s storeSource) record(no model.RunNo, pos uint32) (*model.Run, *model.Reco
 	if !ok || err != nil {
 		return nil, nil, 0, false, ok, err
 	}
-	return runOfEntry(no, &e), rec, n, true, true, nil
+	return model.RunOfEntry(no, &e), rec, n, true, true, nil
 }
 
 func (s storeSource) index(fn func(string, model.RunNo) error) error { return s.sr.Index(fn) }

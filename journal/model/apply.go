@@ -165,8 +165,9 @@ func (s *Shard) tombstoneStored(op *Op) error {
 	if e.State != StateFinished {
 		return fmt.Errorf("tombstone of run %d: run is %s, want finished", op.Run, e.State)
 	}
-	s.Runs[op.Run] = &Run{No: op.Run, WorkflowID: e.WorkflowID, Gen: e.Gen, Type: e.Type, State: StateTombstone,
-		Status: e.Status, Started: e.Started, Finished: e.Finished, Renumbered: e.Renumbered}
+	r := RunOfEntry(op.Run, &e)
+	r.State = StateTombstone
+	s.Runs[op.Run] = r
 	delete(s.heads, op.Run)
 	s.touchRun(op.Run, e.Records)
 	s.touchArchive(op.Run)

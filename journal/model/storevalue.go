@@ -176,6 +176,13 @@ func EntryOf(r *Run) RunEntry {
 		WorkflowID: r.WorkflowID, Type: r.Type}
 }
 
+// RunOfEntry is run no as its entry e describes it, without its journal
+// (EntryOf's inverse but for the records).
+func RunOfEntry(no RunNo, e *RunEntry) *Run {
+	return &Run{No: no, WorkflowID: e.WorkflowID, Gen: e.Gen, Type: e.Type, State: e.State,
+		Status: e.Status, Started: e.Started, Finished: e.Finished, Renumbered: e.Renumbered}
+}
+
 // EncodeMessage appends the encoding of an outbox message (all but its
 // Seq, which is in the key) to dst.
 func EncodeMessage(dst []byte, m *Message) []byte {

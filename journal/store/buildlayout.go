@@ -69,14 +69,10 @@ func DecodeBuildRun(no model.RunNo, val []byte) (*model.Run, error) {
 	if err != nil {
 		return nil, err
 	}
-	if e.WorkflowID == "" {
-		return nil, errors.New("run entry without a workflow ID")
+	if err := checkRunEntry(&e); err != nil {
+		return nil, err
 	}
-	if (e.State == model.StateTombstone) != (e.Records == 0) {
-		return nil, fmt.Errorf("a %s run with %d journal records", e.State, e.Records)
-	}
-	r := &model.Run{No: no, WorkflowID: e.WorkflowID, Gen: e.Gen, Type: e.Type, State: e.State,
-		Status: e.Status, Started: e.Started, Finished: e.Finished, Renumbered: e.Renumbered}
+	r := model.RunOfEntry(no, &e)
 	if e.Records == 0 {
 		return r, nil
 	}

@@ -105,11 +105,8 @@ func (sr *ShardReader) readRawRun(it *pebble.Iterator, k StoreKey) (*RawRun, err
 	if err != nil {
 		return nil, sr.keyError(key, err)
 	}
-	if e.WorkflowID == "" {
-		return nil, sr.keyError(key, fmt.Errorf("run entry without a workflow ID"))
-	}
-	if (e.State == model.StateTombstone) != (e.Records == 0) {
-		return nil, sr.keyError(key, fmt.Errorf("a %s run with %d journal records", e.State, e.Records))
+	if err := checkRunEntry(&e); err != nil {
+		return nil, sr.keyError(key, err)
 	}
 	if k.Run >= sr.stored.NextRun {
 		return nil, sr.keyError(key, fmt.Errorf("run %d is not below the header's next run number %d", k.Run, sr.stored.NextRun))

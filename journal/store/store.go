@@ -349,6 +349,18 @@ func loadKey(s *model.Shard, k StoreKey, val []byte, hdr *model.CheckpointHeader
 	return nil
 }
 
+// checkRunEntry checks what a stored run entry must say whatever the
+// layout: a workflow ID, and records exactly when the run is no tombstone.
+func checkRunEntry(e *model.RunEntry) error {
+	if e.WorkflowID == "" {
+		return errors.New("run entry without a workflow ID")
+	}
+	if (e.State == model.StateTombstone) != (e.Records == 0) {
+		return fmt.Errorf("a %s run with %d journal records", e.State, e.Records)
+	}
+	return nil
+}
+
 func LoadRunKey(s *model.Shard, k StoreKey, val []byte, cur **model.Run, curWant *uint32) error {
 	if k.Run == model.NoSuchRun {
 		return fmt.Errorf("a run numbered %d, the number reserved for references to no run", model.NoSuchRun)
@@ -358,14 +370,10 @@ func LoadRunKey(s *model.Shard, k StoreKey, val []byte, cur **model.Run, curWant
 		if err != nil {
 			return err
 		}
-		if e.WorkflowID == "" {
-			return errors.New("run entry without a workflow ID")
+		if err := checkRunEntry(&e); err != nil {
+			return err
 		}
-		if (e.State == model.StateTombstone) != (e.Records == 0) {
-			return fmt.Errorf("a %s run with %d journal records", e.State, e.Records)
-		}
-		r := &model.Run{No: k.Run, WorkflowID: e.WorkflowID, Gen: e.Gen, Type: e.Type, State: e.State,
-			Status: e.Status, Started: e.Started, Finished: e.Finished, Renumbered: e.Renumbered}
+		r := model.RunOfEntry(k.Run, &e)
 		if e.Records > 0 {
 			r.Journal = make([]model.Record, 0, e.Records)
 		}
