@@ -35,6 +35,10 @@
 // case's old count): this is how a 10M-run directory made once, over an
 // hour or two, is measured.
 //
+// -commands times a subset of these (a 10M round of all of them takes
+// most of an hour); a ratio is given only when both of its commands
+// were timed, and is left out of the JSON otherwise.
+//
 // Every command runs under /usr/bin/time -v for its peak RSS. The
 // generated directories are cached under $FUSEE_BENCH_CACHE (default
 // ~/.cache/fusee-bench), keyed by shard count, runs and seed: delete it
@@ -95,24 +99,24 @@ type caseResult struct {
 	// Runs read per wall minute by each reading command (and made per
 	// wall minute by gen), from its median.
 	RunsPerMinute    map[string]float64 `json:"runs_per_minute,omitempty"`
-	ReshardOverFloor float64            `json:"reshard_over_floor"`
-	ReshardOverCopy  float64            `json:"reshard_over_copy"`
-	FloorOverCopy    float64            `json:"floor_over_copy"`
-	ReshardOverDry   float64            `json:"reshard_over_dry_run"`
+	ReshardOverFloor float64            `json:"reshard_over_floor,omitempty"`
+	ReshardOverCopy  float64            `json:"reshard_over_copy,omitempty"`
+	FloorOverCopy    float64            `json:"floor_over_copy,omitempty"`
+	ReshardOverDry   float64            `json:"reshard_over_dry_run,omitempty"`
 	// The same ratios of CPU time (user + system): on a machine shared
 	// with other work, wall time stretches with the load, CPU time much
 	// less.
-	CPUReshardOverFloor float64 `json:"cpu_reshard_over_floor"`
-	CPUReshardOverDry   float64 `json:"cpu_reshard_over_dry_run"`
+	CPUReshardOverFloor float64 `json:"cpu_reshard_over_floor,omitempty"`
+	CPUReshardOverDry   float64 `json:"cpu_reshard_over_dry_run,omitempty"`
 	// Issue 30's: the wall on every core over the wall on one, the CPU
 	// under --memory 16MiB over the default budget's, and the reshard's
 	// CPU per run.
-	WallOverOneCore float64 `json:"wall_over_one_core"`
-	CPU16MiBOverDef float64 `json:"cpu_16mib_over_default"`
-	CPUMicrosPerRun float64 `json:"cpu_us_per_run"`
-	NoCgoPeakRSSMiB float64 `json:"nocgo_peak_rss_mib"`
-	CgoPeakRSSMiB   float64 `json:"cgo_peak_rss_mib"`
-	CPUNoCgoOverCgo float64 `json:"cpu_nocgo_over_cgo"`
+	WallOverOneCore float64 `json:"wall_over_one_core,omitempty"`
+	CPU16MiBOverDef float64 `json:"cpu_16mib_over_default,omitempty"`
+	CPUMicrosPerRun float64 `json:"cpu_us_per_run,omitempty"`
+	NoCgoPeakRSSMiB float64 `json:"nocgo_peak_rss_mib,omitempty"`
+	CgoPeakRSSMiB   float64 `json:"cgo_peak_rss_mib,omitempty"`
+	CPUNoCgoOverCgo float64 `json:"cpu_nocgo_over_cgo,omitempty"`
 }
 
 type machine struct {
@@ -152,7 +156,8 @@ var (
 type options struct {
 	runs, pairs, seed int
 	cases, jsonOut    string
-	src               string // an existing directory for every case
+	commands          []string // the subset of commandOrder to time
+	src               string   // an existing directory for every case
 	readers, gen      bool
 }
 
@@ -165,8 +170,22 @@ func main() {
 	src := flag.String("src", "", "use the existing directory `DIR` (made with -runs runs) for every case instead of generating one")
 	readers := flag.Bool("readers", true, "also time inspect, verify and dump --logical on each source directory")
 	gen := flag.Bool("gen", false, "also time fusee gen of -runs runs into a fresh directory, every round")
+	commands := flag.String("commands", strings.Join(commandOrder, ","), "comma-separated `LIST` of the commands to time (ratios need both of their commands)")
 	flag.Parse()
 	opt := options{runs: *runs, pairs: *pairs, seed: *seed, cases: *cases, jsonOut: *jsonOut, src: *src, readers: *readers, gen: *gen}
+	for _, c := range strings.Split(*commands, ",") {
+		if !slices.Contains(commandOrder, c) {
+			fmt.Fprintf(os.Stderr, "bench: -commands: %q is not one of %s\n", c, strings.Join(commandOrder, ","))
+			os.Exit(2)
+		}
+	}
+	// Timed in commandOrder's order whatever the list's, so that a round
+	// alternates its commands as a full round does.
+	for _, c := range commandOrder {
+		if slices.Contains(strings.Split(*commands, ","), c) {
+			opt.commands = append(opt.commands, c)
+		}
+	}
 	if err := run(opt); err != nil {
 		fmt.Fprintln(os.Stderr, "bench:", err)
 		os.Exit(1)
@@ -242,7 +261,7 @@ func run(opt options) error {
 			Commands: map[string]*measure{}}
 		// The reading commands depend only on the source directory: they
 		// are timed with the first case that reads it.
-		names := slices.Clone(commandOrder)
+		names := slices.Clone(opt.commands)
 		if opt.readers && !readSrc[src] {
 			readSrc[src] = true
 			names = append(names, readerOrder...)
@@ -292,17 +311,19 @@ func run(opt options) error {
 			m.summarize(size)
 		}
 		cm := cr.Commands
-		cr.ReshardOverFloor = cm["reshard"].MedianSeconds / cm["floor"].MedianSeconds
-		cr.ReshardOverCopy = cm["reshard"].MedianSeconds / cm["copy"].MedianSeconds
-		cr.FloorOverCopy = cm["floor"].MedianSeconds / cm["copy"].MedianSeconds
-		cr.ReshardOverDry = cm["reshard"].MedianSeconds / cm["dry-run"].MedianSeconds
-		cr.CPUReshardOverFloor = cm["reshard"].MedianCPU / cm["floor"].MedianCPU
-		cr.CPUReshardOverDry = cm["reshard"].MedianCPU / cm["dry-run"].MedianCPU
-		cr.WallOverOneCore = cm["reshard"].MedianSeconds / cm["reshard-1p"].MedianSeconds
-		cr.CPU16MiBOverDef = cm["reshard-16m"].MedianCPU / cm["reshard"].MedianCPU
-		cr.CPUMicrosPerRun = cm["reshard"].MedianCPU / float64(runs) * 1e6
-		cr.CgoPeakRSSMiB, cr.NoCgoPeakRSSMiB = cm["reshard"].MaxRSSMiB, cm["reshard-nocgo"].MaxRSSMiB
-		cr.CPUNoCgoOverCgo = cm["reshard-nocgo"].MedianCPU / cm["reshard"].MedianCPU
+		wall := func(a, b string) float64 { return ratio(cm, a, b, false) }
+		cpu := func(a, b string) float64 { return ratio(cm, a, b, true) }
+		cr.ReshardOverFloor, cr.ReshardOverCopy = wall("reshard", "floor"), wall("reshard", "copy")
+		cr.FloorOverCopy, cr.ReshardOverDry = wall("floor", "copy"), wall("reshard", "dry-run")
+		cr.CPUReshardOverFloor, cr.CPUReshardOverDry = cpu("reshard", "floor"), cpu("reshard", "dry-run")
+		cr.WallOverOneCore, cr.CPU16MiBOverDef = wall("reshard", "reshard-1p"), cpu("reshard-16m", "reshard")
+		cr.CPUNoCgoOverCgo = cpu("reshard-nocgo", "reshard")
+		if m := cm["reshard"]; m != nil {
+			cr.CPUMicrosPerRun, cr.CgoPeakRSSMiB = m.MedianCPU/float64(runs)*1e6, m.MaxRSSMiB
+		}
+		if m := cm["reshard-nocgo"]; m != nil {
+			cr.NoCgoPeakRSSMiB = m.MaxRSSMiB
+		}
 		if cr.RunsPerMinute != nil {
 			for _, name := range readerOrder {
 				cr.RunsPerMinute[name] = float64(runs) / cm[name].MedianSeconds * 60
@@ -354,6 +375,27 @@ func (m *measure) summarize(size int64) {
 	}
 }
 
+// ratio is command a's median over command b's (CPU or wall), or 0 when
+// either was not timed (-commands).
+func ratio(cm map[string]*measure, a, b string, cpu bool) float64 {
+	ma, mb := cm[a], cm[b]
+	if ma == nil || mb == nil {
+		return 0
+	}
+	if cpu {
+		return ma.MedianCPU / mb.MedianCPU
+	}
+	return ma.MedianSeconds / mb.MedianSeconds
+}
+
+// times prints a ratio, or n/a for one that was not measured.
+func times(r float64) string {
+	if r == 0 {
+		return "n/a"
+	}
+	return fmt.Sprintf("%.2fx", r)
+}
+
 func median(v []float64) float64 {
 	s := slices.Sorted(slices.Values(v))
 	if len(s)%2 == 1 {
@@ -366,15 +408,18 @@ func printTable(res result) {
 	fmt.Printf("%-6s %8s %8s %-13s %9s %8s %8s %9s\n", "case", "runs", "MB", "command", "median s", "MB/s", "CPU s", "RSS MiB")
 	for _, c := range res.Cases {
 		for _, name := range commandOrder {
-			m := c.Commands[name]
+			m, ok := c.Commands[name]
+			if !ok {
+				continue
+			}
 			fmt.Printf("%-6s %8d %8.1f %-13s %9.3f %8.1f %8.2f %9.1f\n", c.Case, c.Runs, float64(c.Bytes)/1e6, name,
 				m.MedianSeconds, m.MBPerSecond, m.MedianCPU, m.MaxRSSMiB)
 		}
-		fmt.Printf("%-6s wall: reshard/floor %.2fx  reshard/copy %.1fx  floor/copy %.1fx  reshard/dry-run %.2fx\n",
-			c.Case, c.ReshardOverFloor, c.ReshardOverCopy, c.FloorOverCopy, c.ReshardOverDry)
-		fmt.Printf("%-6s CPU:  reshard/floor %.2fx  reshard/dry-run %.2fx\n", c.Case, c.CPUReshardOverFloor, c.CPUReshardOverDry)
-		fmt.Printf("%-6s wall every core/one core %.2fx  CPU --memory 16MiB/default %.2fx  CPU %.1f us/run  RSS cgo %.0f MiB, CGO_ENABLED=0 %.0f MiB (CPU %.2fx)\n",
-			c.Case, c.WallOverOneCore, c.CPU16MiBOverDef, c.CPUMicrosPerRun, c.CgoPeakRSSMiB, c.NoCgoPeakRSSMiB, c.CPUNoCgoOverCgo)
+		fmt.Printf("%-6s wall: reshard/floor %s  reshard/copy %s  floor/copy %s  reshard/dry-run %s\n",
+			c.Case, times(c.ReshardOverFloor), times(c.ReshardOverCopy), times(c.FloorOverCopy), times(c.ReshardOverDry))
+		fmt.Printf("%-6s CPU:  reshard/floor %s  reshard/dry-run %s\n", c.Case, times(c.CPUReshardOverFloor), times(c.CPUReshardOverDry))
+		fmt.Printf("%-6s wall every core/one core %s  CPU --memory 16MiB/default %s  CPU %.1f us/run  RSS cgo %.0f MiB, CGO_ENABLED=0 %.0f MiB (CPU %s)\n",
+			c.Case, times(c.WallOverOneCore), times(c.CPU16MiBOverDef), c.CPUMicrosPerRun, c.CgoPeakRSSMiB, c.NoCgoPeakRSSMiB, times(c.CPUNoCgoOverCgo))
 		for _, name := range readerOrder {
 			if m, ok := c.Commands[name]; ok {
 				fmt.Printf("%-6s %8d %8.1f %-13s %9.3f %8.1f %8.2f %9.1f  %.2fM runs/min\n", c.Case, c.Runs, float64(c.Bytes)/1e6, name,
