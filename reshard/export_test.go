@@ -94,3 +94,11 @@ func StoresBeingWritten(oldBytes, memory int64, newN int) int64 {
 // SetPhaseClock sets a function called where the report's clock of a
 // phase starts (stop false) and where it stops.
 func SetPhaseClock(f func(name string, stop bool)) { Testing.phaseClock = f }
+
+// SetListBatch sets how many list elements a report's JSON encoder takes
+// at a time (0: listBatch) and returns the previous setting.
+func SetListBatch(n int) int {
+	prev := Testing.listBatch
+	Testing.listBatch = n
+	return prev
+}

@@ -6,6 +6,9 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"runtime"
+	"sync"
+	"sync/atomic"
 )
 
 // WriteJSON writes the report as indented JSON (two spaces) and a
@@ -64,6 +67,12 @@ func writeIndented(w io.Writer, shell any, end string, fill func(bw *bufio.Write
 // top-level object), then list's elements indented as MarshalIndent
 // indents them there, and returns the rest of doc after the list's
 // opening bracket. A nil or empty list is left as doc has it.
+//
+// The report is written twice on a reshard's way out, alone on the
+// critical path (synced before the switch, printed after it), and at 1M
+// runs its lists are tens of MB of JSON: their elements are encoded in
+// batches by one goroutine per core (at most listEncoders) and written
+// in the list's order, so the bytes are those one encoder would write.
 func streamList[T any](bw *bufio.Writer, doc []byte, key string, list *List[T]) ([]byte, error) {
 	if list.Len() == 0 {
 		return doc, nil
@@ -76,24 +85,12 @@ func streamList[T any](bw *bufio.Writer, doc []byte, key string, list *List[T]) 
 	if _, err := bw.Write(doc[:at+len(mark)]); err != nil {
 		return nil, err
 	}
-	var one, ind bytes.Buffer
-	enc := json.NewEncoder(&one) // escapes as Marshal does; reuses one
 	first := true
-	err := list.Each(func(item *T) error {
-		one.Reset()
-		if err := enc.Encode(item); err != nil {
-			return err
+	err := encodeInOrder(list, func(b []byte) error {
+		if first { // the list's first element has no comma before it
+			b, first = b[1:], false
 		}
-		ind.Reset()
-		if !first {
-			ind.WriteByte(',')
-		}
-		first = false
-		ind.WriteString("\n    ")
-		if err := json.Indent(&ind, bytes.TrimSuffix(one.Bytes(), []byte("\n")), "    ", "  "); err != nil {
-			return err
-		}
-		_, err := bw.Write(ind.Bytes())
+		_, err := bw.Write(b)
 		return err
 	})
 	if err != nil {
@@ -103,4 +100,104 @@ func streamList[T any](bw *bufio.Writer, doc []byte, key string, list *List[T]) 
 		return nil, err
 	}
 	return doc[at+len(mark):], nil
+}
+
+// listBatch is how many list elements an encoder takes at a time, and
+// listEncoders the most encoders a list gets.
+const (
+	listBatch    = 512
+	listEncoders = 8
+)
+
+// encodeInOrder encodes list's elements, each as ",\n    " and the
+// element indented as it sits in the report, on up to listEncoders
+// goroutines, and hands write the batches' bytes in the list's order. It
+// holds at most about three batches per encoder. It stops reading the
+// list at write's first error, and returns the first error of the list,
+// an encoder or write.
+func encodeInOrder[T any](list *List[T], write func([]byte) error) error {
+	type encoded struct {
+		b   []byte
+		err error
+	}
+	type batch struct {
+		items []T
+		out   chan encoded // buffered: an encoder never waits on it
+	}
+	k := max(min(runtime.GOMAXPROCS(0), listEncoders), 1)
+	jobs, order := make(chan batch), make(chan batch, 2*k)
+	var encoders sync.WaitGroup
+	for range k {
+		encoders.Go(func() {
+			for bt := range jobs {
+				b, err := encodeBatch(bt.items)
+				bt.out <- encoded{b, err}
+			}
+		})
+	}
+	var stop atomic.Bool
+	written := make(chan error, 1)
+	go func() { // the writer: batches in the order they were read
+		var err error
+		for bt := range order {
+			e := <-bt.out
+			if err == nil {
+				if err = e.err; err == nil {
+					err = write(e.b)
+				}
+				stop.Store(err != nil)
+			}
+		}
+		written <- err
+	}()
+	n := listBatch
+	if Testing.listBatch > 0 {
+		n = Testing.listBatch
+	}
+	cur := make([]T, 0, n)
+	send := func() {
+		bt := batch{items: cur, out: make(chan encoded, 1)}
+		order <- bt // queued for the writer before an encoder can finish it
+		jobs <- bt
+		cur = make([]T, 0, n)
+	}
+	err := list.Each(func(item *T) error {
+		if stop.Load() {
+			return errEnough
+		}
+		cur = append(cur, *item) // Each decodes every element afresh
+		if len(cur) == n {
+			send()
+		}
+		return nil
+	})
+	if err == nil && len(cur) > 0 {
+		send()
+	}
+	close(jobs)
+	close(order)
+	encoders.Wait()
+	if werr := <-written; werr != nil {
+		return werr
+	}
+	return err
+}
+
+// encodeBatch encodes items as encodeInOrder gives them: each as
+// ",\n    " and its JSON, escaped as Marshal escapes and indented as
+// MarshalIndent indents an element of a top-level field's list.
+func encodeBatch[T any](items []T) ([]byte, error) {
+	var one, out bytes.Buffer
+	enc := json.NewEncoder(&one) // escapes as Marshal does; reuses one
+	for i := range items {
+		one.Reset()
+		if err := enc.Encode(&items[i]); err != nil {
+			return nil, err
+		}
+		out.WriteString(",\n    ")
+		if err := json.Indent(&out, bytes.TrimSuffix(one.Bytes(), []byte("\n")), "    ", "  "); err != nil {
+			return nil, err
+		}
+	}
+	return out.Bytes(), nil
 }

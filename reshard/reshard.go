@@ -598,6 +598,10 @@ var Testing struct {
 	// phase starts (stop false) and stops: the progress test checks that
 	// each progress phase starts and ends inside its report phase's clock.
 	phaseClock func(name string, stop bool)
+	// listBatch, when above 0, is how many list elements a report's JSON
+	// encoder takes at a time (listBatch): the JSON test's short lists
+	// then span many batches.
+	listBatch int
 }
 
 func hook(step string) error {
