@@ -534,12 +534,12 @@ func (r *resharder) writeStore(sorter *extsort.Sorter, newDir string, j int, che
 }
 
 // storeWorkers is how many new stores are written or read back at once:
-// one per core the process may use, at least two (a store's writing and
-// digest is one goroutine's work, and two overlap one's syncs with the
-// other's work), and at most one per maxStoreMemory of the budget (a
-// store being written holds a pebble store open, a table buffer per key
-// kind, its share of the sort's read buffers and the fanoutBatches of
-// pairs its merge hands its writer and digest).
+// one per core the process may use, at least two (two overlap one's
+// syncs with the other's work), and at most one per maxStoreMemory of
+// the budget (a store being written holds a pebble store open, a table
+// buffer per key kind, its share of the sort's read buffers and the
+// fanoutBatches of pairs its merge hands its writer and digest, each of
+// the three on a goroutine of its own).
 func (r *resharder) storeWorkers() int {
 	return min(max(runtime.GOMAXPROCS(0), 2), maxStoreWorkers(r.budget))
 }
