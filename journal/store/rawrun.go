@@ -152,7 +152,8 @@ func (sr *ShardReader) readRawRun(it *pebble.Iterator, k StoreKey) (*RawRun, err
 	if n > 0 {
 		buf = make([]byte, 0, rawRunBufBytes)
 	}
-	ends := make([]int, 0, n)
+	ends := sr.rawEnds[:0] // where each record ends in buf: the reader's, reused
+	defer func() { sr.rawEnds = ends }()
 	for it.Next() {
 		key := it.Key()
 		rk, err := ParseStoreKey(key)

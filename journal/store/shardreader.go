@@ -55,6 +55,7 @@ type ShardReader struct {
 	msgGone map[string]bool        // message IDs the tail acked or sent: the store's copies are gone
 	scratch *model.Shard           // LoadRunKey's target while decoding one run
 	lookups lookupPool             // Run's iterators, kept between calls
+	rawEnds []int                  // readRawRun's record ends, kept between runs
 }
 
 // OpenShardReader opens shard's store in dir (a directory of count shards)
