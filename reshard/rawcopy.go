@@ -149,34 +149,27 @@ func (w *rawRewriter) pendingTokens(oldShard int, oldNo model.RunNo, wf string) 
 // record in it has a reference; from the first such record on, it is
 // built again in w.hb.
 func (w *rawRewriter) archive(rr *store.RawRun, oldShard int, m plan.Mapped) error {
-	n, err := model.HistoryLen(rr.Archive)
-	if err != nil {
-		return err
-	}
 	w.counts.Archives++
-	w.counts.Records += int64(n)
+	w.counts.Records += int64(len(rr.ArchiveRecords))
 	rewrite := false
-	err = model.EachHistoryRecordAt(rr.Archive, func(at int, rec []byte, h *model.RecordHead) error {
-		if !h.HasRefs() {
+	for k := range rr.ArchiveRecords {
+		a := &rr.ArchiveRecords[k]
+		if !a.Head.HasRefs() {
 			if rewrite {
-				w.hb = model.AppendHistoryRecord(w.hb, rec)
+				w.hb = model.AppendHistoryRecord(w.hb, a.Rec)
 			}
-			return nil
+			continue
 		}
 		if !rewrite {
 			rewrite = true
-			w.hb = append(w.hb[:0], rr.Archive[:at]...)
+			w.hb = append(w.hb[:0], rr.Archive[:a.At]...)
 		}
-		val, err := w.record(oldShard, rec, h, w.rb[:0], false)
+		val, err := w.record(oldShard, a.Rec, &a.Head, w.rb[:0], false)
 		if err != nil {
 			return err
 		}
 		w.rb = val
 		w.hb = model.AppendHistoryRecord(w.hb, val)
-		return nil
-	})
-	if err != nil {
-		return err
 	}
 	val := rr.Archive
 	if rewrite {
@@ -200,12 +193,9 @@ func (c *canon) rawRun(d *digest, shard int, r *store.RawRun) {
 	d.counts[itemRecord] += int64(len(r.Records))
 	if r.Archive != nil {
 		c.archiveOf(shard, r.No)
-		err := model.EachHistoryRecord(r.Archive, func(rec []byte, h *model.RecordHead) error {
-			c.rawRecord(shard, rec, h)
-			return nil
-		})
-		if err != nil && c.err == nil {
-			c.err = err
+		for k := range r.ArchiveRecords {
+			a := &r.ArchiveRecords[k]
+			c.rawRecord(shard, a.Rec, &a.Head)
 		}
 		d.add(itemArchive, c.b)
 	}

@@ -134,8 +134,8 @@ func (s *streamDigest) record(key, val []byte, k store.StoreKey) error {
 		return s.fail(key, "journal record at position %d, want position %d of %d", k.Pos, r.records, r.e.Records)
 	}
 	h, err := peekRecord(val)
-	if err == nil && k.Pos == 0 {
-		h, err = model.ScanRecord(val) // the start record's workflow ID
+	if err == nil && k.Pos == 0 && !h.HasRefs() {
+		h, err = model.ScanRecord(val) // the start record's workflow ID (peekRecord scanned one with references)
 	}
 	if err != nil {
 		return s.fail(key, "%v", err)

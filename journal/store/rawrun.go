@@ -29,6 +29,34 @@ type RawRun struct {
 	Records [][]byte           // the encoded records, by position
 	Heads   []model.RecordHead // ScanRecord of each record
 	Archive []byte             // a tombstone's encoded archived history (nil otherwise)
+	// ArchiveRecords are Archive's records in order, each scanned once
+	// here for every reader of the run (nil without an archive).
+	ArchiveRecords []ArchivedRecord
+}
+
+// An ArchivedRecord is one record of a RawRun's archive, as
+// model.EachHistoryRecordAt gives it: where it begins in the archive
+// (its length's first byte: Archive[:At] is the history's count and the
+// records before it), its bytes (aliasing Archive) and its ScanRecord.
+type ArchivedRecord struct {
+	At   int
+	Rec  []byte
+	Head model.RecordHead
+}
+
+// scanArchive checks an encoded archived history (EachHistoryRecordAt)
+// and returns its records, aliasing p.
+func scanArchive(p []byte) ([]ArchivedRecord, error) {
+	n, err := model.HistoryLen(p)
+	if err != nil {
+		return nil, err
+	}
+	recs := make([]ArchivedRecord, 0, min(n, len(p)))
+	err = model.EachHistoryRecordAt(p, func(at int, rec []byte, h *model.RecordHead) error {
+		recs = append(recs, ArchivedRecord{At: at, Rec: rec, Head: *h})
+		return nil
+	})
+	return recs, err
 }
 
 // rawOf encodes a run of the overlay (and its archive) as a RawRun.
@@ -54,6 +82,10 @@ func rawOf(r *model.Run, archive []model.Record) (*RawRun, error) {
 	}
 	if archive != nil {
 		rr.Archive = model.EncodeHistory(nil, archive)
+		var err error
+		if rr.ArchiveRecords, err = scanArchive(rr.Archive); err != nil {
+			return nil, fmt.Errorf("run %d archive: %w", r.No, err)
+		}
 	}
 	return rr, nil
 }
@@ -69,13 +101,13 @@ func (sr *ShardReader) RawRuns(ctx context.Context, fn func(r *RawRun) error) (e
 			if err != nil {
 				return nil, err
 			}
-			if rr.Archive, err = arch.takeRaw(rr.No, rr.Entry.State == model.StateTombstone); err != nil {
+			if rr.Archive, rr.ArchiveRecords, err = arch.takeRaw(rr.No, rr.Entry.State == model.StateTombstone); err != nil {
 				return nil, err
 			}
 			return rr, nil
 		},
 		skipArchive: func(arch *archiveCursor, no model.RunNo, tombstone bool) error {
-			_, err := arch.takeRaw(no, tombstone)
+			_, _, err := arch.takeRaw(no, tombstone)
 			return err
 		},
 	}, fn)
@@ -120,7 +152,8 @@ func (sr *ShardReader) readRawRun(it *pebble.Iterator, k StoreKey) (*RawRun, err
 	if n > 0 {
 		buf = make([]byte, 0, rawRunBufBytes)
 	}
-	ends := make([]int, 0, n)
+	ends := sr.rawEnds[:0] // where each record ends in buf: the reader's, reused
+	defer func() { sr.rawEnds = ends }()
 	for it.Next() {
 		key := it.Key()
 		rk, err := ParseStoreKey(key)
@@ -168,16 +201,21 @@ func (sr *ShardReader) readRawRun(it *pebble.Iterator, k StoreKey) (*RawRun, err
 	return rr, nil
 }
 
-// takeRaw is take with the archive's bytes (a copy), checked by
-// EachHistoryRecord.
-func (c *archiveCursor) takeRaw(no model.RunNo, tombstone bool) ([]byte, error) {
-	var p []byte
+// takeRaw is take with the archive's bytes (a copy) and its records,
+// checked (scanArchive).
+func (c *archiveCursor) takeRaw(no model.RunNo, tombstone bool) ([]byte, []ArchivedRecord, error) {
+	var (
+		p    []byte
+		recs []ArchivedRecord
+	)
 	err := c.takeWith(no, tombstone, func(val []byte) error {
-		if err := model.EachHistoryRecord(val, func([]byte, *model.RecordHead) error { return nil }); err != nil {
-			return err
-		}
+		var err error
 		p = append([]byte(nil), val...)
-		return nil
+		recs, err = scanArchive(p)
+		return err
 	})
-	return p, err
+	if err != nil {
+		return nil, nil, err
+	}
+	return p, recs, nil
 }

@@ -55,6 +55,7 @@ type ShardReader struct {
 	msgGone map[string]bool        // message IDs the tail acked or sent: the store's copies are gone
 	scratch *model.Shard           // LoadRunKey's target while decoding one run
 	lookups lookupPool             // Run's iterators, kept between calls
+	rawEnds []int                  // readRawRun's record ends, kept between runs
 }
 
 // OpenShardReader opens shard's store in dir (a directory of count shards)
@@ -540,6 +541,24 @@ func eachRun[R any](ctx context.Context, sr *ShardReader, src runSource[R], fn f
 	return emitMine(0)
 }
 
+// skipRecords moves it from a run's entry past the run's journal
+// records (the keys that begin with the entry's key): to the first key at
+// or after RunKey(run+1), where SeekGE to it lands. A run has a few
+// records, and stepping over them costs a fraction of a seek.
+func skipRecords(it *pebble.Iterator) bool {
+	var b [16]byte
+	entry := append(b[:0], it.Key()...)
+	ok := it.Next()
+	for ok {
+		key := it.Key()
+		if len(key) <= len(entry) || !bytes.Equal(key[:len(entry)], entry) {
+			break
+		}
+		ok = it.Next()
+	}
+	return ok
+}
+
 // archiveCursor walks the store's archives ("A" keys) in step with its
 // runs, so that each archive is read once and matched with its run.
 type archiveCursor struct {
@@ -822,7 +841,7 @@ func (sr *ShardReader) RunEntries(ctx context.Context, fn func(no model.RunNo, e
 		if k.Run >= model.MaxRunNo {
 			break
 		}
-		ok = it.SeekGE(RunKey(k.Run + 1)) // past the run's records
+		ok = skipRecords(it)
 	}
 	if err := it.Error(); err != nil {
 		return WrapStoreError(sr.path, "reading", err)

@@ -37,7 +37,7 @@ type StoreWriter struct {
 	trap   *fatalTrap
 	wopts  sstable.WriterOptions
 	ropts  sstable.ReaderOptions
-	lanes  map[byte]*storeLane
+	lanes  [256]*storeLane // by kind (a key's first byte): an array, not a map, since every Add looks its lane up
 	paths  []string
 	keys   int64
 	bytes  int64
@@ -70,7 +70,7 @@ func NewStoreWriter(fs vfs.FS, dir string) (*StoreWriter, error) {
 	}
 	o := StoreOptions(fs, nil, false, true)
 	o.EnsureDefaults()
-	return &StoreWriter{fs: fs, dir: dir, tmp: tmp, db: db, trap: trap, lanes: map[byte]*storeLane{},
+	return &StoreWriter{fs: fs, dir: dir, tmp: tmp, db: db, trap: trap,
 		wopts: o.MakeWriterOptions(6, db.FormatMajorVersion().MaxTableFormat()), ropts: o.MakeReaderOptions()}, nil
 }
 
@@ -137,6 +137,9 @@ func (sw *StoreWriter) Finish() (err error) {
 	defer func() { _ = sw.fs.RemoveAll(sw.tmp) }()
 	defer RecoverStoreFatal(sw.dir, &err)
 	for _, l := range sw.lanes {
+		if l == nil {
+			continue
+		}
 		if cerr := sw.closeTable(l); err == nil {
 			err = cerr
 		}
@@ -201,7 +204,7 @@ func (sw *StoreWriter) Abort() {
 	}
 	sw.closed = true
 	for _, l := range sw.lanes {
-		if l.w != nil {
+		if l != nil && l.w != nil {
 			_ = l.w.Close()
 		}
 	}

@@ -218,8 +218,73 @@ func (s *Writer) appendPair(key, value []byte) {
 func (s *Writer) key(it *sortItem) []byte { return s.arena[it.keyOff : it.keyOff+it.keyLen] }
 
 // sortArena sorts the items in memory by (shard, key).
-func (s *Writer) sortArena() {
-	slices.SortFunc(s.items, func(a, b sortItem) int {
+func (s *Writer) sortArena() { s.radixSort(s.items, 0) }
+
+// radixCutoff is the most items radixSort leaves to a comparison sort.
+const radixCutoff = 32
+
+// radixBytes is how many bytes an item's radix key has: its shard (2),
+// then its key's first 16 (p1, p2).
+const radixBytes = 18
+
+// radixByte is byte d of it's radix key, the most significant first:
+// the radix keys order as (shard, p1, p2) do.
+func radixByte(it *sortItem, d int) int {
+	switch {
+	case d < 2:
+		return int(it.shard>>(8*(1-d))) & 0xff
+	case d < 10:
+		return int(it.p1>>(8*(9-d))) & 0xff
+	}
+	return int(it.p2>>(8*(17-d))) & 0xff
+}
+
+// radixSort sorts items, which share their radix keys' bytes before d,
+// by (shard, key): in place, a byte at a time from byte d (an American
+// flag sort: each item goes straight to its byte's bucket), skipping a
+// byte every item shares, each bucket then sorted by the next byte.
+// Buckets of at most radixCutoff items, and items whose radix keys are
+// equal (the same shard and first 16 bytes), are sorted by comparing
+// keys. The order is the comparison sort's: the keys of a shard are
+// distinct, so there is one.
+func (s *Writer) radixSort(items []sortItem, d int) {
+	for len(items) > radixCutoff && d < radixBytes {
+		var count [256]int
+		for k := range items {
+			count[radixByte(&items[k], d)]++
+		}
+		if count[radixByte(&items[0], d)] == len(items) {
+			d++ // every item has this byte
+			continue
+		}
+		var next, end [256]int
+		sum := 0
+		for b, n := range count {
+			next[b] = sum
+			sum += n
+			end[b] = sum
+		}
+		for b := range 256 {
+			for next[b] < end[b] {
+				it := items[next[b]]
+				for c := radixByte(&it, d); c != b; c = radixByte(&it, d) {
+					items[next[c]], it = it, items[next[c]]
+					next[c]++
+				}
+				items[next[b]] = it
+				next[b]++
+			}
+		}
+		start := 0
+		for _, e := range end {
+			if e-start > 1 {
+				s.radixSort(items[start:e], d+1)
+			}
+			start = e
+		}
+		return
+	}
+	slices.SortFunc(items, func(a, b sortItem) int {
 		switch {
 		case a.shard != b.shard:
 			return int(a.shard) - int(b.shard)

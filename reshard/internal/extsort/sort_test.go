@@ -92,3 +92,51 @@ func TestRunSorterMatchesSort(t *testing.T) {
 		}
 	})
 }
+
+// TestSortArenaMatchesSort: an arena's items are sorted by (shard, key)
+// as a comparison sort orders them, with enough items for the radix
+// sort's buckets and keys drawn from a few bytes, so that many share
+// their first 16 bytes (and differ after them, or are a prefix of
+// another) or share every byte the radix sort looks at but one.
+func TestSortArenaMatchesSort(t *testing.T) {
+	rapid.Check(t, func(t *rapid.T) {
+		shards := rapid.SampledFrom([]int{1, 2, 300}).Draw(t, "shards")
+		w := New(vfs.NewMem(), "/sort", shards, 1<<30, 1).Writers(1)[0]
+		type kv struct {
+			shard int
+			k     string
+		}
+		bytesOf := func(most int) *rapid.Generator[[]byte] {
+			return rapid.SliceOfN(rapid.SampledFrom([]byte{0, 1, 'Q', 0xff}), 0, most)
+		}
+		prefixes := rapid.SliceOfN(bytesOf(20), 1, 4).Draw(t, "prefixes")
+		seen := map[kv]bool{}
+		var want []kv
+		for range rapid.IntRange(0, 3000).Draw(t, "items") {
+			k := slices.Concat(rapid.SampledFrom(prefixes).Draw(t, "prefix"), bytesOf(6).Draw(t, "tail"))
+			e := kv{rapid.IntRange(0, shards-1).Draw(t, "j"), string(k)}
+			if seen[e] {
+				continue // a shard's keys are distinct
+			}
+			seen[e] = true
+			want = append(want, e)
+			if err := w.Put(e.shard, k, nil); err != nil {
+				t.Fatal(err)
+			}
+		}
+		w.sortArena()
+		slices.SortFunc(want, func(a, b kv) int {
+			if a.shard != b.shard {
+				return a.shard - b.shard
+			}
+			return bytes.Compare([]byte(a.k), []byte(b.k))
+		})
+		got := make([]kv, len(w.items))
+		for i := range w.items {
+			got[i] = kv{int(w.items[i].shard), string(w.key(&w.items[i]))}
+		}
+		if !slices.Equal(got, want) {
+			t.Fatalf("%d items out of order", len(got))
+		}
+	})
+}

@@ -115,11 +115,18 @@ func (s *rankSet) at(k int) uint32 {
 	// The last word with at most k members before it holds member k.
 	i, _ := slices.BinarySearch(s.cum, uint32(k)+1)
 	w := i - 1
-	word := s.words[w]
-	for r := k - int(s.cum[w]); r > 0; r-- {
+	// Member r of the word: past the bytes holding fewer, then within
+	// its byte.
+	word, r, at := s.words[w], k-int(s.cum[w]), w*64
+	for c := bits.OnesCount8(uint8(word)); r >= c; c = bits.OnesCount8(uint8(word)) {
+		r -= c
+		word >>= 8
+		at += 8
+	}
+	for ; r > 0; r-- {
 		word &= word - 1
 	}
-	return s.base + uint32(w*64+bits.TrailingZeros64(word))
+	return s.base + uint32(at+bits.TrailingZeros64(word))
 }
 
 // find returns the index of no in the ascending nos: a direct index when

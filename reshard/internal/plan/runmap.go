@@ -367,15 +367,20 @@ func (c *runMap) orderLosers(p *Plan, sortNeed int64) {
 	}
 }
 
-// oldOf is the old shard and rank of a loser's reference.
+// oldOf is the old shard and rank of a loser's reference: the first old
+// shard whose runs end after it. (A binary search by hand: through
+// slices.BinarySearchFunc each probe copied an oldRuns.)
 func (c *runMap) oldOf(ref uint32) (int, int) {
-	i, _ := slices.BinarySearchFunc(c.old, ref, func(o oldRuns, ref uint32) int {
-		if o.base+uint32(o.nos.n) <= ref {
-			return -1
+	lo, hi := 0, len(c.old)
+	for lo < hi {
+		mid := int(uint(lo+hi) >> 1)
+		if o := &c.old[mid]; o.base+uint32(o.nos.n) <= ref {
+			lo = mid + 1
+		} else {
+			hi = mid
 		}
-		return 1
-	})
-	return i, int(ref - c.old[i].base)
+	}
+	return lo, int(ref - c.old[lo].base)
 }
 
 // lookup returns where old run (shard, no) went.
