@@ -111,27 +111,32 @@ const (
 
 // encodeInOrder encodes list's elements, each as ",\n    " and the
 // element indented as it sits in the report, on up to listEncoders
-// goroutines, and hands write the batches' bytes in the list's order. It
-// holds at most about three batches per encoder. It stops reading the
-// list at write's first error, and returns the first error of the list,
-// an encoder or write.
+// goroutines, and hands write the batches' bytes in the list's order. Its
+// batches (at most about three per encoder) go round, their elements and
+// bytes reused. It stops reading the list at write's first error, and
+// returns the first error of the list, an encoder or write.
 func encodeInOrder[T any](list *List[T], write func([]byte) error) error {
-	type encoded struct {
-		b   []byte
-		err error
-	}
 	type batch struct {
 		items []T
-		out   chan encoded // buffered: an encoder never waits on it
+		out   bytes.Buffer
+		err   error
+		done  chan struct{} // one value once out (or err) is there
+	}
+	n := listBatch
+	if Testing.listBatch > 0 {
+		n = Testing.listBatch
 	}
 	k := max(min(runtime.GOMAXPROCS(0), listEncoders), 1)
-	jobs, order := make(chan batch), make(chan batch, 2*k)
+	jobs, order, free := make(chan *batch), make(chan *batch, 2*k), make(chan *batch, 3*k+2)
 	var encoders sync.WaitGroup
 	for range k {
 		encoders.Go(func() {
+			var one bytes.Buffer
+			enc := json.NewEncoder(&one) // escapes as Marshal does
 			for bt := range jobs {
-				b, err := encodeBatch(bt.items)
-				bt.out <- encoded{b, err}
+				bt.out.Reset()
+				bt.err = encodeBatch(&bt.out, &one, enc, bt.items)
+				bt.done <- struct{}{}
 			}
 		})
 	}
@@ -140,38 +145,43 @@ func encodeInOrder[T any](list *List[T], write func([]byte) error) error {
 	go func() { // the writer: batches in the order they were read
 		var err error
 		for bt := range order {
-			e := <-bt.out
+			<-bt.done
 			if err == nil {
-				if err = e.err; err == nil {
-					err = write(e.b)
+				if err = bt.err; err == nil {
+					err = write(bt.out.Bytes())
 				}
 				stop.Store(err != nil)
 			}
+			free <- bt
 		}
 		written <- err
 	}()
-	n := listBatch
-	if Testing.listBatch > 0 {
-		n = Testing.listBatch
+	next := func() *batch {
+		select {
+		case bt := <-free:
+			bt.items = bt.items[:0]
+			return bt
+		default:
+			return &batch{items: make([]T, 0, n), done: make(chan struct{}, 1)}
+		}
 	}
-	cur := make([]T, 0, n)
+	cur := next()
 	send := func() {
-		bt := batch{items: cur, out: make(chan encoded, 1)}
-		order <- bt // queued for the writer before an encoder can finish it
-		jobs <- bt
-		cur = make([]T, 0, n)
+		order <- cur // queued for the writer before an encoder can finish it
+		jobs <- cur
+		cur = next()
 	}
 	err := list.Each(func(item *T) error {
 		if stop.Load() {
 			return errEnough
 		}
-		cur = append(cur, *item) // Each decodes every element afresh
-		if len(cur) == n {
+		cur.items = append(cur.items, *item) // Each decodes every element afresh
+		if len(cur.items) == n {
 			send()
 		}
 		return nil
 	})
-	if err == nil && len(cur) > 0 {
+	if err == nil && len(cur.items) > 0 {
 		send()
 	}
 	close(jobs)
@@ -183,21 +193,20 @@ func encodeInOrder[T any](list *List[T], write func([]byte) error) error {
 	return err
 }
 
-// encodeBatch encodes items as encodeInOrder gives them: each as
-// ",\n    " and its JSON, escaped as Marshal escapes and indented as
-// MarshalIndent indents an element of a top-level field's list.
-func encodeBatch[T any](items []T) ([]byte, error) {
-	var one, out bytes.Buffer
-	enc := json.NewEncoder(&one) // escapes as Marshal does; reuses one
+// encodeBatch appends items to out as encodeInOrder gives them: each as
+// ",\n    " and its JSON, escaped as Marshal escapes (enc, writing to
+// one) and indented as MarshalIndent indents an element of a top-level
+// field's list.
+func encodeBatch[T any](out, one *bytes.Buffer, enc *json.Encoder, items []T) error {
 	for i := range items {
 		one.Reset()
 		if err := enc.Encode(&items[i]); err != nil {
-			return nil, err
+			return err
 		}
 		out.WriteString(",\n    ")
-		if err := json.Indent(&out, bytes.TrimSuffix(one.Bytes(), []byte("\n")), "    ", "  "); err != nil {
-			return nil, err
+		if err := json.Indent(out, bytes.TrimSuffix(one.Bytes(), []byte("\n")), "    ", "  "); err != nil {
+			return err
 		}
 	}
-	return out.Bytes(), nil
+	return nil
 }
