@@ -92,6 +92,7 @@ type Engine struct {
 	lastCP   int64
 	appended bool // the current round appended a journal record
 	stats    Stats
+	txBuf    *tx // the tx newTx reuses
 	progress func(Progress)
 }
 
