@@ -137,15 +137,54 @@ func (t *tx) latest(wf string) *runView {
 	if !ok {
 		return nil
 	}
-	v := viewOf(sh, s.Run(no))
+	v, _ := t.cached(wf, sh, no)
+	if v == nil {
+		v = viewOf(sh, s.Run(no))
+		t.views = append(t.views, v)
+	}
 	t.claims[wf] = v
-	t.views = append(t.views, v)
+	return v
+}
+
+// live is the tx's view of run (shard, no) if it is a run of workflow wf
+// that has not finished, claiming wf; nil otherwise. Such a run is wf's
+// latest (a run of an ID starts only once the ID's latest run is done:
+// fresh, child, restart, reset and continue-as-new all check or cause
+// that), so live makes it the view t.latest returns without reading the
+// ID index, which costs a store read once the shard evicted it.
+func (t *tx) live(wf string, shard int, no model.RunNo) *runView {
+	t.claim(wf)
+	if v := t.claims[wf]; v != nil {
+		if v.no == no && v.shard == shard && !v.done() {
+			return v
+		}
+		return nil
+	}
+	v, ok := t.cached(wf, shard, no)
+	if v == nil && ok {
+		r := t.e.b.shards()[shard].Run(no)
+		if r == nil || r.WorkflowID != wf {
+			return nil
+		}
+		v = viewOf(shard, r)
+		t.views = append(t.views, v)
+	}
+	if v == nil || v.done() {
+		return nil
+	}
+	t.claims[wf] = v
 	return v
 }
 
 // run returns the run (shard, no) if it is workflow wf's generation gen,
 // claiming wf; nil otherwise.
 func (t *tx) run(wf string, gen uint32, shard int, no model.RunNo) *runView {
+	if v := t.live(wf, shard, no); v != nil {
+		if v.gen != gen {
+			return nil
+		}
+		return v
+	}
 	if v := t.latest(wf); v != nil && v.no == no && v.shard == shard {
 		if v.gen != gen {
 			return nil
