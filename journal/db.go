@@ -263,6 +263,10 @@ func (db *DB) Commit(ops []ShardOp) error {
 		return nil
 	}
 	entries := make([]wal.Entry, len(ops))
+	// The entries' encodings share one buffer (an allocation per op was a
+	// good part of gen's); an entry's bytes stay where they were written
+	// when the buffer grows.
+	buf := make([]byte, 0, 64*len(ops))
 	for i := range ops {
 		sop := &ops[i]
 		if sop.Shard < 0 || sop.Shard >= len(db.Shards) {
@@ -280,7 +284,9 @@ func (db *DB) Commit(ops []ShardOp) error {
 			return db.err
 		}
 		s.LSN++
-		entries[i] = wal.Entry{Shard: sop.Shard, Data: model.EncodeOp(nil, &sop.Op)}
+		start := len(buf)
+		buf = model.EncodeOp(buf, &sop.Op)
+		entries[i] = wal.Entry{Shard: sop.Shard, Data: buf[start:len(buf):len(buf)]}
 	}
 	if _, err := db.log.Append(entries); err != nil {
 		db.err = fmt.Errorf("commit: writing the log: %w; the in-memory state is now ahead of the log: close and reopen the directory", err)

@@ -197,7 +197,7 @@ func (s *Shard) applyStart(op *Op) error {
 	}
 	r := &Run{
 		No: op.Run, WorkflowID: rec.WorkflowID, Gen: rec.Gen, Type: rec.Type,
-		State: StateRunning, Started: rec.Time, Journal: []Record{*rec},
+		State: StateRunning, Started: rec.Time, Journal: append(make([]Record, 0, startJournalCap), *rec),
 	}
 	s.Runs[op.Run] = r
 	// The index names the ID's highest generation, not its highest number:
@@ -209,6 +209,11 @@ func (s *Shard) applyStart(op *Op) error {
 	s.touchRun(op.Run, 0)
 	return nil
 }
+
+// startJournalCap is the capacity a new run's journal starts with: most
+// runs append a few records soon after their start, and growing from one
+// record copied the journal at two, three and five records.
+const startJournalCap = 4
 
 func (s *Shard) applyAppend(op *Op) error {
 	r, err := s.run(op)

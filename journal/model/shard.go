@@ -59,6 +59,23 @@ func (r *Run) Start() *Record {
 	return &r.Journal[0]
 }
 
+// ExtendJournal serves an engine that appends records to a view of the
+// run before Apply appends the same records to the run: j is such a view
+// (r.Journal's records, then the view's own, in r.Journal's array or in
+// one this method returned before). It returns j with room for n more
+// records, in an array that r.Journal then shares, so that Apply appends
+// the view's records in place instead of copying the journal once more.
+// r.Journal's records and length do not change; only its capacity does.
+func (r *Run) ExtendJournal(j []Record, n int) []Record {
+	if cap(j)-len(j) >= n {
+		return j
+	}
+	grown := make([]Record, len(j), len(j)+max(n, len(j)))
+	copy(grown, j)
+	r.Journal = grown[:len(r.Journal)]
+	return grown
+}
+
 // NewerThan reports whether r counts as a newer run of its workflow ID
 // than o: it has the higher generation or, in a damaged state where both
 // have the same generation (verify's gen-duplicate), the higher number.

@@ -92,6 +92,8 @@ type Engine struct {
 	lastCP   int64
 	appended bool // the current round appended a journal record
 	stats    Stats
+	txBuf    *tx     // the tx newTx reuses
+	dueBuf   []event // the slice due reuses
 	progress func(Progress)
 }
 
@@ -258,9 +260,11 @@ func (e *Engine) nextTime(includeTombs bool) (int64, bool) {
 	return next, true
 }
 
-// due collects everything due at the current time, in key order.
+// due collects everything due at the current time, in key order, into
+// the slice the previous round's due events were in (round is done with
+// them by then).
 func (e *Engine) due() []event {
-	var out []event
+	out := e.dueBuf[:0]
 	for _, h := range []*evQueue{&e.main, &e.tombs} {
 		for h.Len() > 0 && h.top().at <= e.now {
 			out = append(out, h.pop())
@@ -272,6 +276,7 @@ func (e *Engine) due() []event {
 		}
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].less(&out[j]) })
+	e.dueBuf = out
 	return out
 }
 

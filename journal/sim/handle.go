@@ -201,8 +201,10 @@ func (e *Engine) deliver(t *tx, ev *event) bool {
 	case model.MsgStartChild:
 		e.startChild(t, m)
 	case model.MsgChildResult, model.MsgUpdateResult:
-		v := t.latest(m.Target)
-		if v == nil || v.no != m.Parent.Run || v.shard != m.Parent.Shard || v.done() || int(m.Parent.Pos) >= len(v.j) {
+		// The waiting run, if it is still the latest of its workflow ID
+		// and has not finished: a live run is the latest (tx.live).
+		v := t.live(m.Target, m.Parent.Shard, m.Parent.Run)
+		if v == nil || int(m.Parent.Pos) >= len(v.j) {
 			break // the waiting run is gone or moved on: drop
 		}
 		pos := m.Parent.Pos

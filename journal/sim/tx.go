@@ -50,7 +50,15 @@ const (
 )
 
 // runView is a run as one tx sees it: the committed run plus what the tx
-// appended. Its journal never aliases the committed one's spare capacity.
+// appended. Its journal shares the committed journal's array: the tx
+// appends into the array's spare capacity, which grows through
+// model.Run.ExtendJournal when it is full, and Apply later appends the
+// same records into the same slots, so that neither copies the journal.
+// That is safe because nothing reads a committed journal past its length,
+// and because only this view appends to the run until the batch is
+// committed (the events of a batch touch disjoint workflow IDs). A tx
+// dropped after appending leaves records past the committed length, which
+// the next view of the run overwrites.
 type runView struct {
 	shard    int
 	no       model.RunNo
@@ -58,6 +66,7 @@ type runView struct {
 	gen      uint32
 	typ      string
 	j        []model.Record
+	run      *model.Run // the committed run (nil: started by this tx, or j is nil)
 	state    model.RunState
 	finished int64
 	base     int  // journal length when the view was taken; 0 for a run this tx started
@@ -69,7 +78,7 @@ type runView struct {
 
 func viewOf(shard int, r *model.Run) *runView {
 	return &runView{shard: shard, no: r.No, wf: r.WorkflowID, gen: r.Gen, typ: r.Type,
-		j: r.Journal[:len(r.Journal):len(r.Journal)], state: r.State, finished: r.Finished,
+		j: r.Journal, run: r, state: r.State, finished: r.Finished,
 		base: len(r.Journal)}
 }
 
@@ -88,8 +97,20 @@ func (v *runView) params() params {
 	return *v.p
 }
 
+// newTx starts a tx. The engine runs one tx at a time and keeps nothing
+// of a tx once it is accepted or dropped (accept copies its ops into the
+// batch), so each tx reuses the previous one's slices and maps.
 func (e *Engine) newTx() *tx {
-	return &tx{e: e, now: e.now, claims: map[string]*runView{}, alloc: map[int]int{}}
+	t := e.txBuf
+	if t == nil || len(t.claims) > 64 {
+		t = &tx{claims: map[string]*runView{}, alloc: map[int]int{}}
+		e.txBuf = t
+	}
+	clear(t.claims)
+	clear(t.alloc)
+	*t = tx{e: e, now: e.now, ops: t.ops[:0], claims: t.claims, views: t.views[:0], alloc: t.alloc,
+		queue: t.queue[:0], redeliver: t.redeliver[:0]}
+	return t
 }
 
 // claim marks a workflow ID as this tx's, or aborts if an earlier event of
@@ -116,15 +137,54 @@ func (t *tx) latest(wf string) *runView {
 	if !ok {
 		return nil
 	}
-	v := viewOf(sh, s.Run(no))
+	v, _ := t.cached(wf, sh, no)
+	if v == nil {
+		v = viewOf(sh, s.Run(no))
+		t.views = append(t.views, v)
+	}
 	t.claims[wf] = v
-	t.views = append(t.views, v)
+	return v
+}
+
+// live is the tx's view of run (shard, no) if it is a run of workflow wf
+// that has not finished, claiming wf; nil otherwise. Such a run is wf's
+// latest (a run of an ID starts only once the ID's latest run is done:
+// fresh, child, restart, reset and continue-as-new all check or cause
+// that), so live makes it the view t.latest returns without reading the
+// ID index, which costs a store read once the shard evicted it.
+func (t *tx) live(wf string, shard int, no model.RunNo) *runView {
+	t.claim(wf)
+	if v := t.claims[wf]; v != nil {
+		if v.no == no && v.shard == shard && !v.done() {
+			return v
+		}
+		return nil
+	}
+	v, ok := t.cached(wf, shard, no)
+	if v == nil && ok {
+		r := t.e.b.shards()[shard].Run(no)
+		if r == nil || r.WorkflowID != wf {
+			return nil
+		}
+		v = viewOf(shard, r)
+		t.views = append(t.views, v)
+	}
+	if v == nil || v.done() {
+		return nil
+	}
+	t.claims[wf] = v
 	return v
 }
 
 // run returns the run (shard, no) if it is workflow wf's generation gen,
 // claiming wf; nil otherwise.
 func (t *tx) run(wf string, gen uint32, shard int, no model.RunNo) *runView {
+	if v := t.live(wf, shard, no); v != nil {
+		if v.gen != gen {
+			return nil
+		}
+		return v
+	}
 	if v := t.latest(wf); v != nil && v.no == no && v.shard == shard {
 		if v.gen != gen {
 			return nil
@@ -195,6 +255,9 @@ func (t *tx) append(v *runView, rec model.Record) uint32 {
 	}
 	rec.Pos = uint32(len(v.j))
 	t.ops = append(t.ops, journal.ShardOp{Shard: v.shard, Op: model.Op{Kind: model.OpAppend, Run: v.no, Rec: rec}})
+	if v.run != nil {
+		v.j = v.run.ExtendJournal(v.j, 1)
+	}
 	v.j = append(v.j, rec)
 	v.touched = true
 	t.appended = true
@@ -224,8 +287,10 @@ func (t *tx) start(shard int, no model.RunNo, rec model.Record) *runView {
 	rec.Kind, rec.Pos = model.KindStart, 0
 	t.claim(rec.WorkflowID)
 	t.ops = append(t.ops, journal.ShardOp{Shard: shard, Op: model.Op{Kind: model.OpStart, Run: no, Rec: rec}})
+	// The code of a new run usually appends a few records at once.
+	j := append(make([]model.Record, 0, 8), rec)
 	v := &runView{shard: shard, no: no, wf: rec.WorkflowID, gen: rec.Gen, typ: rec.Type,
-		j: []model.Record{rec}, state: model.StateRunning, fresh: true, touched: true}
+		j: j, state: model.StateRunning, fresh: true, touched: true}
 	t.appended = true
 	t.claims[rec.WorkflowID] = v
 	t.views = append(t.views, v)
