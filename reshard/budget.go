@@ -19,12 +19,11 @@ const DefaultMemory = check.DefaultMemory
 // or, past it, pass 1's run files' buffers and the paged assignment's
 // sorts (compactShares); the rewrite holds the compact run map and the
 // sort's arena (a share), or the paged run map's cache (pagedCacheShares)
-// and the sort's arena with the compact map's other shares (sortBudget);
-// and the
-// report's two lists, half a share each (listShare), and a plan's two
-// (applied) or its renumbered runs (made). The rest of the budget is for
-// the Go runtime, the store readers' and writers' buffers and pebble's
-// caches.
+// and the sort's arena, with what the Go heap's part of the budget leaves
+// of the compact map's other shares (sortBudget); and the report's two
+// lists, half a share each (listShare), and a plan's two (applied) or its
+// renumbered runs (made). The rest of the budget is for the Go runtime,
+// the store readers' and writers' buffers and pebble's caches.
 const mapShare = 8
 
 // compactShares is the part of the budget (in mapShare units) the compact
