@@ -120,7 +120,6 @@ func (c *Cache) Lookup(shard int, no model.RunNo) (Mapped, bool, error) {
 	return m, ok, nil
 }
 
-// Close removes the plan's scratch files.
 // IdentityAt is p.IdentityAt, remembered.
 func (c *Cache) IdentityAt(shard int, no model.RunNo) (uint64, bool, error) {
 	s := &c.ids[(uint64(no)*31+uint64(shard))%uint64(len(c.ids))]
@@ -136,6 +135,7 @@ func (c *Cache) IdentityAt(shard int, no model.RunNo) (uint64, bool, error) {
 	return id, ok, nil
 }
 
+// Close removes the plan's scratch files.
 func (p *Plan) Close() {
 	if p.paged != nil {
 		_ = p.paged.Close()
