@@ -82,13 +82,25 @@ func (m *pagedRunMap) search(s *pagedSection, size int, no uint64, fn func(rec [
 	found := false
 	err := m.cache.with(s.page+int64(pg), func(page []byte) {
 		// Numbers are mostly dense: a record is at its distance from
-		// the page's first, else found by a binary search.
-		if d := no - s.first[pg]; d < uint64(n) && get48(page[int(d)*size:]) == no {
-			found = true
-			fn(page[int(d)*size : (int(d)+1)*size])
-			return
-		}
+		// the page's first, else found by a binary search. The keys are
+		// distinct and ascending, so the k-th is at least first+k and at
+		// most last-(n-1-k): no's record is below that distance and at
+		// or above n-1 less its distance from the last. With few holes
+		// in a page, that leaves a few records to search, not the page.
 		lo, hi := 0, n
+		if d := no - s.first[pg]; d < uint64(n) {
+			if get48(page[int(d)*size:]) == no {
+				found = true
+				fn(page[int(d)*size : (int(d)+1)*size])
+				return
+			}
+			hi = int(d)
+		}
+		if last := get48(page[(n-1)*size:]); last < no {
+			return
+		} else if gap := last - no; gap < uint64(n) {
+			lo = n - 1 - int(gap)
+		}
 		for lo < hi {
 			mid := (lo + hi) / 2
 			if get48(page[mid*size:]) < no {
