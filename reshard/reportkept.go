@@ -89,10 +89,13 @@ func listElements[T any](bw *bufio.Writer, list *List[T], kept *keptLists, k int
 	}
 }
 
-// copyList copies list k's elements from the kept file to bw.
+// copyList copies list k's elements from the kept file to bw, in pieces
+// of up to copyBytes (bw's own ReadFrom would read its buffer's 64 KiB at
+// a time: a read and a write of the output for each).
 func (kl *keptLists) copyList(bw *bufio.Writer, k int) error {
 	sp := kl.spans[k]
-	n, err := io.Copy(bw, io.NewSectionReader(kl.f, sp.off, sp.n))
+	buf := make([]byte, min(sp.n, copyBytes))
+	n, err := io.CopyBuffer(struct{ io.Writer }{bw}, io.NewSectionReader(kl.f, sp.off, sp.n), buf)
 	if err == nil && n != sp.n {
 		err = io.ErrUnexpectedEOF
 	}
@@ -101,6 +104,9 @@ func (kl *keptLists) copyList(bw *bufio.Writer, k int) error {
 	}
 	return nil
 }
+
+// copyBytes is the most copyList reads and writes at a time.
+const copyBytes = 1 << 20
 
 // countingWriter counts the bytes written through it.
 type countingWriter struct {
