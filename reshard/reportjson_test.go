@@ -140,31 +140,32 @@ func anyReport(t *rapid.T, dir string) (*reshard.Report, []reshard.RenumberedRun
 	}
 	var renumbered []reshard.RenumberedRun
 	var tokens []reshard.TokenChange
-	switch rapid.IntRange(0, 2).Draw(t, "renumbered") {
-	case 1:
-		rep.Renumbered = reshard.NewTestList[reshard.RenumberedRun](dir+"-r", budget)
-	case 2:
-		renumbered = rapid.SliceOfN(rapid.Custom(func(t *rapid.T) reshard.RenumberedRun {
-			return reshard.RenumberedRun{WorkflowID: anyText().Draw(t, "wf"), OldShard: rapid.Int().Draw(t, "os"),
-				OldRun: rapid.Uint64().Draw(t, "or"), NewShard: rapid.Int().Draw(t, "ns"), NewRun: rapid.Uint64().Draw(t, "nr"),
-				OldKey: anyText().Draw(t, "ok"), NewKey: anyText().Draw(t, "nk"),
-				Tokens: rapid.SliceOfN(rapid.Custom(func(t *rapid.T) reshard.RunToken {
-					return reshard.RunToken{Position: rapid.Uint32().Draw(t, "tp"), Old: anyText().Draw(t, "to"), New: anyText().Draw(t, "tn")}
-				}), 0, 3).Draw(t, "runtokens")}
-		}), 1, 20).Draw(t, "list")
-		rep.Renumbered = reshard.NewTestList(dir+"-r", budget, renumbered...)
-	}
-	switch rapid.IntRange(0, 2).Draw(t, "tokens") {
-	case 1:
-		rep.Tokens = reshard.NewTestList[reshard.TokenChange](dir+"-t", budget)
-	case 2:
-		tokens = rapid.SliceOfN(rapid.Custom(func(t *rapid.T) reshard.TokenChange {
-			return reshard.TokenChange{WorkflowID: anyText().Draw(t, "wf"), Position: rapid.Uint32().Draw(t, "pos"),
-				Old: anyText().Draw(t, "old"), New: anyText().Draw(t, "new")}
-		}), 1, 20).Draw(t, "list")
-		rep.Tokens = reshard.NewTestList(dir+"-t", budget, tokens...)
-	}
+	rep.Renumbered, renumbered = anyList(t, "renumbered", dir+"-r", budget, rapid.Custom(func(t *rapid.T) reshard.RenumberedRun {
+		return reshard.RenumberedRun{WorkflowID: anyText().Draw(t, "wf"), OldShard: rapid.Int().Draw(t, "os"),
+			OldRun: rapid.Uint64().Draw(t, "or"), NewShard: rapid.Int().Draw(t, "ns"), NewRun: rapid.Uint64().Draw(t, "nr"),
+			OldKey: anyText().Draw(t, "ok"), NewKey: anyText().Draw(t, "nk"),
+			Tokens: rapid.SliceOfN(rapid.Custom(func(t *rapid.T) reshard.RunToken {
+				return reshard.RunToken{Position: rapid.Uint32().Draw(t, "tp"), Old: anyText().Draw(t, "to"), New: anyText().Draw(t, "tn")}
+			}), 0, 3).Draw(t, "runtokens")}
+	}))
+	rep.Tokens, tokens = anyList(t, "tokens", dir+"-t", budget, rapid.Custom(func(t *rapid.T) reshard.TokenChange {
+		return reshard.TokenChange{WorkflowID: anyText().Draw(t, "wf"), Position: rapid.Uint32().Draw(t, "pos"),
+			Old: anyText().Draw(t, "old"), New: anyText().Draw(t, "new")}
+	}))
 	return rep, renumbered, tokens
+}
+
+// anyList is nil, an empty list or a list of 1 to 20 entries drawn from
+// gen (and those entries), spilling under path past budget bytes.
+func anyList[T any](t *rapid.T, label, path string, budget int64, gen *rapid.Generator[T]) (*reshard.List[T], []T) {
+	switch rapid.IntRange(0, 2).Draw(t, label) {
+	case 1:
+		return reshard.NewTestList[T](path, budget), nil
+	case 2:
+		items := rapid.SliceOfN(gen, 1, 20).Draw(t, label+" list")
+		return reshard.NewTestList(path, budget, items...), items
+	}
+	return nil, nil
 }
 
 // sameList fails unless l holds want, in order, and renders as want's
