@@ -102,3 +102,7 @@ func SetListBatch(n int) int {
 	Testing.listBatch = n
 	return prev
 }
+
+// WriteKept writes rep whole to path, as the report is kept before a
+// switch, and has later WriteJSONs copy its lists from that file.
+func (rep *Report) WriteKept(fs vfs.FS, path string) error { return rep.writeKept(fs, path) }

@@ -93,6 +93,10 @@ type Report struct {
 	// DroppedTail is the old log's torn tail, dropped as the engine's own
 	// recovery drops it; nil when there is none.
 	DroppedTail *DroppedTail `json:"dropped_tail,omitempty"`
+
+	// kept is the file the report was written to whole before the
+	// switch, whose lists WriteJSON copies (reportkept.go); nil before.
+	kept *keptLists
 }
 
 // DroppedTail is a torn log tail a reshard dropped: the bytes from Offset

@@ -21,6 +21,16 @@ import (
 // memory first: at 1M runs that document is tens of MB, and marshalling
 // and indenting it took about three times that.
 func (rep *Report) WriteJSON(w io.Writer) error {
+	_, err := rep.writeJSON(w)
+	return err
+}
+
+// writeJSON is WriteJSON, and says where in what it wrote each list's
+// elements are. Once the report is kept in a file (keepLists), its lists'
+// elements are copied from there instead of being encoded again: the
+// lists do not change after the rewrite, and at 1M runs encoding them
+// took most of the time the report is printed in.
+func (rep *Report) writeJSON(w io.Writer) (listSpans, error) {
 	// The report without its lists: small. A list that is there renders
 	// as [] (a nil one as null, as MarshalIndent renders it) and is
 	// found by its key at the start of a line, which no string value can
@@ -32,13 +42,18 @@ func (rep *Report) WriteJSON(w io.Writer) error {
 	if shell.Tokens != nil {
 		shell.Tokens = &List[TokenChange]{}
 	}
-	return writeIndented(w, &shell, "\n", func(bw *bufio.Writer, doc []byte) ([]byte, error) {
-		rest, err := streamList(bw, doc, "renumbered_unfinished", rep.Renumbered)
+	var spans listSpans
+	cw := &countingWriter{w: w}
+	err := writeIndented(cw, &shell, "\n", func(bw *bufio.Writer, doc []byte) ([]byte, error) {
+		pos := func() int64 { return cw.n + int64(bw.Buffered()) }
+		rest, err := fillList(bw, doc, "renumbered_unfinished", rep.Renumbered.Len(),
+			listElements(bw, rep.Renumbered, rep.kept, 0), pos, &spans[0])
 		if err != nil {
 			return nil, err
 		}
-		return streamList(bw, rest, "token_changes", rep.Tokens)
+		return fillList(bw, rest, "token_changes", rep.Tokens.Len(), listElements(bw, rep.Tokens, rep.kept, 1), pos, &spans[1])
 	})
+	return spans, err
 }
 
 // writeIndented writes shell as json.MarshalIndent(shell, "", "  ")
@@ -65,16 +80,18 @@ func writeIndented(w io.Writer, shell any, end string, fill func(bw *bufio.Write
 
 // streamList writes doc up to the empty list under key (a field of the
 // top-level object), then list's elements indented as MarshalIndent
-// indents them there, and returns the rest of doc after the list's
-// opening bracket. A nil or empty list is left as doc has it.
-//
-// The report is written twice on a reshard's way out, alone on the
-// critical path (synced before the switch, printed after it), and at 1M
-// runs its lists are tens of MB of JSON: their elements are encoded in
-// batches by one goroutine per core (at most listEncoders) and written
-// in the list's order, so the bytes are those one encoder would write.
+// indents them there (encodeElements), and returns the rest of doc after
+// the list's opening bracket. A nil or empty list is left as doc has it.
 func streamList[T any](bw *bufio.Writer, doc []byte, key string, list *List[T]) ([]byte, error) {
-	if list.Len() == 0 {
+	var sp span
+	return fillList(bw, doc, key, list.Len(), func() error { return encodeElements(bw, list) },
+		func() int64 { return 0 }, &sp)
+}
+
+// fillList is streamList with the n elements written by elements, and
+// where they went (from pos, the place in the output) put in sp.
+func fillList(bw *bufio.Writer, doc []byte, key string, n int64, elements func() error, pos func() int64, sp *span) ([]byte, error) {
+	if n == 0 {
 		return doc, nil
 	}
 	mark := []byte("\n  \"" + key + "\": [")
@@ -85,21 +102,35 @@ func streamList[T any](bw *bufio.Writer, doc []byte, key string, list *List[T]) 
 	if _, err := bw.Write(doc[:at+len(mark)]); err != nil {
 		return nil, err
 	}
+	start := pos()
+	if err := elements(); err != nil {
+		return nil, err
+	}
+	*sp = span{off: start, n: pos() - start}
+	if _, err := bw.WriteString("\n  "); err != nil {
+		return nil, err
+	}
+	return doc[at+len(mark):], nil
+}
+
+// encodeElements writes list's elements to bw as they sit in the report,
+// the first without the comma before it.
+//
+// The report is written twice on a reshard's way out, alone on the
+// critical path (synced before the switch, printed after it; the second
+// time copies the first's lists, keptLists), and at 1M runs its lists
+// are tens of MB of JSON: their elements are encoded in batches by one
+// goroutine per core (at most listEncoders) and written in the list's
+// order, so the bytes are those one encoder would write.
+func encodeElements[T any](bw *bufio.Writer, list *List[T]) error {
 	first := true
-	err := encodeInOrder(list, func(b []byte) error {
+	return encodeInOrder(list, func(b []byte) error {
 		if first { // the list's first element has no comma before it
 			b, first = b[1:], false
 		}
 		_, err := bw.Write(b)
 		return err
 	})
-	if err != nil {
-		return nil, err
-	}
-	if _, err := bw.WriteString("\n  "); err != nil {
-		return nil, err
-	}
-	return doc[at+len(mark):], nil
 }
 
 // listBatch is how many list elements an encoder takes at a time, and

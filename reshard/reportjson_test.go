@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/cockroachdb/pebble/v2/vfs"
 	"pgregory.net/rapid"
 
 	"github.com/fusee-dev/fusee/internal/testtier"
@@ -52,56 +53,8 @@ func TestWriteJSONMatchesWhole(t *testing.T) {
 	runs := 0
 	rapid.Check(t, func(t *rapid.T) {
 		runs++
-		// Batches of one to three elements: the lists span many, which
-		// the encoders finish in any order and WriteJSON writes in theirs.
-		defer reshard.SetListBatch(reshard.SetListBatch(rapid.IntRange(1, 3).Draw(t, "batch")))
-		// A one-byte budget spills a list at its first entry.
-		budget := rapid.SampledFrom([]int64{1, 1 << 40}).Draw(t, "budget")
-		dir := filepath.Join(scratch, strconv.Itoa(runs))
-		rep := &reshard.Report{Version: reshard.ReportVersion, Dir: anyText().Draw(t, "dir"),
-			Outcome: reshard.Outcome(anyText().Draw(t, "outcome")), DryRun: rapid.Bool().Draw(t, "dry"),
-			OldShards: rapid.IntRange(0, 1024).Draw(t, "old"), NewShards: rapid.IntRange(0, 1024).Draw(t, "new"),
-			CleanedUp:   rapid.SliceOfN(anyText(), 0, 2).Draw(t, "cleaned"),
-			StoreGen:    rapid.Uint64().Draw(t, "gen"),
-			Counts:      reshard.Counts{Runs: rapid.MapOfN(anyText(), rapid.Int64(), 0, 3).Draw(t, "runs"), Records: rapid.Int64().Draw(t, "records")},
-			Spilled:     rapid.Bool().Draw(t, "spilled"),
-			LogEnding:   anyText().Draw(t, "ending"),
-			Kept:        anyText().Draw(t, "kept"),
-			SpaceNeeded: rapid.Int64().Draw(t, "space"),
-		}
-		if rapid.Bool().Draw(t, "phases") {
-			rep.Phases = []reshard.Phase{{Name: anyText().Draw(t, "phase"), Seconds: rapid.Float64Range(0, 1e6).Draw(t, "secs")}}
-		}
-		if rapid.Bool().Draw(t, "tail") {
-			rep.DroppedTail = &reshard.DroppedTail{File: anyText().Draw(t, "file"), Offset: rapid.Int64().Draw(t, "off"),
-				Shards: []reshard.DroppedShard{{Shard: 1, FirstLSN: 2, LastLSN: 3}}}
-		}
-		var renumbered []reshard.RenumberedRun
-		var tokens []reshard.TokenChange
-		switch rapid.IntRange(0, 2).Draw(t, "renumbered") {
-		case 1:
-			rep.Renumbered = reshard.NewTestList[reshard.RenumberedRun](dir+"-r", budget)
-		case 2:
-			renumbered = rapid.SliceOfN(rapid.Custom(func(t *rapid.T) reshard.RenumberedRun {
-				return reshard.RenumberedRun{WorkflowID: anyText().Draw(t, "wf"), OldShard: rapid.Int().Draw(t, "os"),
-					OldRun: rapid.Uint64().Draw(t, "or"), NewShard: rapid.Int().Draw(t, "ns"), NewRun: rapid.Uint64().Draw(t, "nr"),
-					OldKey: anyText().Draw(t, "ok"), NewKey: anyText().Draw(t, "nk"),
-					Tokens: rapid.SliceOfN(rapid.Custom(func(t *rapid.T) reshard.RunToken {
-						return reshard.RunToken{Position: rapid.Uint32().Draw(t, "tp"), Old: anyText().Draw(t, "to"), New: anyText().Draw(t, "tn")}
-					}), 0, 3).Draw(t, "runtokens")}
-			}), 1, 20).Draw(t, "list")
-			rep.Renumbered = reshard.NewTestList(dir+"-r", budget, renumbered...)
-		}
-		switch rapid.IntRange(0, 2).Draw(t, "tokens") {
-		case 1:
-			rep.Tokens = reshard.NewTestList[reshard.TokenChange](dir+"-t", budget)
-		case 2:
-			tokens = rapid.SliceOfN(rapid.Custom(func(t *rapid.T) reshard.TokenChange {
-				return reshard.TokenChange{WorkflowID: anyText().Draw(t, "wf"), Position: rapid.Uint32().Draw(t, "pos"),
-					Old: anyText().Draw(t, "old"), New: anyText().Draw(t, "new")}
-			}), 1, 20).Draw(t, "list")
-			rep.Tokens = reshard.NewTestList(dir+"-t", budget, tokens...)
-		}
+		defer reshard.SetListBatch(reshard.SetListBatch(anyBatch(t)))
+		rep, renumbered, tokens := anyReport(t, filepath.Join(scratch, strconv.Itoa(runs)))
 		defer rep.Close()
 		if rep.Renumbered != nil {
 			sameList(t, "renumbered", rep.Renumbered, renumbered)
@@ -113,6 +66,106 @@ func TestWriteJSONMatchesWhole(t *testing.T) {
 			t.Fatalf("streamed JSON differs from the whole rendering:\n%s\nwant:\n%s", got, want)
 		}
 	})
+}
+
+// TestWriteJSONCopiesKeptLists: a random report written whole to a file
+// as before a switch (WriteKept), the file then renamed and the report's
+// fields outside the lists changed (the switch's phase, a kept layout,
+// the outcome), sometimes a list grown too, is written by WriteJSON
+// exactly as MarshalIndent renders it: the lists copied from the file
+// are the bytes encoding them would give.
+func TestWriteJSONCopiesKeptLists(t *testing.T) {
+	scratch := t.TempDir()
+	runs := 0
+	rapid.Check(t, func(t *rapid.T) {
+		runs++
+		dir := filepath.Join(scratch, strconv.Itoa(runs))
+		defer reshard.SetListBatch(reshard.SetListBatch(anyBatch(t)))
+		rep, _, _ := anyReport(t, dir)
+		defer rep.Close()
+		if err := os.MkdirAll(dir, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		path := filepath.Join(dir, "report.json")
+		if err := rep.WriteKept(vfs.Default, path); err != nil {
+			t.Fatal(err)
+		}
+		if got, err := os.ReadFile(path); err != nil || !bytes.Equal(got, wholeJSON(t, rep)) {
+			t.Fatalf("the kept report differs from the whole rendering (%v)", err)
+		}
+		if err := os.Rename(path, filepath.Join(dir, "moved.json")); err != nil {
+			t.Fatal(err)
+		}
+		rep.Phases = append(rep.Phases, reshard.Phase{Name: "switch", Seconds: rapid.Float64Range(0, 1e6).Draw(t, "switch")})
+		rep.Kept = anyText().Draw(t, "kept after")
+		rep.Outcome = reshard.Outcome(anyText().Draw(t, "outcome after"))
+		if rep.Tokens != nil && rapid.Bool().Draw(t, "grow") {
+			if err := rep.Tokens.Add(reshard.TokenChange{WorkflowID: anyText().Draw(t, "late")}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if got, want := streamedJSON(t, rep), wholeJSON(t, rep); !bytes.Equal(got, want) {
+			t.Fatalf("JSON with the kept lists differs from the whole rendering:\n%s\nwant:\n%s", got, want)
+		}
+	})
+}
+
+// anyBatch is how many list elements an encoder takes at a time: one to
+// three, so that the lists span many batches, which the encoders finish
+// in any order and WriteJSON writes in theirs.
+func anyBatch(t *rapid.T) int { return rapid.IntRange(1, 3).Draw(t, "batch") }
+
+// anyReport is a random report (lists nil, empty or long, in memory or
+// spilling under dir, every string awkward) and its lists' entries.
+func anyReport(t *rapid.T, dir string) (*reshard.Report, []reshard.RenumberedRun, []reshard.TokenChange) {
+	// A one-byte budget spills a list at its first entry.
+	budget := rapid.SampledFrom([]int64{1, 1 << 40}).Draw(t, "budget")
+	rep := &reshard.Report{Version: reshard.ReportVersion, Dir: anyText().Draw(t, "dir"),
+		Outcome: reshard.Outcome(anyText().Draw(t, "outcome")), DryRun: rapid.Bool().Draw(t, "dry"),
+		OldShards: rapid.IntRange(0, 1024).Draw(t, "old"), NewShards: rapid.IntRange(0, 1024).Draw(t, "new"),
+		CleanedUp:   rapid.SliceOfN(anyText(), 0, 2).Draw(t, "cleaned"),
+		StoreGen:    rapid.Uint64().Draw(t, "gen"),
+		Counts:      reshard.Counts{Runs: rapid.MapOfN(anyText(), rapid.Int64(), 0, 3).Draw(t, "runs"), Records: rapid.Int64().Draw(t, "records")},
+		Spilled:     rapid.Bool().Draw(t, "spilled"),
+		LogEnding:   anyText().Draw(t, "ending"),
+		Kept:        anyText().Draw(t, "kept"),
+		SpaceNeeded: rapid.Int64().Draw(t, "space"),
+	}
+	if rapid.Bool().Draw(t, "phases") {
+		rep.Phases = []reshard.Phase{{Name: anyText().Draw(t, "phase"), Seconds: rapid.Float64Range(0, 1e6).Draw(t, "secs")}}
+	}
+	if rapid.Bool().Draw(t, "tail") {
+		rep.DroppedTail = &reshard.DroppedTail{File: anyText().Draw(t, "file"), Offset: rapid.Int64().Draw(t, "off"),
+			Shards: []reshard.DroppedShard{{Shard: 1, FirstLSN: 2, LastLSN: 3}}}
+	}
+	var renumbered []reshard.RenumberedRun
+	var tokens []reshard.TokenChange
+	rep.Renumbered, renumbered = anyList(t, "renumbered", dir+"-r", budget, rapid.Custom(func(t *rapid.T) reshard.RenumberedRun {
+		return reshard.RenumberedRun{WorkflowID: anyText().Draw(t, "wf"), OldShard: rapid.Int().Draw(t, "os"),
+			OldRun: rapid.Uint64().Draw(t, "or"), NewShard: rapid.Int().Draw(t, "ns"), NewRun: rapid.Uint64().Draw(t, "nr"),
+			OldKey: anyText().Draw(t, "ok"), NewKey: anyText().Draw(t, "nk"),
+			Tokens: rapid.SliceOfN(rapid.Custom(func(t *rapid.T) reshard.RunToken {
+				return reshard.RunToken{Position: rapid.Uint32().Draw(t, "tp"), Old: anyText().Draw(t, "to"), New: anyText().Draw(t, "tn")}
+			}), 0, 3).Draw(t, "runtokens")}
+	}))
+	rep.Tokens, tokens = anyList(t, "tokens", dir+"-t", budget, rapid.Custom(func(t *rapid.T) reshard.TokenChange {
+		return reshard.TokenChange{WorkflowID: anyText().Draw(t, "wf"), Position: rapid.Uint32().Draw(t, "pos"),
+			Old: anyText().Draw(t, "old"), New: anyText().Draw(t, "new")}
+	}))
+	return rep, renumbered, tokens
+}
+
+// anyList is nil, an empty list or a list of 1 to 20 entries drawn from
+// gen (and those entries), spilling under path past budget bytes.
+func anyList[T any](t *rapid.T, label, path string, budget int64, gen *rapid.Generator[T]) (*reshard.List[T], []T) {
+	switch rapid.IntRange(0, 2).Draw(t, label) {
+	case 1:
+		return reshard.NewTestList[T](path, budget), nil
+	case 2:
+		items := rapid.SliceOfN(gen, 1, 20).Draw(t, label+" list")
+		return reshard.NewTestList(path, budget, items...), items
+	}
+	return nil, nil
 }
 
 // sameList fails unless l holds want, in order, and renders as want's

@@ -275,10 +275,10 @@ func renumberedOrder(shard int, no uint64) []byte {
 }
 
 // Close deletes the scratch stores of the report's lists and of its
-// plan's, if they spilled: call it once the report (and plan) has been
-// written.
+// plan's, if they spilled, and closes the file its lists are copied from
+// (keepLists): call it once the report (and plan) has been written.
 func (rep *Report) Close() error {
-	err := errors.Join(rep.Renumbered.Close(), rep.Tokens.Close())
+	err := errors.Join(rep.closeKept(), rep.Renumbered.Close(), rep.Tokens.Close())
 	if rep.Plan != nil {
 		err = errors.Join(err, rep.Plan.Close())
 	}

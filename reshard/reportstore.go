@@ -7,7 +7,6 @@ import (
 	"time"
 
 	"github.com/cockroachdb/pebble/v2/vfs"
-	"github.com/fusee-dev/fusee/meta"
 	"github.com/fusee-dev/fusee/reshard/internal/switchdir"
 )
 
@@ -39,9 +38,10 @@ func (r *resharder) reportWhat() string {
 
 // writeSourceReport writes r.rep, whole and synced, as src/report.json:
 // the report as the switch will carry it into reshard-reports (outcome
-// done or undone, no switch phase yet).
+// done or undone, no switch phase yet). The report printed after the
+// switch copies its lists from this file (keepLists).
 func (r *resharder) writeSourceReport(src string) error {
-	if err := meta.ReplaceFileWith(r.fs, r.fs.PathJoin(src, switchdir.ReportInSource), r.rep.WriteJSON); err != nil {
+	if err := r.rep.writeKept(r.fs, r.fs.PathJoin(src, switchdir.ReportInSource)); err != nil {
 		return fmt.Errorf("keeping the report before the switch: %w", err)
 	}
 	return nil
