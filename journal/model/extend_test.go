@@ -44,3 +44,29 @@ func TestExtendJournal(t *testing.T) {
 		}
 	}
 }
+
+// TestStartInOpJournal checks Op.Journal: a start with an array begins
+// the run's journal in it, and the appends that follow (the records the
+// engine's view already put there) land in the same slots; a start
+// without one gets an array of its own.
+func TestStartInOpJournal(t *testing.T) {
+	start := Record{Kind: KindStart, WorkflowID: "w", Gen: 1}
+	view := append(make([]Record, 0, 8), start, Record{Kind: KindValue, Pos: 1, Name: "v"})
+	s := NewShard(0, 1)
+	if err := s.Apply(&Op{Kind: OpStart, Run: 1, Rec: start, Journal: view[:1]}); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Apply(&Op{Kind: OpAppend, Run: 1, Rec: view[1]}); err != nil {
+		t.Fatal(err)
+	}
+	r := s.Runs[1]
+	if len(r.Journal) != 2 || &r.Journal[0] != &view[0] || r.Journal[1].Name != "v" || r.Journal[0].WorkflowID != "w" {
+		t.Fatalf("the run's journal is not the op's array with both records: %+v", r.Journal)
+	}
+	if err := s.Apply(&Op{Kind: OpStart, Run: 2, Rec: Record{Kind: KindStart, WorkflowID: "x", Gen: 1}}); err != nil {
+		t.Fatal(err)
+	}
+	if j := s.Runs[2].Journal; len(j) != 1 || j[0].WorkflowID != "x" {
+		t.Fatalf("a start without an array: journal %+v", j)
+	}
+}

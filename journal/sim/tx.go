@@ -286,9 +286,10 @@ func (t *tx) newRun(shard int) model.RunNo {
 func (t *tx) start(shard int, no model.RunNo, rec model.Record) *runView {
 	rec.Kind, rec.Pos = model.KindStart, 0
 	t.claim(rec.WorkflowID)
-	t.ops = append(t.ops, journal.ShardOp{Shard: shard, Op: model.Op{Kind: model.OpStart, Run: no, Rec: rec}})
-	// The code of a new run usually appends a few records at once.
+	// The code of a new run usually appends a few records at once. Apply
+	// starts the run's journal in the same array (model.Op.Journal).
 	j := append(make([]model.Record, 0, 8), rec)
+	t.ops = append(t.ops, journal.ShardOp{Shard: shard, Op: model.Op{Kind: model.OpStart, Run: no, Rec: rec, Journal: j}})
 	v := &runView{shard: shard, no: no, wf: rec.WorkflowID, gen: rec.Gen, typ: rec.Type,
 		j: j, state: model.StateRunning, fresh: true, touched: true}
 	t.appended = true

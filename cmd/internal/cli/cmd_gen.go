@@ -212,7 +212,7 @@ func sum(m map[string]int) int {
 }
 
 // genHeapLimit is gen's soft limit on the Go heap (genGC).
-const genHeapLimit = 384 << 20
+const genHeapLimit = 256 << 20
 
 // virtualTime renders a virtual clock (ms since the directory's start).
 func virtualTime(ms int64) string { return (time.Duration(ms) * time.Millisecond).String() }
@@ -220,11 +220,15 @@ func virtualTime(ms int64) string { return (time.Duration(ms) * time.Millisecond
 // genGC trades memory for speed while gen runs, unless GOGC or GOMEMLIMIT
 // is set: gen's live heap is small and flat (the engine evicts runs), so
 // collecting at 5x the live heap (GOGC=400) under a soft limit saves
-// about a quarter of its CPU (measured at 50k runs). The limit is 384 MiB:
-// the stores of a directory being built take up to 384 MiB more outside
-// the Go heap (memtables and block cache), and at 300k runs the live heap
-// was about 100 MiB with the collector at 1-2% of the CPU, so peak memory
-// stays under a GiB. It returns what restores the settings.
+// about a quarter of its CPU (measured at 50k runs). At 1M runs the live
+// heap peaks at about 105 MB (the resident runs' journals, the event
+// queues, a checkpoint's batches), so the heap always reaches the limit
+// and the limit is most of gen's peak RSS; the stores of a directory
+// being built take about 200 MiB more outside the Go heap (memtables,
+// block cache, the C allocator's own). The limit is 256 MiB: against
+// 384 MiB it took 109 MiB off the peak (496 MiB, was 605) for 5% more
+// CPU (1M runs, 8 shards, three alternating pairs; bench/results/gen6.md).
+// It returns what restores the settings.
 func genGC() func() {
 	if os.Getenv("GOGC") != "" || os.Getenv("GOMEMLIMIT") != "" {
 		return func() {}
