@@ -197,13 +197,13 @@ func (s *Writer) room(need int) bool {
 		if cap(s.arena) >= arenaMax {
 			return false
 		}
-		s.arena = slices.Grow(s.arena, min(max(2*cap(s.arena), 1<<20), arenaMax)-len(s.arena))
+		s.arena = growHuge(s.arena, min(max(2*cap(s.arena), 1<<20), arenaMax))
 	}
 	if len(s.items) == cap(s.items) {
 		if cap(s.items) >= itemsMax {
 			return false
 		}
-		s.items = slices.Grow(s.items, min(max(2*cap(s.items), 1<<14), itemsMax)-len(s.items))
+		s.items = growHuge(s.items, min(max(2*cap(s.items), 1<<14), itemsMax))
 	}
 	return len(s.arena)+need <= cap(s.arena)
 }
