@@ -14,7 +14,7 @@ const hugeMin = 4 << 20
 // The arena and its items are the largest arrays a reshard fills, each
 // page of them touched first by an append, and on a virtual machine a
 // page fault costs microseconds: a 100k-run reshard made about 10,000
-// fewer faults with it (bench/results/1m-lead16.md). The advice changes
+// fewer faults with it (bench/results/thp-s16.md). The advice changes
 // no byte the sort reads or writes.
 func growHuge[T any](s []T, c int) []T {
 	n := make([]T, len(s), c)
