@@ -3,6 +3,7 @@ package store
 import (
 	"encoding/binary"
 	"fmt"
+	"unsafe"
 
 	"github.com/fusee-dev/fusee/journal/model"
 )
@@ -110,7 +111,14 @@ func appendTimerKey(dst []byte, k model.TimerKey) []byte {
 }
 
 // ParseStoreKey parses a store key; it fails on a key no layout allows.
-func ParseStoreKey(key []byte) (StoreKey, error) {
+func ParseStoreKey(key []byte) (StoreKey, error) { return parseStoreKey(key, false) }
+
+// ViewStoreKey is ParseStoreKey with the ID of an index or dedup key
+// aliasing key instead of copied from it: nothing is allocated, and the
+// StoreKey is valid only while key is unchanged.
+func ViewStoreKey(key []byte) (StoreKey, error) { return parseStoreKey(key, true) }
+
+func parseStoreKey(key []byte, view bool) (StoreKey, error) {
 	if len(key) == 0 {
 		return StoreKey{}, fmt.Errorf("empty store key")
 	}
@@ -128,7 +136,11 @@ func ParseStoreKey(key []byte) (StoreKey, error) {
 		if len(rest) == 0 && k.Kind == KeyIndex { // a message ID may be empty; a workflow ID may not
 			return bad()
 		}
-		k.ID = string(rest)
+		if view {
+			k.ID = unsafe.String(unsafe.SliceData(rest), len(rest))
+		} else {
+			k.ID = string(rest)
+		}
 	case KeyArchive, KeyOutbox:
 		if len(rest) != 8 {
 			return bad()
