@@ -599,7 +599,9 @@ func parallel(ctx context.Context, n, k int, work func(i int) error, progress fu
 // decodes each run, one that calls look (the old digest) and the
 // caller's, which calls fn (the rewrite), with a bounded queue between
 // each, so that reading, digesting and rewriting overlap. Runs reach look
-// and fn in order. The first error of any stops them all.
+// and fn in order, and go back to src (Recycle) once fn is done with
+// them: neither look nor fn may keep anything of a run. The first error
+// of any stops them all.
 func readAhead(ctx context.Context, src shardSource, look, fn func(*store.RawRun) error) error {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
@@ -638,6 +640,8 @@ func readAhead(ctx context.Context, src shardSource, look, fn func(*store.RawRun
 		if err == nil {
 			if err = fn(it); err != nil {
 				cancel() // the others stop; drain what they queued
+			} else {
+				src.Recycle(it)
 			}
 		}
 	}

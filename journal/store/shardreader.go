@@ -8,6 +8,7 @@ import (
 	"maps"
 	"slices"
 	"strings"
+	"sync"
 
 	"github.com/cockroachdb/pebble/v2"
 	"github.com/cockroachdb/pebble/v2/vfs"
@@ -56,6 +57,9 @@ type ShardReader struct {
 	scratch *model.Shard           // LoadRunKey's target while decoding one run
 	lookups lookupPool             // Run's iterators, kept between calls
 	rawEnds []int                  // readRawRun's record ends, kept between runs
+	// recycled are RawRuns given back (Recycle), which readRawRun reads
+	// runs into.
+	recycled sync.Pool
 }
 
 // OpenShardReader opens shard's store in dir (a directory of count shards)
