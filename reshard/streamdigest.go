@@ -236,6 +236,13 @@ type pairBatch struct {
 	pending atomic.Int32
 }
 
+// newPairBatch is a batch made at about the size it is filled to, so
+// that it is allocated once and not grown (each growth a new allocation
+// and a copy) while it is first filled.
+func newPairBatch() *pairBatch {
+	return &pairBatch{buf: make([]byte, 0, pairBatchBytes+pairBatchBytes/16), ends: make([]int, 0, pairBatchBytes/32)}
+}
+
 type fanoutResult struct {
 	i   int
 	err error
@@ -255,9 +262,9 @@ const (
 func newPairFanout(consumers ...func(key, val []byte) error) *pairFanout {
 	f := &pairFanout{free: make(chan *pairBatch, fanoutBatches), done: make(chan fanoutResult, len(consumers))}
 	for range fanoutBatches - 1 {
-		f.free <- &pairBatch{}
+		f.free <- newPairBatch()
 	}
-	f.cur = &pairBatch{}
+	f.cur = newPairBatch()
 	for i, consume := range consumers {
 		ch := make(chan *pairBatch, fanoutBatches)
 		f.to = append(f.to, ch)
