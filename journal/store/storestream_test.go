@@ -128,3 +128,44 @@ func TestSequentialReadableReadsTheFile(t *testing.T) {
 		}
 	})
 }
+
+// TestTableFileWritesItsBytes: a new table's file holds exactly the
+// bytes written to it, in order, once finished, whatever their sizes
+// against its buffer.
+func TestTableFileWritesItsBytes(t *testing.T) {
+	rapid.Check(t, func(t *rapid.T) {
+		fs := vfs.NewMem()
+		f, err := fs.Create("t", vfs.WriteCategoryUnspecified)
+		if err != nil {
+			t.Fatal(err)
+		}
+		w := newTableFile(f)
+		var want []byte
+		for range rapid.IntRange(0, 30).Draw(t, "writes") {
+			p := bytes.Repeat([]byte{byte(len(want))}, rapid.IntRange(0, 3*tableWriteBytes/2).Draw(t, "len"))
+			want = append(want, p...)
+			if err := w.Write(p); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if err := w.Finish(); err != nil {
+			t.Fatal(err)
+		}
+		r, err := fs.Open("t")
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer r.Close()
+		st, err := r.Stat()
+		if err != nil {
+			t.Fatal(err)
+		}
+		got := make([]byte, st.Size())
+		if _, err := r.ReadAt(got, 0); err != nil && len(got) > 0 {
+			t.Fatal(err)
+		}
+		if !bytes.Equal(got, want) {
+			t.Fatalf("the file holds %d bytes, %d were written (or they differ)", len(got), len(want))
+		}
+	})
+}
