@@ -154,6 +154,9 @@ type worker struct {
 	// worker.
 	sent     []uint64
 	firstErr error // the first lookup error of the mapper
+	// kb and vb are the key and value of an outbox, dedup, timer or index
+	// entry being put (the sink copies them).
+	kb, vb []byte
 }
 
 // newBuilder sets up pass 2: the new log and shards folder of a real run,
@@ -413,7 +416,8 @@ func (w *worker) outbox(i int, src shardSource) error {
 		if j != i {
 			w.counts.OutboxMoved++
 		}
-		return w.out.Put(j, store.OutboxKey(nm.Seq), model.EncodeMessage(nil, &nm))
+		w.kb, w.vb = store.AppendOutboxKey(w.kb[:0], nm.Seq), model.EncodeMessage(w.vb[:0], &nm)
+		return w.out.Put(j, w.kb, w.vb)
 	})
 }
 
@@ -426,7 +430,8 @@ func (w *worker) seen(i int, src shardSource) error {
 		if j != i {
 			w.counts.DedupMoved++
 		}
-		return w.out.Put(j, store.SeenKey(id), model.EncodeSeenValue(nil, wf))
+		w.kb, w.vb = store.AppendSeenKey(w.kb[:0], id), model.EncodeSeenValue(w.vb[:0], wf)
+		return w.out.Put(j, w.kb, w.vb)
 	})
 }
 
@@ -443,7 +448,8 @@ func (w *worker) timers(i int, src shardSource) error {
 		}
 		w.counts.Timers++
 		k.Run = m.No
-		return w.out.Put(m.Shard, store.TimerKeyBytes(k), nil)
+		w.kb = store.AppendTimerKey(w.kb[:0], k)
+		return w.out.Put(m.Shard, w.kb, nil)
 	})
 }
 
@@ -458,7 +464,8 @@ func (w *worker) index(i int, src shardSource) error {
 		if !ok {
 			return w.b.r.damaged(i, "old shard %d's index names run %d for %q, which does not exist", i, no, wf)
 		}
-		return w.out.Put(m.Shard, store.IndexKey(wf), store.EncodeIndexValue(m.No))
+		w.kb, w.vb = store.AppendIndexKey(w.kb[:0], wf), model.AppendRunNo(w.vb[:0], m.No)
+		return w.out.Put(m.Shard, w.kb, w.vb)
 	})
 }
 

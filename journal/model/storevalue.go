@@ -299,7 +299,10 @@ func decodeSeenValue(p []byte, view bool) (string, error) {
 }
 
 // EncodeRunNo is the value of an "I" key.
-func EncodeRunNo(no RunNo) []byte { return binary.BigEndian.AppendUint64(nil, uint64(no)) }
+func EncodeRunNo(no RunNo) []byte { return AppendRunNo(nil, no) }
+
+// AppendRunNo appends EncodeRunNo(no) to dst.
+func AppendRunNo(dst []byte, no RunNo) []byte { return binary.BigEndian.AppendUint64(dst, uint64(no)) }
 
 // DecodeIndexValue decodes the value of an "I" key.
 func DecodeIndexValue(p []byte) (RunNo, error) {

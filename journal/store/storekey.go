@@ -75,7 +75,12 @@ var headerKey = []byte{KeyHeader}
 func ArchiveKey(no model.RunNo) []byte { return be64Key(KeyArchive, uint64(no)) }
 
 // IndexKey is the ID-index key of a workflow ID.
-func IndexKey(workflowID string) []byte { return append([]byte{KeyIndex}, workflowID...) }
+func IndexKey(workflowID string) []byte { return AppendIndexKey(nil, workflowID) }
+
+// AppendIndexKey appends IndexKey(workflowID) to dst.
+func AppendIndexKey(dst []byte, workflowID string) []byte {
+	return append(append(dst, KeyIndex), workflowID...)
+}
 
 // OutboxKey is the key of the outbox message with sequence number seq.
 func OutboxKey(seq uint64) []byte { return be64Key(KeyOutbox, seq) }
@@ -92,11 +97,14 @@ func RecordKey(no model.RunNo, pos uint32) []byte {
 }
 
 // SeenKey is the receiver-dedup key of a message ID.
-func SeenKey(msgID string) []byte { return append([]byte{KeySeen}, msgID...) }
+func SeenKey(msgID string) []byte { return AppendSeenKey(nil, msgID) }
+
+// AppendSeenKey appends SeenKey(msgID) to dst.
+func AppendSeenKey(dst []byte, msgID string) []byte { return append(append(dst, KeySeen), msgID...) }
 
 // TimerKeyBytes is the store key of a pending timer. The fire time's sign
 // bit is flipped so that negative times sort before positive ones.
-func TimerKeyBytes(k model.TimerKey) []byte { return appendTimerKey(make([]byte, 0, 21), k) }
+func TimerKeyBytes(k model.TimerKey) []byte { return AppendTimerKey(make([]byte, 0, 21), k) }
 
 func be64Key(kind byte, v uint64) []byte { return appendBE64Key(make([]byte, 0, 21), kind, v) }
 
@@ -104,7 +112,8 @@ func appendBE64Key(dst []byte, kind byte, v uint64) []byte {
 	return binary.BigEndian.AppendUint64(append(dst, kind), v)
 }
 
-func appendTimerKey(dst []byte, k model.TimerKey) []byte {
+// AppendTimerKey appends TimerKeyBytes(k) to dst.
+func AppendTimerKey(dst []byte, k model.TimerKey) []byte {
 	dst = appendBE64Key(dst, KeyTimer, uint64(k.At)^1<<63)
 	dst = binary.BigEndian.AppendUint64(dst, uint64(k.Run))
 	return binary.BigEndian.AppendUint32(dst, k.Pos)
