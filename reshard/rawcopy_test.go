@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"reflect"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/cockroachdb/pebble/v2/vfs"
@@ -265,4 +266,54 @@ func cloneRawRun(r *store.RawRun) store.RawRun {
 		c.ArchiveRecords = append(c.ArchiveRecords, store.ArchivedRecord{At: a.At, Rec: bytes.Clone(a.Rec), Head: a.Head})
 	}
 	return c
+}
+
+// TestRunEntryViewsMatch: the plan pass's entries viewed in the store's
+// bytes (ShardReader.RunEntryViews) are the entries RunEntries decodes,
+// and viewing them allocates at least one string a run fewer.
+func TestRunEntryViewsMatch(t *testing.T) {
+	ctx := context.Background()
+	dir := filepath.Join(t.TempDir(), "d")
+	const shards = 2
+	if _, err := sim.Generate(ctx, vfs.Default, dir, sim.GenOptions{Shards: shards, Runs: 300, Seed: 11}); err != nil {
+		t.Fatal(err)
+	}
+	tails, err := logTails(ctx, vfs.Default, dir, shards)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range shards {
+		src, err := openSource(vfs.Default, dir, i, shards, tails, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var want, got []model.RunEntry
+		err = src.RunEntries(ctx, func(_ model.RunNo, e model.RunEntry) error { want = append(want, e); return nil })
+		if err == nil {
+			err = src.RunEntryViews(ctx, func(_ model.RunNo, e model.RunEntry) error {
+				e.WorkflowID, e.Type = strings.Clone(e.WorkflowID), strings.Clone(e.Type)
+				got = append(got, e)
+				return nil
+			})
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(want) == 0 || !slices.Equal(got, want) {
+			t.Fatalf("shard %d: %d entries viewed, %d decoded (or they differ)", i, len(got), len(want))
+		}
+		count := func(each func(context.Context, func(model.RunNo, model.RunEntry) error) error) float64 {
+			return testing.AllocsPerRun(3, func() {
+				if err := each(ctx, func(model.RunNo, model.RunEntry) error { return nil }); err != nil {
+					t.Fatal(err)
+				}
+			})
+		}
+		if decoded, viewed := count(src.RunEntries), count(src.RunEntryViews); viewed > decoded-float64(len(want)) {
+			t.Errorf("shard %d: viewing %d entries allocated %v times, decoding them %v", i, len(want), viewed, decoded)
+		}
+		if err := src.Close(); err != nil {
+			t.Fatal(err)
+		}
+	}
 }

@@ -28,6 +28,9 @@ type shardSource interface {
 	Recycle(r *store.RawRun)
 	// RunEntries is Runs without journals: who each run is.
 	RunEntries(ctx context.Context, fn func(no model.RunNo, e model.RunEntry) error) error
+	// RunEntryViews is RunEntries with each entry valid only until fn
+	// returns.
+	RunEntryViews(ctx context.Context, fn func(no model.RunNo, e model.RunEntry) error) error
 	Outbox(fn func(m *model.Message) error) error
 	Seen(fn func(msgID, workflowID string) error) error
 	Index(fn func(workflowID string, no model.RunNo) error) error
