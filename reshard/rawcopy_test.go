@@ -200,23 +200,10 @@ func TestRecycledRawRunsMatch(t *testing.T) {
 	rng := rand.New(rand.NewPCG(7, 8))
 	reused, archives := 0, 0
 	for range 3 {
-		shards, runs, seed := 1+rng.IntN(3), 150+rng.IntN(200), rng.Uint64()
-		dir := filepath.Join(t.TempDir(), "d")
-		if _, err := sim.Generate(ctx, vfs.Default, dir, sim.GenOptions{Shards: shards, Runs: runs, Seed: seed}); err != nil {
-			t.Fatal(err)
-		}
-		tails, err := logTails(ctx, vfs.Default, dir, shards)
-		if err != nil {
-			t.Fatal(err)
-		}
-		for i := range shards {
-			src, err := openSource(vfs.Default, dir, i, shards, tails, nil)
-			if err != nil {
-				t.Fatal(err)
-			}
+		eachGeneratedSource(t, 1+rng.IntN(3), 150+rng.IntN(200), rng.Uint64(), func(i int, src shardSource) {
 			var fresh, recycled []store.RawRun
 			seen := map[*store.RawRun]bool{}
-			err = src.RawRuns(ctx, func(r *store.RawRun) error { fresh = append(fresh, cloneRawRun(r)); return nil })
+			err := src.RawRuns(ctx, func(r *store.RawRun) error { fresh = append(fresh, cloneRawRun(r)); return nil })
 			if err == nil {
 				err = src.RawRuns(ctx, func(r *store.RawRun) error {
 					if seen[r] {
@@ -227,9 +214,6 @@ func TestRecycledRawRunsMatch(t *testing.T) {
 					src.Recycle(r)
 					return nil
 				})
-			}
-			if cerr := src.Close(); err == nil {
-				err = cerr
 			}
 			if err != nil {
 				t.Fatal(err)
@@ -245,10 +229,35 @@ func TestRecycledRawRunsMatch(t *testing.T) {
 					archives++
 				}
 			}
-		}
+		})
 	}
 	if reused == 0 || archives == 0 {
 		t.Fatalf("no run was read into a recycled one (%d) or none had an archive (%d)", reused, archives)
+	}
+}
+
+// eachGeneratedSource generates a directory of shards shards and runs
+// runs from seed and calls fn with each shard's source, closed after.
+func eachGeneratedSource(t *testing.T, shards, runs int, seed uint64, fn func(i int, src shardSource)) {
+	dir := filepath.Join(t.TempDir(), "d")
+	opts := sim.GenOptions{Shards: shards, Runs: runs, Seed: seed}
+	_, err := sim.Generate(context.Background(), vfs.Default, dir, opts)
+	var tails []store.ShardTail
+	if err == nil {
+		tails, err = logTails(context.Background(), vfs.Default, dir, shards)
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range shards {
+		src, err := openSource(vfs.Default, dir, i, shards, tails, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		fn(i, src)
+		if err := src.Close(); err != nil {
+			t.Fatal(err)
+		}
 	}
 }
 
@@ -273,22 +282,9 @@ func cloneRawRun(r *store.RawRun) store.RawRun {
 // and viewing them allocates at least one string a run fewer.
 func TestRunEntryViewsMatch(t *testing.T) {
 	ctx := context.Background()
-	dir := filepath.Join(t.TempDir(), "d")
-	const shards = 2
-	if _, err := sim.Generate(ctx, vfs.Default, dir, sim.GenOptions{Shards: shards, Runs: 300, Seed: 11}); err != nil {
-		t.Fatal(err)
-	}
-	tails, err := logTails(ctx, vfs.Default, dir, shards)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for i := range shards {
-		src, err := openSource(vfs.Default, dir, i, shards, tails, nil)
-		if err != nil {
-			t.Fatal(err)
-		}
+	eachGeneratedSource(t, 2, 300, 11, func(i int, src shardSource) {
 		var want, got []model.RunEntry
-		err = src.RunEntries(ctx, func(_ model.RunNo, e model.RunEntry) error { want = append(want, e); return nil })
+		err := src.RunEntries(ctx, func(_ model.RunNo, e model.RunEntry) error { want = append(want, e); return nil })
 		if err == nil {
 			err = src.RunEntryViews(ctx, func(_ model.RunNo, e model.RunEntry) error {
 				e.WorkflowID, e.Type = strings.Clone(e.WorkflowID), strings.Clone(e.Type)
@@ -312,8 +308,5 @@ func TestRunEntryViewsMatch(t *testing.T) {
 		if decoded, viewed := count(src.RunEntries), count(src.RunEntryViews); viewed > decoded-float64(len(want)) {
 			t.Errorf("shard %d: viewing %d entries allocated %v times, decoding them %v", i, len(want), viewed, decoded)
 		}
-		if err := src.Close(); err != nil {
-			t.Fatal(err)
-		}
-	}
+	})
 }

@@ -150,12 +150,8 @@ func TestChunkItemsLargerThanTheReadBuffer(t *testing.T) {
 		shards := rapid.IntRange(1, 3).Draw(t, "shards")
 		s := New(vfs.NewMem(), "/sort", shards, 0, 2)
 		w := s.Writers(1)[0]
-		w.budget = 1 // every item a chunk of its own
-		type kv struct {
-			shard int
-			k, v  string
-		}
-		var want []kv
+		w.budget = 1                // every item a chunk of its own
+		left := map[string]string{} // the pairs put, by shard and key, until the merge gives them
 		nos := rapid.SliceOfNDistinct(rapid.Uint64Range(1, 1<<40), 1, 20, rapid.ID[uint64]).Draw(t, "runs")
 		for _, no := range nos {
 			j := rapid.IntRange(0, shards-1).Draw(t, "j")
@@ -168,29 +164,29 @@ func TestChunkItemsLargerThanTheReadBuffer(t *testing.T) {
 				if err := w.Put(j, k, v); err != nil {
 					t.Fatal(err)
 				}
-				want = append(want, kv{j, string(k), string(v)})
+				left[fmt.Sprintf("%d/%x", j, k)] = string(v)
 			}
 		}
 		if err := s.Settle(); err != nil {
 			t.Fatal(err)
 		}
-		slices.SortFunc(want, func(a, b kv) int {
-			if a.shard != b.shard {
-				return a.shard - b.shard
-			}
-			return bytes.Compare([]byte(a.k), []byte(b.k))
-		})
-		var got []kv
 		for j := range shards {
-			if err := s.Each(j, func(k, v []byte) error {
-				got = append(got, kv{j, string(k), string(v)})
+			var last []byte
+			err := s.Each(j, func(k, v []byte) error {
+				id := fmt.Sprintf("%d/%x", j, k)
+				if want, ok := left[id]; !ok || want != string(v) || (last != nil && bytes.Compare(last, k) >= 0) {
+					return fmt.Errorf("shard %d: key %x (after %x) with %d bytes: not a pair put, or out of order", j, k, last, len(v))
+				}
+				delete(left, id)
+				last = append(last[:0], k...)
 				return nil
-			}); err != nil {
+			})
+			if err != nil {
 				t.Fatal(err)
 			}
 		}
-		if !slices.Equal(got, want) {
-			t.Fatalf("got %d keys, want %d (or they differ)", len(got), len(want))
+		if len(left) > 0 {
+			t.Fatalf("%d pairs put were not given by the merge", len(left))
 		}
 	})
 }
