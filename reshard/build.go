@@ -154,6 +154,9 @@ type worker struct {
 	// worker.
 	sent     []uint64
 	firstErr error // the first lookup error of the mapper
+	// kb and vb are the key and value of an outbox, dedup, timer or index
+	// entry being put (the sink copies them).
+	kb, vb []byte
 }
 
 // newBuilder sets up pass 2: the new log and shards folder of a real run,
@@ -413,7 +416,8 @@ func (w *worker) outbox(i int, src shardSource) error {
 		if j != i {
 			w.counts.OutboxMoved++
 		}
-		return w.out.Put(j, store.OutboxKey(nm.Seq), model.EncodeMessage(nil, &nm))
+		w.kb, w.vb = store.AppendOutboxKey(w.kb[:0], nm.Seq), model.EncodeMessage(w.vb[:0], &nm)
+		return w.out.Put(j, w.kb, w.vb)
 	})
 }
 
@@ -426,7 +430,8 @@ func (w *worker) seen(i int, src shardSource) error {
 		if j != i {
 			w.counts.DedupMoved++
 		}
-		return w.out.Put(j, store.SeenKey(id), model.EncodeSeenValue(nil, wf))
+		w.kb, w.vb = store.AppendSeenKey(w.kb[:0], id), model.EncodeSeenValue(w.vb[:0], wf)
+		return w.out.Put(j, w.kb, w.vb)
 	})
 }
 
@@ -443,7 +448,8 @@ func (w *worker) timers(i int, src shardSource) error {
 		}
 		w.counts.Timers++
 		k.Run = m.No
-		return w.out.Put(m.Shard, store.TimerKeyBytes(k), nil)
+		w.kb = store.AppendTimerKey(w.kb[:0], k)
+		return w.out.Put(m.Shard, w.kb, nil)
 	})
 }
 
@@ -458,7 +464,8 @@ func (w *worker) index(i int, src shardSource) error {
 		if !ok {
 			return w.b.r.damaged(i, "old shard %d's index names run %d for %q, which does not exist", i, no, wf)
 		}
-		return w.out.Put(m.Shard, store.IndexKey(wf), store.EncodeIndexValue(m.No))
+		w.kb, w.vb = store.AppendIndexKey(w.kb[:0], wf), model.AppendRunNo(w.vb[:0], m.No)
+		return w.out.Put(m.Shard, w.kb, w.vb)
 	})
 }
 
@@ -599,7 +606,9 @@ func parallel(ctx context.Context, n, k int, work func(i int) error, progress fu
 // decodes each run, one that calls look (the old digest) and the
 // caller's, which calls fn (the rewrite), with a bounded queue between
 // each, so that reading, digesting and rewriting overlap. Runs reach look
-// and fn in order. The first error of any stops them all.
+// and fn in order, and go back to src (Recycle) once fn is done with
+// them: neither look nor fn may keep anything of a run. The first error
+// of any stops them all.
 func readAhead(ctx context.Context, src shardSource, look, fn func(*store.RawRun) error) error {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
@@ -638,6 +647,8 @@ func readAhead(ctx context.Context, src shardSource, look, fn func(*store.RawRun
 		if err == nil {
 			if err = fn(it); err != nil {
 				cancel() // the others stop; drain what they queued
+			} else {
+				src.Recycle(it)
 			}
 		}
 	}

@@ -6,10 +6,13 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"path/filepath"
+	"reflect"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/cockroachdb/pebble/v2/vfs"
+	"github.com/fusee-dev/fusee/internal/testtier"
 	"github.com/fusee-dev/fusee/journal/model"
 	"github.com/fusee-dev/fusee/journal/sim"
 	"github.com/fusee-dev/fusee/journal/store"
@@ -187,4 +190,127 @@ func tokenChanges(old, nr *model.Run) []TokenChange {
 		out = append(out, TokenChange{WorkflowID: old.WorkflowID, Position: rec.Pos, Old: rec.Token.String(), New: nr.Journal[k].Token.String()})
 	}
 	return out
+}
+
+// TestRecycledRawRunsMatch: reading runs into the memory of runs given
+// back (ShardReader.Recycle), as the rewrite does, gives every run as
+// reading each into new memory does, on random generated directories
+// with archives; and the memory is reused.
+func TestRecycledRawRunsMatch(t *testing.T) {
+	ctx := context.Background()
+	rng := rand.New(rand.NewPCG(7, 8))
+	reused, archives := 0, 0
+	for range 3 {
+		eachGeneratedSource(t, 1+rng.IntN(3), 150+rng.IntN(200), rng.Uint64(), func(i int, src shardSource) {
+			var fresh, recycled []store.RawRun
+			seen := map[*store.RawRun]bool{}
+			err := src.RawRuns(ctx, func(r *store.RawRun) error { fresh = append(fresh, cloneRawRun(r)); return nil })
+			if err == nil {
+				err = src.RawRuns(ctx, func(r *store.RawRun) error {
+					if seen[r] {
+						reused++
+					}
+					seen[r] = true
+					recycled = append(recycled, cloneRawRun(r))
+					src.Recycle(r)
+					return nil
+				})
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(fresh) != len(recycled) {
+				t.Fatalf("shard %d: %d runs read fresh, %d into recycled runs", i, len(fresh), len(recycled))
+			}
+			for k := range fresh {
+				if !reflect.DeepEqual(fresh[k], recycled[k]) {
+					t.Fatalf("shard %d run %d: read fresh %+v, into a recycled run %+v", i, fresh[k].No, fresh[k], recycled[k])
+				}
+				if fresh[k].Archive != nil {
+					archives++
+				}
+			}
+		})
+	}
+	if reused == 0 || archives == 0 {
+		t.Fatalf("no run was read into a recycled one (%d) or none had an archive (%d)", reused, archives)
+	}
+}
+
+// eachGeneratedSource generates a directory of shards shards and runs
+// runs from seed and calls fn with each shard's source, closed after.
+func eachGeneratedSource(t *testing.T, shards, runs int, seed uint64, fn func(i int, src shardSource)) {
+	dir := filepath.Join(t.TempDir(), "d")
+	opts := sim.GenOptions{Shards: shards, Runs: runs, Seed: seed}
+	_, err := sim.Generate(context.Background(), vfs.Default, dir, opts)
+	var tails []store.ShardTail
+	if err == nil {
+		tails, err = logTails(context.Background(), vfs.Default, dir, shards)
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range shards {
+		src, err := openSource(vfs.Default, dir, i, shards, tails, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		fn(i, src)
+		if err := src.Close(); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// cloneRawRun copies r's exported fields into memory of their own (nil
+// for empty slices).
+func cloneRawRun(r *store.RawRun) store.RawRun {
+	c := store.RawRun{No: r.No, Entry: r.Entry, Heads: slices.Clip(append([]model.RecordHead(nil), r.Heads...))}
+	for _, rec := range r.Records {
+		c.Records = append(c.Records, bytes.Clone(rec))
+	}
+	if r.Archive != nil {
+		c.Archive = bytes.Clone(r.Archive)
+	}
+	for _, a := range r.ArchiveRecords {
+		c.ArchiveRecords = append(c.ArchiveRecords, store.ArchivedRecord{At: a.At, Rec: bytes.Clone(a.Rec), Head: a.Head})
+	}
+	return c
+}
+
+// TestRunEntryViewsMatch: the plan pass's entries viewed in the store's
+// bytes (ShardReader.RunEntryViews) are the entries RunEntries decodes,
+// and viewing them allocates at least one string a run fewer.
+func TestRunEntryViewsMatch(t *testing.T) {
+	ctx := context.Background()
+	eachGeneratedSource(t, 2, 300, 11, func(i int, src shardSource) {
+		var want, got []model.RunEntry
+		err := src.RunEntries(ctx, func(_ model.RunNo, e model.RunEntry) error { want = append(want, e); return nil })
+		if err == nil {
+			err = src.RunEntryViews(ctx, func(_ model.RunNo, e model.RunEntry) error {
+				e.WorkflowID, e.Type = strings.Clone(e.WorkflowID), strings.Clone(e.Type)
+				got = append(got, e)
+				return nil
+			})
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(want) == 0 || !slices.Equal(got, want) {
+			t.Fatalf("shard %d: %d entries viewed, %d decoded (or they differ)", i, len(got), len(want))
+		}
+		count := func(each func(context.Context, func(model.RunNo, model.RunEntry) error) error) float64 {
+			return testing.AllocsPerRun(3, func() {
+				if err := each(ctx, func(model.RunNo, model.RunEntry) error { return nil }); err != nil {
+					t.Fatal(err)
+				}
+			})
+		}
+		if testtier.Race {
+			return // the race detector's instrumentation allocates: no count to compare
+		}
+		if decoded, viewed := count(src.RunEntries), count(src.RunEntryViews); viewed > decoded-float64(len(want)) {
+			t.Errorf("shard %d: viewing %d entries allocated %v times, decoding them %v", i, len(want), viewed, decoded)
+		}
+	})
 }

@@ -23,8 +23,14 @@ type shardSource interface {
 	Runs(ctx context.Context, fn func(r *model.Run, archive []model.Record) error) error
 	// RawRuns is Runs with each run's records as checked bytes.
 	RawRuns(ctx context.Context, fn func(r *store.RawRun) error) error
+	// Recycle gives back a run RawRuns handed out, once nothing of it is
+	// used any more: a later run may be read into its memory.
+	Recycle(r *store.RawRun)
 	// RunEntries is Runs without journals: who each run is.
 	RunEntries(ctx context.Context, fn func(no model.RunNo, e model.RunEntry) error) error
+	// RunEntryViews is RunEntries with each entry valid only until fn
+	// returns.
+	RunEntryViews(ctx context.Context, fn func(no model.RunNo, e model.RunEntry) error) error
 	Outbox(fn func(m *model.Message) error) error
 	Seen(fn func(msgID, workflowID string) error) error
 	Index(fn func(workflowID string, no model.RunNo) error) error

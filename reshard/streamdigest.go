@@ -1,6 +1,7 @@
 package reshard
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 	"sync/atomic"
@@ -27,10 +28,13 @@ type streamDigest struct {
 	c     canon
 	d     *digest
 	shard int // the new shard
-	// The run whose records are arriving (run.no 0: none).
+	// The run whose records are arriving (run.no 0: none). Its entry is
+	// viewed (model.ViewRunEntry) in bytes that may be reused once add
+	// returns: its strings are dropped and its workflow ID copied to wf.
 	run struct {
 		no      model.RunNo
 		e       model.RunEntry
+		wf      []byte
 		records uint32 // how many arrived
 	}
 	header         bool
@@ -51,9 +55,11 @@ func (s *streamDigest) fail(key []byte, format string, args ...any) error {
 		s.shard, key, fmt.Sprintf(format, args...))
 }
 
-// add digests one key and value, as the store writer gets them.
+// add digests one key and value, as the store writer gets them. Nothing
+// decoded from them is kept once it returns (they are views, ViewStoreKey
+// and the like: the fanout reuses its batches).
 func (s *streamDigest) add(key, val []byte) error {
-	k, err := store.ParseStoreKey(key)
+	k, err := store.ViewStoreKey(key)
 	if err != nil {
 		return s.fail(key, "%v", err)
 	}
@@ -72,16 +78,19 @@ func (s *streamDigest) add(key, val []byte) error {
 		}
 		s.header, s.nextRun, s.nextSeq = true, h.NextRun, h.NextSeq
 	case store.KeyRun:
-		e, err := model.DecodeRunEntry(val)
+		e, err := model.ViewRunEntry(val)
 		if err != nil {
 			return s.fail(key, "%v", err)
 		}
 		if e.WorkflowID == "" || (e.State == model.StateTombstone) != (e.Records == 0) {
 			return s.fail(key, "a %s run entry of %q with %d records", e.State, e.WorkflowID, e.Records)
 		}
-		s.run.no, s.run.e, s.run.records = k.Run, e, 0
-		s.maxRun = max(s.maxRun, uint64(k.Run))
 		c.runItem(&e, int(e.Records))
+		s.run.no, s.run.records = k.Run, 0
+		s.run.wf = append(s.run.wf[:0], e.WorkflowID...)
+		e.WorkflowID, e.Type = "", ""
+		s.run.e = e
+		s.maxRun = max(s.maxRun, uint64(k.Run))
 	case store.KeyArchive:
 		c.archiveOf(s.shard, k.Run)
 		err := model.EachHistoryBytes(val, func(rec []byte) error {
@@ -104,7 +113,7 @@ func (s *streamDigest) add(key, val []byte) error {
 		s.maxSeq = max(s.maxSeq, m.Seq)
 		c.message(d, *m)
 	case store.KeySeen:
-		wf, err := model.DecodeSeenValue(val)
+		wf, err := model.ViewSeenValue(val)
 		if err != nil {
 			return s.fail(key, "%v", err)
 		}
@@ -143,7 +152,7 @@ func (s *streamDigest) record(key, val []byte, k store.StoreKey) error {
 	if h.Pos != k.Pos {
 		return s.fail(key, "the record says position %d", h.Pos)
 	}
-	if k.Pos == 0 && (h.Kind != model.KindStart || string(h.WorkflowID(val)) != r.e.WorkflowID) {
+	if k.Pos == 0 && (h.Kind != model.KindStart || !bytes.Equal(h.WorkflowID(val), r.wf)) {
 		return s.fail(key, "run %d's journal does not begin with its start record", r.no)
 	}
 	r.records++
@@ -227,6 +236,13 @@ type pairBatch struct {
 	pending atomic.Int32
 }
 
+// newPairBatch is a batch made at about the size it is filled to, so
+// that it is allocated once and not grown (each growth a new allocation
+// and a copy) while it is first filled.
+func newPairBatch() *pairBatch {
+	return &pairBatch{buf: make([]byte, 0, pairBatchBytes+pairBatchBytes/16), ends: make([]int, 0, pairBatchBytes/32)}
+}
+
 type fanoutResult struct {
 	i   int
 	err error
@@ -246,9 +262,9 @@ const (
 func newPairFanout(consumers ...func(key, val []byte) error) *pairFanout {
 	f := &pairFanout{free: make(chan *pairBatch, fanoutBatches), done: make(chan fanoutResult, len(consumers))}
 	for range fanoutBatches - 1 {
-		f.free <- &pairBatch{}
+		f.free <- newPairBatch()
 	}
-	f.cur = &pairBatch{}
+	f.cur = newPairBatch()
 	for i, consume := range consumers {
 		ch := make(chan *pairBatch, fanoutBatches)
 		f.to = append(f.to, ch)

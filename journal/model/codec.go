@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"unsafe"
 )
 
 // Records, ops and stored values are encoded with a small tagged binary
@@ -26,6 +27,9 @@ func (e *enc) bytes(p []byte) { e.uv(uint64(len(p))); e.b = append(e.b, p...) }
 type dec struct {
 	b   []byte
 	err error
+	// view makes str alias b instead of copying (the View decoders):
+	// the strings are valid only while the bytes decoded are unchanged.
+	view bool
 }
 
 func (d *dec) uv() uint64 {
@@ -68,7 +72,13 @@ func (d *dec) raw() []byte {
 	return p
 }
 
-func (d *dec) str() string { return string(d.raw()) }
+func (d *dec) str() string {
+	p := d.raw()
+	if d.view {
+		return unsafe.String(unsafe.SliceData(p), len(p))
+	}
+	return string(p)
+}
 
 func (d *dec) bytesCopy() []byte {
 	p := d.raw()

@@ -144,7 +144,14 @@ func EncodeRunEntry(dst []byte, r *RunEntry) []byte {
 }
 
 // DecodeRunEntry decodes a run entry.
-func DecodeRunEntry(p []byte) (RunEntry, error) {
+func DecodeRunEntry(p []byte) (RunEntry, error) { return decodeRunEntry(p, false) }
+
+// ViewRunEntry is DecodeRunEntry with the entry's strings aliasing p
+// instead of copied from it: nothing is allocated, and the entry is valid
+// only while p is unchanged (a reader that looks at each entry once).
+func ViewRunEntry(p []byte) (RunEntry, error) { return decodeRunEntry(p, true) }
+
+func decodeRunEntry(p []byte, view bool) (RunEntry, error) {
 	var r RunEntry
 	if len(p) == 0 {
 		return r, errShort
@@ -153,7 +160,7 @@ func DecodeRunEntry(p []byte) (RunEntry, error) {
 	if r.State < StateRunning || r.State > StateTombstone {
 		return r, fmt.Errorf("unknown run state %d", p[0])
 	}
-	d := dec{b: p[1:]}
+	d := dec{b: p[1:], view: view}
 	flags := d.uv()
 	if flags&^runFlagRenumbered != 0 {
 		return r, fmt.Errorf("unknown run flags %#x", flags)
@@ -273,8 +280,14 @@ func EncodeSeenValue(dst []byte, workflowID string) []byte {
 
 // DecodeSeenValue decodes the value of an "S" key: the workflow ID the
 // message was delivered to, which must not be empty.
-func DecodeSeenValue(p []byte) (string, error) {
-	d := dec{b: p}
+func DecodeSeenValue(p []byte) (string, error) { return decodeSeenValue(p, false) }
+
+// ViewSeenValue is DecodeSeenValue with the workflow ID aliasing p (see
+// ViewRunEntry).
+func ViewSeenValue(p []byte) (string, error) { return decodeSeenValue(p, true) }
+
+func decodeSeenValue(p []byte, view bool) (string, error) {
+	d := dec{b: p, view: view}
 	wf := d.str()
 	if err := d.finish(); err != nil {
 		return "", fmt.Errorf("seen value: %w", err)
@@ -286,7 +299,10 @@ func DecodeSeenValue(p []byte) (string, error) {
 }
 
 // EncodeRunNo is the value of an "I" key.
-func EncodeRunNo(no RunNo) []byte { return binary.BigEndian.AppendUint64(nil, uint64(no)) }
+func EncodeRunNo(no RunNo) []byte { return AppendRunNo(nil, no) }
+
+// AppendRunNo appends EncodeRunNo(no) to dst.
+func AppendRunNo(dst []byte, no RunNo) []byte { return binary.BigEndian.AppendUint64(dst, uint64(no)) }
 
 // DecodeIndexValue decodes the value of an "I" key.
 func DecodeIndexValue(p []byte) (RunNo, error) {

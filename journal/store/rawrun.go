@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/binary"
 	"fmt"
+	"slices"
 
 	"github.com/cockroachdb/pebble/v2"
 	"github.com/fusee-dev/fusee/journal/model"
@@ -32,6 +33,14 @@ type RawRun struct {
 	// ArchiveRecords are Archive's records in order, each scanned once
 	// here for every reader of the run (nil without an archive).
 	ArchiveRecords []ArchivedRecord
+
+	// The memory of a recycled run (ShardReader.Recycle), reused by the
+	// next run read into it: the records' bytes, the archive's, and the
+	// slices' backing arrays.
+	buf, archive []byte
+	records      [][]byte
+	heads        []model.RecordHead
+	archived     []ArchivedRecord
 }
 
 // An ArchivedRecord is one record of a RawRun's archive, as
@@ -45,13 +54,13 @@ type ArchivedRecord struct {
 }
 
 // scanArchive checks an encoded archived history (EachHistoryRecordAt)
-// and returns its records, aliasing p.
-func scanArchive(p []byte) ([]ArchivedRecord, error) {
+// and returns its records, aliasing p, appended to dst[:0].
+func scanArchive(dst []ArchivedRecord, p []byte) ([]ArchivedRecord, error) {
 	n, err := model.HistoryLen(p)
 	if err != nil {
 		return nil, err
 	}
-	recs := make([]ArchivedRecord, 0, min(n, len(p)))
+	recs := slices.Grow(dst[:0], min(n, len(p)))
 	err = model.EachHistoryRecordAt(p, func(at int, rec []byte, h *model.RecordHead) error {
 		recs = append(recs, ArchivedRecord{At: at, Rec: rec, Head: *h})
 		return nil
@@ -83,7 +92,7 @@ func rawOf(r *model.Run, archive []model.Record) (*RawRun, error) {
 	if archive != nil {
 		rr.Archive = model.EncodeHistory(nil, archive)
 		var err error
-		if rr.ArchiveRecords, err = scanArchive(rr.Archive); err != nil {
+		if rr.ArchiveRecords, err = scanArchive(nil, rr.Archive); err != nil {
 			return nil, fmt.Errorf("run %d archive: %w", r.No, err)
 		}
 	}
@@ -92,7 +101,8 @@ func rawOf(r *model.Run, archive []model.Record) (*RawRun, error) {
 
 // RawRuns is Runs with each run as a RawRun: the same runs in the same
 // order with the same checks, but records are scanned (ScanRecord), not
-// decoded. A RawRun belongs to fn: the reader does not reuse it.
+// decoded. A RawRun belongs to fn, which may give it back with Recycle
+// once it is done with it: the reader reuses only what it is given back.
 func (sr *ShardReader) RawRuns(ctx context.Context, fn func(r *RawRun) error) (err error) {
 	return eachRun(ctx, sr, runSource[*RawRun]{
 		overlay: rawOf,
@@ -101,17 +111,36 @@ func (sr *ShardReader) RawRuns(ctx context.Context, fn func(r *RawRun) error) (e
 			if err != nil {
 				return nil, err
 			}
-			if rr.Archive, rr.ArchiveRecords, err = arch.takeRaw(rr.No, rr.Entry.State == model.StateTombstone); err != nil {
+			rr.archive, rr.archived, err = arch.takeRaw(rr.No, rr.Entry.State == model.StateTombstone, rr.archive, rr.archived)
+			if err != nil {
 				return nil, err
+			}
+			if rr.Entry.State == model.StateTombstone {
+				rr.Archive, rr.ArchiveRecords = rr.archive, rr.archived
 			}
 			return rr, nil
 		},
 		skipArchive: func(arch *archiveCursor, no model.RunNo, tombstone bool) error {
-			_, _, err := arch.takeRaw(no, tombstone)
+			_, _, err := arch.takeRaw(no, tombstone, nil, nil)
 			return err
 		},
 	}, fn)
 }
+
+// Recycle gives back a RawRun that RawRuns handed out (the taker uses
+// nothing of it after: not its records, heads or archive), so that a
+// later run is read into its memory instead of new memory. It may be
+// called from any goroutine.
+func (sr *ShardReader) Recycle(rr *RawRun) {
+	if cap(rr.buf)+cap(rr.archive) > maxRecycledBytes {
+		return // an outsized run's memory is not kept
+	}
+	sr.recycled.Put(rr)
+}
+
+// maxRecycledBytes is the most record and archive bytes a recycled
+// RawRun may keep.
+const maxRecycledBytes = 64 << 10
 
 const (
 	// rawRunPresize is the most records readRawRun sizes its slices for
@@ -143,13 +172,19 @@ func (sr *ShardReader) readRawRun(it *pebble.Iterator, k StoreKey) (*RawRun, err
 	if k.Run >= sr.stored.NextRun {
 		return nil, sr.keyError(key, fmt.Errorf("run %d is not below the header's next run number %d", k.Run, sr.stored.NextRun))
 	}
-	// Sized for the records the entry counts (bounded: the count is not
+	// Read into a recycled run's memory if there is one (Recycle), else
+	// sized for the records the entry counts (bounded: the count is not
 	// checked yet) and a run's usual few hundred bytes, so that a run
 	// costs one allocation of each instead of a growth series.
 	n := min(int(e.Records), rawRunPresize)
-	rr := &RawRun{No: k.Run, Entry: e, Heads: make([]model.RecordHead, 0, n)}
-	var buf []byte
-	if n > 0 {
+	rr, _ := sr.recycled.Get().(*RawRun)
+	if rr == nil {
+		rr = &RawRun{}
+	}
+	*rr = RawRun{No: k.Run, Entry: e, Heads: slices.Grow(rr.heads[:0], n),
+		buf: rr.buf, archive: rr.archive, records: rr.records, archived: rr.archived}
+	buf := rr.buf[:0]
+	if n > 0 && cap(buf) == 0 {
 		buf = make([]byte, 0, rawRunBufBytes)
 	}
 	ends := sr.rawEnds[:0] // where each record ends in buf: the reader's, reused
@@ -187,7 +222,9 @@ func (sr *ShardReader) readRawRun(it *pebble.Iterator, k StoreKey) (*RawRun, err
 	if uint32(len(ends)) != e.Records {
 		return nil, sr.keyError(RunKey(k.Run), fmt.Errorf("the run entry says %d journal records, the store has %d", e.Records, len(ends)))
 	}
-	rr.Records = make([][]byte, len(ends))
+	rr.buf, rr.heads = buf, rr.Heads
+	rr.Records = slices.Grow(rr.records[:0], len(ends))[:len(ends)]
+	rr.records = rr.Records
 	start := 0
 	for i, end := range ends {
 		rr.Records[i] = buf[start:end:end]
@@ -201,17 +238,15 @@ func (sr *ShardReader) readRawRun(it *pebble.Iterator, k StoreKey) (*RawRun, err
 	return rr, nil
 }
 
-// takeRaw is take with the archive's bytes (a copy) and its records,
-// checked (scanArchive).
-func (c *archiveCursor) takeRaw(no model.RunNo, tombstone bool) ([]byte, []ArchivedRecord, error) {
-	var (
-		p    []byte
-		recs []ArchivedRecord
-	)
+// takeRaw is take with the archive's bytes (a copy, in p's memory) and
+// its records, checked (scanArchive, in recs' memory). Without an archive
+// it returns p and recs emptied.
+func (c *archiveCursor) takeRaw(no model.RunNo, tombstone bool, p []byte, recs []ArchivedRecord) ([]byte, []ArchivedRecord, error) {
+	p, recs = p[:0], recs[:0]
 	err := c.takeWith(no, tombstone, func(val []byte) error {
 		var err error
-		p = append([]byte(nil), val...)
-		recs, err = scanArchive(p)
+		p = append(p, val...)
+		recs, err = scanArchive(recs, p)
 		return err
 	})
 	if err != nil {

@@ -8,6 +8,7 @@ import (
 	"maps"
 	"slices"
 	"strings"
+	"sync"
 
 	"github.com/cockroachdb/pebble/v2"
 	"github.com/cockroachdb/pebble/v2/vfs"
@@ -56,6 +57,9 @@ type ShardReader struct {
 	scratch *model.Shard           // LoadRunKey's target while decoding one run
 	lookups lookupPool             // Run's iterators, kept between calls
 	rawEnds []int                  // readRawRun's record ends, kept between runs
+	// recycled are RawRuns given back (Recycle), which readRawRun reads
+	// runs into.
+	recycled sync.Pool
 }
 
 // OpenShardReader opens shard's store in dir (a directory of count shards)
@@ -787,7 +791,18 @@ func (sr *ShardReader) Close() error {
 // iterator visits each run's entry key and seeks past its records. It is
 // for a pass that needs only who each run is (reshard's plan); Runs reads
 // and checks everything.
-func (sr *ShardReader) RunEntries(ctx context.Context, fn func(no model.RunNo, e model.RunEntry) error) (err error) {
+func (sr *ShardReader) RunEntries(ctx context.Context, fn func(no model.RunNo, e model.RunEntry) error) error {
+	return sr.runEntries(ctx, false, fn)
+}
+
+// RunEntryViews is RunEntries with each stored entry's strings viewed in
+// the store's bytes (model.ViewRunEntry): nothing is allocated for them,
+// and they are valid only until fn returns.
+func (sr *ShardReader) RunEntryViews(ctx context.Context, fn func(no model.RunNo, e model.RunEntry) error) error {
+	return sr.runEntries(ctx, true, fn)
+}
+
+func (sr *ShardReader) runEntries(ctx context.Context, view bool, fn func(no model.RunNo, e model.RunEntry) error) (err error) {
 	defer RecoverStoreFatal(sr.path, &err)
 	o := sr.overlay
 	var mine []model.RunNo
@@ -830,7 +845,11 @@ func (sr *ShardReader) RunEntries(ctx context.Context, fn func(no model.RunNo, e
 			return err
 		}
 		if !sr.touched[k.Run] {
-			e, err := model.DecodeRunEntry(it.Value())
+			decode := model.DecodeRunEntry
+			if view {
+				decode = model.ViewRunEntry
+			}
+			e, err := decode(it.Value())
 			if err != nil {
 				return sr.keyError(it.Key(), err)
 			}

@@ -93,7 +93,7 @@ func storeParts(s *model.Shard, hdr *model.CheckpointHeader, runParts int) []key
 		}
 		// "T": timers by fire time, run, position.
 		for _, k := range slices.SortedFunc(maps.Keys(s.Timers), model.CompareTimers) {
-			kb = appendTimerKey(kb[:0], k)
+			kb = AppendTimerKey(kb[:0], k)
 			if err := fn(kb, nil); err != nil {
 				return err
 			}

@@ -3,6 +3,7 @@ package store
 import (
 	"encoding/binary"
 	"fmt"
+	"unsafe"
 
 	"github.com/fusee-dev/fusee/journal/model"
 )
@@ -74,7 +75,12 @@ var headerKey = []byte{KeyHeader}
 func ArchiveKey(no model.RunNo) []byte { return be64Key(KeyArchive, uint64(no)) }
 
 // IndexKey is the ID-index key of a workflow ID.
-func IndexKey(workflowID string) []byte { return append([]byte{KeyIndex}, workflowID...) }
+func IndexKey(workflowID string) []byte { return AppendIndexKey(nil, workflowID) }
+
+// AppendIndexKey appends IndexKey(workflowID) to dst.
+func AppendIndexKey(dst []byte, workflowID string) []byte {
+	return append(append(dst, KeyIndex), workflowID...)
+}
 
 // OutboxKey is the key of the outbox message with sequence number seq.
 func OutboxKey(seq uint64) []byte { return be64Key(KeyOutbox, seq) }
@@ -91,11 +97,14 @@ func RecordKey(no model.RunNo, pos uint32) []byte {
 }
 
 // SeenKey is the receiver-dedup key of a message ID.
-func SeenKey(msgID string) []byte { return append([]byte{KeySeen}, msgID...) }
+func SeenKey(msgID string) []byte { return AppendSeenKey(nil, msgID) }
+
+// AppendSeenKey appends SeenKey(msgID) to dst.
+func AppendSeenKey(dst []byte, msgID string) []byte { return append(append(dst, KeySeen), msgID...) }
 
 // TimerKeyBytes is the store key of a pending timer. The fire time's sign
 // bit is flipped so that negative times sort before positive ones.
-func TimerKeyBytes(k model.TimerKey) []byte { return appendTimerKey(make([]byte, 0, 21), k) }
+func TimerKeyBytes(k model.TimerKey) []byte { return AppendTimerKey(make([]byte, 0, 21), k) }
 
 func be64Key(kind byte, v uint64) []byte { return appendBE64Key(make([]byte, 0, 21), kind, v) }
 
@@ -103,14 +112,22 @@ func appendBE64Key(dst []byte, kind byte, v uint64) []byte {
 	return binary.BigEndian.AppendUint64(append(dst, kind), v)
 }
 
-func appendTimerKey(dst []byte, k model.TimerKey) []byte {
+// AppendTimerKey appends TimerKeyBytes(k) to dst.
+func AppendTimerKey(dst []byte, k model.TimerKey) []byte {
 	dst = appendBE64Key(dst, KeyTimer, uint64(k.At)^1<<63)
 	dst = binary.BigEndian.AppendUint64(dst, uint64(k.Run))
 	return binary.BigEndian.AppendUint32(dst, k.Pos)
 }
 
 // ParseStoreKey parses a store key; it fails on a key no layout allows.
-func ParseStoreKey(key []byte) (StoreKey, error) {
+func ParseStoreKey(key []byte) (StoreKey, error) { return parseStoreKey(key, false) }
+
+// ViewStoreKey is ParseStoreKey with the ID of an index or dedup key
+// aliasing key instead of copied from it: nothing is allocated, and the
+// StoreKey is valid only while key is unchanged.
+func ViewStoreKey(key []byte) (StoreKey, error) { return parseStoreKey(key, true) }
+
+func parseStoreKey(key []byte, view bool) (StoreKey, error) {
 	if len(key) == 0 {
 		return StoreKey{}, fmt.Errorf("empty store key")
 	}
@@ -128,7 +145,11 @@ func ParseStoreKey(key []byte) (StoreKey, error) {
 		if len(rest) == 0 && k.Kind == KeyIndex { // a message ID may be empty; a workflow ID may not
 			return bad()
 		}
-		k.ID = string(rest)
+		if view {
+			k.ID = unsafe.String(unsafe.SliceData(rest), len(rest))
+		} else {
+			k.ID = string(rest)
+		}
 	case KeyArchive, KeyOutbox:
 		if len(rest) != 8 {
 			return bad()

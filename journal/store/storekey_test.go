@@ -5,6 +5,7 @@ import (
 	"cmp"
 	"testing"
 
+	"github.com/fusee-dev/fusee/internal/testtier"
 	"github.com/fusee-dev/fusee/journal/model"
 	"github.com/fusee-dev/fusee/journal/wal"
 	"pgregory.net/rapid"
@@ -55,6 +56,12 @@ func TestStoreKeyOrder(t *testing.T) {
 		if k, err := ParseStoreKey(IndexKey(id)); err != nil || k.ID != id || k.Kind != KeyIndex {
 			t.Fatalf("index key parsed as %+v, %v", k, err)
 		}
+		for _, key := range [][]byte{IndexKey(id), SeenKey(id), RecordKey(ra, pa), TimerKeyBytes(a), OutboxKey(seq)} {
+			k, err := ParseStoreKey(key)
+			if v, verr := ViewStoreKey(key); v != k || (verr == nil) != (err == nil) {
+				t.Fatalf("key %q viewed as %+v, %v; parsed as %+v, %v", key, v, verr, k, err)
+			}
+		}
 		if k, err := ParseStoreKey(ArchiveKey(ra)); err != nil || k.Run != ra || k.Kind != KeyArchive {
 			t.Fatalf("archive key parsed as %+v, %v", k, err)
 		}
@@ -87,6 +94,7 @@ func TestStoreValuesRoundTrip(t *testing.T) {
 			Started: rapid.Int64().Draw(t, "started"), Finished: rapid.Int64().Draw(t, "finished"),
 			Records: rapid.Uint32().Draw(t, "records"), WorkflowID: rapid.String().Draw(t, "wf"), Type: rapid.String().Draw(t, "type")}
 		checkRoundTrip(t, "run entry", model.EncodeRunEntry(nil, &e), func(p []byte) (any, error) { v, err := model.DecodeRunEntry(p); return v, err }, e)
+		checkRoundTrip(t, "viewed run entry", model.EncodeRunEntry(nil, &e), func(p []byte) (any, error) { v, err := model.ViewRunEntry(p); return v, err }, e)
 
 		m := model.Message{ID: rapid.String().Draw(t, "id"), Kind: model.MsgKind(rapid.IntRange(1, 5).Draw(t, "kind")), Seq: 9,
 			From: model.RunRef{Shard: 3, Run: 4}, Target: rapid.String().Draw(t, "target"),
@@ -106,6 +114,7 @@ func TestStoreValuesRoundTrip(t *testing.T) {
 
 		wf := rapid.StringN(1, 30, -1).Draw(t, "seen")
 		checkRoundTrip(t, "seen", model.EncodeSeenValue(nil, wf), func(p []byte) (any, error) { return model.DecodeSeenValue(p) }, wf)
+		checkRoundTrip(t, "viewed seen", model.EncodeSeenValue(nil, wf), func(p []byte) (any, error) { return model.ViewSeenValue(p) }, wf)
 
 		recs := []model.Record{{Kind: model.KindStart, WorkflowID: "w", Gen: 1}, {Kind: model.KindStep, Pos: 1, Payload: []byte("x")}}
 		checkRoundTrip(t, "history", model.EncodeHistory(nil, recs), func(p []byte) (any, error) {
@@ -140,5 +149,37 @@ func checkRoundTrip(t *rapid.T, what string, enc []byte, decode func([]byte) (an
 	}
 	if _, err := decode(append(enc[:len(enc):len(enc)], 0)); err == nil {
 		t.Fatalf("%s: decodes with a trailing byte", what)
+	}
+}
+
+// TestViewsAliasTheirBytes: the View decoders give what the Decode ones
+// give (TestStoreValuesRoundTrip, TestStoreKeyOrder) without allocating:
+// their strings are the bytes decoded, which a change to those shows.
+func TestViewsAliasTheirBytes(t *testing.T) {
+	entry := model.EncodeRunEntry(nil, &model.RunEntry{State: model.StateRunning, Records: 1, WorkflowID: "wf", Type: "ty"})
+	seen := model.EncodeSeenValue(nil, "wf")
+	key := IndexKey("wf")
+	if n := testing.AllocsPerRun(10, func() {
+		e, err1 := model.ViewRunEntry(entry)
+		wf, err2 := model.ViewSeenValue(seen)
+		k, err3 := ViewStoreKey(key)
+		if err1 != nil || err2 != nil || err3 != nil || e.WorkflowID != "wf" || e.Type != "ty" || wf != "wf" || k.ID != "wf" {
+			t.Fatalf("viewed %+v %q %+v: %v %v %v", e, wf, k, err1, err2, err3)
+		}
+	}); n != 0 && !testtier.Race { // the race detector's instrumentation allocates
+		t.Errorf("viewing an entry, a seen value and a key allocated %v times, want none", n)
+	}
+	e, _ := model.ViewRunEntry(entry)
+	wf, _ := model.ViewSeenValue(seen)
+	k, _ := ViewStoreKey(key)
+	for _, p := range [][]byte{entry, seen, key} {
+		for i := range p {
+			if p[i] == 'w' {
+				p[i] = 'W'
+			}
+		}
+	}
+	if e.WorkflowID != "Wf" || wf != "Wf" || k.ID != "Wf" {
+		t.Errorf("after changing the bytes viewed: %q, %q, %q, want each \"Wf\"", e.WorkflowID, wf, k.ID)
 	}
 }

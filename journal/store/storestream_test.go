@@ -1,11 +1,16 @@
 package store
 
 import (
+	"bytes"
+	"context"
 	"fmt"
 	"strings"
 	"testing"
 
+	"github.com/cockroachdb/pebble/v2/objstorage"
+	"github.com/cockroachdb/pebble/v2/objstorage/objstorageprovider"
 	"github.com/cockroachdb/pebble/v2/vfs"
+	"pgregory.net/rapid"
 )
 
 // flipFS flips one bit at byte flipAt of every .sst file: a table that
@@ -75,4 +80,92 @@ func TestStoreWriterReadsTablesBack(t *testing.T) {
 	if err := writeTestStore(t, vfs.NewMem(), "/clean", false); err != nil {
 		t.Fatalf("an undamaged store: %v", err)
 	}
+}
+
+// TestSequentialReadableReadsTheFile: checkTable's buffered readable gives
+// the file's bytes for any read, in file order or not, within its buffer
+// or larger, and refuses a read past the end as the file does.
+func TestSequentialReadableReadsTheFile(t *testing.T) {
+	rapid.Check(t, func(t *rapid.T) {
+		fs := vfs.NewMem()
+		content := rapid.SliceOfN(rapid.Byte(), 0, 5000).Draw(t, "content")
+		f, err := fs.Create("f", vfs.WriteCategoryUnspecified)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := f.Write(content); err != nil {
+			t.Fatal(err)
+		}
+		f.Close()
+		open := func() objstorage.Readable {
+			f, err := fs.Open("f")
+			if err != nil {
+				t.Fatal(err)
+			}
+			r, err := objstorageprovider.NewFileReadable(f, fs, objstorageprovider.NewReadaheadConfig(), "f")
+			if err != nil {
+				t.Fatal(err)
+			}
+			return r
+		}
+		plain := open()
+		defer plain.Close()
+		r := &sequentialReadable{Readable: open(), buf: make([]byte, 0, rapid.IntRange(1, 700).Draw(t, "buffer"))}
+		defer r.Close()
+		off := int64(0)
+		for range rapid.IntRange(1, 40).Draw(t, "reads") {
+			if rapid.Bool().Draw(t, "jump") {
+				off = rapid.Int64Range(0, int64(len(content))+10).Draw(t, "off")
+			}
+			n := rapid.IntRange(1, 900).Draw(t, "len") // pebble reads no empty blocks
+			want, got := make([]byte, n), make([]byte, n)
+			werr := plain.ReadAt(context.Background(), want, off)
+			gerr := r.ReadAt(context.Background(), got, off)
+			if (werr == nil) != (gerr == nil) || (werr == nil && !bytes.Equal(got, want)) {
+				t.Fatalf("read of %d at %d of %d bytes: got %v (%x), the file gives %v (%x)", n, off, len(content), gerr, got, werr, want)
+			}
+			off += int64(n)
+		}
+	})
+}
+
+// TestTableFileWritesItsBytes: a new table's file holds exactly the
+// bytes written to it, in order, once finished, whatever their sizes
+// against its buffer.
+func TestTableFileWritesItsBytes(t *testing.T) {
+	rapid.Check(t, func(t *rapid.T) {
+		fs := vfs.NewMem()
+		f, err := fs.Create("t", vfs.WriteCategoryUnspecified)
+		if err != nil {
+			t.Fatal(err)
+		}
+		w := newTableFile(f)
+		var want []byte
+		for range rapid.IntRange(0, 30).Draw(t, "writes") {
+			p := bytes.Repeat([]byte{byte(len(want))}, rapid.IntRange(0, 3*tableWriteBytes/2).Draw(t, "len"))
+			want = append(want, p...)
+			if err := w.Write(p); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if err := w.Finish(); err != nil {
+			t.Fatal(err)
+		}
+		r, err := fs.Open("t")
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer r.Close()
+		st, err := r.Stat()
+		if err != nil {
+			t.Fatal(err)
+		}
+		got := make([]byte, st.Size())
+		if _, err := r.ReadAt(got, 0); err != nil && len(got) > 0 {
+			t.Fatal(err)
+		}
+		if !bytes.Equal(got, want) {
+			t.Fatalf("the file holds %d bytes, %d were written (or they differ)", len(got), len(want))
+		}
+	})
 }

@@ -503,23 +503,48 @@ func mergeCursors(cursors []cursor, fn func(k, v []byte) error) error {
 }
 
 // A chunkCursor reads one chunk's section of a shard, an item at a time.
+// An item that fits the reader's buffer is read in place (Peek: valid
+// until the cursor moves on, which the merge does only once it is done
+// with the item); a larger one is copied to own.
 type chunkCursor struct {
 	path string
 	r    *bufio.Reader
 	cur  []byte // the current item's pairs
 	k    []byte // its first key (in cur)
+	held int    // bytes of r that cur views, discarded by the next move
+	own  []byte // a copy of an item larger than r's buffer
 }
 
 func (c *chunkCursor) item() []byte { return c.cur }
 func (c *chunkCursor) key() []byte  { return c.k }
 
 func (c *chunkCursor) next() (bool, error) {
-	n, err := binary.ReadUvarint(c.r)
-	if err == io.EOF {
-		return false, nil
+	if c.held > 0 {
+		c.r.Discard(c.held) // buffered already: cannot fail
+		c.held = 0
 	}
-	if err == nil {
-		c.cur = slices.Grow(c.cur[:0], int(n))[:n]
+	p, err := c.r.Peek(binary.MaxVarintLen64)
+	if len(p) == 0 {
+		if err == io.EOF {
+			return false, nil
+		}
+		return false, fmt.Errorf("reading the reshard scratch file %s: %w", c.path, err)
+	}
+	n, m := binary.Uvarint(p)
+	switch {
+	case m <= 0:
+		err = fmt.Errorf("a damaged item length")
+	case n <= uint64(c.r.Size()-m):
+		c.r.Discard(m)
+		if c.cur, err = c.r.Peek(int(n)); err == nil {
+			c.held = int(n)
+		} else if err == io.EOF {
+			err = io.ErrUnexpectedEOF
+		}
+	default:
+		c.r.Discard(m)
+		c.own = slices.Grow(c.own[:0], int(n))[:n]
+		c.cur = c.own
 		_, err = io.ReadFull(c.r, c.cur)
 	}
 	if err != nil {

@@ -140,3 +140,53 @@ func TestSortArenaMatchesSort(t *testing.T) {
 		}
 	})
 }
+
+// TestChunkItemsLargerThanTheReadBuffer: a chunk's items are read in
+// place when they fit the merge's read buffer and copied when they do
+// not (4 KiB at the least budget); mixed, in every order, the merge gives
+// every shard's keys as a plain sort does.
+func TestChunkItemsLargerThanTheReadBuffer(t *testing.T) {
+	rapid.Check(t, func(t *rapid.T) {
+		shards := rapid.IntRange(1, 3).Draw(t, "shards")
+		s := New(vfs.NewMem(), "/sort", shards, 0, 2)
+		w := s.Writers(1)[0]
+		w.budget = 1                // every item a chunk of its own
+		left := map[string]string{} // the pairs put, by shard and key, until the merge gives them
+		nos := rapid.SliceOfNDistinct(rapid.Uint64Range(1, 1<<40), 1, 20, rapid.ID[uint64]).Draw(t, "runs")
+		for _, no := range nos {
+			j := rapid.IntRange(0, shards-1).Draw(t, "j")
+			for pos := range rapid.IntRange(0, 3).Draw(t, "records") + 1 {
+				k := store.AppendRunKey(nil, model.RunNo(no))
+				if pos > 0 {
+					k = store.AppendRecordKey(nil, model.RunNo(no), uint32(pos-1))
+				}
+				v := bytes.Repeat([]byte{byte(no), byte(pos)}, rapid.IntRange(0, 5000).Draw(t, "half"))
+				if err := w.Put(j, k, v); err != nil {
+					t.Fatal(err)
+				}
+				left[fmt.Sprintf("%d/%x", j, k)] = string(v)
+			}
+		}
+		if err := s.Settle(); err != nil {
+			t.Fatal(err)
+		}
+		for j := range shards {
+			var last []byte
+			err := s.Each(j, func(k, v []byte) error {
+				id := fmt.Sprintf("%d/%x", j, k)
+				if want, ok := left[id]; !ok || want != string(v) || (last != nil && bytes.Compare(last, k) >= 0) {
+					return fmt.Errorf("shard %d: key %x (after %x) with %d bytes: not a pair put, or out of order", j, k, last, len(v))
+				}
+				delete(left, id)
+				last = append(last[:0], k...)
+				return nil
+			})
+			if err != nil {
+				t.Fatal(err)
+			}
+		}
+		if len(left) > 0 {
+			t.Fatalf("%d pairs put were not given by the merge", len(left))
+		}
+	})
+}
