@@ -223,7 +223,9 @@ type cMalloc struct{ arenas, mmapThreshold int }
 // chunks come from the arenas and freed space stays in them. That free
 // space is the C allocator's part of gen's peak RSS beside the stores'
 // cache (bench/results/gen6.md). Two arenas and a fixed 128 KiB threshold
-// took about 60 MiB off it at 1M runs (bench/results/gen7.md).
+// took 16 MiB off the peak at 1M runs, 8 shards (one pair of runs side by
+// side; about 60 MiB with a 16 MiB block cache, which was not kept:
+// bench/results/gen7.md).
 var genCMalloc = cMalloc{arenas: 2, mmapThreshold: 128 << 10}
 
 // genMalloc applies genCMalloc, unless MALLOC_ARENA_MAX or
