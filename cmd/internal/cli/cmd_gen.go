@@ -137,7 +137,6 @@ func runGen(cmd *cobra.Command, ios *IO, opts genOptions, dir string) error {
 	}
 	o.Progress = simProgress(prog, state)
 	defer genGC()()
-	genMalloc()
 	stop, err := opts.profile.start()
 	if err != nil {
 		return err
@@ -210,33 +209,6 @@ func sum(m map[string]int) int {
 		n += v
 	}
 	return n
-}
-
-// cMalloc is a setting of the C allocator (cgo builds on Linux).
-type cMalloc struct{ arenas, mmapThreshold int }
-
-// genCMalloc is the C allocator's setting while gen runs. In a cgo build
-// pebble allocates its block cache's blocks and its memtables with C's
-// malloc, from many threads; glibc then keeps up to eight arenas a core,
-// and its mmap threshold (and the trim threshold with it) rises to the
-// size of the largest mmapped chunk freed, a memtable, after which large
-// chunks come from the arenas and freed space stays in them. That free
-// space is the C allocator's part of gen's peak RSS beside the stores'
-// cache (bench/results/gen6.md). Two arenas and a fixed 128 KiB threshold
-// took 16 MiB off the peak at 1M runs, 8 shards (one pair of runs side by
-// side; about 60 MiB with a 16 MiB block cache, which was not kept:
-// bench/results/gen7.md).
-var genCMalloc = cMalloc{arenas: 2, mmapThreshold: 128 << 10}
-
-// genMalloc applies genCMalloc, unless MALLOC_ARENA_MAX or
-// MALLOC_MMAP_THRESHOLD_ is set (glibc's own variables for the same
-// settings). The setting stays for the rest of the process: the command
-// ends with the gen.
-func genMalloc() {
-	if os.Getenv("MALLOC_ARENA_MAX") != "" || os.Getenv("MALLOC_MMAP_THRESHOLD_") != "" {
-		return
-	}
-	setMalloc(genCMalloc)
 }
 
 // virtualTime renders a virtual clock (ms since the directory's start).
