@@ -211,9 +211,6 @@ func sum(m map[string]int) int {
 	return n
 }
 
-// genHeapLimit is gen's soft limit on the Go heap (genGC).
-const genHeapLimit = 256 << 20
-
 // virtualTime renders a virtual clock (ms since the directory's start).
 func virtualTime(ms int64) string { return (time.Duration(ms) * time.Millisecond).String() }
 
@@ -225,9 +222,7 @@ func virtualTime(ms int64) string { return (time.Duration(ms) * time.Millisecond
 // queues, a checkpoint's batches), so the heap always reaches the limit
 // and the limit is most of gen's peak RSS; the stores of a directory
 // being built take about 200 MiB more outside the Go heap (memtables,
-// block cache, the C allocator's own). The limit is 256 MiB: against
-// 384 MiB it took 109 MiB off the peak (496 MiB, was 605) for 5% more
-// CPU (1M runs, 8 shards, three alternating pairs; bench/results/gen6.md).
+// block cache, the C allocator's own). The limit is genHeapLimit.
 // It returns what restores the settings.
 func genGC() func() {
 	if os.Getenv("GOGC") != "" || os.Getenv("GOMEMLIMIT") != "" {
