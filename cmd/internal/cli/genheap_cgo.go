@@ -8,6 +8,7 @@ package cli
 // (bench/results/gen6.md). Against main's 256, 192 took the peak from
 // 490 to 408 MiB (medians of five alternating pairs at 1M runs, 8
 // shards); the CPU ratios were 0.93-1.21, median 1.005: the pairs at low
-// load cost 13-21% more. 160 cost 16% more CPU than 192 for 34 MiB less
+// load cost 13-21% more; three pairs on the idle machine after the
+// merge, 0.974 (bench/results/1m-s16.md). 160 cost 16% more CPU than 192 for 34 MiB less
 // (one pair). bench/results/gen7.md.
 const genHeapLimit = 192 << 20
