@@ -3,6 +3,7 @@ package reshard
 import (
 	"context"
 	"fmt"
+	"sync/atomic"
 )
 
 // rawBytesOfOld is what the old stores' keys and values take uncompressed
@@ -10,7 +11,7 @@ import (
 // read before anything is written so that the free space a run needs is
 // known, and checked, before it starts: the dry run, a refusal and the
 // report give one figure. It reads the old log's tails (kept for the
-// plan) and opens each old store once.
+// plan) and opens each old store once, a worker per core (rewriters).
 func (r *resharder) rawBytesOfOld(ctx context.Context) (int64, error) {
 	if r.tails == nil { // identify (apply.go) or Upgrade may have read them already
 		var err error
@@ -18,23 +19,26 @@ func (r *resharder) rawBytesOfOld(ctx context.Context) (int64, error) {
 			return 0, err
 		}
 	}
-	var total int64
-	for i := range r.oldN {
-		if err := ctx.Err(); err != nil {
-			return 0, err
-		}
+	// Each store is opened (its log tail replayed) as the passes open it,
+	// so the stores are measured a worker each, as the passes read them.
+	var total atomic.Int64
+	err := parallel(ctx, r.oldN, r.rewriters(), func(i int) error {
 		src, err := r.source(r.dir, i, r.oldN, r.tails)
 		if err != nil {
-			return 0, err
+			return err
 		}
 		raw, err := src.RawBytes()
 		if cerr := src.Close(); err == nil {
 			err = cerr
 		}
 		if err != nil {
-			return 0, fmt.Errorf("measuring old shard %d: %w", i, err)
+			return fmt.Errorf("measuring old shard %d: %w", i, err)
 		}
-		total += int64(raw)
+		total.Add(int64(raw))
+		return nil
+	}, func(int) {})
+	if err != nil {
+		return 0, err
 	}
-	return total, nil
+	return total.Load(), nil
 }
