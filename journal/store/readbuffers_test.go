@@ -3,6 +3,7 @@ package store
 import (
 	"bytes"
 	"fmt"
+	"slices"
 	"sync/atomic"
 	"testing"
 
@@ -26,7 +27,7 @@ func TestReadBuffersReadTheFiles(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if _, err := f.Write(content); err != nil {
+			if _, err := f.Write(slices.Clone(content)); err != nil { // Write may change what it is given
 				t.Fatal(err)
 			}
 			f.Close()
@@ -123,7 +124,7 @@ func TestReadBuffersReadAheadOfStreams(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if _, err := f.Write(content); err != nil {
+		if _, err := f.Write(slices.Clone(content)); err != nil { // Write may change what it is given
 			t.Fatal(err)
 		}
 		f.Close()
@@ -138,7 +139,7 @@ func TestReadBuffersReadAheadOfStreams(t *testing.T) {
 	for i := range blocks {
 		for _, f := range []vfs.File{a, b} {
 			if _, err := f.ReadAt(p, int64(i*block)); err != nil || !bytes.Equal(p, content[i*block:(i+1)*block]) {
-				t.Fatalf("block %d: %v, %q", i, err, p)
+				t.Fatalf("block %d: %v, %q, want %q", i, err, p, content[i*block:(i+1)*block])
 			}
 		}
 	}
@@ -156,5 +157,63 @@ func TestReadBuffersReadAheadOfStreams(t *testing.T) {
 	}
 	if got := reads.Load(); got != 2*blocks {
 		t.Errorf("%d reads of the files for %d reads of a file that is not a table and %d larger than half a buffer; want each to go to its file", got, blocks, blocks)
+	}
+}
+
+// TestReadBuffersConcurrentStreams: streams read at once on several
+// goroutines, some of the same file, through fewer buffers than there are
+// streams, each get their file's bytes (run with -race: the buffers are
+// shared).
+func TestReadBuffersConcurrentStreams(t *testing.T) {
+	mem := vfs.NewMem()
+	contents := map[string][]byte{}
+	for i, name := range []string{"a.sst", "b.sst"} {
+		content := make([]byte, 200<<10)
+		for k := range content {
+			content[k] = byte(k*7 + i + k>>8)
+		}
+		f, err := mem.Create(name, vfs.WriteCategoryUnspecified)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := f.Write(slices.Clone(content)); err != nil { // Write may change what it is given
+			t.Fatal(err)
+		}
+		f.Close()
+		contents[name] = content
+	}
+	const streams = 12
+	fs := NewReadBuffers(2, 4<<10).wrap(mem)
+	errs := make(chan error, streams)
+	for g := range streams {
+		name := []string{"a.sst", "b.sst"}[g%2]
+		go func() {
+			f, err := fs.Open(name)
+			if err != nil {
+				errs <- err
+				return
+			}
+			defer f.Close()
+			content := contents[name]
+			for off := 0; off < len(content); {
+				n := min(100+(off/100+g*13)%1900, len(content)-off)
+				p := make([]byte, n)
+				if _, err := f.ReadAt(p, int64(off)); err != nil {
+					errs <- err
+					return
+				}
+				if !bytes.Equal(p, content[off:off+n]) {
+					errs <- fmt.Errorf("stream %d: the %d bytes at %d of %s differ from the file's", g, n, off, name)
+					return
+				}
+				off += n
+			}
+			errs <- nil
+		}()
+	}
+	for range streams {
+		if err := <-errs; err != nil {
+			t.Fatal(err)
+		}
 	}
 }
