@@ -53,7 +53,7 @@ func hotData(b *testing.B) (string, []*model.Run, []model.Record, [][]byte) {
 			return
 		}
 		for i := range hotShards {
-			src, err := openSource(vfs.Default, hot.dir, i, hotShards, tails, nil)
+			src, err := openSource(vfs.Default, hot.dir, i, hotShards, tails, nil, nil)
 			if err != nil {
 				hot.err = err
 				return

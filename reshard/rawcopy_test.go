@@ -63,7 +63,7 @@ func TestRawRewriteMatchesDecode(t *testing.T) {
 			dDecoded, dRaw := newDigestPair()
 			gen := uint64(2 + it)
 			for i := range shards {
-				src, err := openSource(vfs.Default, dir, i, shards, tails, nil)
+				src, err := openSource(vfs.Default, dir, i, shards, tails, nil, nil)
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -251,7 +251,7 @@ func eachGeneratedSource(t *testing.T, shards, runs int, seed uint64, fn func(i 
 		t.Fatal(err)
 	}
 	for i := range shards {
-		src, err := openSource(vfs.Default, dir, i, shards, tails, nil)
+		src, err := openSource(vfs.Default, dir, i, shards, tails, nil, nil)
 		if err != nil {
 			t.Fatal(err)
 		}

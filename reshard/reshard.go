@@ -143,9 +143,11 @@ type resharder struct {
 	// undo: an undo of a kept reshard.
 	upgrade, undo bool
 	// cache is the block cache of every store reader (source), made at
-	// the first and released with the maps.
+	// the first and released with the maps; readBufs their read buffers,
+	// made and released with it.
 	cacheOnce sync.Once
 	cache     *pebble.Cache
+	readBufs  *store.ReadBuffers
 }
 
 // Reshard changes the shard count of the closed data directory dir to
@@ -618,6 +620,7 @@ func (r *resharder) releaseCache() {
 		r.cache.Unref()
 		r.cache = nil
 	}
+	r.readBufs = nil
 }
 
 func (r *resharder) progress(phase string, done, total int64) {

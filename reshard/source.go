@@ -58,19 +58,35 @@ func logTails(ctx context.Context, fs vfs.FS, dir string, count int) ([]store.Sh
 
 // openSource opens shard i of the count shards of the directory at dir,
 // read-only, with its log tail as an overlay, its blocks in cache (nil: a
-// cache of its own).
-func openSource(fs vfs.FS, dir string, i, count int, tails []store.ShardTail, cache *pebble.Cache) (shardSource, error) {
-	return store.OpenShardReaderCache(fs, dir, i, count, &tails[i], cache)
+// cache of its own) and its tables read through bufs (nil: a block at a
+// time).
+func openSource(fs vfs.FS, dir string, i, count int, tails []store.ShardTail, cache *pebble.Cache, bufs *store.ReadBuffers) (shardSource, error) {
+	return store.OpenShardReaderWith(fs, dir, i, count, &tails[i], cache, bufs)
 }
 
-// source is openSource with the block cache every store reader of r
-// shares, whatever the number of workers reading at once: pebble's default
-// size for one store, so that the readers' memory does not grow with the
-// cores.
+// source is openSource with the block cache and the read buffers every
+// store reader of r shares, whatever the number of workers reading at
+// once: pebble's default cache size for one store, so that the readers'
+// memory does not grow with the cores. Every store r reads is a closed
+// directory's (the old shards, or the new ones once written), which
+// nothing writes while it is open: what the buffers hold stays the
+// file's.
 func (r *resharder) source(dir string, i, count int, tails []store.ShardTail) (shardSource, error) {
-	r.cacheOnce.Do(func() { r.cache = pebble.NewCache(readerCacheBytes) })
-	return openSource(r.fs, dir, i, count, tails, r.cache)
+	r.cacheOnce.Do(func() {
+		r.cache = pebble.NewCache(readerCacheBytes)
+		r.readBufs = store.NewReadBuffers(readBuffers, readBufferBytes)
+	})
+	return openSource(r.fs, dir, i, count, tails, r.cache, r.readBufs)
 }
 
 // readerCacheBytes is the block cache the store readers share.
 const readerCacheBytes = 8 << 20
+
+// readBuffers of readBufferBytes each are the store readers' read
+// buffers (store.ReadBuffers): 2 MiB, a buffer for each of the streams
+// two workers' iterators read at once (a few levels of the runs and of
+// the archives each), 16 blocks of about 4 KiB a read.
+const (
+	readBuffers     = 32
+	readBufferBytes = 64 << 10
+)

@@ -134,7 +134,7 @@ func (jn *planJoin) before(shard int, no model.RunNo) bool {
 // shard reads shard j's runs (of count) into the join, and checks its
 // store generation and its number of runs against the plan.
 func (jn *planJoin) shard(ctx context.Context, fs vfs.FS, dir string, j, count int, tails []store.ShardTail, plan *Plan) error {
-	src, err := openSource(fs, dir, j, count, tails, nil)
+	src, err := openSource(fs, dir, j, count, tails, nil, nil)
 	if err != nil {
 		return err
 	}

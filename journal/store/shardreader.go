@@ -77,6 +77,13 @@ func OpenShardReader(fs vfs.FS, dir string, shard, count int, tail *ShardTail) (
 // shard of a directory open at once share one, so their memory does not
 // grow with the shard count.
 func OpenShardReaderCache(fs vfs.FS, dir string, shard, count int, tail *ShardTail, cache *pebble.Cache) (*ShardReader, error) {
+	return OpenShardReaderWith(fs, dir, shard, count, tail, cache, nil)
+}
+
+// OpenShardReaderWith is OpenShardReaderCache with the store's tables
+// read through bufs (nil: a block at a time, as pebble reads them), which
+// the caller may share between readers.
+func OpenShardReaderWith(fs vfs.FS, dir string, shard, count int, tail *ShardTail, cache *pebble.Cache, bufs *ReadBuffers) (*ShardReader, error) {
 	if shard < 0 || shard >= count {
 		return nil, fmt.Errorf("shard %d: the directory has shards 0..%d", shard, count-1)
 	}
@@ -84,7 +91,9 @@ func OpenShardReaderCache(fs vfs.FS, dir string, shard, count int, tail *ShardTa
 		return nil, fmt.Errorf("reading shard %d of %s: no log tail for it", shard, dir)
 	}
 	path := StoreDir(fs, dir, shard)
-	store, err := OpenStore(fs, path, cache, true, false)
+	o := StoreOptions(fs, cache, true, false)
+	o.FS = bufs.wrap(o.FS)
+	store, err := OpenStoreWith(path, o, false)
 	if err != nil {
 		return nil, err
 	}

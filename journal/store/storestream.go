@@ -191,7 +191,7 @@ func (sw *StoreWriter) checkTable(path string) error {
 	if sw.readBuf == nil {
 		sw.readBuf = make([]byte, 0, checkReadBytes)
 	}
-	readable := &sequentialReadable{Readable: file, buf: sw.readBuf[:0]}
+	readable := &sequentialReadable{Readable: file, win: fileWindow{buf: sw.readBuf[:0]}}
 	r, err := sstable.NewReader(context.Background(), readable, sw.ropts)
 	if err != nil {
 		_ = readable.Close()
@@ -255,29 +255,26 @@ const checkReadBytes = 1 << 20
 type sequentialReadable struct {
 	objstorage.Readable
 	mu  sync.Mutex
-	buf []byte // the file's bytes from off
-	off int64
+	win fileWindow
 }
 
 func (r *sequentialReadable) ReadAt(ctx context.Context, p []byte, off int64) error {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	end := off + int64(len(p))
-	if off >= r.off && end <= r.off+int64(len(r.buf)) {
-		copy(p, r.buf[off-r.off:])
+	if r.win.copyOut(p, off) {
 		return nil
 	}
-	n := min(int64(cap(r.buf)), r.Size()-off)
+	n := min(int64(cap(r.win.buf)), r.Size()-off)
 	if n < int64(len(p)) { // larger than the buffer, or past the end
 		return r.Readable.ReadAt(ctx, p, off)
 	}
-	r.buf = r.buf[:n]
-	if err := r.Readable.ReadAt(ctx, r.buf, off); err != nil {
-		r.buf = r.buf[:0]
+	r.win.buf = r.win.buf[:n]
+	if err := r.Readable.ReadAt(ctx, r.win.buf, off); err != nil {
+		r.win.buf = r.win.buf[:0]
 		return err
 	}
-	r.off = off
-	copy(p, r.buf)
+	r.win.off = off
+	copy(p, r.win.buf)
 	return nil
 }
 

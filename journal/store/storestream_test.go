@@ -110,7 +110,7 @@ func TestSequentialReadableReadsTheFile(t *testing.T) {
 		}
 		plain := open()
 		defer plain.Close()
-		r := &sequentialReadable{Readable: open(), buf: make([]byte, 0, rapid.IntRange(1, 700).Draw(t, "buffer"))}
+		r := &sequentialReadable{Readable: open(), win: fileWindow{buf: make([]byte, 0, rapid.IntRange(1, 700).Draw(t, "buffer"))}}
 		defer r.Close()
 		off := int64(0)
 		for range rapid.IntRange(1, 40).Draw(t, "reads") {
