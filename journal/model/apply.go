@@ -296,6 +296,7 @@ func (s *Shard) regenerate(r *Run, rec *Record) {
 			s.deleteTimer(k)
 		}
 		r.State, r.Status, r.Finished = StateFinished, rec.Status, rec.Time
+		s.noteEnded(r.No, r.State)
 		if st := r.Start(); !st.Parent.IsZero() {
 			s.send(&Message{ID: fmt.Sprintf("%s/%d/r", r.WorkflowID, r.Gen), Kind: MsgChildResult,
 				From: from, Target: st.ParentID, Parent: st.Parent, ParentID: st.ParentID, Status: rec.Status,

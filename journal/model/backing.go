@@ -52,8 +52,38 @@ func (s *Shard) Run(no RunNo) *Run {
 	}
 	if r != nil {
 		s.Runs[no] = r
+		s.noteEnded(r.No, r.State)
 	}
 	return r
+}
+
+// Ended reports whether run no is known to have finished (tombstoned or
+// not) without reading it back: a run never runs again once it is done,
+// so the shard notes each run it sees end (Apply, or a read-back of an
+// ended run) in a bit set by run number, which eviction keeps. An
+// engine then finds an event of an evicted run that ended stale with no
+// store read. false: the run has not ended, or the shard does not know
+// (it was evicted before this shard saw it end, or there is no such
+// run). The bits are one per run number below NextRun: 125 KB for a
+// million runs.
+func (s *Shard) Ended(no RunNo) bool {
+	if r, ok := s.Runs[no]; ok {
+		return r.State == StateFinished || r.State == StateTombstone
+	}
+	i := uint64(no) / 64
+	return i < uint64(len(s.ended)) && s.ended[i]&(1<<(uint64(no)%64)) != 0
+}
+
+// noteEnded sets run no's bit in the ended set if state is an ended one.
+func (s *Shard) noteEnded(no RunNo, state RunState) {
+	if (state != StateFinished && state != StateTombstone) || no >= s.NextRun {
+		return
+	}
+	i := uint64(no) / 64
+	if i >= uint64(len(s.ended)) {
+		s.ended = append(s.ended, make([]uint64, int(i)+1-len(s.ended))...)
+	}
+	s.ended[i] |= 1 << (uint64(no) % 64)
 }
 
 // Head is run no's entry (identity, state, times, journal length): the
@@ -81,6 +111,7 @@ func (s *Shard) Head(no RunNo) (_ RunEntry, ok bool) {
 		// A cache entry: a run that changes is resident first (Run reads
 		// it back), and Head looks there before here.
 		s.heads[no] = e
+		s.noteEnded(no, e.State)
 	}
 	return e, ok
 }

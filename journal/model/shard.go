@@ -181,6 +181,9 @@ type Shard struct {
 	backErr error // the first error reading from back (LoadErr)
 	// heads caches the entries Head read from back (cleared by Evict).
 	heads map[RunNo]RunEntry
+	// ended has a bit set for each run known to have finished (Ended);
+	// Evict keeps it.
+	ended []uint64
 }
 
 // TimerKey is one pending durable timer: a timer record, a retry of a

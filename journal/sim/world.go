@@ -324,6 +324,11 @@ func (e *Engine) valid(ev *event) bool {
 		h, ok := ss[ev.shard].Head(ev.run)
 		return ok && h.WorkflowID == ev.wf && h.Gen == ev.gen && h.State == model.StateFinished
 	}
+	if ev.kind != evRestart && ss[ev.shard].Ended(ev.run) {
+		// Every other kind acts on a run that has not finished: one that
+		// is known to have finished is not read back (Shard.Ended).
+		return false
+	}
 	r := ss[ev.shard].Run(ev.run)
 	if r == nil || r.WorkflowID != ev.wf || r.Gen != ev.gen {
 		return false
