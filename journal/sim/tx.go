@@ -207,7 +207,15 @@ func (t *tx) ended(wf string, gen uint32, shard int, no model.RunNo) *runView {
 	if v, ok := t.cached(wf, shard, no); v != nil || !ok {
 		return v
 	}
-	h, ok := t.e.b.shards()[shard].Head(no)
+	s := t.e.b.shards()[shard]
+	if s.FinishedEvicted(no) {
+		// Its entry is read by the checkpoint (model.Shard.Unread): the
+		// view needs none of it.
+		v := &runView{shard: shard, no: no, wf: wf, gen: gen, state: model.StateFinished}
+		t.views = append(t.views, v)
+		return v
+	}
+	h, ok := s.Head(no)
 	if !ok || h.WorkflowID != wf || h.Gen != gen {
 		return nil
 	}

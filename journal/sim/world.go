@@ -320,7 +320,13 @@ func (e *Engine) valid(ev *event) bool {
 	}
 	if ev.kind == evTombstone {
 		// The run's entry is enough: an evicted finished run is not read
-		// back whole to be archived (model.Shard.Head).
+		// back whole to be archived (model.Shard.Head). Nor is its entry
+		// read when the shard knows it finished and has no tombstone yet
+		// (model.Shard.FinishedEvicted): the event names the run it was
+		// derived from.
+		if ss[ev.shard].FinishedEvicted(ev.run) {
+			return true
+		}
 		h, ok := ss[ev.shard].Head(ev.run)
 		return ok && h.WorkflowID == ev.wf && h.Gen == ev.gen && h.State == model.StateFinished
 	}
