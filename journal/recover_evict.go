@@ -106,6 +106,11 @@ func (db *DB) EachRun(i int, fn func(r *model.Run) error) error {
 	}
 	inStore := map[model.RunNo]bool{}
 	err := db.StoredRuns(i, func(r *model.Run) error {
+		if s.Unread(r.No) {
+			// Tombstoned since the checkpoint without reading its entry:
+			// read it now, so that fn sees the run tombstoned.
+			s.Run(r.No)
+		}
 		if m, ok := s.Runs[r.No]; ok {
 			inStore[r.No] = true
 			r = m

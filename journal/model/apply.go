@@ -150,6 +150,7 @@ func (s *Shard) Apply(op *Op) error {
 		s.Archive[r.No] = r.Journal
 		r.Journal = nil
 		r.State = StateTombstone
+		s.noteEnded(r.No, r.State)
 		s.touchArchive(r.No)
 	default:
 		return fmt.Errorf("unknown log entry kind %d", op.Kind)
@@ -158,12 +159,25 @@ func (s *Shard) Apply(op *Op) error {
 }
 
 // tombstoneStored is OpTombstone of a run an evicting shard dropped: it
-// reads the run's entry alone, not its journal, and leaves the move of
-// the journal into the archive to the checkpoint, which reads the
-// records the store holds in one pass (Changes.Stored). The state after
-// the checkpoint is the same as if the run had been read back whole and
-// archived in memory.
+// does not read the run's journal, and leaves the move of the journal
+// into the archive to the checkpoint, which reads the records the store
+// holds in one pass (Changes.Stored). A run the shard knows to be
+// finished and not tombstoned (FinishedEvicted) is not read at all: its
+// entry is read by the checkpoint too (Unread, ResolveTombstone), or by
+// the first reader that needs the run before it. Any other run's entry
+// is read now (Head). The state after the checkpoint is the same as if
+// the run had been read back whole and archived in memory.
 func (s *Shard) tombstoneStored(op *Op) error {
+	if _, cached := s.heads[op.Run]; !cached && s.FinishedEvicted(op.Run) {
+		if s.unread == nil {
+			s.unread = map[RunNo]struct{}{}
+		}
+		s.unread[op.Run] = struct{}{}
+		s.noteEnded(op.Run, StateTombstone)
+		s.touchRun(op.Run, 0) // ResolveTombstone sets the journal length
+		s.touchArchive(op.Run)
+		return nil
+	}
 	e, ok := s.Head(op.Run) // the entry the engine's check just read, cached
 	if !ok {
 		if err := s.LoadErr(); err != nil {
@@ -171,16 +185,24 @@ func (s *Shard) tombstoneStored(op *Op) error {
 		}
 		return fmt.Errorf("%s of run %d: no such run on shard %d", op.Kind, op.Run, s.Index)
 	}
+	return s.tombstoneEntry(op.Run, &e)
+}
+
+// tombstoneEntry tombstones evicted run no, whose entry is e, leaving its
+// journal in the store for the checkpoint to archive.
+func (s *Shard) tombstoneEntry(no RunNo, e *RunEntry) error {
 	if e.State != StateFinished {
-		return fmt.Errorf("tombstone of run %d: run is %s, want finished", op.Run, e.State)
+		return fmt.Errorf("tombstone of run %d: run is %s, want finished", no, e.State)
 	}
-	r := RunOfEntry(op.Run, &e)
+	r := RunOfEntry(no, e)
 	r.State = StateTombstone
-	s.Runs[op.Run] = r
-	delete(s.heads, op.Run)
-	s.touchRun(op.Run, e.Records)
-	s.touchArchive(op.Run)
-	s.Changed.Stored[op.Run] = e.Records
+	s.Runs[no] = r
+	delete(s.heads, no)
+	delete(s.unread, no)
+	s.noteEnded(no, StateTombstone)
+	s.Changed.Runs[no] = e.Records // nothing else changed it: it was evicted
+	s.touchArchive(no)
+	s.Changed.Stored[no] = e.Records
 	return nil
 }
 
@@ -296,6 +318,7 @@ func (s *Shard) regenerate(r *Run, rec *Record) {
 			s.deleteTimer(k)
 		}
 		r.State, r.Status, r.Finished = StateFinished, rec.Status, rec.Time
+		s.noteEnded(r.No, r.State)
 		if st := r.Start(); !st.Parent.IsZero() {
 			s.send(&Message{ID: fmt.Sprintf("%s/%d/r", r.WorkflowID, r.Gen), Kind: MsgChildResult,
 				From: from, Target: st.ParentID, Parent: st.Parent, ParentID: st.ParentID, Status: rec.Status,

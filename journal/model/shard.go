@@ -181,6 +181,13 @@ type Shard struct {
 	backErr error // the first error reading from back (LoadErr)
 	// heads caches the entries Head read from back (cleared by Evict).
 	heads map[RunNo]RunEntry
+	// ended and tombed have a bit set for each run known to have
+	// finished (tombstoned or not) and known to have been tombstoned
+	// (Ended, FinishedEvicted); Evict keeps them.
+	ended, tombed runBits
+	// unread holds the runs tombstoned while evicted whose entry is not
+	// read yet (tombstoneStored); cleared by Evict.
+	unread map[RunNo]struct{}
 }
 
 // TimerKey is one pending durable timer: a timer record, a retry of a

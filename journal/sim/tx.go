@@ -197,17 +197,27 @@ func (t *tx) run(wf string, gen uint32, shard int, no model.RunNo) *runView {
 // ended is run for a finished run (shard, no) of workflow wf's generation
 // gen that the tx only tombstones: it claims wf but does not look up wf's
 // latest run, which costs an ID index read from the store once the shard
-// evicted it, nor the run's journal (the shard reads its entry alone if
-// it was evicted, and the checkpoint archives the journal the store
-// holds). A tombstone touches no other run of wf and appends nothing, so
-// its view need not be the one t.latest would share; it has no journal
-// (j nil, base the journal's length: derive finds nothing new in it).
+// evicted it, nor the run's journal (the checkpoint archives the journal
+// the store holds), nor, when the shard knows the run finished and has
+// no tombstone yet, its entry (model.Shard.FinishedEvicted); otherwise
+// the shard reads the entry alone. A tombstone touches no other run of
+// wf and appends nothing, so its view need not be the one t.latest would
+// share; it has no journal (j nil, base the journal's length or 0:
+// derive finds nothing in it).
 func (t *tx) ended(wf string, gen uint32, shard int, no model.RunNo) *runView {
 	t.claim(wf)
 	if v, ok := t.cached(wf, shard, no); v != nil || !ok {
 		return v
 	}
-	h, ok := t.e.b.shards()[shard].Head(no)
+	s := t.e.b.shards()[shard]
+	if s.FinishedEvicted(no) {
+		// Its entry is read by the checkpoint (model.Shard.Unread): the
+		// view needs none of it.
+		v := &runView{shard: shard, no: no, wf: wf, gen: gen, state: model.StateFinished}
+		t.views = append(t.views, v)
+		return v
+	}
+	h, ok := s.Head(no)
 	if !ok || h.WorkflowID != wf || h.Gen != gen {
 		return nil
 	}

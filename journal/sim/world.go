@@ -320,9 +320,20 @@ func (e *Engine) valid(ev *event) bool {
 	}
 	if ev.kind == evTombstone {
 		// The run's entry is enough: an evicted finished run is not read
-		// back whole to be archived (model.Shard.Head).
+		// back whole to be archived (model.Shard.Head). Nor is its entry
+		// read when the shard knows it finished and has no tombstone yet
+		// (model.Shard.FinishedEvicted): the event names the run it was
+		// derived from.
+		if ss[ev.shard].FinishedEvicted(ev.run) {
+			return true
+		}
 		h, ok := ss[ev.shard].Head(ev.run)
 		return ok && h.WorkflowID == ev.wf && h.Gen == ev.gen && h.State == model.StateFinished
+	}
+	if ev.kind != evRestart && ss[ev.shard].Ended(ev.run) {
+		// Every other kind acts on a run that has not finished: one that
+		// is known to have finished is not read back (Shard.Ended).
+		return false
 	}
 	r := ss[ev.shard].Run(ev.run)
 	if r == nil || r.WorkflowID != ev.wf || r.Gen != ev.gen {

@@ -112,6 +112,37 @@ func buildHistory(src pebble.Reader, dst []byte, no model.RunNo, n uint32) ([]by
 	return append(dst, history...), nil
 }
 
+// tombstoneUnreadBuild adds to b the keys of run no, tombstoned while
+// evicted and Unread, from its build-layout value in src (one read): the
+// tombstoned run, then its archive, the value's history part byte for
+// byte (as buildHistory gives it). buf is scratch space, returned.
+func tombstoneUnreadBuild(b *pebble.Batch, src pebble.Reader, s *model.Shard, no model.RunNo, buf []byte) ([]byte, error) {
+	if src == nil {
+		return buf, errors.New("no store to read it from")
+	}
+	v, closer, err := src.Get(RunKey(no))
+	if errors.Is(err, pebble.ErrNotFound) {
+		return buf, errors.New("the store lacks it")
+	}
+	if err != nil {
+		return buf, err
+	}
+	defer closer.Close()
+	_, e, history, err := SplitBuildRun(v)
+	if err != nil {
+		return buf, err
+	}
+	r, err := s.ResolveTombstone(no, &e)
+	if err != nil {
+		return buf, err
+	}
+	buf = EncodeBuildRun(buf[:0], r)
+	if err := b.Set(RunKey(no), buf, nil); err != nil {
+		return buf, err
+	}
+	return buf, b.Set(ArchiveKey(no), history, nil)
+}
+
 // FinishBuild writes the store of build layout src (whole, in key order)
 // into a new store at dir in the store layout (StoreWriter: sorted
 // sstables, checked, ingested, synced): each run value becomes its run

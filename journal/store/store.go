@@ -483,7 +483,7 @@ func writeChanges(b *pebble.Batch, src pebble.Reader, s *model.Shard, hdr *model
 	if c == nil {
 		return errors.New("shard has no change tracking")
 	}
-	buf, err := writeRunChanges(b, s, build)
+	buf, archived, err := writeRunChanges(b, src, s, build)
 	if err != nil {
 		return err
 	}
@@ -529,6 +529,9 @@ func writeChanges(b *pebble.Batch, src pebble.Reader, s *model.Shard, hdr *model
 	var stored storedHistories
 	defer stored.close()
 	for _, no := range slices.Sorted(maps.Keys(c.Archive)) {
+		if _, ok := archived[no]; ok {
+			continue
+		}
 		var v []byte
 		if n, ok := c.Stored[no]; ok {
 			var err error
@@ -555,26 +558,53 @@ func writeChanges(b *pebble.Batch, src pebble.Reader, s *model.Shard, hdr *model
 }
 
 // writeRunChanges adds the keys of s's changed runs to b, in run order;
-// it returns its scratch buffer for the caller's reuse.
-func writeRunChanges(b *pebble.Batch, s *model.Shard, build bool) ([]byte, error) {
+// it returns its scratch buffer for the caller's reuse, and the runs
+// whose archive it wrote. A run tombstoned while evicted whose entry was
+// not read (model.Shard.Unread) gets it from src here, in run order; in
+// the build layout that one read also gives the journal to archive, so
+// the run's archive key is written here, after its run key, instead of
+// with the other archives (still an order the state alone decides).
+func writeRunChanges(b *pebble.Batch, src pebble.Reader, s *model.Shard, build bool) ([]byte, map[model.RunNo]struct{}, error) {
 	var buf []byte
+	var archived map[model.RunNo]struct{}
 	c := s.Changed
 	for _, no := range slices.Sorted(maps.Keys(c.Runs)) {
-		from := c.Runs[no]
 		r, ok := s.Runs[no]
-		if !ok {
-			return buf, fmt.Errorf("changed run %d is gone", no)
+		if !ok && s.Unread(no) && build {
+			var err error
+			if buf, err = tombstoneUnreadBuild(b, src, s, no, buf); err != nil {
+				return buf, archived, fmt.Errorf("tombstoning run %d: %w", no, err)
+			}
+			if archived == nil {
+				archived = map[model.RunNo]struct{}{}
+			}
+			archived[no] = struct{}{}
+			continue
 		}
+		if !ok && s.Unread(no) {
+			e, err := storedEntry(src, no)
+			if err == nil {
+				r, err = s.ResolveTombstone(no, &e)
+			}
+			if err != nil {
+				return buf, archived, fmt.Errorf("tombstoning run %d: %w", no, err)
+			}
+			ok = true
+		}
+		if !ok {
+			return buf, archived, fmt.Errorf("changed run %d is gone", no)
+		}
+		from := c.Runs[no]
 		if build {
 			buf = EncodeBuildRun(buf[:0], r)
 			if err := b.Set(RunKey(no), buf, nil); err != nil {
-				return buf, err
+				return buf, archived, err
 			}
 			continue
 		}
 		e := model.EntryOf(r)
 		if err := b.Set(RunKey(no), model.EncodeRunEntry(buf[:0], &e), nil); err != nil {
-			return buf, err
+			return buf, archived, err
 		}
 		if r.State == model.StateTombstone {
 			// The store holds the records below from (the first position
@@ -584,7 +614,7 @@ func writeRunChanges(b *pebble.Batch, s *model.Shard, build bool) ([]byte, error
 			// range-deletion block.
 			for pos := range from {
 				if err := b.Delete(RecordKey(no, pos), nil); err != nil {
-					return buf, err
+					return buf, archived, err
 				}
 			}
 			continue
@@ -592,11 +622,28 @@ func writeRunChanges(b *pebble.Batch, s *model.Shard, build bool) ([]byte, error
 		for pos := int(from); pos < len(r.Journal); pos++ {
 			buf = model.EncodeRecord(buf[:0], &r.Journal[pos])
 			if err := b.Set(RecordKey(no, uint32(pos)), buf, nil); err != nil {
-				return buf, err
+				return buf, archived, err
 			}
 		}
 	}
-	return buf, nil
+	return buf, archived, nil
+}
+
+// storedEntry reads run no's entry from src, a store in the store
+// layout.
+func storedEntry(src pebble.Reader, no model.RunNo) (e model.RunEntry, err error) {
+	if src == nil {
+		return e, errors.New("no store to read its entry from")
+	}
+	v, closer, err := src.Get(RunKey(no))
+	if errors.Is(err, pebble.ErrNotFound) {
+		return e, errors.New("the store lacks it")
+	}
+	if err != nil {
+		return e, err
+	}
+	defer closer.Close()
+	return model.DecodeRunEntry(v)
 }
 
 // storedHistories builds the archived histories of the runs a shard
