@@ -16,6 +16,26 @@ import (
 // at once, in file order or jumping, within a buffer or larger, past the
 // end as the file answers (short, with its error), with fewer buffers
 // than streams and files closed and opened again between reads.
+// writeMemFile writes a file of content in a test's memory filesystem,
+// from a copy: vfs.MemFS's Write may change what it is given (under the
+// invariants build tag, which -race turns on).
+func writeMemFile(t interface {
+	Helper()
+	Fatal(...any)
+}, fs vfs.FS, name string, content []byte) {
+	t.Helper()
+	f, err := fs.Create(name, vfs.WriteCategoryUnspecified)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.Write(slices.Clone(content)); err != nil {
+		t.Fatal(err)
+	}
+	if err := f.Close(); err != nil {
+		t.Fatal(err)
+	}
+}
+
 func TestReadBuffersReadTheFiles(t *testing.T) {
 	rapid.Check(t, func(t *rapid.T) {
 		fs := vfs.NewMem()
@@ -23,14 +43,7 @@ func TestReadBuffersReadTheFiles(t *testing.T) {
 		contents := map[string][]byte{}
 		for _, name := range names {
 			content := rapid.SliceOfN(rapid.Byte(), 0, 5000).Draw(t, "content")
-			f, err := fs.Create(name, vfs.WriteCategoryUnspecified)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if _, err := f.Write(slices.Clone(content)); err != nil { // Write may change what it is given
-				t.Fatal(err)
-			}
-			f.Close()
+			writeMemFile(t, fs, name, content)
 			contents[name] = content
 		}
 		size := rapid.IntRange(1, 700).Draw(t, "size")
@@ -120,14 +133,7 @@ func TestReadBuffersReadAheadOfStreams(t *testing.T) {
 	mem := vfs.NewMem()
 	content := bytes.Repeat([]byte("0123456789"), block*blocks/10)
 	for _, name := range []string{"a.sst", "b.sst", "OPTIONS"} {
-		f, err := mem.Create(name, vfs.WriteCategoryUnspecified)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if _, err := f.Write(slices.Clone(content)); err != nil { // Write may change what it is given
-			t.Fatal(err)
-		}
-		f.Close()
+		writeMemFile(t, mem, name, content)
 	}
 	var reads atomic.Int64
 	fs := NewReadBuffers(2, size).wrap(countingFS{FS: mem, reads: &reads})
@@ -172,14 +178,7 @@ func TestReadBuffersConcurrentStreams(t *testing.T) {
 		for k := range content {
 			content[k] = byte(k*7 + i + k>>8)
 		}
-		f, err := mem.Create(name, vfs.WriteCategoryUnspecified)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if _, err := f.Write(slices.Clone(content)); err != nil { // Write may change what it is given
-			t.Fatal(err)
-		}
-		f.Close()
+		writeMemFile(t, mem, name, content)
 		contents[name] = content
 	}
 	const streams = 12

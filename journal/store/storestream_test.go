@@ -89,14 +89,7 @@ func TestSequentialReadableReadsTheFile(t *testing.T) {
 	rapid.Check(t, func(t *rapid.T) {
 		fs := vfs.NewMem()
 		content := rapid.SliceOfN(rapid.Byte(), 0, 5000).Draw(t, "content")
-		f, err := fs.Create("f", vfs.WriteCategoryUnspecified)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if _, err := f.Write(content); err != nil {
-			t.Fatal(err)
-		}
-		f.Close()
+		writeMemFile(t, fs, "f", content)
 		open := func() objstorage.Readable {
 			f, err := fs.Open("f")
 			if err != nil {
