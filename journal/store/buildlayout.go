@@ -94,22 +94,44 @@ func buildHistory(src pebble.Reader, dst []byte, no model.RunNo, n uint32) ([]by
 	if src == nil {
 		return nil, fmt.Errorf("archiving run %d: no store to read its %d journal records from", no, n)
 	}
-	v, closer, err := src.Get(RunKey(no))
-	if errors.Is(err, pebble.ErrNotFound) {
+	var serr error // a damaged value, which the message names as such
+	found, err := withRunValue(src, no, func(v []byte) error {
+		_, e, history, err := SplitBuildRun(v)
+		if err == nil && e.Records != n {
+			err = fmt.Errorf("the store's run has %d journal records, want %d", e.Records, n)
+		}
+		serr = err
+		dst = append(dst, history...)
+		return err
+	})
+	if err == nil && !found {
 		return nil, fmt.Errorf("archiving run %d: the store lacks it (the run entry says %d records)", no, n)
+	}
+	if serr != nil {
+		return nil, fmt.Errorf("archiving run %d: %w", no, serr)
 	}
 	if err != nil {
 		return nil, err
 	}
-	defer closer.Close()
-	_, e, history, err := SplitBuildRun(v)
-	if err == nil && e.Records != n {
-		err = fmt.Errorf("the store's run has %d journal records, want %d", e.Records, n)
+	return dst, nil
+}
+
+// withRunValue calls fn with run no's value in src, a shard's store as
+// its last checkpoint left it (valid only during the call); found is
+// false, fn not called, when src has no such key. src must not be nil.
+func withRunValue(src pebble.Reader, no model.RunNo, fn func(v []byte) error) (found bool, err error) {
+	v, closer, err := src.Get(RunKey(no))
+	if errors.Is(err, pebble.ErrNotFound) {
+		return false, nil
 	}
 	if err != nil {
-		return nil, fmt.Errorf("archiving run %d: %w", no, err)
+		return false, err
 	}
-	return append(dst, history...), nil
+	err = fn(v)
+	if cerr := closer.Close(); err == nil {
+		err = cerr
+	}
+	return true, err
 }
 
 // tombstoneUnreadBuild adds to b the keys of run no, tombstoned while
@@ -120,27 +142,25 @@ func tombstoneUnreadBuild(b *pebble.Batch, src pebble.Reader, s *model.Shard, no
 	if src == nil {
 		return buf, errors.New("no store to read it from")
 	}
-	v, closer, err := src.Get(RunKey(no))
-	if errors.Is(err, pebble.ErrNotFound) {
-		return buf, errors.New("the store lacks it")
+	found, err := withRunValue(src, no, func(v []byte) error {
+		_, e, history, err := SplitBuildRun(v)
+		if err != nil {
+			return err
+		}
+		r, err := s.ResolveTombstone(no, &e)
+		if err != nil {
+			return err
+		}
+		buf = EncodeBuildRun(buf[:0], r)
+		if err := b.Set(RunKey(no), buf, nil); err != nil {
+			return err
+		}
+		return b.Set(ArchiveKey(no), history, nil) // the batch copies history
+	})
+	if err == nil && !found {
+		err = errors.New("the store lacks it")
 	}
-	if err != nil {
-		return buf, err
-	}
-	defer closer.Close()
-	_, e, history, err := SplitBuildRun(v)
-	if err != nil {
-		return buf, err
-	}
-	r, err := s.ResolveTombstone(no, &e)
-	if err != nil {
-		return buf, err
-	}
-	buf = EncodeBuildRun(buf[:0], r)
-	if err := b.Set(RunKey(no), buf, nil); err != nil {
-		return buf, err
-	}
-	return buf, b.Set(ArchiveKey(no), history, nil)
+	return buf, err
 }
 
 // FinishBuild writes the store of build layout src (whole, in key order)

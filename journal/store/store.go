@@ -635,15 +635,14 @@ func storedEntry(src pebble.Reader, no model.RunNo) (e model.RunEntry, err error
 	if src == nil {
 		return e, errors.New("no store to read its entry from")
 	}
-	v, closer, err := src.Get(RunKey(no))
-	if errors.Is(err, pebble.ErrNotFound) {
-		return e, errors.New("the store lacks it")
+	found, err := withRunValue(src, no, func(v []byte) (err error) {
+		e, err = model.DecodeRunEntry(v)
+		return err
+	})
+	if err == nil && !found {
+		err = errors.New("the store lacks it")
 	}
-	if err != nil {
-		return e, err
-	}
-	defer closer.Close()
-	return model.DecodeRunEntry(v)
+	return e, err
 }
 
 // storedHistories builds the archived histories of the runs a shard
