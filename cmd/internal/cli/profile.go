@@ -33,6 +33,12 @@ func (p *profileFlags) start() (stop func() error, err error) {
 // are written plainly, without fsync.
 func startProfiles(cpuPath, memPath, tracePath string) (stop func() error, err error) {
 	var cpu, tr *os.File
+	stopTrace := func() { // on a failure before the profiles run
+		if tr != nil {
+			trace.Stop()
+			tr.Close()
+		}
+	}
 	if tracePath != "" {
 		if tr, err = os.Create(tracePath); err != nil {
 			return nil, fmt.Errorf("--trace: %w", err)
@@ -43,12 +49,6 @@ func startProfiles(cpuPath, memPath, tracePath string) (stop func() error, err e
 		}
 	}
 	if cpuPath != "" {
-		stopTrace := func() {
-			if tr != nil {
-				trace.Stop()
-				tr.Close()
-			}
-		}
 		if cpu, err = os.Create(cpuPath); err != nil {
 			stopTrace()
 			return nil, fmt.Errorf("--cpuprofile: %w", err)
