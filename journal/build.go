@@ -67,9 +67,16 @@ import (
 // through bloom filters and compactions are a few seconds at 1M runs, and
 // 4 MiB a store cost no more CPU than 16 MiB (one run each at 1M runs,
 // 8 shards: 92.4 and 91.7 s) for 210 MiB less peak RSS (597 and 807 MiB).
+//
+// Since session 18 the blocks are 32 MiB and the memtables 24 MiB in all
+// (were 64 and 32), with fewer resident runs (sim's MaxResident) and a
+// lower Go heap limit for gen: together, gen's peak at 1M runs, 8 shards
+// went from 427 to 248 MiB for 16% more CPU (medians of four alternating
+// pairs, bench/results/gen9.md). In a cgo build these are C memory, and
+// with a 128 MiB cache they were, beside the Go heap, most of the peak.
 const (
-	buildCacheSize = 64 << 20
-	buildMemtables = 32 << 20
+	buildCacheSize = 32 << 20
+	buildMemtables = 24 << 20
 	buildL0Compact = 16
 	buildBloomBits = 10
 )

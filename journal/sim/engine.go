@@ -18,13 +18,16 @@ type Config struct {
 	ParkAfter       int64 // park a run whose next timer is further away than this (default 5 min)
 	BatchOps        int   // flush a batch once it holds this many log entries (default 20000)
 	// MaxResident checkpoints early, at the end of a round that appended
-	// records, once more runs than this are in memory (default 15000):
+	// records, once more runs than this are in memory (default 7500):
 	// each checkpoint of a directory drops the runs it wrote from memory,
 	// so this bounds the engine's memory whatever the run count. (It was
 	// 20000 while the events of finished runs read those runs back, which
-	// then counted; 15000 gives about as many checkpoints without them:
+	// then counted; 15000 gave about as many checkpoints without them:
 	// at 300k runs, 8 shards, 40 against 38, where 20000 gave 26 and cost
-	// more CPU. bench/results/gen8.md.)
+	// more CPU, bench/results/gen8.md. 7500 since session 18: the resident
+	// runs' journals are the largest part of gen's live heap, and a lower
+	// heap limit needs a smaller one; 348 checkpoints at 1M runs,
+	// bench/results/gen9.md.)
 	MaxResident int
 }
 
@@ -48,7 +51,7 @@ func (c Config) withDefaults() Config {
 		c.BatchOps = 20000
 	}
 	if c.MaxResident <= 0 {
-		c.MaxResident = 15000
+		c.MaxResident = 7500
 	}
 	return c
 }

@@ -218,12 +218,12 @@ func virtualTime(ms int64) string { return (time.Duration(ms) * time.Millisecond
 // is set: gen's live heap is small and flat (the engine evicts runs), so
 // collecting at 5x the live heap (GOGC=400) under a soft limit saves
 // about a quarter of its CPU (measured at 50k runs). At 1M runs the live
-// heap peaks at about 105 MB (the resident runs' journals, the event
-// queues, a checkpoint's batches), so the heap always reaches the limit
-// and the limit is most of gen's peak RSS; the stores of a directory
-// being built take about 200 MiB more outside the Go heap (memtables,
-// block cache, the C allocator's own). The limit is genHeapLimit.
-// It returns what restores the settings.
+// heap is 60-95 MB (the resident runs' journals, the event queues, a
+// checkpoint's batches), so the heap always reaches the limit and the
+// limit is the largest part of gen's peak RSS; in a cgo build the stores
+// of a directory being built take about 100 MiB more outside the Go heap
+// (memtables, block cache, the C allocator's own; malloc_cgo.go caps its arenas). The limit
+// is genHeapLimit. It returns what restores the settings.
 func genGC() func() {
 	if os.Getenv("GOGC") != "" || os.Getenv("GOMEMLIMIT") != "" {
 		return func() {}
