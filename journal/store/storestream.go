@@ -362,7 +362,7 @@ func OpenScratchStore(fs vfs.FS, path string, memtableBytes, cacheBytes int) (_ 
 	for i := range o.Levels {
 		o.Levels[i].Compression = func() *sstable.CompressionProfile { return sstable.NoCompression }
 	}
-	db, err := pebble.Open(path, o)
+	db, err := openPebble(path, o)
 	o.Cache.Unref()
 	if err == nil {
 		if err = trap.Err(); err != nil {
