@@ -43,17 +43,18 @@ type shardSource interface {
 
 // logTails reads the shared log of the count-shard directory dir once and
 // returns every shard's entries after its checkpoint (small: bounded by
-// how often the engine checkpoints), for openSource.
-func logTails(ctx context.Context, fs vfs.FS, dir string, count int) ([]store.ShardTail, error) {
+// how often the engine checkpoints), for openSource, and what the read
+// found (journal.ReadTails).
+func logTails(ctx context.Context, fs vfs.FS, dir string, count int) ([]store.ShardTail, *journal.RecoveryReport, error) {
 	headers, err := store.ReadHeaders(ctx, fs, dir, count)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	tails, _, err := journal.ReadTails(ctx, fs, dir, headers)
+	tails, rep, err := journal.ReadTails(ctx, fs, dir, headers)
 	if err != nil {
-		return nil, fmt.Errorf("reading the log of %s: %w", dir, err)
+		return nil, nil, fmt.Errorf("reading the log of %s: %w", dir, err)
 	}
-	return tails, nil
+	return tails, rep, nil
 }
 
 // openSource opens shard i of the count shards of the directory at dir,

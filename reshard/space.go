@@ -13,9 +13,9 @@ import (
 // report give one figure. It reads the old log's tails (kept for the
 // plan) and opens each old store once, a worker per core (rewriters).
 func (r *resharder) rawBytesOfOld(ctx context.Context) (int64, error) {
-	if r.tails == nil { // identify (apply.go) or Upgrade may have read them already
+	if r.tails == nil { // checkLog, identify (apply.go) or Upgrade may have read them already
 		var err error
-		if r.tails, err = logTails(ctx, r.fs, r.dir, r.oldN); err != nil {
+		if r.tails, _, err = logTails(ctx, r.fs, r.dir, r.oldN); err != nil {
 			return 0, err
 		}
 	}
