@@ -40,11 +40,17 @@ func (t *ShardTail) LSN() uint64 { return t.CheckpointLSN + uint64(len(t.Entries
 // The store is opened read-only and closed again; nothing is written. The
 // caller holds the directory's lock.
 func ReadHeader(fs vfs.FS, dir string, shard, count int) (model.CheckpointHeader, error) {
+	return readHeader(fs, dir, shard, count, nil)
+}
+
+// readHeader is ReadHeader with the store's block cache (nil: a cache of
+// its own).
+func readHeader(fs vfs.FS, dir string, shard, count int, cache *pebble.Cache) (model.CheckpointHeader, error) {
 	if shard < 0 || shard >= count {
 		return model.CheckpointHeader{}, fmt.Errorf("shard %d: the directory has shards 0..%d", shard, count-1)
 	}
 	path := StoreDir(fs, dir, shard)
-	store, err := OpenStore(fs, path, nil, true, false)
+	store, err := OpenStore(fs, path, cache, true, false)
 	if err != nil {
 		return model.CheckpointHeader{}, err
 	}
@@ -56,20 +62,30 @@ func ReadHeader(fs vfs.FS, dir string, shard, count int) (model.CheckpointHeader
 }
 
 // ReadHeaders reads the checkpoint headers of the count shards of dir
-// (ReadHeader, shard by shard), stopping when ctx is done.
+// (ReadHeader, shard by shard), stopping when ctx is done. The stores share
+// one block cache: a store opened with none makes a cache of its own
+// (pebble's cache.New: at 20k runs 8 -> 16, a reshard reading the headers
+// of its 8 old and 16 new shards spent 3.7 of those reads' 17.6 ms of CPU
+// making caches), and each open reads only its header's few blocks.
 func ReadHeaders(ctx context.Context, fs vfs.FS, dir string, count int) ([]model.CheckpointHeader, error) {
+	cache := pebble.NewCache(headerCacheBytes)
+	defer cache.Unref()
 	headers := make([]model.CheckpointHeader, count)
 	for i := range headers {
 		if err := ctx.Err(); err != nil {
 			return nil, err
 		}
 		var err error
-		if headers[i], err = ReadHeader(fs, dir, i, count); err != nil {
+		if headers[i], err = readHeader(fs, dir, i, count, cache); err != nil {
 			return nil, err
 		}
 	}
 	return headers, nil
 }
+
+// headerCacheBytes is the block cache ReadHeaders' stores share: a
+// header is a key in a block or two of each store.
+const headerCacheBytes = 1 << 20
 
 // readStoreHeader reads and checks the "H" key of an open store.
 func readStoreHeader(store *pebble.DB, path string, shard, count int) (_ model.CheckpointHeader, err error) {
