@@ -138,6 +138,9 @@ type resharder struct {
 	tails      []store.ShardTail // the old shards' log tails, read once
 	owner      *switchdir.Owner  // what new files get (nil: not on the disk)
 	fp         *Fingerprint      // the old directory's, when a plan is made or applied
+	// oldRaw is each old store's RawBytes, measured where the tails'
+	// read opened it for its header (readTails); nil if not.
+	oldRaw []uint64
 	// switching is the fusee.meta written at the point of no return.
 	switching meta.Meta
 	// upgrade: this is `fusee upgrade` (log format 2 to 3), not a reshard;
@@ -562,15 +565,17 @@ func (r *resharder) checkLog(ctx context.Context, count int) error {
 }
 
 // readTails reads the log tails of the old directory (of count shards)
-// into r.tails for the passes and returns what the read found; nil if it
-// failed (r.tails stays nil: the passes read them again and report the
-// failure).
+// into r.tails for the passes, and each old store's RawBytes into
+// r.oldRaw for the space check (rawBytesOfOld) in the opens that read
+// the headers, and returns what the read found; nil if it failed (r.tails
+// stays nil: the passes read them again and report the failure).
 func (r *resharder) readTails(ctx context.Context, count int) *journal.RecoveryReport {
-	tails, rep, err := logTails(ctx, r.fs, r.dir, count)
+	raw := make([]uint64, count)
+	tails, rep, err := logTails(ctx, r.fs, r.dir, count, raw)
 	if err != nil {
 		return nil
 	}
-	r.tails = tails
+	r.tails, r.oldRaw = tails, raw
 	return rep
 }
 

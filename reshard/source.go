@@ -44,9 +44,18 @@ type shardSource interface {
 // logTails reads the shared log of the count-shard directory dir once and
 // returns every shard's entries after its checkpoint (small: bounded by
 // how often the engine checkpoints), for openSource, and what the read
-// found (journal.ReadTails).
-func logTails(ctx context.Context, fs vfs.FS, dir string, count int) ([]store.ShardTail, *journal.RecoveryReport, error) {
-	headers, err := store.ReadHeaders(ctx, fs, dir, count)
+// found (journal.ReadTails). With raw not nil (count long) it measures
+// each store in the open that reads its header (store.ReadHeadersRaw).
+func logTails(ctx context.Context, fs vfs.FS, dir string, count int, raw []uint64) ([]store.ShardTail, *journal.RecoveryReport, error) {
+	var headers []model.CheckpointHeader
+	var err error
+	if raw == nil {
+		headers, err = store.ReadHeaders(ctx, fs, dir, count)
+	} else {
+		var measured []uint64
+		headers, measured, err = store.ReadHeadersRaw(ctx, fs, dir, count)
+		copy(raw, measured)
+	}
 	if err != nil {
 		return nil, nil, err
 	}
