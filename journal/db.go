@@ -80,6 +80,12 @@ type RecoveryReport struct {
 	LogFrom, LogEnd wal.Position
 	// Batches is how many log batches were read from LogFrom.
 	Batches int
+	// WholeLog says the read began at the log's first segment
+	// (wal.Tail.Whole: LogFrom was in it): every batch of the log was
+	// read and checked, as ReadLogEnd reads them, and TornTail, Torn,
+	// LogEnding and LogEnd are what ReadLogEnd would return. ReadTails
+	// sets it.
+	WholeLog bool
 }
 
 // ShardRecovery is one shard's recovery.

@@ -85,6 +85,7 @@ func ReadTails(ctx context.Context, fs vfs.FS, dir string, headers []model.Check
 	}
 	rep.LogEnd = end.End
 	rep.TornTail, rep.Torn, rep.LogEnding = end.Torn.String(), end.Torn, end.Ending
+	rep.WholeLog = end.Whole
 	for i := range rep.Shards {
 		rep.Shards[i].LSN = lsns[i]
 	}

@@ -668,7 +668,7 @@ func readAhead(ctx context.Context, src shardSource, look, fn func(*store.RawRun
 // shard is also read back whole and its digest must equal the stream's.
 func (r *resharder) checkNew(ctx context.Context, p *plan.Plan, newDir string) (*digest, error) {
 	r.progress("check", 0, int64(r.newN)) // where the report's clock starts: the log is read in it
-	tails, err := logTails(ctx, r.fs, newDir, r.newN)
+	tails, _, err := logTails(ctx, r.fs, newDir, r.newN, nil)
 	if err != nil {
 		return nil, fmt.Errorf("opening the new shards: %w", err)
 	}
@@ -700,7 +700,7 @@ func (r *resharder) checkNew(ctx context.Context, p *plan.Plan, newDir string) (
 // its digest.
 func (r *resharder) readBack(ctx context.Context, p *plan.Plan, newDir string) (*digest, error) {
 	d := r.newDigest.empty()
-	tails, err := logTails(ctx, r.fs, newDir, r.newN)
+	tails, _, err := logTails(ctx, r.fs, newDir, r.newN, nil)
 	if err != nil {
 		return nil, fmt.Errorf("reading back the new shards: %w", err)
 	}

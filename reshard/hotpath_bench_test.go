@@ -47,7 +47,7 @@ func hotData(b *testing.B) (string, []*model.Run, []model.Record, [][]byte) {
 			hot.err = err
 			return
 		}
-		tails, err := logTails(context.Background(), vfs.Default, hot.dir, hotShards)
+		tails, _, err := logTails(context.Background(), vfs.Default, hot.dir, hotShards, nil)
 		if err != nil {
 			hot.err = err
 			return

@@ -22,8 +22,8 @@ import (
 func (r *resharder) makePlan(ctx context.Context) (*plan.Plan, error) {
 	var err error
 	r.progress("plan", 0, int64(r.oldN))
-	if r.tails == nil { // identify (apply.go) may have read them already
-		if r.tails, err = logTails(ctx, r.fs, r.dir, r.oldN); err != nil {
+	if r.tails == nil { // checkLog or identify (apply.go) may have read them already
+		if r.tails, _, err = logTails(ctx, r.fs, r.dir, r.oldN, nil); err != nil {
 			return nil, err
 		}
 	}

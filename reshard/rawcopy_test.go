@@ -37,7 +37,7 @@ func TestRawRewriteMatchesDecode(t *testing.T) {
 			if _, err := sim.Generate(ctx, vfs.Default, dir, sim.GenOptions{Shards: shards, Runs: runs, Seed: seed}); err != nil {
 				t.Fatal(err)
 			}
-			tails, err := logTails(ctx, vfs.Default, dir, shards)
+			tails, _, err := logTails(ctx, vfs.Default, dir, shards, nil)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -245,7 +245,7 @@ func eachGeneratedSource(t *testing.T, shards, runs int, seed uint64, fn func(i 
 	_, err := sim.Generate(context.Background(), vfs.Default, dir, opts)
 	var tails []store.ShardTail
 	if err == nil {
-		tails, err = logTails(context.Background(), vfs.Default, dir, shards)
+		tails, _, err = logTails(context.Background(), vfs.Default, dir, shards, nil)
 	}
 	if err != nil {
 		t.Fatal(err)

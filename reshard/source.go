@@ -43,17 +43,27 @@ type shardSource interface {
 
 // logTails reads the shared log of the count-shard directory dir once and
 // returns every shard's entries after its checkpoint (small: bounded by
-// how often the engine checkpoints), for openSource.
-func logTails(ctx context.Context, fs vfs.FS, dir string, count int) ([]store.ShardTail, error) {
-	headers, err := store.ReadHeaders(ctx, fs, dir, count)
-	if err != nil {
-		return nil, err
+// how often the engine checkpoints), for openSource, and what the read
+// found (journal.ReadTails). With raw not nil (count long) it measures
+// each store in the open that reads its header (store.ReadHeadersRaw).
+func logTails(ctx context.Context, fs vfs.FS, dir string, count int, raw []uint64) ([]store.ShardTail, *journal.RecoveryReport, error) {
+	var headers []model.CheckpointHeader
+	var err error
+	if raw == nil {
+		headers, err = store.ReadHeaders(ctx, fs, dir, count)
+	} else {
+		var measured []uint64
+		headers, measured, err = store.ReadHeadersRaw(ctx, fs, dir, count)
+		copy(raw, measured)
 	}
-	tails, _, err := journal.ReadTails(ctx, fs, dir, headers)
 	if err != nil {
-		return nil, fmt.Errorf("reading the log of %s: %w", dir, err)
+		return nil, nil, err
 	}
-	return tails, nil
+	tails, rep, err := journal.ReadTails(ctx, fs, dir, headers)
+	if err != nil {
+		return nil, nil, fmt.Errorf("reading the log of %s: %w", dir, err)
+	}
+	return tails, rep, nil
 }
 
 // openSource opens shard i of the count shards of the directory at dir,

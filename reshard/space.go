@@ -10,12 +10,21 @@ import (
 // (ShardReader.RawBytes: their tables' properties and their logs' bytes),
 // read before anything is written so that the free space a run needs is
 // known, and checked, before it starts: the dry run, a refusal and the
-// report give one figure. It reads the old log's tails (kept for the
-// plan) and opens each old store once, a worker per core (rewriters).
+// report give one figure. checkLog usually measured every old store
+// already, in the open that read its header for the log's tails
+// (r.oldRaw); else it reads the old log's tails (kept for the plan) and
+// opens each old store once, a worker per core (rewriters).
 func (r *resharder) rawBytesOfOld(ctx context.Context) (int64, error) {
-	if r.tails == nil { // identify (apply.go) or Upgrade may have read them already
+	if r.oldRaw != nil {
+		var total int64
+		for _, n := range r.oldRaw {
+			total += int64(n)
+		}
+		return total, nil
+	}
+	if r.tails == nil { // checkLog, identify (apply.go) or Upgrade may have read them already
 		var err error
-		if r.tails, err = logTails(ctx, r.fs, r.dir, r.oldN); err != nil {
+		if r.tails, _, err = logTails(ctx, r.fs, r.dir, r.oldN, nil); err != nil {
 			return 0, err
 		}
 	}

@@ -211,3 +211,82 @@ func TestReshardReportsTornTail(t *testing.T) {
 		t.Fatal("the resharded directory does not hold what the engine's recovery of the torn one holds")
 	}
 }
+
+// TestReshardRefusesDamageBeforeTheCheckpoints: checkLog takes the log's
+// end from the read of the tails only when that read was the whole log
+// (the oldest checkpoint in the first segment). Here a checkpoint's
+// removal of the segments before it did not happen (a crash between the
+// two leaves this): the first segment is older than every checkpoint, so
+// the tails' read starts after it, and a byte flipped in it is found only
+// by the read of the whole log. The reshard must refuse, naming it.
+func TestReshardRefusesDamageBeforeTheCheckpoints(t *testing.T) {
+	const shards = 3
+	mem := vfs.NewMem()
+	ctx := context.Background()
+	if _, err := sim.Generate(ctx, mem, memDir, sim.GenOptions{Shards: shards, Runs: 150, Seed: 4}); err != nil {
+		t.Fatal(err)
+	}
+	db, _, err := journal.Open(mem, memDir, journal.OpenOptions{SegmentSize: 1 << 10})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range 40 { // small segments: the log moves on to new ones
+		shard := i % shards
+		wf := idOn(t, fmt.Sprintf("later%d", i), shard, shards)
+		if err := db.Commit([]journal.ShardOp{{Shard: shard, Op: model.Op{Kind: model.OpStart, Run: db.Shards[shard].NextRun,
+			Rec: model.Record{Kind: model.KindStart, WorkflowID: wf, Type: "hand", Time: db.Now, Gen: 1}}}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	before := map[string][]byte{}
+	for _, s := range walSegments(t, mem, memDir) {
+		before[s] = readAll(t, mem, s)
+	}
+	if err := db.Checkpoint(); err != nil { // removes the segments before it
+		t.Fatal(err)
+	}
+	if err := db.Close(); err != nil {
+		t.Fatal(err)
+	}
+	segs := walSegments(t, mem, memDir)
+	var restored string // the segment just before the first one left
+	for s := range before {
+		if s < segs[0] && s > restored {
+			restored = s
+		}
+	}
+	if restored == "" {
+		t.Fatalf("the checkpoint removed no segment (before %d, after %v)", len(before), segs)
+	}
+	data := before[restored]
+	rewrite(t, mem, restored, data)
+	if _, err := reshard.Reshard(ctx, mem, memDir, reshard.Options{Shards: 2, DryRun: true, Scratch: "/scratch"}); err != nil {
+		t.Fatalf("with the segment back, undamaged: %v", err)
+	}
+	data[len(data)/2] ^= 0x08 // in a batch: segments are mostly batches
+	rewrite(t, mem, restored, data)
+	_, err = reshard.Reshard(ctx, mem, memDir, reshard.Options{Shards: 2})
+	var de *reshard.DamagedError
+	var ce *wal.CorruptError
+	if !errors.As(err, &de) || !errors.As(err, &ce) || ce.File != restored {
+		t.Fatalf("want the damage in %s refused, got %v", restored, err)
+	}
+}
+
+func readAll(t testing.TB, fs vfs.FS, path string) []byte {
+	t.Helper()
+	f, err := fs.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	st, err := f.Stat()
+	if err != nil {
+		t.Fatal(err)
+	}
+	b := make([]byte, st.Size())
+	if _, err := f.ReadAt(b, 0); err != nil {
+		t.Fatal(err)
+	}
+	return b
+}

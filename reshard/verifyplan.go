@@ -69,7 +69,7 @@ func VerifyPlan(ctx context.Context, fs vfs.FS, dir string, plan *Plan, scratch 
 	if jn.cur, err, _ = next(); err != nil {
 		return nil, err
 	}
-	tails, err := logTails(ctx, fs, dir, m.Shards)
+	tails, _, err := logTails(ctx, fs, dir, m.Shards, nil)
 	if err != nil {
 		return nil, err
 	}

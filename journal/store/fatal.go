@@ -104,7 +104,7 @@ func openTrappedStore(fs vfs.FS, path string, trap *fatalTrap) (_ *pebble.DB, er
 	o := StoreOptions(fs, nil, false, true)
 	o.DisableWAL = true
 	trap.install(o)
-	db, err := pebble.Open(path, o)
+	db, err := openPebble(path, o)
 	if err == nil {
 		if err = trap.Err(); err != nil {
 			_ = db.Close()

@@ -957,16 +957,20 @@ func (sr *ShardReader) Entry(no model.RunNo) (e model.RunEntry, ok bool, err err
 func (sr *ShardReader) StoreBytes() uint64 { return sr.store.Metrics().DiskSpaceUsage() }
 
 // RawBytes is how many bytes the store's keys and values take
-// uncompressed: the sum of its tables' raw key and value sizes (which
-// count every version a table holds, so it can only overstate what one
-// reading returns) and the bytes of its write-ahead log, which hold what
-// is not in a table yet. It reads each table's properties block once.
-func (sr *ShardReader) RawBytes() (uint64, error) {
-	levels, err := sr.store.SSTables(pebble.WithProperties())
+// uncompressed (storeRawBytes).
+func (sr *ShardReader) RawBytes() (uint64, error) { return storeRawBytes(sr.store, sr.path) }
+
+// storeRawBytes is how many bytes the keys and values of the store db (at
+// path) take uncompressed: the sum of its tables' raw key and value sizes
+// (which count every version a table holds, so it can only overstate what
+// one reading returns) and the bytes of its write-ahead log, which hold
+// what is not in a table yet. It reads each table's properties block once.
+func storeRawBytes(db *pebble.DB, path string) (uint64, error) {
+	levels, err := db.SSTables(pebble.WithProperties())
 	if err != nil {
-		return 0, fmt.Errorf("reading the table properties of the store %s: %w", sr.path, err)
+		return 0, fmt.Errorf("reading the table properties of the store %s: %w", path, err)
 	}
-	n := sr.store.Metrics().WAL.Size // what is not in a table yet
+	n := db.Metrics().WAL.Size // what is not in a table yet
 	for _, tables := range levels {
 		for _, t := range tables {
 			if t.Properties != nil {

@@ -217,7 +217,7 @@ func OpenStore(fs vfs.FS, path string, cache *pebble.Cache, readOnly, create boo
 // OpenStoreWith is OpenStore with the options given.
 func OpenStoreWith(path string, o *pebble.Options, create bool) (_ *pebble.DB, err error) {
 	defer RecoverStoreFatal(path, &err)
-	db, err := pebble.Open(path, o)
+	db, err := openPebble(path, o)
 	if err != nil {
 		if !create && errors.Is(err, pebble.ErrDBDoesNotExist) {
 			return nil, fmt.Errorf("shard store %s is missing: the directory is incomplete; restore it from a backup: %w", path, err)

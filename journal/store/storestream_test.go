@@ -5,6 +5,7 @@ import (
 	"context"
 	"fmt"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/cockroachdb/pebble/v2/objstorage"
@@ -161,4 +162,41 @@ func TestTableFileWritesItsBytes(t *testing.T) {
 			t.Fatalf("the file holds %d bytes, %d were written (or they differ)", len(got), len(want))
 		}
 	})
+}
+
+// TestStoreWritersShareBuffers: stores written one after another share
+// their tables' write buffers (tableBufs) and their read-back buffers
+// (checkBufs) instead of each making its own: ten stores of three tables
+// (written at once: three table buffers in use) make at most a few of
+// either, not thirty and ten. (The garbage collector may empty a pool
+// now and then, so a few, not three and one.)
+func TestStoreWritersShareBuffers(t *testing.T) {
+	var made [2]int
+	for i, p := range []*sync.Pool{&tableBufs, &checkBufs} {
+		newFn := p.New
+		p.New = func() any { made[i]++; return newFn() }
+		defer func() { p.New = newFn }()
+	}
+	const stores = 10
+	fs := vfs.NewMem()
+	for s := range stores {
+		sw, err := NewStoreWriter(fs, fmt.Sprintf("/s%d", s))
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, kind := range "ART" { // three kinds of key: three tables
+			for i := range 200 {
+				if err := sw.Add(fmt.Appendf(nil, "%c%06d", kind, i), fmt.Appendf(nil, "value %d", i)); err != nil {
+					t.Fatal(err)
+				}
+			}
+		}
+		if err := sw.Finish(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	t.Logf("%d stores: %d table buffers, %d read-back buffers made", stores, made[0], made[1])
+	if made[0] > 3*3 || made[1] > 4 {
+		t.Errorf("%d stores of 3 tables made %d table buffers and %d read-back buffers: they are not shared", stores, made[0], made[1])
+	}
 }

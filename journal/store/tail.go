@@ -40,15 +40,25 @@ func (t *ShardTail) LSN() uint64 { return t.CheckpointLSN + uint64(len(t.Entries
 // The store is opened read-only and closed again; nothing is written. The
 // caller holds the directory's lock.
 func ReadHeader(fs vfs.FS, dir string, shard, count int) (model.CheckpointHeader, error) {
+	return readHeader(fs, dir, shard, count, nil, nil)
+}
+
+// readHeader is ReadHeader with the store's block cache (nil: a cache of
+// its own); with raw not nil it also measures the store in the same open
+// (*raw: storeRawBytes).
+func readHeader(fs vfs.FS, dir string, shard, count int, cache *pebble.Cache, raw *uint64) (model.CheckpointHeader, error) {
 	if shard < 0 || shard >= count {
 		return model.CheckpointHeader{}, fmt.Errorf("shard %d: the directory has shards 0..%d", shard, count-1)
 	}
 	path := StoreDir(fs, dir, shard)
-	store, err := OpenStore(fs, path, nil, true, false)
+	store, err := OpenStore(fs, path, cache, true, false)
 	if err != nil {
 		return model.CheckpointHeader{}, err
 	}
 	hdr, err := readStoreHeader(store, path, shard, count)
+	if err == nil && raw != nil {
+		*raw, err = storeRawBytes(store, path)
+	}
 	if cerr := store.Close(); err == nil && cerr != nil {
 		err = fmt.Errorf("closing shard store %s: %w", path, cerr)
 	}
@@ -56,20 +66,54 @@ func ReadHeader(fs vfs.FS, dir string, shard, count int) (model.CheckpointHeader
 }
 
 // ReadHeaders reads the checkpoint headers of the count shards of dir
-// (ReadHeader, shard by shard), stopping when ctx is done.
+// (ReadHeader, shard by shard), stopping when ctx is done. The stores share
+// one block cache: a store opened with none makes a cache of its own
+// (pebble's cache.New: at 20k runs 8 -> 16, a reshard reading the headers
+// of its 8 old and 16 new shards spent 3.7 of those reads' 17.6 ms of CPU
+// making caches), and each open reads only its header's few blocks.
 func ReadHeaders(ctx context.Context, fs vfs.FS, dir string, count int) ([]model.CheckpointHeader, error) {
+	return readHeaders(ctx, fs, dir, count, nil)
+}
+
+// ReadHeadersRaw is ReadHeaders that also measures each store in the open
+// that reads its header: raw[i] is what ShardReader.RawBytes says of
+// shard i's store. A reshard's space check needs that figure of every old
+// store before it starts, and opening a reader for it was one open more
+// of each (about 1% of a 100k-run reshard's CPU).
+func ReadHeadersRaw(ctx context.Context, fs vfs.FS, dir string, count int) ([]model.CheckpointHeader, []uint64, error) {
+	raw := make([]uint64, count)
+	headers, err := readHeaders(ctx, fs, dir, count, raw)
+	if err != nil {
+		return nil, nil, err
+	}
+	return headers, raw, nil
+}
+
+// readHeaders is ReadHeaders, measuring the stores into raw when it is not
+// nil.
+func readHeaders(ctx context.Context, fs vfs.FS, dir string, count int, raw []uint64) ([]model.CheckpointHeader, error) {
+	cache := pebble.NewCache(headerCacheBytes)
+	defer cache.Unref()
 	headers := make([]model.CheckpointHeader, count)
 	for i := range headers {
 		if err := ctx.Err(); err != nil {
 			return nil, err
 		}
+		var r *uint64
+		if raw != nil {
+			r = &raw[i]
+		}
 		var err error
-		if headers[i], err = ReadHeader(fs, dir, i, count); err != nil {
+		if headers[i], err = readHeader(fs, dir, i, count, cache, r); err != nil {
 			return nil, err
 		}
 	}
 	return headers, nil
 }
+
+// headerCacheBytes is the block cache ReadHeaders' stores share: a
+// header is a key in a block or two of each store.
+const headerCacheBytes = 1 << 20
 
 // readStoreHeader reads and checks the "H" key of an open store.
 func readStoreHeader(store *pebble.DB, path string, shard, count int) (_ model.CheckpointHeader, err error) {

@@ -34,6 +34,11 @@ type Tail struct {
 	// Ending says how the log ends, and so what the read can prove about
 	// its last batches.
 	Ending Ending
+	// Whole says the read began at the log's first segment (from was in
+	// it, or was the zero Position): every batch of the log was read and
+	// checked, as a read from the zero Position reads them, and the rest
+	// of Tail is what that read returns.
+	Whole bool
 }
 
 // Ending is how a log ends: what a read found after its last good batch.
@@ -98,7 +103,7 @@ func Read(fs vfs.FS, dir string, from Position, fn func(b Batch) error) (Tail, e
 	if err != nil {
 		return Tail{}, err
 	}
-	return Tail{LogID: ch.logID, LastBatch: ch.last, LastSum: ch.lastSum, NextLSN: ch.next, End: end, Torn: torn, Ending: ending}, nil
+	return Tail{LogID: ch.logID, LastBatch: ch.last, LastSum: ch.lastSum, NextLSN: ch.next, End: end, Torn: torn, Ending: ending, Whole: r.whole}, nil
 }
 
 // chain is what a log format checks about a read in progress; logReader
@@ -128,6 +133,8 @@ type logReader struct {
 	fn  func(Batch) error
 	b   Batch
 	buf []byte
+	// whole: the read began at the first segment (Tail.Whole).
+	whole bool
 }
 
 func (r *logReader) read(from Position) (Position, *TornTail, Ending, error) {
@@ -154,6 +161,7 @@ func (r *logReader) read(from Position) (Position, *TornTail, Ending, error) {
 	} else if from.Offset != 0 {
 		return fail(fmt.Errorf("wal: position %+v names no segment", from))
 	}
+	r.whole = start == 0
 	var end Position
 	for i := start; i < len(segs); i++ {
 		seg := segs[i]

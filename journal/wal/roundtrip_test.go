@@ -110,6 +110,16 @@ func TestRoundTrip(t *testing.T) {
 		if d := diffBatches(got, want[k:]); d != "" {
 			t.Fatalf("reading from %v: %s", from, d)
 		}
+		// Whole is the read's, not the log's: whether it began at the
+		// first segment. Everything else is the log's.
+		segs, err := listSegments(fs, "wal")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if whole := from.Segment == segs[0]; tail2.Whole != whole || !tail.Whole {
+			t.Fatalf("reading from %v (first segment %d): whole %v, want %v; from the start: whole %v", from, segs[0], tail2.Whole, whole, tail.Whole)
+		}
+		tail2.Whole = tail.Whole
 		if fmt.Sprint(tail2) != fmt.Sprint(tail) {
 			t.Fatalf("reading from %v: tail %s, want %s", from, tailString(tail2), tailString(tail))
 		}

@@ -1,6 +1,7 @@
 package switchdir
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	iofs "io/fs"
@@ -207,13 +208,14 @@ func checkNewShards(fs vfs.FS, dir, newDir string, newN int, upgrade bool) error
 	fail := func(err error) error {
 		return &SwitchStateError{Dir: dir, Shards: newN, Where: where, Err: err, Upgrade: upgrade}
 	}
-	for j := range newN {
-		h, err := store.ReadHeader(fs, base, j, newN)
-		if err != nil {
-			return fail(err)
-		}
+	// The switch must not stop half way: no context to cancel it.
+	headers, err := store.ReadHeaders(context.Background(), fs, base, newN)
+	if err != nil {
+		return fail(err)
+	}
+	for j, h := range headers {
 		if !upgrade {
-			continue
+			break
 		}
 		if old := wal.ShardLogDir(fs, base, j); FileExists(fs, old) {
 			return fail(fmt.Errorf("%s is a log format 2 shard's log", old))
