@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"runtime"
 	"testing"
+
+	"github.com/fusee-dev/fusee/internal/testtier"
 )
 
 // TestPairFanoutReusesItsBatches: each consumer sees every pair, in
@@ -56,6 +58,9 @@ func TestPairFanoutReusesItsBatches(t *testing.T) {
 	fresh := fanoutBatches * (cap(b.buf) + cap(b.ends)*8) // a fanout's new batches
 	got := after.TotalAlloc - before.TotalAlloc
 	t.Logf("%d fanouts allocated %d KiB; a fanout's new batches are %d KiB", fanouts, got>>10, fresh>>10)
+	if testtier.Race {
+		return // under the race detector sync.Pool drops a quarter of what it is given, on purpose
+	}
 	if got > uint64(4*fresh) {
 		t.Errorf("%d fanouts allocated %d MiB, more than 4 fanouts' new batches (%d MiB): the batches are not reused", fanouts, got>>20, 4*fresh>>20)
 	}

@@ -11,6 +11,7 @@ import (
 	"github.com/cockroachdb/pebble/v2/objstorage"
 	"github.com/cockroachdb/pebble/v2/objstorage/objstorageprovider"
 	"github.com/cockroachdb/pebble/v2/vfs"
+	"github.com/fusee-dev/fusee/internal/testtier"
 	"pgregory.net/rapid"
 )
 
@@ -196,6 +197,9 @@ func TestStoreWritersShareBuffers(t *testing.T) {
 		}
 	}
 	t.Logf("%d stores: %d table buffers, %d read-back buffers made", stores, made[0], made[1])
+	if testtier.Race {
+		return // under the race detector sync.Pool drops a quarter of what it is given, on purpose
+	}
 	if made[0] > 3*3 || made[1] > 4 {
 		t.Errorf("%d stores of 3 tables made %d table buffers and %d read-back buffers: they are not shared", stores, made[0], made[1])
 	}
