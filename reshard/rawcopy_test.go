@@ -242,11 +242,16 @@ func TestRecycledRawRunsMatch(t *testing.T) {
 func eachGeneratedSource(t *testing.T, shards, runs int, seed uint64, fn func(i int, src shardSource)) {
 	dir := filepath.Join(t.TempDir(), "d")
 	opts := sim.GenOptions{Shards: shards, Runs: runs, Seed: seed}
-	_, err := sim.Generate(context.Background(), vfs.Default, dir, opts)
-	var tails []store.ShardTail
-	if err == nil {
-		tails, _, err = logTails(context.Background(), vfs.Default, dir, shards, nil)
+	if _, err := sim.Generate(context.Background(), vfs.Default, dir, opts); err != nil {
+		t.Fatal(err)
 	}
+	eachSource(t, dir, shards, fn)
+}
+
+// eachSource calls fn with the source of each of dir's shards shards,
+// closed after.
+func eachSource(t *testing.T, dir string, shards int, fn func(i int, src shardSource)) {
+	tails, _, err := logTails(context.Background(), vfs.Default, dir, shards, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

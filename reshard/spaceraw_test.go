@@ -52,24 +52,13 @@ func TestOldStoresMeasuredWithTheirHeaders(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	tails, _, err := logTails(ctx, vfs.Default, dir, shards, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for i := range shards {
-		src, err := openSource(vfs.Default, dir, i, shards, tails, nil, nil)
-		if err != nil {
-			t.Fatal(err)
-		}
+	eachSource(t, dir, shards, func(i int, src shardSource) {
 		want, err := src.RawBytes()
-		if cerr := src.Close(); err == nil {
-			err = cerr
-		}
 		if err != nil {
 			t.Fatal(err)
 		}
 		if raw[i] != want || want == 0 {
 			t.Errorf("shard %d: measured %d bytes with its header, %d by a reader", i, raw[i], want)
 		}
-	}
+	})
 }
