@@ -223,9 +223,10 @@ func virtualTime(ms int64) string { return (time.Duration(ms) * time.Millisecond
 // heap is 60-95 MB (the resident runs' journals, the event queues, a
 // checkpoint's batches), so the heap always reaches the limit and the
 // limit is the largest part of gen's peak RSS; in a cgo build the stores
-// of a directory being built take about 100 MiB more outside the Go heap
-// (memtables, block cache, the C allocator's own; malloc_cgo.go caps its arenas). The limit
-// is genHeapLimit. It returns what restores the settings.
+// of a directory being built take 100-120 MiB more outside the Go heap
+// (memtables, block cache, the C allocator's own; malloc_cgo.go caps its
+// arenas). The limit is genHeapLimit until the live heap nears it
+// (followLiveHeap). It returns what restores the settings.
 func genGC() func() {
 	if os.Getenv("GOGC") != "" || os.Getenv("GOMEMLIMIT") != "" {
 		return func() {}

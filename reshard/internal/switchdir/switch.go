@@ -215,7 +215,7 @@ func checkNewShards(fs vfs.FS, dir, newDir string, newN int, upgrade bool) error
 	}
 	for j, h := range headers {
 		if !upgrade {
-			break
+			break // a reshard's new shards need only a header each
 		}
 		if old := wal.ShardLogDir(fs, base, j); FileExists(fs, old) {
 			return fail(fmt.Errorf("%s is a log format 2 shard's log", old))
