@@ -193,7 +193,33 @@ func (c *tailCoverage) count(t fataler, fs vfs.FS, dir string, tails []store.Sha
 // equals RecoverShard's shard exactly, and ReadTails reports what
 // RecoverShard replays.
 func TestShardReaderEqualsRecoverShard(t *testing.T) {
+	// The coverage below is a property of the generator, not of one
+	// seed: a round of a few dozen random directories now and then acks
+	// no stored message (CI's run at 9080791: storeAcks 0, tailAcks 2
+	// in 30). So a round that misses a case is followed by another, with
+	// a new seed, up to five; every round is checked against the oracle
+	// in full, and five rounds that together miss a case fail.
 	var cov tailCoverage
+	for round := 0; round < 5 && (round == 0 || !cov.complete()); round++ {
+		checkShardReaderRound(t, &cov)
+	}
+	t.Logf("tails exercised: %+v", cov)
+	if !cov.complete() {
+		t.Fatalf("the random tails missed a case in five rounds: %+v", cov)
+	}
+}
+
+// complete says whether the tails exercised every case. Loads are rare
+// in the workload (it loads only when no run is running), so they are
+// not required; TestShardReaderDirected loads a stored run.
+func (c *tailCoverage) complete() bool {
+	return c.starts > 0 && c.storeRunOps > 0 && c.parks > 0 && c.tombstones > 0 &&
+		c.storeAcks > 0 && c.tailAcks > 0 && c.seen > 0
+}
+
+// checkShardReaderRound is one rapid round of
+// TestShardReaderEqualsRecoverShard, adding what it exercised to cov.
+func checkShardReaderRound(t *testing.T, cov *tailCoverage) {
 	rapid.Check(t, func(rt *rapid.T) {
 		mem := vfs.NewMem()
 		shards := rapid.IntRange(1, 3).Draw(rt, "shards")
@@ -214,13 +240,6 @@ func TestShardReaderEqualsRecoverShard(t *testing.T) {
 		tails := checkStreamedEqualsRecovered(rt, mem, "/d", shards)
 		cov.count(rt, mem, "/d", tails)
 	})
-	t.Logf("tails exercised: %+v", cov)
-	// Loads are rare in the workload (it loads only when no run is
-	// running); TestShardReaderDirected loads a stored run.
-	if cov.starts == 0 || cov.storeRunOps == 0 || cov.parks == 0 || cov.tombstones == 0 ||
-		cov.storeAcks == 0 || cov.tailAcks == 0 || cov.seen == 0 {
-		t.Fatalf("the random tails missed a case: %+v", cov)
-	}
 }
 
 // TestShardReaderDirected builds, on the real disk, a checkpoint and then
