@@ -8,3 +8,4 @@ package cli
 func mallocIsGlibc() bool { return false }
 func touchMalloc()        {}
 func mallocArenas() int   { return -1 }
+func arenaCap() int       { return 0 }

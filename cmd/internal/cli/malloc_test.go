@@ -17,6 +17,11 @@ func TestArenasCapped(t *testing.T) {
 	if os.Getenv("MALLOC_ARENA_MAX") != "" {
 		t.Skip("MALLOC_ARENA_MAX is set: the constructor leaves the cap to it")
 	}
+	// The cap is one arena a core the process may run on, which is what
+	// NumCPU counts too (both read the affinity).
+	if c := arenaCap(); c != runtime.NumCPU() {
+		t.Fatalf("the constructor capped the arenas at %d, want %d (runtime.NumCPU)", c, runtime.NumCPU())
+	}
 	threads := 4*runtime.NumCPU() + 4
 	var start, done sync.WaitGroup
 	start.Add(threads)
