@@ -49,7 +49,7 @@ import (
 
 // Sizes of a directory being built: a block cache for the index, filter
 // and recently read data blocks of the read-backs, and memtables sharing
-// buildMemtables (each 2 to 32 MiB).
+// buildMemtables (each 2 to 32 MiB; buildSizes).
 //
 // Pebble reserves every memtable it allocates (the mutable one, those
 // waiting to be flushed and the one it keeps for reuse) out of the block
@@ -74,31 +74,61 @@ import (
 // went from 427 to 248 MiB for 16% more CPU (medians of four alternating
 // pairs, bench/results/gen9.md). In a cgo build these are C memory, and
 // with a 128 MiB cache they were, beside the Go heap, most of the peak.
+//
+// The smaller sizes cost more as the directory grows (2M runs: 1.34x the
+// CPU of the larger ones, against 1.15x at 1M), so a directory built to
+// hold more than LargeBuildRuns runs (CreateOptions.BuildRuns) keeps the
+// larger ones: 64 MiB of blocks and 32 MiB of memtables.
 const (
-	buildCacheSize = 32 << 20
-	buildMemtables = 24 << 20
-	buildL0Compact = 16
-	buildBloomBits = 10
+	buildCacheSize      = 32 << 20
+	buildMemtables      = 24 << 20
+	largeBuildCacheSize = 64 << 20
+	largeBuildMemtables = 32 << 20
+	buildL0Compact      = 16
+	buildBloomBits      = 10
 )
 
-// buildMemTableSize is the memtable size of each store of a directory of
-// shards shards being built.
-func buildMemTableSize(shards int) uint64 {
-	return uint64(min(max(buildMemtables/shards, 2<<20), 32<<20))
+// LargeBuildRuns is the run count past which a directory is built with
+// the larger sizes above, and gen keeps more runs resident and a higher
+// heap limit (sim's MaxResident, cli's genHeapLimit): up to it, gen of
+// 1M runs stays within 256 MiB; past it, memory is traded back for speed.
+const LargeBuildRuns = 1_500_000
+
+// LargeBuild says whether a directory built to hold runs runs is built
+// with the larger sizes.
+func LargeBuild(runs int) bool { return runs > LargeBuildRuns }
+
+// buildSizes are the memory sizes of a directory being built: blocks
+// for the cache and memtables shared by its stores.
+type buildSizes struct{ cache, memtables int64 }
+
+// buildSizesFor gives the sizes of a directory built to hold runs runs
+// (0: not known; the smaller sizes).
+func buildSizesFor(runs int) buildSizes {
+	if LargeBuild(runs) {
+		return buildSizes{largeBuildCacheSize, largeBuildMemtables}
+	}
+	return buildSizes{buildCacheSize, buildMemtables}
 }
 
-// buildCacheTotal is the cache created for a directory of shards shards
-// being built: buildCacheSize for blocks plus two memtables per store
-// (the mutable one and the one kept for reuse).
-func buildCacheTotal(shards int) int64 {
-	return buildCacheSize + 2*int64(shards)*int64(buildMemTableSize(shards))
+// memTableSize is the memtable size of each store of a directory of
+// shards shards being built (2 to 32 MiB).
+func (z buildSizes) memTableSize(shards int) uint64 {
+	return uint64(min(max(z.memtables/int64(shards), 2<<20), 32<<20))
+}
+
+// cacheTotal is the cache created for a directory of shards shards being
+// built: the blocks plus two memtables per store (the mutable one and
+// the one kept for reuse).
+func (z buildSizes) cacheTotal(shards int) int64 {
+	return z.cache + 2*int64(shards)*int64(z.memTableSize(shards))
 }
 
 // tuneForBuild changes a store's options for a directory of shards
-// shards being built.
-func tuneForBuild(o *pebble.Options, shards int) {
+// shards being built with sizes z.
+func tuneForBuild(o *pebble.Options, shards int, z buildSizes) {
 	o.DisableWAL = true
-	o.MemTableSize = buildMemTableSize(shards)
+	o.MemTableSize = z.memTableSize(shards)
 	o.L0CompactionThreshold = buildL0Compact
 	o.L0CompactionFileThreshold = 4 * buildL0Compact
 	o.L0StopWritesThreshold = 8 * buildL0Compact
@@ -124,7 +154,7 @@ func (db *DB) openShardStore(i int) (_ *pebble.DB, err error) {
 		return store.OpenStore(db.FS, path, db.cache, db.readOnly, false)
 	}
 	o := store.StoreOptions(db.FS, db.cache, db.readOnly, false)
-	tuneForBuild(o, len(db.stores))
+	tuneForBuild(o, len(db.stores), db.buildSizes)
 	return store.OpenStoreWith(path, o, false)
 }
 

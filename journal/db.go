@@ -47,6 +47,10 @@ type CreateOptions struct {
 	// away unless Close succeeds: its stores skip their own crash
 	// recovery until Close (build.go). Implies NoSync.
 	Build bool
+	// BuildRuns is how many runs a directory being built is to hold (0:
+	// not known). Past LargeBuildRuns its stores get larger caches and
+	// memtables (build.go).
+	BuildRuns int
 }
 
 // OpenOptions configure how an existing directory is opened.
@@ -109,20 +113,21 @@ type DB struct {
 	Shards []*model.Shard
 	Now    int64 // the virtual clock as last checkpointed or set
 
-	lock      *meta.Dir
-	readOnly  bool
-	noSync    bool
-	cache     *pebble.Cache
-	stores    []*pebble.DB
-	headers   []model.CheckpointHeader // each shard's current checkpoint
-	tails     []tailStats              // each shard's log entries after its checkpoint
-	log       *wal.Writer              // nil when read-only
-	created   int64
-	err       error // set once the in-memory state may be ahead of the log
-	closed    bool
-	build     bool // CreateOptions.Build (build.go)
-	evictKeep int  // running runs each shard keeps across a checkpoint (evict.go)
-	evict     bool // drop what the stores hold from memory after each checkpoint (evict.go)
+	lock       *meta.Dir
+	readOnly   bool
+	noSync     bool
+	cache      *pebble.Cache
+	stores     []*pebble.DB
+	headers    []model.CheckpointHeader // each shard's current checkpoint
+	tails      []tailStats              // each shard's log entries after its checkpoint
+	log        *wal.Writer              // nil when read-only
+	created    int64
+	err        error // set once the in-memory state may be ahead of the log
+	closed     bool
+	build      bool       // CreateOptions.Build (build.go)
+	buildSizes buildSizes // the sizes of a directory being built (CreateOptions.BuildRuns)
+	evictKeep  int        // running runs each shard keeps across a checkpoint (evict.go)
+	evict      bool       // drop what the stores hold from memory after each checkpoint (evict.go)
 	// entryBuf and opBuf are the previous Commit's entries and their
 	// encodings, for the next to reuse: the log copies a batch's bytes
 	// before Append returns, and they were a tenth of gen's allocation.
@@ -216,7 +221,7 @@ func CreateFrom(fs vfs.FS, dir string, shards []*model.Shard, opts CreateOptions
 		}
 		return nil, fmt.Errorf("creating %s: %w", dir, err)
 	}
-	db := &DB{Dir: dir, FS: fs, Now: opts.Now, lock: lock, noSync: opts.NoSync || opts.Build, build: opts.Build, created: opts.Now, log: w}
+	db := &DB{Dir: dir, FS: fs, Now: opts.Now, lock: lock, noSync: opts.NoSync || opts.Build, build: opts.Build, buildSizes: buildSizesFor(opts.BuildRuns), created: opts.Now, log: w}
 	if err := db.openStores(n); err != nil {
 		db.closeAll(false)
 		return nil, err
@@ -237,7 +242,7 @@ func CreateFrom(fs vfs.FS, dir string, shards []*model.Shard, opts CreateOptions
 func (db *DB) openStores(n int) error {
 	size := int64(cacheSize)
 	if db.build {
-		size = buildCacheTotal(n)
+		size = db.buildSizes.cacheTotal(n)
 	}
 	db.cache = pebble.NewCache(size)
 	db.Shards = make([]*model.Shard, n)

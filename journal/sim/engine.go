@@ -27,9 +27,16 @@ type Config struct {
 	// more CPU, bench/results/gen8.md. 7500 since session 18: the resident
 	// runs' journals are the largest part of gen's live heap, and a lower
 	// heap limit needs a smaller one; 348 checkpoints at 1M runs,
-	// bench/results/gen9.md.)
+	// bench/results/gen9.md. A directory generated to hold more than
+	// journal.LargeBuildRuns runs keeps largeMaxResident, with the larger
+	// caches it is built with.)
 	MaxResident int
 }
+
+// largeMaxResident is MaxResident's default for gen past
+// journal.LargeBuildRuns runs (GenOptions.check): fewer read-backs of
+// evicted runs for a larger live heap, as until session 18.
+const largeMaxResident = 15000
 
 // DefaultRetention is how long finished runs are kept by default.
 const DefaultRetention = 1 * hour

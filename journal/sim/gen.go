@@ -98,6 +98,9 @@ func (o GenOptions) check() (GenOptions, error) {
 	if o.TailRounds <= 0 {
 		o.TailRounds = 3
 	}
+	if o.Config.MaxResident <= 0 && journal.LargeBuild(o.Runs) {
+		o.Config.MaxResident = largeMaxResident
+	}
 	return o, nil
 }
 
@@ -215,7 +218,7 @@ const scratchSuffix = ".events"
 // generateInto creates the directory tmp, runs the workload into it and
 // closes it (so that it is synced and unlocked).
 func generateInto(ctx context.Context, fs vfs.FS, tmp string, o GenOptions) (*Engine, *Census, error) {
-	db, err := journal.Create(fs, tmp, journal.CreateOptions{Shards: o.Shards, NoSync: true, Build: true, LogID: genLogID(o)})
+	db, err := journal.Create(fs, tmp, journal.CreateOptions{Shards: o.Shards, NoSync: true, Build: true, BuildRuns: o.Runs, LogID: genLogID(o)})
 	if err != nil {
 		return nil, nil, err
 	}

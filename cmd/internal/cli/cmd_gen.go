@@ -13,6 +13,7 @@ import (
 	"github.com/cockroachdb/pebble/v2/vfs"
 	"github.com/spf13/cobra"
 
+	"github.com/fusee-dev/fusee/journal"
 	"github.com/fusee-dev/fusee/journal/sim"
 	"github.com/fusee-dev/fusee/meta"
 )
@@ -138,7 +139,7 @@ func runGen(cmd *cobra.Command, ios *IO, opts genOptions, dir string) error {
 		return progressState{phase: "generate", unit: "runs", done: int64(p.Started), total: int64(opts.runs), note: "virtual " + virtualTime(p.Now)}
 	}
 	o.Progress = simProgress(prog, state)
-	defer genGC()()
+	defer genGC(opts.runs)()
 	stop, err := opts.profile.start()
 	if err != nil {
 		return err
@@ -225,15 +226,16 @@ func virtualTime(ms int64) string { return (time.Duration(ms) * time.Millisecond
 // limit is the largest part of gen's peak RSS; in a cgo build the stores
 // of a directory being built take 100-120 MiB more outside the Go heap
 // (memtables, block cache, the C allocator's own; malloc_cgo.go caps its
-// arenas). The limit is genHeapLimit until the live heap nears it
+// arenas). The limit is genBaseLimit(runs) until the live heap nears it
 // (followLiveHeap). It returns what restores the settings.
-func genGC() func() {
+func genGC(runs int) func() {
 	if os.Getenv("GOGC") != "" || os.Getenv("GOMEMLIMIT") != "" {
 		return func() {}
 	}
 	gc := debug.SetGCPercent(400)
-	restore := lowerHeapLimit(genHeapLimit)
-	stop := followLiveHeap()
+	base := genBaseLimit(runs)
+	restore := lowerHeapLimit(base)
+	stop := followLiveHeap(base)
 	return func() {
 		stop()
 		debug.SetGCPercent(gc)
@@ -241,22 +243,33 @@ func genGC() func() {
 	}
 }
 
-// genLimitFor is gen's heap limit for a live heap of live bytes:
-// genHeapLimit, or a quarter above the live heap once that is past four
-// fifths of it. What grows with the directory (the outboxes, the key
+// genBaseLimit is gen's heap limit for a directory of runs runs:
+// genHeapLimit, or largeGenHeapLimit past journal.LargeBuildRuns, where
+// the engine keeps more runs resident (sim's MaxResident) and the stores
+// larger caches (journal's buildSizes), trading memory back for speed.
+func genBaseLimit(runs int) int64 {
+	if journal.LargeBuild(runs) {
+		return largeGenHeapLimit
+	}
+	return genHeapLimit
+}
+
+// genLimitFor is gen's heap limit for a live heap of live bytes: base,
+// or a quarter above the live heap once that is past four fifths of
+// base. What grows with the directory (the outboxes, the key
 // filters: docs/simulator.md) takes gen's live heap toward the limit as
 // the run count grows, and under a limit the live heap has reached, the
 // collector runs without pause, taking up to half the CPU. (At 1M and 2M
 // runs the live heap stayed below four fifths of 112 MiB and the limit
 // never moved; 10M was not measured. bench/results/gen9.md.)
-func genLimitFor(live uint64) int64 {
-	return max(int64(genHeapLimit), int64(live+live/4))
+func genLimitFor(base int64, live uint64) int64 {
+	return max(base, int64(live+live/4))
 }
 
-// followLiveHeap raises the soft heap limit to genLimitFor(the live heap
-// after the last collection) twice a second until the function it returns
-// is called; it never lowers it.
-func followLiveHeap() (stop func()) {
+// followLiveHeap raises the soft heap limit to genLimitFor(base, the live
+// heap after the last collection) twice a second until the function it
+// returns is called; it never lowers it.
+func followLiveHeap(base int64) (stop func()) {
 	done := make(chan struct{})
 	var wg sync.WaitGroup
 	wg.Add(1)
@@ -273,7 +286,7 @@ func followLiveHeap() (stop func()) {
 			case <-tick.C:
 			}
 			metrics.Read(live)
-			if want := genLimitFor(live[0].Value.Uint64()); want > limit {
+			if want := genLimitFor(base, live[0].Value.Uint64()); want > limit {
 				debug.SetMemoryLimit(want)
 				limit = want
 			}
