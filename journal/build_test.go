@@ -22,7 +22,10 @@ func TestBuildStoresEqualOrdinary(t *testing.T) {
 		if err != nil {
 			t.Fatalf("Create: %v", err)
 		}
-		built, err := Create(fs, "/built", CreateOptions{Shards: shards, Now: 100, Build: true})
+		// Either sizes (BuildRuns past LargeBuildRuns: the larger) build
+		// the same stores.
+		runs := rapid.SampledFrom([]int{0, LargeBuildRuns + 1}).Draw(t, "buildRuns")
+		built, err := Create(fs, "/built", CreateOptions{Shards: shards, Now: 100, Build: true, BuildRuns: runs})
 		if err != nil {
 			t.Fatalf("Create (build): %v", err)
 		}
@@ -78,4 +81,34 @@ func reopenDumps(t *rapid.T, fs vfs.FS, dir string, shards int) []string {
 		dumps[i] = storeDump(t, db, i)
 	}
 	return dumps
+}
+
+// TestBuildSizesByRuns: a directory built to hold more than
+// LargeBuildRuns runs gets the larger cache and memtables, one of up to
+// that many (or of an unknown count) the smaller.
+func TestBuildSizesByRuns(t *testing.T) {
+	const shards = 8
+	for _, c := range []struct {
+		runs          int
+		cache, memtab int64
+	}{
+		{0, buildCacheSize, buildMemtables / shards},
+		{LargeBuildRuns, buildCacheSize, buildMemtables / shards},
+		{LargeBuildRuns + 1, largeBuildCacheSize, largeBuildMemtables / shards},
+	} {
+		db, err := Create(vfs.NewMem(), "/d", CreateOptions{Shards: shards, Now: 100, Build: true, BuildRuns: c.runs})
+		if err != nil {
+			t.Fatal(err)
+		}
+		want := c.cache + 2*shards*c.memtab
+		if got := db.cache.MaxSize(); got != want {
+			t.Errorf("%d runs: cache %d MiB, want %d", c.runs, got>>20, want>>20)
+		}
+		if got := db.buildSizes.memTableSize(shards); got != uint64(c.memtab) {
+			t.Errorf("%d runs: memtable %d bytes, want %d", c.runs, got, c.memtab)
+		}
+		if err := db.Close(); err != nil {
+			t.Fatal(err)
+		}
+	}
 }

@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/cockroachdb/pebble/v2/vfs"
+	"github.com/fusee-dev/fusee/journal"
 )
 
 // leftovers lists the entries of parent named like Generate's temporary
@@ -85,5 +86,24 @@ func TestGenNoLeftovers(t *testing.T) {
 	}
 	if tmp := leftovers(t, parent); len(tmp) > 0 {
 		t.Errorf("gen left temporary directories %q", tmp)
+	}
+}
+
+// TestGenResidentByRuns: gen keeps MaxResident's default (7,500) resident
+// runs up to journal.LargeBuildRuns runs and largeMaxResident past it,
+// unless the caller set MaxResident.
+func TestGenResidentByRuns(t *testing.T) {
+	for _, c := range []struct{ runs, set, want int }{
+		{journal.LargeBuildRuns, 0, 7500},
+		{journal.LargeBuildRuns + 1, 0, largeMaxResident},
+		{journal.LargeBuildRuns + 1, 25, 25},
+	} {
+		o, err := GenOptions{Shards: 2, Runs: c.runs, Seed: 1, Config: Config{MaxResident: c.set}}.check()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := o.Config.withDefaults().MaxResident; got != c.want {
+			t.Errorf("%d runs, MaxResident set to %d: %d resident, want %d", c.runs, c.set, got, c.want)
+		}
 	}
 }
