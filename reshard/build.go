@@ -547,8 +547,28 @@ func (r *resharder) writeStore(sorter *extsort.Sorter, newDir string, j int, che
 // buffer per key kind, its share of the sort's read buffers and the
 // fanoutBatches of pairs its merge hands its writer and digest, each of
 // the three on a goroutine of its own).
+//
+// When the new stores do not divide among them, the last round would
+// leave a core idle while it runs (at 8->3 on two cores, the third store
+// was written alone: 1.2 s of a 4.6 s rewrite, most of it on one core),
+// so the count is raised to the smallest, up to twice as many, whose last
+// round fills the cores (fillRounds).
 func (r *resharder) storeWorkers() int {
-	return min(max(runtime.GOMAXPROCS(0), 2), maxStoreWorkers(r.budget))
+	cores := runtime.GOMAXPROCS(0)
+	return fillRounds(r.newN, min(max(cores, 2), maxStoreWorkers(r.budget)), maxStoreWorkers(r.budget), cores)
+}
+
+// fillRounds is how many of n items to work on at once, k unless the
+// last round of k leaves some of cores idle: then the smallest count
+// from k to min(2k, most) whose last round holds at least cores items or
+// none left over (n itself, when it is in that range), else k.
+func fillRounds(n, k, most, cores int) int {
+	for c := k; c <= min(2*k, most, n); c++ {
+		if left := n % c; left == 0 || left >= cores {
+			return c
+		}
+	}
+	return k
 }
 
 // maxStoreWorkers is the most stores written at once whatever the cores:
