@@ -22,3 +22,16 @@ func TestFillRounds(t *testing.T) {
 		}
 	}
 }
+
+// TestReaderCacheShare: the store readers' caches together hold
+// readerCacheBytes whatever the cores (more cores, not more memory),
+// until each is down to its 1 MiB floor.
+func TestReaderCacheShare(t *testing.T) {
+	for cores := 1; cores <= 64; cores++ {
+		share := readerCacheShare(cores)
+		total := share * int64(max(cores, 2))
+		if share < 1<<20 || (total > readerCacheBytes && share != 1<<20) || (share > 1<<20 && total < readerCacheBytes/2) {
+			t.Errorf("%d cores: %d KiB a reader, %d KiB in all", cores, share>>10, total>>10)
+		}
+	}
+}

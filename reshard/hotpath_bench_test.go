@@ -233,7 +233,7 @@ func BenchmarkPlan(b *testing.B) {
 			b.Fatalf("plan has %d runs, the directory %d", got, len(runs))
 		}
 		p.Close()
-		r.releaseCache()
+		r.releaseReadBuffers()
 	}
 	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/float64(len(runs)), "ns/run")
 }

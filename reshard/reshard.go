@@ -8,7 +8,6 @@ import (
 	"sync"
 	"time"
 
-	"github.com/cockroachdb/pebble/v2"
 	"github.com/cockroachdb/pebble/v2/vfs"
 	"github.com/fusee-dev/fusee/journal"
 	"github.com/fusee-dev/fusee/journal/store"
@@ -146,12 +145,11 @@ type resharder struct {
 	// upgrade: this is `fusee upgrade` (log format 2 to 3), not a reshard;
 	// undo: an undo of a kept reshard.
 	upgrade, undo bool
-	// cache is the block cache of every store reader (source), made at
-	// the first and released with the maps; readBufs their read buffers,
-	// made and released with it.
-	cacheOnce sync.Once
-	cache     *pebble.Cache
-	readBufs  *store.ReadBuffers
+	// readBufs are the read buffers of every store reader (source), made
+	// at the first and released with the maps (each reader has a block
+	// cache of its own).
+	bufsOnce sync.Once
+	readBufs *store.ReadBuffers
 }
 
 // Reshard changes the shard count of the closed data directory dir to
@@ -283,7 +281,7 @@ func (r *resharder) start(ctx context.Context, d *metaDir, m meta.Meta) (*Report
 func (r *resharder) rebuild(ctx context.Context, d *metaDir) (*Report, error) {
 	newDir := r.fs.PathJoin(r.dir, NewDirName)
 	defer func() {
-		r.releaseCache()
+		r.releaseReadBuffers()
 		if r.scratch != "" {
 			_ = r.fs.RemoveAll(r.scratch)
 		}
@@ -354,7 +352,7 @@ func (r *resharder) prepare(ctx context.Context, newDir string) error {
 // which is never retried, and a reshard.new a crash brings back is a
 // leftover the next reshard removes.
 func (r *resharder) abandon(err error) (*Report, error) {
-	r.releaseCache()
+	r.releaseReadBuffers()
 	if !r.opts.DryRun {
 		_ = r.fs.RemoveAll(r.fs.PathJoin(r.dir, NewDirName))
 	}
@@ -652,13 +650,9 @@ func hook(step string) error {
 	return Testing.Step(step)
 }
 
-// releaseCache lets the readers' block cache go once its last reader is
-// closed.
-func (r *resharder) releaseCache() {
-	if r.cache != nil {
-		r.cache.Unref()
-		r.cache = nil
-	}
+// releaseReadBuffers lets the readers' shared read buffers go once the
+// last reader is closed (each reader's block cache goes with it).
+func (r *resharder) releaseReadBuffers() {
 	r.readBufs = nil
 }
 
