@@ -248,7 +248,7 @@ func (o Options) scratchDir() (string, func(), error) {
 	return dir, func() { _ = os.RemoveAll(dir) }, nil
 }
 
-// readerCache is the block cache the shard readers of a Dir share.
+// readerCache is the block cache of the shard readers of a Dir, in all.
 const readerCache = 32 << 20
 
 // Dir is a closed data directory opened for the checks: its lock held,
@@ -296,16 +296,18 @@ func OpenDir(ctx context.Context, fs vfs.FS, dir string) (_ *Dir, err error) {
 		return nil, err
 	}
 	d.Recovery = rep
-	// One block cache for every shard's reader: their memory does not grow
-	// with the shard count. Each store holds a reference until it closes.
-	cache := pebble.NewCache(readerCache)
-	defer cache.Unref()
+	// Each shard's reader has a block cache of its own, its share of
+	// readerCache, so that their memory does not grow with the shard
+	// count; readers working at once then wait on no cache lock of one
+	// another's (reshard's readers measured that: source.go there).
 	stats := &journal.Stats{}
 	for i := range headers {
 		if err := ctx.Err(); err != nil {
 			return nil, err
 		}
+		cache := pebble.NewCache(max(readerCache/int64(m.Shards), 1<<20))
 		sr, err := store.OpenShardReaderCache(fs, dir, i, m.Shards, &tails[i], cache)
+		cache.Unref() // the store holds its own reference until it closes
 		if err != nil {
 			return nil, err
 		}
