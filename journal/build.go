@@ -90,7 +90,7 @@ const (
 
 // LargeBuildRuns is the run count past which a directory is built with
 // the larger sizes above, and gen keeps more runs resident and a higher
-// heap limit (sim's MaxResident, cli's genHeapLimit): up to it, gen of
+// heap limit (sim's MaxResident, cli's genBaseLimit): up to it, gen of
 // 1M runs stays within 256 MiB; past it, memory is traded back for speed.
 const LargeBuildRuns = 1_500_000
 

@@ -554,8 +554,8 @@ func (r *resharder) writeStore(sorter *extsort.Sorter, newDir string, j int, che
 // so the count is raised to the smallest, up to twice as many, whose last
 // round fills the cores (fillRounds).
 func (r *resharder) storeWorkers() int {
-	cores := runtime.GOMAXPROCS(0)
-	return fillRounds(r.newN, min(max(cores, 2), maxStoreWorkers(r.budget)), maxStoreWorkers(r.budget), cores)
+	cores, most := runtime.GOMAXPROCS(0), maxStoreWorkers(r.budget)
+	return fillRounds(r.newN, min(max(cores, 2), most), most, cores)
 }
 
 // fillRounds is how many of n items to work on at once, k unless the

@@ -100,7 +100,8 @@ func (r *resharder) source(dir string, i, count int, tails []store.ShardTail) (s
 }
 
 // readerCacheBytes is the block cache of the store readers open at once,
-// in all: pebble's default cache size for one store.
+// at most, in all (each worker reads one store at a time): pebble's
+// default cache size for one store.
 const readerCacheBytes = 8 << 20
 
 // readerCacheShare is each store reader's block cache on cores cores:

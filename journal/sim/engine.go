@@ -33,6 +33,9 @@ type Config struct {
 	MaxResident int
 }
 
+// defaultMaxResident is MaxResident's default.
+const defaultMaxResident = 7500
+
 // largeMaxResident is MaxResident's default for gen past
 // journal.LargeBuildRuns runs (GenOptions.check): fewer read-backs of
 // evicted runs for a larger live heap, as until session 18.
@@ -58,7 +61,7 @@ func (c Config) withDefaults() Config {
 		c.BatchOps = 20000
 	}
 	if c.MaxResident <= 0 {
-		c.MaxResident = 7500
+		c.MaxResident = defaultMaxResident
 	}
 	return c
 }

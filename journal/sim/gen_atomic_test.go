@@ -89,12 +89,12 @@ func TestGenNoLeftovers(t *testing.T) {
 	}
 }
 
-// TestGenResidentByRuns: gen keeps MaxResident's default (7,500) resident
-// runs up to journal.LargeBuildRuns runs and largeMaxResident past it,
-// unless the caller set MaxResident.
+// TestGenResidentByRuns: gen keeps defaultMaxResident runs resident up
+// to journal.LargeBuildRuns runs and largeMaxResident past it, unless the
+// caller set MaxResident.
 func TestGenResidentByRuns(t *testing.T) {
 	for _, c := range []struct{ runs, set, want int }{
-		{journal.LargeBuildRuns, 0, 7500},
+		{journal.LargeBuildRuns, 0, defaultMaxResident},
 		{journal.LargeBuildRuns + 1, 0, largeMaxResident},
 		{journal.LargeBuildRuns + 1, 25, 25},
 	} {
