@@ -3,6 +3,13 @@
 //
 //	go run ./bench -runs 100000 -pairs 5 -json bench/results/100k.json
 //
+// -runs may list several sizes (-runs 100000,1000000,10000000): every
+// case is then timed at each, and a round times every size and case in
+// turn, so that the reshard's CPU a run is compared across sizes measured
+// alike (the "flatness" lines and JSON). Before each timed command, and
+// untimed, the fresh copy (if any) is made and `sync` writes back what the
+// copy and the command before left dirty.
+//
 // For each case (old -> new shard count) and each round it runs, in this
 // order and alternating so that a slow spell of a shared machine hits
 // every command alike:
@@ -138,6 +145,41 @@ type result struct {
 	Seed    int          `json:"seed"`
 	Cases   []caseResult `json:"cases"`
 	Gen     *genResult   `json:"gen,omitempty"`
+	// Flatness is, for each case timed at more than one size, the
+	// reshard's CPU a run at each size and the largest over the smallest.
+	Flatness []flatResult `json:"flatness,omitempty"`
+}
+
+// flatResult is one case's reshard CPU a run across the sizes timed.
+type flatResult struct {
+	Case          string    `json:"case"`
+	Runs          []int     `json:"runs"`
+	CPUMicrosRun  []float64 `json:"cpu_us_per_run"`
+	MaxOverMinRun float64   `json:"max_over_min"`
+}
+
+// flatness gathers each case's CPU a run over the sizes it was timed at.
+func flatness(cases []caseResult) []flatResult {
+	var out []flatResult
+	at := map[string]int{}
+	for _, c := range cases {
+		if c.CPUMicrosPerRun == 0 {
+			continue
+		}
+		i, ok := at[c.Case]
+		if !ok {
+			i = len(out)
+			at[c.Case] = i
+			out = append(out, flatResult{Case: c.Case})
+		}
+		out[i].Runs = append(out[i].Runs, c.Runs)
+		out[i].CPUMicrosRun = append(out[i].CPUMicrosRun, c.CPUMicrosPerRun)
+	}
+	out = slices.DeleteFunc(out, func(f flatResult) bool { return len(f.Runs) < 2 })
+	for i := range out {
+		out[i].MaxOverMinRun = slices.Max(out[i].CPUMicrosRun) / slices.Min(out[i].CPUMicrosRun)
+	}
+	return out
 }
 
 // genResult is `fusee gen` timed from nothing to a closed directory.
@@ -154,15 +196,16 @@ var (
 )
 
 type options struct {
-	runs, pairs, seed int
-	cases, jsonOut    string
-	commands          []string // the subset of commandOrder to time
-	src               string   // an existing directory for every case
-	readers, gen      bool
+	runs           []int // the directories' sizes, each timed with every case
+	pairs, seed    int
+	cases, jsonOut string
+	commands       []string // the subset of commandOrder to time
+	src            string   // an existing directory for every case
+	readers, gen   bool
 }
 
 func main() {
-	runs := flag.Int("runs", 100000, "runs in each generated directory")
+	runs := flag.String("runs", "100000", "comma-separated `LIST` of directory sizes in runs; every case is timed at each, alternating")
 	pairs := flag.Int("pairs", 5, "rounds of every command (at least 5 for a median worth quoting)")
 	cases := flag.String("cases", "8:3,8:16,7:12", "comma-separated old:new shard counts")
 	seed := flag.Int("seed", 1, "gen seed")
@@ -172,12 +215,24 @@ func main() {
 	gen := flag.Bool("gen", false, "also time fusee gen of -runs runs into a fresh directory, every round")
 	commands := flag.String("commands", strings.Join(commandOrder, ","), "comma-separated `LIST` of the commands to time (ratios need both of their commands)")
 	flag.Parse()
-	opt := options{runs: *runs, pairs: *pairs, seed: *seed, cases: *cases, jsonOut: *jsonOut, src: *src, readers: *readers, gen: *gen}
+	opt := options{pairs: *pairs, seed: *seed, cases: *cases, jsonOut: *jsonOut, src: *src, readers: *readers, gen: *gen}
 	for _, c := range strings.Split(*commands, ",") {
 		if !slices.Contains(commandOrder, c) {
 			fmt.Fprintf(os.Stderr, "bench: -commands: %q is not one of %s\n", c, strings.Join(commandOrder, ","))
 			os.Exit(2)
 		}
+	}
+	for _, r := range strings.Split(*runs, ",") {
+		n, err := strconv.Atoi(r)
+		if err != nil || n <= 0 {
+			fmt.Fprintf(os.Stderr, "bench: -runs: %q is not a count of runs\n", r)
+			os.Exit(2)
+		}
+		opt.runs = append(opt.runs, n)
+	}
+	if *src != "" && len(opt.runs) != 1 {
+		fmt.Fprintln(os.Stderr, "bench: -src is one directory: give -runs its single size")
+		os.Exit(2)
 	}
 	// Timed in commandOrder's order whatever the list's, so that a round
 	// alternates its commands as a full round does.
@@ -193,7 +248,7 @@ func main() {
 }
 
 func run(opt options) error {
-	runs, pairs, seed := opt.runs, opt.pairs, opt.seed
+	pairs, seed := opt.pairs, opt.seed
 	if _, err := os.Stat("/usr/bin/time"); err != nil {
 		return fmt.Errorf("needs /usr/bin/time (GNU time, for peak RSS): %w", err)
 	}
@@ -231,47 +286,64 @@ func run(opt options) error {
 		}
 	}
 	res.Machine.Pinned = pin
+	// Every (size, case) is a cell, prepared first; then each round times
+	// every cell's commands in turn, so that a slow spell of the machine
+	// hits every size and case alike (the cost a run is compared across
+	// sizes: issue 30's flatness).
+	type cell struct {
+		cr      caseResult
+		src     string
+		names   []string
+		readSrc bool
+	}
+	var cells []*cell
 	readSrc := map[string]bool{}
-	for _, c := range strings.Split(opt.cases, ",") {
-		oldN, newN, ok := strings.Cut(c, ":")
-		o, err1 := strconv.Atoi(oldN)
-		n, err2 := strconv.Atoi(newN)
-		if !ok || err1 != nil || err2 != nil {
-			return fmt.Errorf("-cases %q: want old:new pairs such as 8:3", c)
-		}
-		src := filepath.Join(cache, fmt.Sprintf("src-%d-shards-%d-runs-seed-%d", o, runs, seed))
-		if opt.src != "" {
-			src = opt.src
-			if got, err := shardCount(src); err != nil {
-				return err
-			} else if got != o {
-				return fmt.Errorf("-cases %q: %s has %d shards, not %d", c, src, got, o)
+	for _, runs := range opt.runs {
+		for _, c := range strings.Split(opt.cases, ",") {
+			oldN, newN, ok := strings.Cut(c, ":")
+			o, err1 := strconv.Atoi(oldN)
+			n, err2 := strconv.Atoi(newN)
+			if !ok || err1 != nil || err2 != nil {
+				return fmt.Errorf("-cases %q: want old:new pairs such as 8:3", c)
 			}
-		} else if _, err := os.Stat(src); err != nil {
-			fmt.Fprintf(os.Stderr, "generating %s\n", src)
-			if err := sh(fusee, "gen", src, "--shards", strconv.Itoa(o), "--runs", strconv.Itoa(runs), "--seed", strconv.Itoa(seed)); err != nil {
+			src := filepath.Join(cache, fmt.Sprintf("src-%d-shards-%d-runs-seed-%d", o, runs, seed))
+			if opt.src != "" {
+				src = opt.src
+				if got, err := shardCount(src); err != nil {
+					return err
+				} else if got != o {
+					return fmt.Errorf("-cases %q: %s has %d shards, not %d", c, src, got, o)
+				}
+			} else if _, err := os.Stat(src); err != nil {
+				fmt.Fprintf(os.Stderr, "generating %s\n", src)
+				if err := sh(fusee, "gen", src, "--shards", strconv.Itoa(o), "--runs", strconv.Itoa(runs), "--seed", strconv.Itoa(seed)); err != nil {
+					return err
+				}
+			}
+			size, err := dirSize(src)
+			if err != nil {
 				return err
 			}
+			cl := &cell{src: src, cr: caseResult{Case: fmt.Sprintf("%d->%d", o, n), Runs: runs, OldShards: o, NewShards: n, Bytes: size,
+				Commands: map[string]*measure{}}}
+			// The reading commands depend only on the source directory:
+			// they are timed with the first case that reads it.
+			cl.names = slices.Clone(opt.commands)
+			if opt.readers && !readSrc[src] {
+				readSrc[src], cl.readSrc = true, true
+				cl.names = append(cl.names, readerOrder...)
+				cl.cr.RunsPerMinute = map[string]float64{}
+			}
+			for _, name := range cl.names {
+				cl.cr.Commands[name] = &measure{}
+			}
+			cells = append(cells, cl)
 		}
-		size, err := dirSize(src)
-		if err != nil {
-			return err
-		}
-		cr := caseResult{Case: fmt.Sprintf("%d->%d", o, n), Runs: runs, OldShards: o, NewShards: n, Bytes: size,
-			Commands: map[string]*measure{}}
-		// The reading commands depend only on the source directory: they
-		// are timed with the first case that reads it.
-		names := slices.Clone(opt.commands)
-		if opt.readers && !readSrc[src] {
-			readSrc[src] = true
-			names = append(names, readerOrder...)
-			cr.RunsPerMinute = map[string]float64{}
-		}
-		for _, name := range names {
-			cr.Commands[name] = &measure{}
-		}
-		work, copyDst, floorOut := filepath.Join(cache, "work"), filepath.Join(cache, "copy"), filepath.Join(cache, "floor")
-		for round := range pairs {
+	}
+	work, copyDst, floorOut := filepath.Join(cache, "work"), filepath.Join(cache, "copy"), filepath.Join(cache, "floor")
+	for round := range pairs {
+		for _, cl := range cells {
+			cr, src, n := &cl.cr, cl.src, cl.cr.NewShards
 			cmds := map[string][]string{
 				"copy":          {"sh", "-c", `cp -a "$1" "$2" && sync`, "sh", src, copyDst},
 				"floor":         {floorBin, "-test.run", "^$", "-test.bench", "^BenchmarkRewriteFloor$", "-test.benchtime", "1x"},
@@ -285,7 +357,7 @@ func run(opt options) error {
 				"dump":          {fusee, "dump", src, "--logical", "--scratch", cache},
 			}
 			env := []string{"FUSEE_BENCH_DIR=" + src, "FUSEE_BENCH_OUT=" + floorOut}
-			for _, name := range names {
+			for _, name := range cl.names {
 				for _, d := range []string{copyDst, floorOut} {
 					if err := os.RemoveAll(d); err != nil {
 						return err
@@ -296,19 +368,28 @@ func run(opt options) error {
 						return err
 					}
 				}
+				// Untimed: what the last command and the copy left to
+				// write back is written now, not while this one runs (an
+				// operator's directory was synced long before).
+				if err := sh("sync"); err != nil {
+					return err
+				}
 				s, err := timed(cmds[name], env)
 				if err != nil {
-					return fmt.Errorf("%s, round %d, %s: %w", cr.Case, round+1, name, err)
+					return fmt.Errorf("%s at %d runs, round %d, %s: %w", cr.Case, cr.Runs, round+1, name, err)
 				}
 				cr.Commands[name].Samples = append(cr.Commands[name].Samples, s)
-				fmt.Fprintf(os.Stderr, "%s round %d %-13s %7.3f s (CPU %6.2f s) %6.1f MiB %v\n", cr.Case, round+1, name, s.Seconds, s.CPUSeconds, float64(s.RSSKiB)/1024, s.Phases)
+				fmt.Fprintf(os.Stderr, "%s %d runs round %d %-13s %7.3f s (CPU %6.2f s) %6.1f MiB %v\n", cr.Case, cr.Runs, round+1, name, s.Seconds, s.CPUSeconds, float64(s.RSSKiB)/1024, s.Phases)
 			}
 		}
-		for _, d := range []string{work, copyDst, floorOut} {
-			_ = os.RemoveAll(d)
-		}
+	}
+	for _, d := range []string{work, copyDst, floorOut} {
+		_ = os.RemoveAll(d)
+	}
+	for _, cl := range cells {
+		cr, runs := cl.cr, cl.cr.Runs
 		for _, m := range cr.Commands {
-			m.summarize(size)
+			m.summarize(cr.Bytes)
 		}
 		cm := cr.Commands
 		wall := func(a, b string) float64 { return ratio(cm, a, b, false) }
@@ -331,6 +412,7 @@ func run(opt options) error {
 		}
 		res.Cases = append(res.Cases, cr)
 	}
+	res.Flatness = flatness(res.Cases)
 	if opt.gen {
 		g, err := timeGen(fusee, cache, opt)
 		if err != nil {
@@ -427,13 +509,20 @@ func printTable(res result) {
 			}
 		}
 	}
+	for _, f := range res.Flatness {
+		var at []string
+		for i, r := range f.Runs {
+			at = append(at, fmt.Sprintf("%d: %.2f", r, f.CPUMicrosRun[i]))
+		}
+		fmt.Printf("%-6s reshard CPU us a run by size (%s): largest/smallest %.2fx\n", f.Case, strings.Join(at, ", "), f.MaxOverMinRun)
+	}
 	if g := res.Gen; g != nil {
 		fmt.Printf("%-6s %8d %8s %-13s %9.3f %8s %8.2f %9.1f  %.2fM runs/min (%d shards)\n", "gen", g.Runs, "", "gen",
 			g.Gen.MedianSeconds, "", g.Gen.MedianCPU, g.Gen.MaxRSSMiB, g.RunsPerMinute/1e6, g.Shards)
 	}
 }
 
-// timeGen times `fusee gen` of opt.runs runs, with the first case's old
+// timeGen times `fusee gen` of the first -runs size, with the first case's old
 // shard count, into a fresh directory every round.
 func timeGen(fusee, cache string, opt options) (*genResult, error) {
 	oldN, _, _ := strings.Cut(strings.Split(opt.cases, ",")[0], ":")
@@ -441,9 +530,9 @@ func timeGen(fusee, cache string, opt options) (*genResult, error) {
 	if err != nil {
 		return nil, fmt.Errorf("-cases %q: want old:new pairs such as 8:3", opt.cases)
 	}
-	g := &genResult{Runs: opt.runs, Shards: shards, Gen: &measure{}}
+	g := &genResult{Runs: opt.runs[0], Shards: shards, Gen: &measure{}}
 	dst := filepath.Join(cache, "gen-work")
-	argv := []string{fusee, "gen", dst, "--shards", oldN, "--runs", strconv.Itoa(opt.runs), "--seed", strconv.Itoa(opt.seed)}
+	argv := []string{fusee, "gen", dst, "--shards", oldN, "--runs", strconv.Itoa(opt.runs[0]), "--seed", strconv.Itoa(opt.seed)}
 	for round := range opt.pairs {
 		if err := os.RemoveAll(dst); err != nil {
 			return nil, err
@@ -461,7 +550,7 @@ func timeGen(fusee, cache string, opt options) (*genResult, error) {
 	}
 	_ = os.RemoveAll(dst)
 	g.Gen.summarize(size)
-	g.RunsPerMinute = float64(opt.runs) / g.Gen.MedianSeconds * 60
+	g.RunsPerMinute = float64(opt.runs[0]) / g.Gen.MedianSeconds * 60
 	return g, nil
 }
 
