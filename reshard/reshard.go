@@ -423,6 +423,9 @@ func (r *resharder) checkAndKeep(ctx context.Context, p *plan.Plan, newDir strin
 	if diff := oldDigest.diff(newDigest); diff != "" {
 		return &CheckError{Op: r.op(), Diff: diff}
 	}
+	// Nothing looks a run up from here on: the run map (about 80 MB at
+	// 10M runs shrunk 8 -> 3) is let go before the report is written.
+	p.Close()
 	// The new shards and the sort's scratch files are all on disk here:
 	// reshard.new is at its largest (spaceNeeded).
 	if err := hook("new-checked"); err != nil {

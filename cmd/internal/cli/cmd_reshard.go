@@ -207,12 +207,14 @@ func runReshard(ctx context.Context, ios *IO, opts reshardOptions, dir string, s
 		return err
 	}
 	prog := ios.startProgress("reshard", opts.progress, opts.quiet)
-	restore := lowerHeapLimit(reshard.HeapLimit(budget))
+	// In force until the report is printed too: printing a large one
+	// while the run's garbage is still on the heap, with no limit, took a
+	// 10M-run 8 -> 3 from about 220 to 245 MiB.
+	defer lowerHeapLimit(reshard.HeapLimit(budget))()
 	rep, err := reshard.Reshard(ctx, dataFS(ctx), dir, reshard.Options{
 		Shards: shards, DryRun: opts.dryRun, Scratch: opts.scratch, Memory: budget, Progress: prog.phaseFunc("shards"),
 		MakePlan: opts.output != "", Plan: plan, PlanPath: opts.plan, KeepOld: opts.keepOld,
 	})
-	restore()
 	prog.end()
 	if perr := stop(); err == nil && perr != nil {
 		return perr

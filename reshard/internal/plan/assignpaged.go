@@ -79,7 +79,7 @@ func (s *Pass) assignPaged(cacheBytes int64) (err error) {
 		}
 	}
 	m.cache.init(f, path, s.pageSize, int(max(cacheBytes/int64(s.pageSize), 8)), a.nextPage)
-	p.paged = m
+	p.paged, p.spilled = m, true
 	return nil
 }
 

@@ -293,7 +293,7 @@ func (s *Pass) Close() {
 }
 
 // Spilled says whether the plan outgrew the compact map (it is paged).
-func (p *Plan) Spilled() bool { return p.paged != nil }
+func (p *Plan) Spilled() bool { return p.spilled }
 
 // EachRun visits the runs by old shard and number, with what the plan
 // file says of them: the pass must have kept details (NewPass).

@@ -59,6 +59,7 @@ type Plan struct {
 	ByState    map[model.RunState]int64
 	compact    *runMap      // the run map when it fits the budget
 	paged      *pagedRunMap // else (runmapfile.go)
+	spilled    bool         // paged was made (it is let go by Close)
 	fs         vfs.FS
 	details    []string // per old shard: its details file, for a plan file (runfile.go)
 }
@@ -135,10 +136,13 @@ func (c *Cache) IdentityAt(shard int, no model.RunNo) (uint64, bool, error) {
 	return id, ok, nil
 }
 
-// Close removes the plan's scratch files.
+// Close removes the plan's scratch files and lets go of its run map:
+// no lookup may follow. Closing again does nothing.
 func (p *Plan) Close() {
+	p.compact = nil
 	if p.paged != nil {
 		_ = p.paged.Close()
+		p.paged = nil
 	}
 	for _, path := range p.details {
 		_ = p.fs.Remove(path)

@@ -17,7 +17,8 @@ import (
 //
 //	old shard i: nos (a rankSet of the old numbers: a bitmap when they
 //	             are dense), dst[k] (new shard and flag bits),
-//	             gen[k] (while the plan is made: it orders the losers)
+//	             gen[k] (while the plan is made: it orders the losers;
+//	             16 bits, a larger one in the shard's bigGen by rank)
 //
 // and, once the numbers are assigned,
 //
@@ -33,8 +34,11 @@ import (
 // or only the oldest gone) that is about 2 bytes a run, plus 10 for each
 // run that loses its number, and 2 for each that keeps it (8 bytes a run
 // for 10M runs shrunk 16 -> 6, 6 for 16 -> 32); while the plan is made,
-// 4 more a run for the generations and 8 per loser of one new shard for
-// the sort. A lookup is a rank: a popcount in one bitmap word, or a
+// 2 more a run for the generations and 8 per loser of one new shard for
+// the sort. (With 4 bytes a generation, a 10M-run 8 -> 3 did not fit
+// the default budget's 128 MiB by about 3 MB, and went through the run
+// files and the paged map; a run's generation among its workflow ID's
+// runs is rarely above 65,534, and one that is costs bigGenBytes.) A lookup is a rank: a popcount in one bitmap word, or a
 // binary search in a sorted array. Run numbers must fit 32 bits here: a
 // directory whose numbers do not, or whose runs do not fit the map's
 // share of the budget, is planned through pass 1's run files (runfile.go)
@@ -48,7 +52,8 @@ import (
 
 // compactEntryBytes bounds what one run can cost the compact map at its
 // peak, whatever the numbers' spread: 4 for its number in a sorted array,
-// 2 for dst, 4 for the generation, and for a loser 4 in its new shard's
+// 2 for dst, 2 for the generation (a large one is charged bigGenBytes
+// more), and for a loser 4 in its new shard's
 // list, 4 for its forward number, 4 for its rank in lost and 8 in the
 // sort (twice that while an array grows by appending).
 const compactEntryBytes = 64
@@ -66,13 +71,21 @@ const (
 // through its run files (Pass).
 var errMapFull = errors.New("the compact run map is full")
 
+// genBig marks, in oldRuns.gen, a generation held in bigGen; bigGenBytes
+// is what one such costs the allowance (a Go map's entry, generously).
+const (
+	genBig      = math.MaxUint16
+	bigGenBytes = 64
+)
+
 type oldRuns struct {
 	nos     rankSet
 	dst     []uint16
-	gen     []uint32 // until the losers are ordered
-	lost    rankSet  // ranks in nos
-	to      []uint32 // by rank in lost
-	base    uint32   // the runs of the old shards before this one
+	gen     []uint16          // until the losers are ordered; genBig: see bigGen
+	bigGen  map[uint32]uint32 // generations of genBig and above, by rank
+	lost    rankSet           // ranks in nos
+	to      []uint32          // by rank in lost
+	base    uint32            // the runs of the old shards before this one
 	sealed  bool
 	charged int64 // what c.bytes counts for it
 }
@@ -101,7 +114,16 @@ func newRunMap(oldN, newN int, allowance int64) *runMap {
 }
 
 func (o *oldRuns) size() int64 {
-	return o.nos.bytes() + 2*int64(cap(o.dst)) + 4*int64(cap(o.gen)) + o.lost.bytes() + 4*int64(cap(o.to))
+	return o.nos.bytes() + 2*int64(cap(o.dst)) + 2*int64(cap(o.gen)) + bigGenBytes*int64(len(o.bigGen)) +
+		o.lost.bytes() + 4*int64(cap(o.to))
+}
+
+// genAt is the generation of the run of rank k.
+func (o *oldRuns) genAt(k int) uint32 {
+	if g := o.gen[k]; g != genBig {
+		return uint32(g)
+	}
+	return o.bigGen[uint32(k)]
 }
 
 // charge brings c.bytes up to date with old shard i's arrays and says
@@ -118,12 +140,12 @@ func (c *runMap) charge(i int) bool {
 // run less one: exact for a directory no reshard grew), as far as the
 // allowance goes, so that pass 1's appends do not copy.
 func (c *runMap) reserve(i int, n int64) {
-	n = min(n, (c.limit-c.bytes.Load())/10)
+	n = min(n, (c.limit-c.bytes.Load())/8)
 	if n <= 0 {
 		return
 	}
 	o := &c.old[i]
-	o.nos.plain, o.dst, o.gen = make([]uint32, 0, n), make([]uint16, 0, n), make([]uint32, 0, n)
+	o.nos.plain, o.dst, o.gen = make([]uint32, 0, n), make([]uint16, 0, n), make([]uint16, 0, n)
 	c.charge(i)
 }
 
@@ -154,7 +176,16 @@ func (c *runMap) add(i int, no model.RunNo, j int, e *model.RunEntry) error {
 	grows := len(o.dst) == cap(o.dst) || len(o.gen) == cap(o.gen) || len(o.nos.plain) == cap(o.nos.plain)
 	o.nos.add(uint32(no))
 	o.dst = append(o.dst, d)
-	o.gen = append(o.gen, e.Gen)
+	if e.Gen < genBig {
+		o.gen = append(o.gen, uint16(e.Gen))
+	} else {
+		if o.bigGen == nil {
+			o.bigGen = map[uint32]uint32{}
+		}
+		o.bigGen[uint32(len(o.gen))] = e.Gen
+		o.gen = append(o.gen, genBig)
+		grows = true
+	}
 	if grows && !c.charge(i) {
 		return errMapFull
 	}
@@ -200,7 +231,7 @@ func (c *compactCursor) next() (passRun, bool) {
 		return passRun{}, false
 	}
 	k := c.k - 1
-	return passRun{no: uint64(n), d: c.o.dst[k], gen: c.o.gen[k]}, true
+	return passRun{no: uint64(n), d: c.o.dst[k], gen: c.o.genAt(k)}, true
 }
 
 // merge is mergeRuns over the compact map's old shards.
@@ -237,7 +268,7 @@ func (c *runMap) assign(p *Plan) error {
 	c.fill()
 	c.orderLosers(p, sortNeed)
 	for i := range c.old {
-		c.old[i].gen = nil
+		c.old[i].gen, c.old[i].bigGen = nil, nil
 		c.charge(i)
 	}
 	for j := range p.NextRun {
@@ -351,7 +382,7 @@ func (c *runMap) orderLosers(p *Plan, sortNeed int64) {
 		keys = keys[:0]
 		for t, ref := range nw.lost {
 			i, k := c.oldOf(ref)
-			keys = append(keys, uint64(c.old[i].gen[k])<<32|uint64(t))
+			keys = append(keys, uint64(c.old[i].genAt(k))<<32|uint64(t))
 		}
 		slices.Sort(keys)
 		for t := range keys {

@@ -53,7 +53,7 @@ func TestRunMapMatchesOracle(t *testing.T) {
 			for _, no := range nos {
 				runs = append(runs, run{shard: i, no: model.RunNo(no), j: rapid.IntRange(0, newN-1).Draw(t, "j"),
 					unfinished: rapid.Bool().Draw(t, "unf"), prior: rapid.Bool().Draw(t, "prior"),
-					gen: uint32(rapid.IntRange(1, 3).Draw(t, "gen"))})
+					gen: rapid.SampledFrom([]uint32{1, 2, 3, 1, 2, 3, genBig - 1, genBig, genBig + 1, math.MaxUint32}).Draw(t, "gen")})
 				maxUsed = max(maxUsed, model.RunNo(no))
 			}
 		}
@@ -162,7 +162,15 @@ func TestRunMapMatchesOracle(t *testing.T) {
 
 		// The compact map (numbers of 32 bits).
 		if base < math.MaxUint32 {
-			c := newRunMap(oldN, newN, int64(len(runs))*compactEntryBytes)
+			// Every run fits: compactEntryBytes each, and bigGenBytes more
+			// for a generation of 16 bits or more.
+			allowance := int64(len(runs)) * compactEntryBytes
+			for _, r := range runs {
+				if r.gen >= genBig {
+					allowance += bigGenBytes
+				}
+			}
+			c := newRunMap(oldN, newN, allowance)
 			for _, r := range runs {
 				if err := c.add(r.shard, r.no, r.j, &model.RunEntry{State: state(r.unfinished), Gen: r.gen, Renumbered: r.prior}); err != nil {
 					t.Fatalf("add %+v: %v", r, err)
