@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"runtime"
+	"strconv"
 	"sync"
 	"sync/atomic"
 )
@@ -230,6 +231,9 @@ func encodeInOrder[T any](list *List[T], write func([]byte) error) error {
 // field's list.
 func encodeBatch[T any](out, one *bytes.Buffer, enc *json.Encoder, items []T) error {
 	for i := range items {
+		if appendElement(out, &items[i]) {
+			continue
+		}
 		one.Reset()
 		if err := enc.Encode(&items[i]); err != nil {
 			return err
@@ -240,4 +244,87 @@ func encodeBatch[T any](out, one *bytes.Buffer, enc *json.Encoder, items []T) er
 		}
 	}
 	return nil
+}
+
+// appendElement appends the two lists' elements (RenumberedRun,
+// TokenChange) to out as encodeBatch's Encode and Indent would, without
+// reflection: at 10M runs shrunk 8 -> 3 the lists hold 1.4M elements.
+// It says false for any other type, left to them.
+// TestWriteJSONMatchesWhole holds the bytes to MarshalIndent's.
+func appendElement[T any](out *bytes.Buffer, item *T) bool {
+	b := out.AvailableBuffer()
+	switch it := any(item).(type) {
+	case *RenumberedRun:
+		b = append(b, ",\n    {\n      \"workflow_id\": "...)
+		b = appendJSONString(b, it.WorkflowID)
+		b = append(b, ",\n      \"old_shard\": "...)
+		b = strconv.AppendInt(b, int64(it.OldShard), 10)
+		b = append(b, ",\n      \"old_run\": "...)
+		b = strconv.AppendUint(b, it.OldRun, 10)
+		b = append(b, ",\n      \"new_shard\": "...)
+		b = strconv.AppendInt(b, int64(it.NewShard), 10)
+		b = append(b, ",\n      \"new_run\": "...)
+		b = strconv.AppendUint(b, it.NewRun, 10)
+		b = append(b, ",\n      \"old_key_prefix\": "...)
+		b = appendJSONString(b, it.OldKey)
+		b = append(b, ",\n      \"new_key_prefix\": "...)
+		b = appendJSONString(b, it.NewKey)
+		b = append(b, ",\n      \"pending_tokens\": "...)
+		switch {
+		case it.Tokens == nil:
+			b = append(b, "null"...)
+		case len(it.Tokens) == 0:
+			b = append(b, "[]"...)
+		default:
+			b = append(b, '[')
+			for k, t := range it.Tokens {
+				if k > 0 {
+					b = append(b, ',')
+				}
+				b = append(b, "\n        {\n          \"position\": "...)
+				b = strconv.AppendUint(b, uint64(t.Position), 10)
+				b = append(b, ",\n          \"old_token\": "...)
+				b = appendJSONString(b, t.Old)
+				b = append(b, ",\n          \"new_token\": "...)
+				b = appendJSONString(b, t.New)
+				b = append(b, "\n        }"...)
+			}
+			b = append(b, "\n      ]"...)
+		}
+		b = append(b, "\n    }"...)
+	case *TokenChange:
+		b = append(b, ",\n    {\n      \"workflow_id\": "...)
+		b = appendJSONString(b, it.WorkflowID)
+		b = append(b, ",\n      \"position\": "...)
+		b = strconv.AppendUint(b, uint64(it.Position), 10)
+		b = append(b, ",\n      \"old_token\": "...)
+		b = appendJSONString(b, it.Old)
+		b = append(b, ",\n      \"new_token\": "...)
+		b = appendJSONString(b, it.New)
+		b = append(b, "\n    }"...)
+	default:
+		return false
+	}
+	out.Write(b)
+	return true
+}
+
+// appendJSONString appends s as encoding/json writes a string: as it is
+// between quotes when every byte is printable ASCII that json leaves
+// alone, else as json.Marshal renders it (control bytes, quotes,
+// backslashes, HTML's <, > and &, invalid UTF-8, U+2028 and U+2029 are
+// escaped; rare in IDs and tokens).
+func appendJSONString(b []byte, s string) []byte {
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; c < 0x20 || c > 0x7e || c == '"' || c == '\\' || c == '<' || c == '>' || c == '&' {
+			q, err := json.Marshal(s)
+			if err != nil { // a string always marshals
+				panic(err)
+			}
+			return append(b, q...)
+		}
+	}
+	b = append(b, '"')
+	b = append(b, s...)
+	return append(b, '"')
 }
