@@ -281,12 +281,8 @@ func appendElement[T any](out *bytes.Buffer, item *T) bool {
 				if k > 0 {
 					b = append(b, ',')
 				}
-				b = append(b, "\n        {\n          \"position\": "...)
-				b = strconv.AppendUint(b, uint64(t.Position), 10)
-				b = append(b, ",\n          \"old_token\": "...)
-				b = appendJSONString(b, t.Old)
-				b = append(b, ",\n          \"new_token\": "...)
-				b = appendJSONString(b, t.New)
+				b = append(b, "\n        {"...)
+				b = appendTokenFields(b, "\n          ", t.Position, t.Old, t.New)
 				b = append(b, "\n        }"...)
 			}
 			b = append(b, "\n      ]"...)
@@ -295,18 +291,30 @@ func appendElement[T any](out *bytes.Buffer, item *T) bool {
 	case *TokenChange:
 		b = append(b, ",\n    {\n      \"workflow_id\": "...)
 		b = appendJSONString(b, it.WorkflowID)
-		b = append(b, ",\n      \"position\": "...)
-		b = strconv.AppendUint(b, uint64(it.Position), 10)
-		b = append(b, ",\n      \"old_token\": "...)
-		b = appendJSONString(b, it.Old)
-		b = append(b, ",\n      \"new_token\": "...)
-		b = appendJSONString(b, it.New)
+		b = append(b, ',')
+		b = appendTokenFields(b, "\n      ", it.Position, it.Old, it.New)
 		b = append(b, "\n    }"...)
 	default:
 		return false
 	}
 	out.Write(b)
 	return true
+}
+
+// appendTokenFields appends a token's three fields, each on a line that
+// starts with nl (a newline and the indentation).
+func appendTokenFields(b []byte, nl string, pos uint32, was, now string) []byte {
+	b = append(b, nl...)
+	b = append(b, `"position": `...)
+	b = strconv.AppendUint(b, uint64(pos), 10)
+	b = append(b, ',')
+	b = append(b, nl...)
+	b = append(b, `"old_token": `...)
+	b = appendJSONString(b, was)
+	b = append(b, ',')
+	b = append(b, nl...)
+	b = append(b, `"new_token": `...)
+	return appendJSONString(b, now)
 }
 
 // appendJSONString appends s as encoding/json writes a string: as it is
