@@ -566,9 +566,13 @@ func (s *Sorter) merge(j int, fn func(k, v []byte) error) error {
 	buf := int(min(max(s.budget/int64(2*s.mergers*len(s.chunks)), 4<<10), 1<<20))
 	var cursors []cursor
 	var files []vfs.File
+	var sections []*sectionReader
 	defer func() {
 		for _, f := range files {
 			f.Close()
+		}
+		for _, r := range sections {
+			r.close()
 		}
 	}()
 	for _, c := range s.chunks {
@@ -581,7 +585,9 @@ func (s *Sorter) merge(j int, fn func(k, v []byte) error) error {
 			return fmt.Errorf("reading the reshard scratch file %s: %w", path, err)
 		}
 		files = append(files, f)
-		cur := &chunkCursor{path: path, r: bufio.NewReaderSize(io.NewSectionReader(f, 0, c.sizes[j]), buf)}
+		sr := newSectionReader(s.fs, path, f, c.sizes[j])
+		sections = append(sections, sr)
+		cur := &chunkCursor{path: path, r: bufio.NewReaderSize(sr, buf)}
 		ok, err := cur.next()
 		if err != nil {
 			return err
