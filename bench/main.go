@@ -291,10 +291,9 @@ func run(opt options) error {
 	// hits every size and case alike (the cost a run is compared across
 	// sizes: issue 30's flatness).
 	type cell struct {
-		cr      caseResult
-		src     string
-		names   []string
-		readSrc bool
+		cr    caseResult
+		src   string
+		names []string
 	}
 	var cells []*cell
 	readSrc := map[string]bool{}
@@ -330,7 +329,7 @@ func run(opt options) error {
 			// they are timed with the first case that reads it.
 			cl.names = slices.Clone(opt.commands)
 			if opt.readers && !readSrc[src] {
-				readSrc[src], cl.readSrc = true, true
+				readSrc[src] = true
 				cl.names = append(cl.names, readerOrder...)
 				cl.cr.RunsPerMinute = map[string]float64{}
 			}

@@ -38,8 +38,9 @@ import (
 // the sort. (With 4 bytes a generation, a 10M-run 8 -> 3 did not fit
 // the default budget's 128 MiB by about 3 MB, and went through the run
 // files and the paged map; a run's generation among its workflow ID's
-// runs is rarely above 65,534, and one that is costs bigGenBytes.) A lookup is a rank: a popcount in one bitmap word, or a
-// binary search in a sorted array. Run numbers must fit 32 bits here: a
+// runs is rarely above 65,534, and one that is costs bigGenBytes.) A
+// lookup is a rank: a popcount in one bitmap word, or a binary search in
+// a sorted array. Run numbers must fit 32 bits here: a
 // directory whose numbers do not, or whose runs do not fit the map's
 // share of the budget, is planned through pass 1's run files (runfile.go)
 // and looked up in the paged run map (runmapfile.go), which give the same
@@ -53,9 +54,9 @@ import (
 // compactEntryBytes bounds what one run can cost the compact map at its
 // peak, whatever the numbers' spread: 4 for its number in a sorted array,
 // 2 for dst, 2 for the generation (a large one is charged bigGenBytes
-// more), and for a loser 4 in its new shard's
-// list, 4 for its forward number, 4 for its rank in lost and 8 in the
-// sort (twice that while an array grows by appending).
+// more), and for a loser 4 in its new shard's list, 4 for its forward
+// number, 4 for its rank in lost and 8 in the sort (twice that while an
+// array grows by appending).
 const compactEntryBytes = 64
 
 // dst bits.
